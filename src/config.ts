@@ -1,0 +1,164 @@
+// Service configuration. Precedence: command-line flag > IVTD_* environment variable >
+// JSON config file (--config / IVTD_CONFIG) > default. OPTIONS is the one table that
+// the flag parser, the environment reader, `ivtd --help` and README all follow.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { DEFAULT_PORTS } from './enums.ts';
+
+type Kind = 'string' | 'int' | 'path';
+
+interface OptionSpec {
+  /** Flag name without dashes; env var is IVTD_ + upper snake; config-file key is the camelCase key. */
+  flag: string;
+  kind: Kind;
+  default: string | number | undefined;
+  help: string;
+  min?: number;
+  max?: number;
+}
+
+export const OPTIONS = {
+  dataDir: { flag: 'data-dir', kind: 'path', default: './ivtd-data', help: 'State directory: DuckDB file, keys, control socket, operator data (sellers/, lists).' },
+  host: { flag: 'host', kind: 'string', default: '127.0.0.1', help: 'Bind address for all listeners (0.0.0.0 or :: to listen on every interface).' },
+  prebidPort: { flag: 'prebid-port', kind: 'int', default: DEFAULT_PORTS.prebid, help: 'Pre-bid lookup + /health-check port.', min: 0, max: 65535 },
+  apiPort: { flag: 'api-port', kind: 'int', default: DEFAULT_PORTS.api, help: 'Account API + dashboard + /metrics port.', min: 0, max: 65535 },
+  reportingPort: { flag: 'reporting-port', kind: 'int', default: DEFAULT_PORTS.reporting, help: 'Reporting API port.', min: 0, max: 65535 },
+  threads: { flag: 'threads', kind: 'int', default: 1, help: 'Lookup worker threads sharing the pre-bid port.', min: 1, max: 64 },
+  config: { flag: 'config', kind: 'path', default: undefined, help: 'JSON config file (keys are the camelCase option names).' },
+  mmdbCountry: { flag: 'mmdb-country', kind: 'path', default: undefined, help: 'MaxMind GeoIP2/GeoLite2-Country (or compatible) MMDB instead of the embedded country db.' },
+  mmdbAsn: { flag: 'mmdb-asn', kind: 'path', default: undefined, help: 'MaxMind GeoIP2/GeoLite2-ASN MMDB instead of the embedded ASN range table.' },
+  mmdbAnonymousIp: { flag: 'mmdb-anonymous-ip', kind: 'path', default: undefined, help: 'MaxMind GeoIP2-Anonymous-IP MMDB (hosting, VPN, proxy, Tor flags).' },
+  flushInterval: { flag: 'flush-interval', kind: 'int', default: 5, help: 'Seconds between writes of reporting rollups to the store.', min: 1, max: 3600 },
+  retentionDays: { flag: 'retention-days', kind: 'int', default: 400, help: 'Days of reporting rollups kept.', min: 1, max: 36500 },
+  accessTokenTtl: { flag: 'access-token-ttl', kind: 'int', default: 900, help: 'Access-token lifetime in seconds.', min: 1, max: 86400 },
+  refreshTokenTtl: { flag: 'refresh-token-ttl', kind: 'int', default: 30 * 86400, help: 'Refresh-token lifetime in seconds.', min: 60, max: 365 * 86400 },
+  keyGrace: { flag: 'key-grace', kind: 'int', default: 86400, help: 'Default seconds an old key keeps working after `ivtd key rotate`.', min: 0, max: 90 * 86400 },
+  reportRate: { flag: 'report-rate', kind: 'int', default: 10, help: 'Reporting API requests per second per customer (token bucket refill).', min: 1, max: 100000 },
+  reportBurst: { flag: 'report-burst', kind: 'int', default: 20, help: 'Reporting API burst size per customer (token bucket capacity).', min: 1, max: 100000 },
+  logLevel: { flag: 'log-level', kind: 'string', default: 'info', help: 'pino log level: fatal, error, warn, info, debug, trace.' },
+} as const satisfies Record<string, OptionSpec>;
+
+export type OptionKey = keyof typeof OPTIONS;
+
+export interface Config {
+  dataDir: string;
+  host: string;
+  prebidPort: number;
+  apiPort: number;
+  reportingPort: number;
+  threads: number;
+  config: string | undefined;
+  mmdbCountry: string | undefined;
+  mmdbAsn: string | undefined;
+  mmdbAnonymousIp: string | undefined;
+  flushInterval: number;
+  retentionDays: number;
+  accessTokenTtl: number;
+  refreshTokenTtl: number;
+  keyGrace: number;
+  reportRate: number;
+  reportBurst: number;
+  logLevel: string;
+}
+
+export class ConfigError extends Error {}
+
+export function envName(key: OptionKey): string {
+  return 'IVTD_' + OPTIONS[key].flag.toUpperCase().replace(/-/g, '_');
+}
+
+function coerce(key: OptionKey, raw: unknown, from: string): string | number | undefined {
+  const spec: OptionSpec = OPTIONS[key];
+  if (raw === undefined || raw === null) return undefined;
+  if (spec.kind === 'int') {
+    const s = String(raw);
+    if (!/^-?\d+$/.test(s)) throw new ConfigError(`${from}: ${spec.flag} must be a whole number, got "${s}"`);
+    const n = Number(s);
+    if ((spec.min !== undefined && n < spec.min) || (spec.max !== undefined && n > spec.max)) {
+      throw new ConfigError(`${from}: ${spec.flag} must be between ${spec.min} and ${spec.max}, got ${n}`);
+    }
+    return n;
+  }
+  const s = String(raw);
+  if (s === '') throw new ConfigError(`${from}: ${spec.flag} must not be empty`);
+  return spec.kind === 'path' ? resolve(s) : s;
+}
+
+const BY_FLAG = new Map<string, OptionKey>(
+  (Object.keys(OPTIONS) as OptionKey[]).map((k) => [OPTIONS[k].flag, k]),
+);
+
+/** Splits `--flag value` / `--flag=value` pairs of known options out of argv; returns the rest. */
+export function parseOptionFlags(argv: string[]): { flags: Partial<Record<OptionKey, string>>; rest: string[] } {
+  const flags: Partial<Record<OptionKey, string>> = {};
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const m = /^--([a-z0-9-]+)(?:=(.*))?$/.exec(a);
+    const key = m ? BY_FLAG.get(m[1]!) : undefined;
+    if (!m || !key) {
+      rest.push(a);
+      continue;
+    }
+    let value = m[2];
+    if (value === undefined) {
+      value = argv[++i];
+      if (value === undefined) throw new ConfigError(`--${m[1]} needs a value`);
+    }
+    flags[key] = value;
+  }
+  return { flags, rest };
+}
+
+/** Resolves the configuration from flags, environment and config file. */
+export function resolveConfig(
+  flags: Partial<Record<OptionKey, string>> = {},
+  env: NodeJS.ProcessEnv = process.env,
+): Config {
+  const configPath = flags.config ?? env[envName('config')];
+  let file: Record<string, unknown> = {};
+  if (configPath) {
+    let text: string;
+    try {
+      text = readFileSync(configPath, 'utf8');
+    } catch (e) {
+      throw new ConfigError(`cannot read config file ${configPath}: ${(e as Error).message}`);
+    }
+    try {
+      const parsed: unknown = JSON.parse(text);
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not a JSON object');
+      file = parsed as Record<string, unknown>;
+    } catch (e) {
+      throw new ConfigError(`config file ${configPath} is not valid JSON: ${(e as Error).message}`);
+    }
+    for (const k of Object.keys(file)) {
+      if (!(k in OPTIONS)) throw new ConfigError(`config file ${configPath}: unknown key "${k}" (known: ${Object.keys(OPTIONS).join(', ')})`);
+    }
+  }
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(OPTIONS) as OptionKey[]) {
+    const spec: OptionSpec = OPTIONS[key];
+    let v: string | number | undefined;
+    if (flags[key] !== undefined) v = coerce(key, flags[key], `--${spec.flag}`);
+    else if (env[envName(key)] !== undefined && env[envName(key)] !== '') v = coerce(key, env[envName(key)], envName(key));
+    else if (file[key] !== undefined) v = coerce(key, file[key], `config file key ${key}`);
+    else v = spec.default === undefined ? undefined : coerce(key, spec.default, 'default');
+    out[key] = v;
+  }
+  // systemd's StateDirectory= sets STATE_DIRECTORY; use it when nothing else chose a data dir.
+  if (flags.dataDir === undefined && !env[envName('dataDir')] && file.dataDir === undefined && env.STATE_DIRECTORY) {
+    out.dataDir = resolve(env.STATE_DIRECTORY.split(':')[0]!);
+  }
+  return out as unknown as Config;
+}
+
+/** Help text for every option, generated from OPTIONS. */
+export function optionsHelp(): string {
+  return (Object.keys(OPTIONS) as OptionKey[])
+    .map((k) => {
+      const s: OptionSpec = OPTIONS[k];
+      const d = s.default === undefined ? '' : ` (default ${s.default})`;
+      return `  --${s.flag.padEnd(20)} ${envName(k).padEnd(24)} ${s.help}${d}`;
+    })
+    .join('\n');
+}

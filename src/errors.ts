@@ -1,0 +1,71 @@
+// Error codes and the JSON error body shared by every listener:
+// {"error": "<code>", "message": "<sentence for a person>"} (DESIGN.md contracts).
+
+export const ERROR_CODES = {
+  missing_parameter: 400,
+  invalid_parameter: 400,
+  forbidden_character: 400,
+  duplicate_parameter: 400,
+  uppercase_not_allowed: 400,
+  bad_encoding: 400,
+  unknown_parameter: 400,
+  unknown_dimension: 400,
+  invalid_request: 400,
+  invalid_session: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  unprocessable: 422,
+  rate_limited: 429,
+  internal: 500,
+  unavailable: 503,
+} as const;
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface ErrorBody {
+  error: ErrorCode;
+  message: string;
+}
+
+/** An error that carries its HTTP status and a message fit to show a person. */
+export class HttpError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    status?: number,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.status = status ?? ERROR_CODES[code];
+  }
+  body(): ErrorBody {
+    return { error: this.code, message: this.message };
+  }
+}
+
+export function errorJson(code: ErrorCode, message: string): string {
+  return JSON.stringify({ error: code, message } satisfies ErrorBody);
+}
+
+/** Names HTTP statuses for uWS, which wants the whole status line text. */
+export const STATUS_TEXT: Record<number, string> = {
+  200: '200 OK',
+  201: '201 Created',
+  204: '204 No Content',
+  304: '304 Not Modified',
+  400: '400 Bad Request',
+  401: '401 Unauthorized',
+  403: '403 Forbidden',
+  404: '404 Not Found',
+  405: '405 Method Not Allowed',
+  413: '413 Payload Too Large',
+  415: '415 Unsupported Media Type',
+  422: '422 Unprocessable Entity',
+  429: '429 Too Many Requests',
+  500: '500 Internal Server Error',
+  503: '503 Service Unavailable',
+};
