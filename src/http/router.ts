@@ -1,0 +1,200 @@
+// The small HTTP layer of the main-thread listeners (account API + dashboard, reporting).
+// node:http, exact-path and `:param` routes, bounded JSON/form bodies, and one place that
+// turns HttpError (or any thrown error) into the JSON error body.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { HttpError } from '../errors.ts';
+import { log } from '../log.ts';
+
+export interface Ctx {
+  req: IncomingMessage;
+  res: ServerResponse;
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  params: Record<string, string>;
+  /** Client address (socket peer). */
+  ip: string;
+}
+
+export type Handler = (ctx: Ctx) => Promise<void> | void;
+
+interface Route {
+  method: string;
+  parts: string[];
+  handler: Handler;
+}
+
+export const DEFAULT_BODY_LIMIT = 64 * 1024;
+
+export class Router {
+  private routes: Route[] = [];
+  private fallback: Handler | null = null;
+
+  on(method: string, pattern: string, handler: Handler): this {
+    this.routes.push({ method: method.toUpperCase(), parts: pattern.split('/').filter(Boolean), handler });
+    return this;
+  }
+  get(p: string, h: Handler): this { return this.on('GET', p, h); }
+  post(p: string, h: Handler): this { return this.on('POST', p, h); }
+  patch(p: string, h: Handler): this { return this.on('PATCH', p, h); }
+  delete(p: string, h: Handler): this { return this.on('DELETE', p, h); }
+  /** Handler for requests no route matches (e.g. static files); default is a JSON 404. */
+  otherwise(h: Handler): this {
+    this.fallback = h;
+    return this;
+  }
+
+  private match(method: string, path: string): { route: Route | null; params: Record<string, string>; pathMatched: boolean } {
+    const segs = path.split('/').filter(Boolean);
+    let pathMatched = false;
+    for (const r of this.routes) {
+      if (r.parts.length !== segs.length) continue;
+      const params: Record<string, string> = {};
+      let ok = true;
+      for (let i = 0; i < segs.length; i++) {
+        const p = r.parts[i]!;
+        if (p.startsWith(':')) {
+          try {
+            params[p.slice(1)] = decodeURIComponent(segs[i]!);
+          } catch {
+            ok = false;
+            break;
+          }
+        } else if (p !== segs[i]) {
+          ok = false;
+          break;
+        }
+      }
+      if (!ok) continue;
+      pathMatched = true;
+      if (r.method === method || (method === 'HEAD' && r.method === 'GET')) return { route: r, params, pathMatched };
+    }
+    return { route: null, params: {}, pathMatched };
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const method = (req.method ?? 'GET').toUpperCase();
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://localhost');
+    } catch {
+      sendError(res, new HttpError('invalid_request', 'The request URL cannot be parsed.'));
+      return;
+    }
+    const { route, params, pathMatched } = this.match(method, url.pathname);
+    const ctx: Ctx = { req, res, method, path: url.pathname, query: url.searchParams, params, ip: req.socket.remoteAddress ?? '' };
+    try {
+      if (route) await route.handler(ctx);
+      else if (pathMatched) throw new HttpError('method_not_allowed', `${method} is not allowed on ${url.pathname}.`);
+      else if (this.fallback) await this.fallback(ctx);
+      else throw new HttpError('not_found', `No such endpoint: ${url.pathname}.`);
+    } catch (e) {
+      if (!(e instanceof HttpError)) log.error({ err: (e as Error).message, stack: (e as Error).stack, path: url.pathname }, 'request failed');
+      if (!res.headersSent) sendError(res, e);
+      else res.destroy();
+    }
+  }
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store', 'Content-Length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+export function sendError(res: ServerResponse, e: unknown): void {
+  const err = e instanceof HttpError ? e : new HttpError('internal', 'Internal error; the server log has the details.');
+  sendJson(res, err.status, err.body(), err.headers ?? {});
+}
+
+/** Reads the whole body up to `limit` bytes; 413 past it (the rest is not buffered). */
+export function readBody(req: IncomingMessage, limit = DEFAULT_BODY_LIMIT): Promise<Buffer> {
+  const declared = Number(req.headers['content-length'] ?? '0');
+  if (declared > limit) {
+    req.resume();
+    return Promise.reject(new HttpError('payload_too_large', `Request body is larger than ${limit} bytes.`));
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let failed = false;
+    req.on('data', (c: Buffer) => {
+      if (failed) return;
+      size += c.length;
+      if (size > limit) {
+        failed = true;
+        reject(new HttpError('payload_too_large', `Request body is larger than ${limit} bytes.`));
+        req.resume();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => {
+      if (!failed) resolve(Buffer.concat(chunks));
+    });
+    req.on('error', (e) => {
+      if (!failed) reject(new HttpError('invalid_request', `Could not read the request body: ${e.message}`));
+    });
+  });
+}
+
+function mediaType(req: IncomingMessage): string {
+  return (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+}
+
+/** A JSON object body; `status` (default 422) when the type or the JSON is wrong. */
+export async function readJsonObject(req: IncomingMessage, opts: { limit?: number; status?: number } = {}): Promise<Record<string, unknown>> {
+  const status = opts.status ?? 422;
+  if (mediaType(req) !== 'application/json') {
+    throw new HttpError('unprocessable', 'Send the body as application/json.', status);
+  }
+  const buf = await readBody(req, opts.limit);
+  let v: unknown;
+  try {
+    v = JSON.parse(buf.toString('utf8'));
+  } catch {
+    throw new HttpError('unprocessable', 'The request body is not valid JSON.', status);
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v)) throw new HttpError('unprocessable', 'The request body must be a JSON object.', status);
+  return v as Record<string, unknown>;
+}
+
+/** An application/x-www-form-urlencoded body; 422 when the type is wrong. */
+export async function readForm(req: IncomingMessage, limit?: number): Promise<URLSearchParams> {
+  if (mediaType(req) !== 'application/x-www-form-urlencoded') {
+    throw new HttpError('unprocessable', 'Send the body as application/x-www-form-urlencoded.');
+  }
+  const buf = await readBody(req, limit);
+  return new URLSearchParams(buf.toString('utf8'));
+}
+
+export interface Listener {
+  server: Server;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Listens with the router; close() stops accepting, lets in-flight requests end, then closes idle sockets. */
+export function listen(router: Router, host: string, port: number, name: string): Promise<Listener> {
+  const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000, maxHeaderSize: 16 * 1024 }, (req, res) => {
+    void router.handle(req, res);
+  });
+  server.keepAliveTimeout = 5000;
+  return new Promise((resolve, reject) => {
+    server.once('error', (e) => reject(new Error(`${name}: cannot listen on ${host}:${port}: ${(e as Error).message}`)));
+    server.listen(port, host, () => {
+      const bound = (server.address() as AddressInfo).port;
+      resolve({
+        server,
+        port: bound,
+        close: () =>
+          new Promise<void>((r) => {
+            server.close(() => r());
+            server.closeIdleConnections();
+            setTimeout(() => server.closeAllConnections(), 3000).unref();
+          }),
+      });
+    });
+  });
+}

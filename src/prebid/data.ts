@@ -1,0 +1,47 @@
+// Builds the in-memory lookup structures from a data bundle. Runs on the main thread
+// first (so a bad file is refused before any lookup thread sees it) and then on each
+// lookup thread, which owns its copy.
+import type { DataBundle, DataFile } from '../data/bundle.ts';
+import { IfaList } from '../signals/ifa-list.ts';
+import { loadIpIntel } from '../signals/ip.ts';
+import { SellersRegistry } from '../signals/schain.ts';
+import { UaAnalyzer } from '../signals/ua.ts';
+import type { LookupData } from './lookup.ts';
+
+const text = (f: DataFile): string => Buffer.from(f.bytes.buffer, f.bytes.byteOffset, f.bytes.byteLength).toString('utf8');
+
+export interface BuiltData {
+  data: LookupData;
+  /** Problems that did not stop the load (e.g. a sellers file skipped), one sentence each. */
+  warnings: string[];
+}
+
+export class DataBuildError extends Error {}
+
+function step<T>(file: DataFile | null, fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    throw new DataBuildError(`${file ? `${file.name} (${file.source})` : 'data'}: ${(e as Error).message}`);
+  }
+}
+
+/** Throws DataBuildError naming the file when a file is unusable. */
+export function buildLookupData(b: DataBundle, ua?: UaAnalyzer): BuiltData {
+  const warnings: string[] = [];
+  const ip = step(b.asnBin ?? b.asnMmdb ?? b.countryMmdb, () =>
+    loadIpIntel({
+      ...(b.asnBin ? { asnBin: b.asnBin.bytes } : {}),
+      ...(b.asnMmdb ? { asnMmdb: b.asnMmdb.bytes } : {}),
+      ...(b.anonymousIpMmdb ? { anonymousIpMmdb: b.anonymousIpMmdb.bytes } : {}),
+      countryMmdb: b.countryMmdb.bytes,
+      hostingAsns: text(b.hostingAsns),
+      vpnAsns: text(b.vpnAsns),
+      hostingOrgPatterns: text(b.hostingOrgPatterns),
+    }),
+  );
+  const badIfas = step(b.badIfas, () => IfaList.parse(text(b.badIfas), b.badIfas.source));
+  const { registry, errors } = SellersRegistry.fromFiles(b.sellers.map((f) => ({ name: f.name, text: text(f) })));
+  for (const e of errors) warnings.push(`sellers: ${e}`);
+  return { data: { ip, ua: ua ?? new UaAnalyzer(), sellers: registry, badIfas }, warnings };
+}

@@ -1,0 +1,111 @@
+// One-pass scanner for the raw lookup query string (spec 4.4 rules 2-4). It reads the
+// still-encoded text once, rejects what the contract forbids, and decodes only the values
+// of known parameters into a reused slot array. No URLSearchParams, no per-parameter objects.
+import { PARAM_COUNT, PARAM_NAMES, paramIndex } from './params.ts';
+
+export interface ScanError {
+  code: 'forbidden_character' | 'bad_encoding' | 'duplicate_parameter' | 'uppercase_not_allowed' | 'invalid_request';
+  message: string;
+}
+
+const AMP = 0x26, EQ = 0x3d, PCT = 0x25, PLUS = 0x2b, HASH = 0x23, AT = 0x40, SEMI = 0x3b;
+
+function isHex(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
+}
+
+/**
+ * Scans `query` into `out` (length PARAM_COUNT; cleared here). Returns null on success or
+ * the first contract violation. Values keep their raw form in `raw` for checks that are
+ * about encoding (e.g. schain decoding).
+ */
+export class QueryScanner {
+  readonly values: (string | undefined)[] = new Array(PARAM_COUNT).fill(undefined);
+  readonly raw: (string | undefined)[] = new Array(PARAM_COUNT).fill(undefined);
+
+  scan(query: string): ScanError | null {
+    const values = this.values;
+    const raw = this.raw;
+    for (let i = 0; i < PARAM_COUNT; i++) {
+      values[i] = undefined;
+      raw[i] = undefined;
+    }
+    const len = query.length;
+    let start = 0;
+    while (start <= len) {
+      let end = query.indexOf('&', start);
+      if (end === -1) end = len;
+      if (end > start) {
+        const err = this.pair(query, start, end);
+        if (err) return err;
+      }
+      start = end + 1;
+    }
+    return null;
+  }
+
+  private pair(q: string, start: number, end: number): ScanError | null {
+    // Name: up to the first '='; must be lowercase.
+    let eq = -1;
+    let upper = false;
+    for (let i = start; i < end; i++) {
+      const c = q.charCodeAt(i);
+      if (c === EQ) {
+        eq = i;
+        break;
+      }
+      if (c >= 0x41 && c <= 0x5a) upper = true;
+    }
+    const nameEnd = eq === -1 ? end : eq;
+    const rawName = q.slice(start, nameEnd);
+    if (upper) {
+      return { code: 'uppercase_not_allowed', message: `Parameter names must be lowercase: "${clip(rawName)}".` };
+    }
+    if (nameEnd === start) return { code: 'invalid_request', message: 'A query parameter has an empty name.' };
+    // Names are plain ASCII tokens; a percent-encoded name is not a known parameter.
+    const idx = paramIndex(rawName);
+    // Value: raw, still-encoded; the forbidden characters and encoding are checked on it.
+    let needsDecode = false;
+    if (eq !== -1) {
+      for (let i = eq + 1; i < end; i++) {
+        const c = q.charCodeAt(i);
+        if (c === PCT) {
+          if (i + 2 >= end || !isHex(q.charCodeAt(i + 1)) || !isHex(q.charCodeAt(i + 2))) {
+            return { code: 'bad_encoding', message: `Parameter ${clip(rawName)} has broken percent-encoding.` };
+          }
+          needsDecode = true;
+          i += 2;
+        } else if (c === PLUS) {
+          needsDecode = true;
+        } else if (c === EQ || c === HASH || c === AT || c === SEMI) {
+          return {
+            code: 'forbidden_character',
+            message: `Parameter ${clip(rawName)} contains a forbidden character "${String.fromCharCode(c)}"; URL-encode the value (# @ = ; are not allowed raw).`,
+          };
+        } else if (c < 0x20 || c === 0x7f) {
+          return { code: 'bad_encoding', message: `Parameter ${clip(rawName)} contains a raw control character; URL-encode the value.` };
+        }
+      }
+    }
+    if (idx === -1) return null; // unknown parameters (rid, …) are accepted and ignored
+    if (this.raw[idx] !== undefined) {
+      return { code: 'duplicate_parameter', message: `Parameter ${PARAM_NAMES[idx]} is given more than once.` };
+    }
+    const rawValue = eq === -1 ? '' : q.slice(eq + 1, end);
+    this.raw[idx] = rawValue;
+    if (!needsDecode) {
+      this.values[idx] = rawValue;
+      return null;
+    }
+    try {
+      this.values[idx] = decodeURIComponent(rawValue.indexOf('+') === -1 ? rawValue : rawValue.replace(/\+/g, ' '));
+    } catch {
+      return { code: 'bad_encoding', message: `Parameter ${PARAM_NAMES[idx]} is not valid percent-encoded UTF-8.` };
+    }
+    return null;
+  }
+}
+
+function clip(s: string): string {
+  return s.length > 40 ? s.slice(0, 40) + '…' : s;
+}

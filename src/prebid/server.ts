@@ -1,0 +1,136 @@
+// The main thread's side of the pre-bid listener: starts the lookup threads, pushes keys
+// and data to them, collects their count deltas, and stops them in order.
+import { Worker } from 'node:worker_threads';
+import type { DataBundle } from '../data/bundle.ts';
+import type { CountRow } from './counts.ts';
+import type { KeyRecord } from './keys.ts';
+import type { FromWorker, LookupStats, LookupWorkerInit, ToWorker } from './messages.ts';
+import { startLookupWorker } from './spawn.ts';
+
+export interface LookupServerOptions {
+  host: string;
+  port: number;
+  threads: number;
+  maxTuples?: number;
+  countsIntervalMs?: number;
+  onCounts: (rows: CountRow[], stats: LookupStats) => void;
+  onWorkerError?: (index: number, err: Error) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  index: number;
+}
+
+export class LookupServer {
+  private slots: Slot[] = [];
+  private nextDataId = 1;
+  private pending = new Map<string, { resolve: (v: FromWorker) => void }>();
+  port = 0;
+  listening = false;
+
+  constructor(private readonly opts: LookupServerOptions) {}
+
+  /** Starts every thread; resolves with the bound port once all listen. */
+  async start(bundle: DataBundle, keys: KeyRecord[]): Promise<number> {
+    let port = this.opts.port;
+    for (let i = 0; i < this.opts.threads; i++) {
+      // Thread 0 binds first so an ephemeral port (0) is shared by the others.
+      port = await this.spawn(i, port, bundle, keys);
+    }
+    this.port = port;
+    this.listening = true;
+    return port;
+  }
+
+  private spawn(index: number, port: number, bundle: DataBundle, keys: KeyRecord[]): Promise<number> {
+    const init: LookupWorkerInit = {
+      index,
+      host: this.opts.host,
+      port,
+      bundle,
+      keys,
+      maxTuples: this.opts.maxTuples ?? 50_000,
+      countsIntervalMs: this.opts.countsIntervalMs ?? 1000,
+    };
+    const worker = startLookupWorker(init);
+    const slot: Slot = { worker, index };
+    this.slots.push(slot);
+    return new Promise((resolve, reject) => {
+      const onFirst = (m: FromWorker) => {
+        if (m.type === 'listening') resolve(m.port);
+        else if (m.type === 'listen-failed') reject(new Error(`lookup thread ${index}: ${m.message}`));
+        else return;
+        worker.off('message', onFirst);
+      };
+      worker.on('message', onFirst);
+      worker.on('message', (m: FromWorker) => this.onMessage(m));
+      worker.once('error', (e) => {
+        reject(e);
+        this.opts.onWorkerError?.(index, e);
+      });
+      worker.once('exit', (code) => {
+        if (this.listening && code !== 0) this.opts.onWorkerError?.(index, new Error(`lookup thread ${index} exited with code ${code}`));
+      });
+    });
+  }
+
+  private onMessage(m: FromWorker): void {
+    if (m.type === 'counts') this.opts.onCounts(m.rows, m.stats);
+    const key = m.type === 'data-ok' || m.type === 'data-failed' ? `data:${m.id}:${m.index}` : m.type === 'stopped' ? `stop:${m.index}` : '';
+    if (key) {
+      const p = this.pending.get(key);
+      if (p) {
+        this.pending.delete(key);
+        p.resolve(m);
+      }
+    }
+  }
+
+  private ask(slot: Slot, msg: ToWorker, key: string, timeoutMs: number): Promise<FromWorker | null> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(key);
+        resolve(null);
+      }, timeoutMs);
+      this.pending.set(key, {
+        resolve: (v) => {
+          clearTimeout(timer);
+          resolve(v);
+        },
+      });
+      slot.worker.postMessage(msg);
+    });
+  }
+
+  pushKeys(keys: KeyRecord[]): void {
+    for (const s of this.slots) s.worker.postMessage({ type: 'keys', keys } satisfies ToWorker);
+  }
+
+  /** Sends new data to every thread; resolves with the failures (empty when all swapped). */
+  async reload(bundle: DataBundle): Promise<string[]> {
+    const id = this.nextDataId++;
+    const answers = await Promise.all(
+      this.slots.map((s) => this.ask(s, { type: 'data', id, bundle }, `data:${id}:${s.index}`, 30_000)),
+    );
+    const failures: string[] = [];
+    answers.forEach((a, i) => {
+      if (a === null) failures.push(`lookup thread ${i} did not answer the reload`);
+      else if (a.type === 'data-failed') failures.push(`lookup thread ${i}: ${a.message}`);
+    });
+    return failures;
+  }
+
+  /** Closes the listen sockets, collects the last counts, ends the threads. */
+  async stop(timeoutMs = 5000): Promise<void> {
+    this.listening = false;
+    const answers = await Promise.all(this.slots.map((s) => this.ask(s, { type: 'stop' }, `stop:${s.index}`, timeoutMs)));
+    for (const a of answers) if (a && a.type === 'stopped') this.opts.onCounts(a.rows, a.stats);
+    await Promise.all(this.slots.map((s) => s.worker.terminate()));
+    this.slots = [];
+  }
+
+  get threads(): number {
+    return this.slots.length;
+  }
+}

@@ -1,0 +1,141 @@
+// Turns scanned parameter values into a typed lookup request, enforcing the types and
+// conditional rules of spec 4.4. Pure and synchronous; reuses one request object.
+import { CTV_DEVICE_TYPES, RENDERED_AD_TYPES } from '../enums.ts';
+import { P, PARAM_NAMES, REQUIRED } from './params.ts';
+
+export interface LookupRequest {
+  partnerId: string; // lowercase UUID
+  key: string;
+  pub: string;
+  node: string;
+  ip: string;
+  ua: string;
+  uid: string;
+  ifa: string; // '' when absent
+  app: string; // '' when absent
+  sid: string;
+  adt: number;
+  dvt: number;
+  rat: number; // -1 when absent
+  adv: string;
+  plc: string;
+  cre: string;
+  dim: string;
+  aid: string;
+  geo: string; // uppercase ISO2, '' when absent
+  p1: string;
+  p2: string;
+  p3: string;
+  p4: string;
+  p5: string;
+  dmn: string;
+  cmp: string;
+  schainRaw: string | undefined; // still percent-encoded (the schain parser decodes per field)
+}
+
+export function emptyRequest(): LookupRequest {
+  return {
+    partnerId: '', key: '', pub: '', node: '', ip: '', ua: '', uid: '', ifa: '', app: '', sid: '',
+    adt: 0, dvt: 0, rat: -1, adv: '', plc: '', cre: '', dim: '', aid: '', geo: '',
+    p1: '', p2: '', p3: '', p4: '', p5: '', dmn: '', cmp: '', schainRaw: undefined,
+  };
+}
+
+export interface ValidationError {
+  status: 400 | 401;
+  code: 'missing_parameter' | 'invalid_parameter' | 'unauthorized';
+  message: string;
+}
+
+const UUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+const DIM_RE = /^[1-9]\d{0,4}x[1-9]\d{0,4}$/;
+const GEO_RE = /^[A-Za-z]{2}$/;
+
+function missing(name: string): ValidationError {
+  return { status: 400, code: 'missing_parameter', message: `Missing required parameter: ${name}.` };
+}
+function invalid(name: string, why: string): ValidationError {
+  return { status: 400, code: 'invalid_parameter', message: `Invalid parameter ${name}: ${why}.` };
+}
+
+/** Small non-negative integer in [lo, hi] from a decimal string, else -1. */
+function smallInt(s: string, lo: number, hi: number): number {
+  if (s.length === 0 || s.length > 3) return -1;
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i) - 0x30;
+    if (c < 0 || c > 9) return -1;
+    n = n * 10 + c;
+  }
+  return n >= lo && n <= hi ? n : -1;
+}
+
+/** Authentication fields first (401 for a missing key), then the partner id's form. */
+export function validateAuth(v: (string | undefined)[], out: LookupRequest): ValidationError | null {
+  const k = v[P.k];
+  if (!k) return { status: 401, code: 'unauthorized', message: 'Missing API key: pass the pre-bid key as query parameter k.' };
+  const p = v[P.p];
+  if (!p) return missing('p');
+  if (!UUID_RE.test(p)) return invalid('p', 'the partner ID must be a UUID');
+  out.key = k;
+  out.partnerId = p.toLowerCase();
+  return null;
+}
+
+/** Every other parameter: presence, type and the conditional rules. */
+export function validateRequest(v: (string | undefined)[], raw: (string | undefined)[], out: LookupRequest): ValidationError | null {
+  for (let i = 0; i < REQUIRED.length; i++) {
+    const idx = REQUIRED[i]!;
+    if (!v[idx]) return missing(PARAM_NAMES[idx]!);
+  }
+  const adt = smallInt(v[P.adt]!, 1, 4);
+  if (adt < 0) return invalid('adt', 'ad type must be 1 (banner), 2 (video), 3 (audio) or 4 (native)');
+  const dvt = smallInt(v[P.dvt]!, 1, 8);
+  if (dvt < 0) return invalid('dvt', 'device type must be an integer from 1 to 8');
+  let rat = -1;
+  const ratS = v[P.rat];
+  if (ratS !== undefined && ratS !== '') {
+    rat = smallInt(ratS, 0, 8);
+    if (rat < 0 || !RENDERED_AD_TYPES[adt]!.has(rat)) {
+      return invalid('rat', `rendered ad type ${ratS} is not defined for adt=${adt} (allowed: ${[...RENDERED_AD_TYPES[adt]!].join(', ')})`);
+    }
+  }
+  const geo = v[P.geo] ?? '';
+  if (geo !== '' && !GEO_RE.test(geo)) return invalid('geo', 'must be a two-letter ISO country code');
+  const dim = v[P.dim] ?? '';
+  if (dim !== '' && !DIM_RE.test(dim)) return invalid('dim', 'must be {Width}x{Height}, e.g. 300x250');
+  const app = v[P.app] ?? '';
+  const ifa = v[P.ifa] ?? '';
+  if (CTV_DEVICE_TYPES.has(dvt)) {
+    if (!app) return { status: 400, code: 'missing_parameter', message: `Missing required parameter: app (required for CTV and connected devices, dvt=${dvt}).` };
+    if (!ifa) return { status: 400, code: 'missing_parameter', message: `Missing required parameter: ifa (required for CTV and connected devices, dvt=${dvt}).` };
+  } else if (app && !ifa) {
+    return { status: 400, code: 'missing_parameter', message: 'Missing required parameter: ifa (required for in-app traffic, when app is given).' };
+  }
+  out.pub = v[P.pub]!;
+  out.node = v[P.node]!;
+  out.ip = v[P.ip]!;
+  out.ua = v[P.ua]!;
+  out.uid = v[P.uid]!;
+  out.sid = v[P.sid]!;
+  out.ifa = ifa;
+  out.app = app;
+  out.adt = adt;
+  out.dvt = dvt;
+  out.rat = rat;
+  out.geo = geo.length === 2 ? geo.toUpperCase() : '';
+  out.dim = dim;
+  out.adv = v[P.adv] ?? '';
+  out.plc = v[P.plc] ?? '';
+  out.cre = v[P.cre] ?? '';
+  out.aid = v[P.aid] ?? '';
+  out.p1 = v[P.p1] ?? '';
+  out.p2 = v[P.p2] ?? '';
+  out.p3 = v[P.p3] ?? '';
+  out.p4 = v[P.p4] ?? '';
+  out.p5 = v[P.p5] ?? '';
+  out.dmn = v[P.dmn] ?? '';
+  out.cmp = v[P.cmp] ?? '';
+  out.schainRaw = raw[P.schain];
+  return null;
+}

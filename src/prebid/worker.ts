@@ -1,0 +1,132 @@
+// A lookup thread: its own uWebSockets.js app on the shared pre-bid port, its own copy
+// of the lookup data, history and counters. Nothing here waits on I/O or logs per request.
+import uWS from 'uWebSockets.js';
+import type { MessagePort } from 'node:worker_threads';
+import { performance } from 'node:perf_hooks';
+import { STATUS_TEXT } from '../errors.ts';
+import { buildLookupData } from './data.ts';
+import { LookupEngine } from './lookup.ts';
+import { LATENCY_BUCKETS_US, type FromWorker, type LookupStats, type LookupWorkerInit, type ToWorker } from './messages.ts';
+
+export const LOOKUP_PATH = '/api/v1/ivt/lookup';
+export const HEALTH_PATH = '/health-check';
+/** Spec 4.4 rule 1 / section 8: request line plus headers at most 8 KB. */
+export const MAX_REQUEST_BYTES = 8192;
+
+const JSON_TYPE = 'application/json';
+
+function emptyStats(): LookupStats {
+  return { byStatus: {}, byBand: {}, latency: new Array(LATENCY_BUCKETS_US.length + 1).fill(0), latencySumUs: 0, overflowed: 0 };
+}
+
+export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void {
+  const post = (m: FromWorker) => port.postMessage(m);
+  let engine: LookupEngine;
+  try {
+    engine = new LookupEngine(buildLookupData(init.bundle).data, { maxTuples: init.maxTuples });
+  } catch (e) {
+    post({ type: 'listen-failed', index: init.index, message: (e as Error).message });
+    return;
+  }
+  engine.keys.replace(init.keys);
+  let stats = emptyStats();
+  let draining = false;
+  let listenSocket: uWS.us_listen_socket | null = null;
+
+  const reply = (res: uWS.HttpResponse, status: number, body: string | null) => {
+    res.cork(() => {
+      res.writeStatus(STATUS_TEXT[status] ?? String(status));
+      if (body === null) res.end();
+      else res.writeHeader('Content-Type', JSON_TYPE).end(body);
+    });
+  };
+  const fail = (res: uWS.HttpResponse, status: number, code: string, message: string) =>
+    reply(res, status, JSON.stringify({ error: code, message }));
+
+  const app = uWS.App().any('/*', (res, req) => {
+    const t0 = performance.now();
+    const method = req.getMethod();
+    const url = req.getUrl();
+    const query = req.getQuery() ?? '';
+    let size = method.length + url.length + query.length + 12; // "GET " + "?" + " HTTP/1.1\r\n"
+    req.forEach((k, v) => {
+      size += k.length + v.length + 4;
+    });
+    let status: number;
+    if (size > MAX_REQUEST_BYTES) {
+      status = 413;
+      fail(res, 413, 'payload_too_large', `Request is ${size} bytes; the limit for request line plus headers is ${MAX_REQUEST_BYTES}.`);
+    } else if (url === LOOKUP_PATH) {
+      if (method !== 'get') {
+        status = 405;
+        fail(res, 405, 'method_not_allowed', 'Use GET for lookups.');
+      } else if (draining) {
+        status = 503;
+        fail(res, 503, 'unavailable', 'This ivtd instance is shutting down; retry on another instance.');
+      } else {
+        const out = engine.lookup(query, Date.now());
+        status = out.status;
+        if (out.band !== '') stats.byBand[out.band] = (stats.byBand[out.band] ?? 0) + 1;
+        reply(res, out.status, out.body);
+      }
+    } else if (url === HEALTH_PATH) {
+      status = draining ? 503 : 200;
+      reply(res, status, null);
+      return; // health checks are not lookups: keep them out of the stats
+    } else if (url.toLowerCase() === LOOKUP_PATH || url.toLowerCase() === HEALTH_PATH) {
+      status = 400;
+      fail(res, 400, 'uppercase_not_allowed', 'The request path must be lowercase: use /api/v1/ivt/lookup.');
+    } else {
+      status = 404;
+      fail(res, 404, 'not_found', `No such endpoint: ${url.length > 100 ? url.slice(0, 100) + '…' : url}. Lookups are GET ${LOOKUP_PATH}.`);
+    }
+    const us = (performance.now() - t0) * 1000;
+    stats.byStatus[status] = (stats.byStatus[status] ?? 0) + 1;
+    let b = 0;
+    while (b < LATENCY_BUCKETS_US.length && us > LATENCY_BUCKETS_US[b]!) b++;
+    stats.latency[b]!++;
+    stats.latencySumUs += us;
+  });
+
+  const flush = (): { rows: ReturnType<LookupEngine['counts']['drain']>; stats: LookupStats } => {
+    const s = stats;
+    s.overflowed = engine.counts.overflowed;
+    stats = emptyStats();
+    return { rows: engine.counts.drain(), stats: s };
+  };
+  const timer = setInterval(() => {
+    const { rows, stats: s } = flush();
+    post({ type: 'counts', index: init.index, rows, stats: s });
+  }, init.countsIntervalMs);
+
+  port.on('message', (m: ToWorker) => {
+    if (m.type === 'keys') {
+      engine.keys.replace(m.keys);
+    } else if (m.type === 'data') {
+      try {
+        // Built aside, then swapped in one assignment: lookups never see half-loaded data.
+        engine.data = buildLookupData(m.bundle, engine.data.ua).data;
+        post({ type: 'data-ok', index: init.index, id: m.id });
+      } catch (e) {
+        post({ type: 'data-failed', index: init.index, id: m.id, message: (e as Error).message });
+      }
+    } else if (m.type === 'stop') {
+      draining = true;
+      if (listenSocket) uWS.us_listen_socket_close(listenSocket);
+      listenSocket = null;
+      clearInterval(timer);
+      const { rows, stats: s } = flush();
+      post({ type: 'stopped', index: init.index, rows, stats: s });
+    }
+  });
+
+  app.listen(init.host, init.port, (ls) => {
+    if (!ls) {
+      post({ type: 'listen-failed', index: init.index, message: `cannot listen on ${init.host}:${init.port} (port in use or address not available)` });
+      clearInterval(timer);
+      return;
+    }
+    listenSocket = ls;
+    post({ type: 'listening', index: init.index, port: uWS.us_socket_local_port(ls as unknown as uWS.us_socket) });
+  });
+}

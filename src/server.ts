@@ -1,0 +1,198 @@
+// `ivtd serve`: the main thread. Opens the store, loads the data, starts the lookup
+// threads and the control socket (and the account/reporting listeners), and handles
+// SIGHUP (reload) and SIGTERM/SIGINT (drain, flush, exit 0).
+import type { Config } from './config.ts';
+import { describeBundle, loadBundle, type DataBundle } from './data/bundle.ts';
+import { log } from './log.ts';
+import { buildLookupData } from './prebid/data.ts';
+import type { CountRow } from './prebid/counts.ts';
+import { LookupEngine } from './prebid/lookup.ts';
+import type { LookupStats } from './prebid/messages.ts';
+import { LookupServer } from './prebid/server.ts';
+import { startControlServer } from './cli/control.ts';
+import { Store } from './store/db.ts';
+import { activePrebidKeys, ensureFirstCustomer } from './store/customers.ts';
+
+export interface RunningServer {
+  config: Config;
+  store: Store;
+  ports: { prebid: number; api: number; reporting: number };
+  /** Main-thread engine over the same data, for the admin-side explain tool. */
+  explainEngine(): LookupEngine;
+  reload(): Promise<{ ok: boolean; errors: string[] }>;
+  refreshKeys(): Promise<void>;
+  stop(): Promise<void>;
+  /** Hooks later parts register: each receives count deltas from the lookup threads. */
+  countSinks: Array<(rows: CountRow[], stats: LookupStats) => void>;
+  bundle: DataBundle;
+}
+
+export interface StartOptions {
+  /** Print the first customer's credentials to stdout (serve does; tests don't). */
+  announceFirstCustomer?: boolean;
+}
+
+export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
+  const store = await Store.open(config.dataDir);
+  const cleanup: Array<() => Promise<void> | void> = [() => store.close()];
+  try {
+    log.info({ path: store.path, schema: await store.schemaVersion() }, 'store opened');
+    const first = await ensureFirstCustomer(store);
+
+    let bundle = loadBundle(config);
+    let built = buildLookupData(bundle);
+    for (const f of describeBundle(bundle)) log.info(f, 'data file loaded');
+    for (const w of built.warnings) log.warn({ warning: w }, 'data warning');
+    let engine = new LookupEngine(built.data);
+
+    const countSinks: RunningServer['countSinks'] = [];
+    const lookups = new LookupServer({
+      host: config.host,
+      port: config.prebidPort,
+      threads: config.threads,
+      onCounts: (rows, stats) => {
+        for (const sink of countSinks) sink(rows, stats);
+      },
+      onWorkerError: (index, err) => log.error({ thread: index, err: err.message }, 'lookup thread failed'),
+    });
+
+    const refreshKeys = async () => {
+      const keys = await activePrebidKeys(store);
+      lookups.pushKeys(keys);
+      engine.keys.replace(keys);
+    };
+    const keys = await activePrebidKeys(store);
+    engine.keys.replace(keys);
+    const prebidPort = await lookups.start(bundle, keys);
+    cleanup.unshift(() => lookups.stop());
+    log.info({ host: config.host, port: prebidPort, threads: config.threads }, 'pre-bid lookups listening');
+
+    const keyTimer = setInterval(() => {
+      refreshKeys().catch((e: Error) => log.error({ err: e.message }, 'key refresh failed'));
+    }, 5000);
+    keyTimer.unref();
+    cleanup.unshift(() => clearInterval(keyTimer));
+
+    const control = await startControlServer({
+      dataDir: config.dataDir,
+      store,
+      onKeysChanged: () => {
+        refreshKeys().catch((e: Error) => log.error({ err: e.message }, 'key refresh failed'));
+      },
+    });
+    cleanup.unshift(() => control.close());
+
+    const running: RunningServer = {
+      config,
+      store,
+      ports: { prebid: prebidPort, api: 0, reporting: 0 },
+      countSinks,
+      bundle,
+      explainEngine: () => engine,
+      refreshKeys,
+      async reload() {
+        let next: DataBundle;
+        try {
+          next = loadBundle(config);
+          const b = buildLookupData(next);
+          for (const w of b.warnings) log.warn({ warning: w }, 'data warning');
+          built = b;
+        } catch (e) {
+          const msg = (e as Error).message;
+          log.error({ err: msg }, 'reload refused: keeping the data already loaded');
+          return { ok: false, errors: [msg] };
+        }
+        const failures = await lookups.reload(next);
+        if (failures.length) {
+          for (const f of failures) log.error({ err: f }, 'reload failed on a lookup thread');
+          return { ok: false, errors: failures };
+        }
+        bundle = next;
+        running.bundle = next;
+        engine = new LookupEngine(built.data);
+        await refreshKeys();
+        for (const f of describeBundle(next)) log.info(f, 'data file reloaded');
+        return { ok: true, errors: [] };
+      },
+      async stop() {
+        for (const fn of cleanup.splice(0)) {
+          try {
+            await fn();
+          } catch (e) {
+            log.error({ err: (e as Error).message }, 'error during shutdown');
+          }
+        }
+      },
+    };
+
+    if (first && opts.announceFirstCustomer) announce(first, running);
+    return running;
+  } catch (e) {
+    for (const fn of cleanup.splice(0)) await Promise.resolve(fn()).catch(() => undefined);
+    throw e;
+  }
+}
+
+function announce(
+  c: { customer_id: string; partner_id: string; prebid_key: string; reporting_key: string; username: string; password: string },
+  s: RunningServer,
+): void {
+  const host = s.config.host === '0.0.0.0' || s.config.host === '::' ? '127.0.0.1' : s.config.host;
+  const base = `http://${host.includes(':') ? `[${host}]` : host}`;
+  const ua = encodeURIComponent('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36');
+  const q =
+    `schain=1.0,1!exchange1.example,1234,1&p=${c.partner_id}&k=${c.prebid_key}&pub=pub-1&node=bidder-1` +
+    `&ip=81.2.69.142&ua=${ua}&uid=u-1&sid=exchange1.example&adt=1&dvt=2`;
+  process.stdout.write(
+    [
+      '',
+      '  First start on this data dir: created a customer. Keep these; they are shown once.',
+      `    customer_id    ${c.customer_id}`,
+      `    partner_id     ${c.partner_id}`,
+      `    username       ${c.username}`,
+      `    password       ${c.password}`,
+      `    prebid_key     ${c.prebid_key}`,
+      `    reporting_key  ${c.reporting_key}`,
+      '',
+      '  Try a lookup:',
+      `    curl '${base}:${s.ports.prebid}/api/v1/ivt/lookup?${q}'`,
+      s.ports.api ? `  Dashboard: ${base}:${s.ports.api}/` : '',
+      '',
+    ].join('\n') + '\n',
+  );
+}
+
+/** `ivtd serve`: start, then live until SIGTERM/SIGINT; SIGHUP reloads data. */
+export async function serve(config: Config): Promise<void> {
+  log.level = config.logLevel;
+  log.info({ dataDir: config.dataDir, host: config.host, threads: config.threads, version: process.env.npm_package_version }, 'ivtd starting');
+  const t0 = Date.now();
+  const s = await startServer(config, { announceFirstCustomer: true });
+  log.info({ ms: Date.now() - t0, ports: s.ports }, 'ivtd ready');
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down: draining lookups and flushing reporting');
+    const hard = setTimeout(() => {
+      log.error('shutdown took longer than 15 s; exiting');
+      process.exit(1);
+    }, 15_000);
+    hard.unref();
+    s.stop()
+      .then(() => {
+        log.info('stopped cleanly');
+        process.exit(0);
+      })
+      .catch((e: Error) => {
+        log.error({ err: e.message }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGHUP', () => {
+    log.info('SIGHUP: reloading data files');
+    s.reload().catch((e: Error) => log.error({ err: e.message }, 'reload failed'));
+  });
+}

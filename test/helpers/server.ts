@@ -1,0 +1,45 @@
+// Starts the real server in-process on ephemeral ports over a fresh data dir.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { resolveConfig, type Config } from '../../src/config.ts';
+import { startServer, type RunningServer } from '../../src/server.ts';
+import { createCustomer } from '../../src/store/customers.ts';
+
+export interface TestServer {
+  server: RunningServer;
+  config: Config;
+  dataDir: string;
+  customer: { customer_id: string; partner_id: string; prebid_key: string; reporting_key: string; username: string; password: string };
+  prebid: string;
+  stop(): Promise<void>;
+}
+
+export async function startTestServer(overrides: Partial<Config> = {}, dataDir?: string): Promise<TestServer> {
+  const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'ivtd-test-'));
+  const config: Config = {
+    ...resolveConfig({}, {}),
+    dataDir: dir,
+    host: '127.0.0.1',
+    prebidPort: 0,
+    apiPort: 0,
+    reportingPort: 0,
+    logLevel: 'silent',
+    ...overrides,
+  };
+  const server = await startServer(config);
+  const password = 'correct horse battery';
+  const c = await createCustomer(server.store, { name: 'Test Co', username: `tester${Math.random().toString(36).slice(2, 8)}`, password });
+  await server.refreshKeys();
+  return {
+    server,
+    config,
+    dataDir: dir,
+    customer: { ...c, password },
+    prebid: `http://127.0.0.1:${server.ports.prebid}`,
+    async stop() {
+      await server.stop();
+      if (!dataDir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,114 @@
+import t from 'tap';
+import { QueryScanner } from '../../src/prebid/query.ts';
+import { P } from '../../src/prebid/params.ts';
+import { emptyRequest, validateAuth, validateRequest } from '../../src/prebid/validate.ts';
+
+const UA = encodeURIComponent('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36');
+const BASE = `p=0b8e9a7e-5b1c-4f7e-9d2a-1c3b5d7f9a2b&k=ivp_x&pub=pub1&node=n1&ip=81.2.69.142&ua=${UA}&uid=u1&sid=ex.com&adt=1&dvt=2`;
+
+function scan(q: string) {
+  const s = new QueryScanner();
+  return { s, err: s.scan(q) };
+}
+
+t.test('scanner decodes values and ignores unknown parameters', async (t) => {
+  const { s, err } = scan(`schain=1.0,1!a.com,1,1&${BASE}&rid=xyz&foo=bar&cb=a+b`);
+  t.equal(err, null);
+  t.equal(s.values[P.ua], decodeURIComponent(UA));
+  t.equal(s.values[P.cb], 'a b', '+ is a space');
+  t.equal(s.raw[P.schain], '1.0,1!a.com,1,1', 'raw value kept for schain');
+  t.equal(s.values[P.pub], 'pub1');
+});
+
+t.test('scanner resets between requests', async (t) => {
+  const s = new QueryScanner();
+  t.equal(s.scan(`${BASE}&geo=us`), null);
+  t.equal(s.values[P.geo], 'us');
+  t.equal(s.scan(BASE), null);
+  t.equal(s.values[P.geo], undefined);
+});
+
+t.test('forbidden raw characters are rejected, encoded ones are fine', async (t) => {
+  for (const ch of ['#', '@', '=', ';']) {
+    const { err } = scan(`${BASE}&cb=a${ch}b`);
+    t.equal(err?.code, 'forbidden_character', `raw ${ch}`);
+    t.match(err?.message, /cb/, 'names the parameter');
+  }
+  t.equal(scan(`${BASE}&cb=a%3Bb%23c%40d%3De`).err, null, 'encoded ; # @ = pass');
+});
+
+t.test('broken percent-encoding', async (t) => {
+  t.equal(scan(`${BASE}&cb=%zz`).err?.code, 'bad_encoding');
+  t.equal(scan(`${BASE}&cb=abc%4`).err?.code, 'bad_encoding');
+  t.equal(scan(`${BASE}&cb=%`).err?.code, 'bad_encoding');
+  t.equal(scan(`${BASE}&cb=%C3%28`).err?.code, 'bad_encoding', 'invalid UTF-8');
+  t.equal(scan(`${BASE}&cb=%C3%A9`).err, null, 'valid UTF-8');
+});
+
+t.test('uppercase parameter names and duplicates', async (t) => {
+  const up = scan(`${BASE}&Geo=us`).err;
+  t.equal(up?.code, 'uppercase_not_allowed');
+  t.match(up?.message, /Geo/);
+  const dup = scan(`${BASE}&pub=again`).err;
+  t.equal(dup?.code, 'duplicate_parameter');
+  t.match(dup?.message, /pub/);
+  t.equal(scan(`${BASE}&rid=1&rid=2`).err, null, 'unknown duplicates are ignored');
+  t.equal(scan(`${BASE}&=x`).err?.code, 'invalid_request', 'empty name');
+});
+
+function validate(q: string) {
+  const s = new QueryScanner();
+  const e = s.scan(q);
+  if (e) throw new Error(e.message);
+  const r = emptyRequest();
+  return validateAuth(s.values, r) ?? validateRequest(s.values, s.raw, r) ?? r;
+}
+
+t.test('auth fields come first', async (t) => {
+  t.match(validate(BASE.replace('k=ivp_x&', '')), { status: 401 });
+  t.match(validate(BASE.replace(/p=[^&]+&/, '')), { status: 400, code: 'missing_parameter', message: /\bp\b/ });
+  t.match(validate(BASE.replace(/p=[^&]+&/, 'p=not-a-uuid&')), { status: 400, code: 'invalid_parameter', message: /UUID/ });
+});
+
+t.test('every required parameter is named when missing', async (t) => {
+  for (const name of ['pub', 'node', 'ip', 'ua', 'uid', 'sid', 'adt', 'dvt']) {
+    const q = BASE.split('&').filter((kv) => !kv.startsWith(name + '=')).join('&');
+    t.match(validate(q), { status: 400, code: 'missing_parameter', message: new RegExp(`: ${name}\\.`) }, name);
+    const empty = BASE.split('&').map((kv) => (kv.startsWith(name + '=') ? name + '=' : kv)).join('&');
+    t.match(validate(empty), { status: 400, code: 'missing_parameter' }, `${name} empty`);
+  }
+});
+
+t.test('typed values', async (t) => {
+  const bad: Array<[string, string]> = [
+    ['adt=0', 'adt'], ['adt=5', 'adt'], ['adt=x', 'adt'], ['dvt=9', 'dvt'], ['dvt=0', 'dvt'], ['dvt=-1', 'dvt'],
+  ];
+  for (const [kv, name] of bad) {
+    const [k] = kv.split('=');
+    const q = BASE.replace(new RegExp(`${k}=\\d+`), kv);
+    t.match(validate(q), { status: 400, code: 'invalid_parameter', message: new RegExp(name) }, kv);
+  }
+  t.match(validate(`${BASE}&geo=usa`), { status: 400, message: /geo/ });
+  t.match(validate(`${BASE}&geo=u1`), { status: 400, message: /geo/ });
+  t.match(validate(`${BASE}&dim=300x`), { status: 400, message: /dim/ });
+  t.match(validate(`${BASE}&dim=0x250`), { status: 400, message: /dim/ });
+  t.match(validate(`${BASE}&geo=gb&dim=300x250`), { geo: 'GB', dim: '300x250' });
+});
+
+t.test('rendered ad type per ad type (2.4 table)', async (t) => {
+  const ok: Array<[number, number]> = [[1, 1], [1, 2], [1, 8], [1, 0], [2, 3], [2, 4], [2, 7], [3, 2], [4, 1]];
+  const no: Array<[number, number]> = [[1, 3], [2, 1], [2, 8], [3, 1], [3, 4], [4, 2], [1, 9]];
+  for (const [adt, rat] of ok) t.match(validate(BASE.replace('adt=1', `adt=${adt}`) + `&rat=${rat}`), { adt, rat }, `adt=${adt} rat=${rat}`);
+  for (const [adt, rat] of no) t.match(validate(BASE.replace('adt=1', `adt=${adt}`) + `&rat=${rat}`), { status: 400, message: /rat/ }, `adt=${adt} rat=${rat} refused`);
+});
+
+t.test('conditional parameters', async (t) => {
+  const ctv = BASE.replace('dvt=2', 'dvt=3');
+  t.match(validate(ctv), { status: 400, message: /app/ }, 'CTV needs app');
+  t.match(validate(`${ctv}&app=com.roku.x`), { status: 400, message: /ifa/ }, 'CTV needs ifa');
+  t.match(validate(`${ctv}&app=com.roku.x&ifa=6d92078a-8246-4ba4-ae5b-76104861e7dc`), { dvt: 3, app: 'com.roku.x' });
+  for (const dvt of [6, 7]) t.match(validate(BASE.replace('dvt=2', `dvt=${dvt}`)), { status: 400 }, `dvt=${dvt} is CTV-like`);
+  const app = BASE.replace('dvt=2', 'dvt=4') + '&app=com.example.game';
+  t.match(validate(app), { status: 400, message: /ifa.*in-app/ }, 'in-app needs ifa');
+  t.match(validate(BASE.replace('dvt=2', 'dvt=4')), { dvt: 4, app: '', ifa: '' }, 'mobile web needs neither');
+});
