@@ -1,0 +1,201 @@
+import t from 'tap';
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import {
+  SCHAIN_MAX_NODES,
+  SellersRegistry,
+  parseSchain,
+  type SchainResult,
+  type SupplyChain,
+} from '../../src/signals/schain.ts';
+
+function chainOf(r: SchainResult): SupplyChain {
+  if (!r.ok) throw new Error(`expected a chain, got ${r.error}`);
+  return r.chain;
+}
+
+const node = (asi: string, sid: string, hp: 0 | 1 = 1, rid = '', name = '', domain = '') => ({
+  asi, sid, hp, rid, name, domain,
+});
+
+t.test('parses the spec examples', async (t) => {
+  t.same(parseSchain('1.0,1!exchange1.com,1234,1,bid-request-1,publisher,publisher.com'), {
+    ok: true,
+    chain: { ver: '1.0', complete: 1, nodes: [node('exchange1.com', '1234', 1, 'bid-request-1', 'publisher', 'publisher.com')] },
+  });
+  t.same(
+    chainOf(parseSchain(
+      '1.0,1!exchange1.com,1234,1,bid-request-1,publisher,publisher.com!exchange2.com,abcd,1,bid-request-2,intermediary,intermediary.com',
+    )).nodes,
+    [
+      node('exchange1.com', '1234', 1, 'bid-request-1', 'publisher', 'publisher.com'),
+      node('exchange2.com', 'abcd', 1, 'bid-request-2', 'intermediary', 'intermediary.com'),
+    ],
+    'multi-node',
+  );
+  t.same(chainOf(parseSchain('1.0,0!exchange2.com,abcd,1,,,')), { ver: '1.0', complete: 0, nodes: [node('exchange2.com', 'abcd')] }, 'incomplete, empty optionals');
+  t.same(chainOf(parseSchain('1.0,1!exchange1.com,1234,0')).nodes, [node('exchange1.com', '1234', 0)], 'trailing optionals omitted, hp=0');
+  t.same(
+    chainOf(parseSchain('1.0,1!exchange1.com,1234,1,,,!exchange2.com,abcd,1')).nodes,
+    [node('exchange1.com', '1234'), node('exchange2.com', 'abcd')],
+    'mixed omitted and empty optionals',
+  );
+  t.same(
+    chainOf(parseSchain('1.0,1!exchange1.com,1234%21abcd,1,bid-request-1,publisher%2c%20Inc.,publisher.com')).nodes,
+    [node('exchange1.com', '1234!abcd', 1, 'bid-request-1', 'publisher, Inc.', 'publisher.com')],
+    'encoded ! and lowercase %2c inside fields',
+  );
+  t.same(
+    chainOf(parseSchain('1.0,1!exchange1.com,123%2CB,1,,,')).nodes,
+    [node('exchange1.com', '123,B')],
+    'sid with %2C',
+  );
+  t.same(
+    chainOf(parseSchain('1.0,1!exchange1.com,12345,1,bid-request-1,publisher,publisher.com,%7B%22ext%22%3A%22test%22%7D')).nodes,
+    [node('exchange1.com', '12345', 1, 'bid-request-1', 'publisher', 'publisher.com')],
+    '7th field (ext) accepted, not kept',
+  );
+  t.same(chainOf(parseSchain('1.0,1!exchange1.com,12345,1,,,,')).nodes, [node('exchange1.com', '12345')], 'prebid-server style empty ext');
+  t.same(chainOf(parseSchain('1.0,1!exchange1.com,a+b,1')).nodes[0]?.sid, 'a+b', '+ is not a space (RFC 3986)');
+});
+
+t.test('wholly URL-encoded values are decoded once first', async (t) => {
+  const plain = '1.0,1!exchange1.com,1234,1,bid-request-1,publisher,publisher.com!exchange2.com,abcd,1,bid-request-2,intermediary,intermediary.com';
+  t.same(parseSchain(encodeURIComponent(plain)), parseSchain(plain), 'encodeURIComponent of the whole string');
+  // Fields double-encoded: "Pub, Inc." -> %2C -> %252C.
+  const r = chainOf(parseSchain('1.0%2C1%21exchange1.com%2C1234%2C1%2C%2CPub%252C%2520Inc.%2Cpub.com'));
+  t.same(r.nodes, [node('exchange1.com', '1234', 1, '', 'Pub, Inc.', 'pub.com')]);
+  t.same(parseSchain('1.0%2C1%21exchange1.com%2C1234'), { ok: false, error: 'node_too_few_fields' }, 'errors still found after decoding');
+});
+
+t.test('accepts exactly the max node count', async (t) => {
+  const nodes = Array.from({ length: SCHAIN_MAX_NODES }, (_, i) => `ex${i}.com,s${i},1`).join('!');
+  t.equal(chainOf(parseSchain(`1.0,1!${nodes}`)).nodes.length, SCHAIN_MAX_NODES);
+  t.same(parseSchain(`1.0,1!${nodes}!one-more.com,x,1`), { ok: false, error: 'too_many_nodes' });
+});
+
+t.test('rejects bad strings with a stable code, without throwing', async (t) => {
+  const bad: Array<[string, string]> = [
+    ['', 'empty'],
+    ['1.0,1!' + 'a'.repeat(9000) + ',1,1', 'too_long'],
+    ['1.0,1', 'no_nodes'],
+    ['1.0,1!', 'empty_node'],
+    ['1.0,1!exchange1.com,1234,1!', 'empty_node'],
+    ['1.0,1!!exchange1.com,1234,1', 'empty_node'],
+    ['1.0!exchange1.com,1234,1', 'bad_header'],
+    ['1.0,1,0!exchange1.com,1234,1', 'bad_header'],
+    ['exchange1.com,1234,1', 'bad_header'],
+    ['1,1!exchange1.com,1234,1', 'bad_version'],
+    ['v1.0,1!exchange1.com,1234,1', 'bad_version'],
+    [',1!exchange1.com,1234,1', 'bad_version'],
+    ['1.0.0,1!exchange1.com,1234,1', 'bad_version'],
+    ['1.0,2!exchange1.com,1234,1', 'bad_complete'],
+    ['1.0,!exchange1.com,1234,1', 'bad_complete'],
+    ['1.0,yes!exchange1.com,1234,1', 'bad_complete'],
+    ['1.0,1!exchange1.com,1234', 'node_too_few_fields'],
+    ['1.0,1!exchange1.com', 'node_too_few_fields'],
+    ['1.0,1!exchange1.com,1234,1,r,n,d,ext,extra', 'node_too_many_fields'],
+    ['1.0,1!exchange1.com,1234,1,,,,,', 'node_too_many_fields'],
+    ['1.0,1!,1234,1', 'empty_asi'],
+    ['1.0,1!%20,1234,1', 'empty_asi'],
+    ['1.0,1!exchange1.com,,1', 'empty_sid'],
+    ['1.0,1!exchange1.com,1234,', 'bad_hp'],
+    ['1.0,1!exchange1.com,1234,2', 'bad_hp'],
+    ['1.0,1!exchange1.com,1234,true', 'bad_hp'],
+    ['1.0,1!exchange1.com,1234,1!exchange2.com,abcd,x', 'bad_hp'],
+    ['1.0,1!exchange1.com,12%2,1', 'bad_encoding'],
+    ['1.0,1!exchange1.com,12%ZZ,1', 'bad_encoding'],
+    ['1.0,1!exchange1.com,%FF,1', 'bad_encoding'],
+    ['1.0,1!exchange1.com,1234,1,,,,%E0%A4', 'bad_encoding'],
+    ['1.0%2C1%21exchange1.com%2C1234%2', 'bad_encoding'],
+    ['1.0%2C1', 'no_nodes'],
+    ['hello', 'bad_header'],
+  ];
+  for (const [raw, error] of bad) {
+    let r: SchainResult | undefined;
+    t.doesNotThrow(() => {
+      r = parseSchain(raw);
+    });
+    t.same(r, { ok: false, error }, `${JSON.stringify(raw.slice(0, 60))} → ${error}`);
+  }
+});
+
+const EX1 = JSON.stringify({
+  contact_email: 'adops@exchange1.com',
+  version: '1.0',
+  sellers: [
+    { seller_id: '1234', name: 'Publisher', domain: 'publisher.com', seller_type: 'PUBLISHER' },
+    { seller_id: ' 5678 ', seller_type: 'PUBLISHER', is_confidential: 1 },
+    { seller_id: 9001, name: 'Numeric Id Pub', domain: 'numeric.com', seller_type: 'PUBLISHER' },
+  ],
+});
+const EX2 = JSON.stringify({
+  sellers: [{ seller_id: 'abcd', name: 'Intermediary', domain: 'intermediary.com', seller_type: 'INTERMEDIARY' }],
+});
+
+t.test('SellersRegistry.verify', async (t) => {
+  const { registry, errors } = SellersRegistry.fromFiles([
+    { name: 'exchange1.com.json', text: EX1 },
+    { name: 'sellers/Exchange2.COM.json', text: '\uFEFF' + EX2 }, // path prefix, upper case, BOM
+  ]);
+  t.same(errors, []);
+  t.equal(registry.size, 2);
+  t.same(registry.domains(), ['exchange1.com', 'exchange2.com']);
+  t.ok(registry.has('exchange1.com'));
+  t.ok(registry.has('EXCHANGE2.com'), 'asi compared case-insensitively');
+  t.notOk(registry.has('exchange3.com'));
+  t.same([...(registry.sellerIds('exchange1.com') ?? [])].sort(), ['1234', '5678', '9001'], 'trimmed, numeric as text');
+  t.equal(registry.sellerIds('nope.com'), undefined);
+
+  const verify = (raw: string) => registry.verify(chainOf(parseSchain(raw)));
+  t.equal(verify('1.0,1!exchange1.com,1234,1,bid-request-1,publisher,publisher.com'), true, 'single known node');
+  t.equal(verify('1.0,1!exchange1.com,1234,1!exchange2.com,abcd,1'), true, 'every node known');
+  t.equal(verify('1.0,1!Exchange1.com,5678,1'), true, 'asi case-insensitive, seller_id trimmed');
+  t.equal(verify('1.0,1!exchange1.com,9001,1'), true, 'numeric seller_id');
+  t.equal(verify('1.0,1!exchange1.com,%201234%20,1'), true, 'sid trimmed');
+  t.equal(verify('1.0,1!exchange1.com,1234,1!exchange2.com,zzzz,1'), false, 'one unknown sid');
+  t.equal(verify('1.0,1!exchange1.com,1234,1!exchange3.com,abcd,1'), false, 'one unknown asi');
+  t.equal(verify('1.0,1!exchange1.com,ABCD,1!exchange2.com,abcd,1'), false, 'sid listed only at the other asi');
+  t.equal(verify('1.0,1!exchange2.com,ABCD,1'), false, 'seller_id is case-sensitive');
+  t.equal(registry.verify({ ver: '1.0', complete: 1, nodes: [] }), false, 'no nodes, nothing verified');
+  t.equal(SellersRegistry.empty().verify(chainOf(parseSchain('1.0,1!exchange1.com,1234,1'))), false, 'empty registry');
+});
+
+t.test('bad sellers files are reported and skipped; the rest load', async (t) => {
+  const { registry, errors } = SellersRegistry.fromFiles([
+    { name: 'good.com.json', text: EX2 },
+    { name: 'notjson.com.json', text: '{"sellers": [' },
+    { name: 'array.com.json', text: '[]' },
+    { name: 'nosellers.com.json', text: '{"contact_email":"x@y.com"}' },
+    { name: 'sellersobject.com.json', text: '{"sellers":{"seller_id":"1"}}' },
+    { name: 'partly.com.json', text: '{"sellers":[{"seller_id":"ok-1"},{"name":"no id"},"junk",{"seller_id":"  "},{"seller_id":true}]}' },
+    { name: 'empty-list.com.json', text: '{"sellers":[]}' },
+    { name: 'GOOD.com.json', text: EX1 },
+    { name: 'not a domain.json', text: EX2 },
+    { name: 'README.md', text: '# not a sellers file' },
+  ]);
+  t.same(registry.domains(), ['empty-list.com', 'good.com', 'partly.com']);
+  t.same([...(registry.sellerIds('partly.com') ?? [])], ['ok-1']);
+  t.same([...(registry.sellerIds('good.com') ?? [])], ['abcd'], 'duplicate domain file did not replace the first');
+  t.equal(registry.verify(chainOf(parseSchain('1.0,1!empty-list.com,1,1'))), false, 'file with no sellers verifies nothing');
+  t.equal(errors.length, 7);
+  const errorFor = (name: string) => errors.find((e) => e.startsWith(`${name}: `));
+  t.match(errorFor('notjson.com.json'), /not JSON/);
+  t.match(errorFor('array.com.json'), /not a JSON object/);
+  t.match(errorFor('nosellers.com.json'), /no "sellers" array/);
+  t.match(errorFor('sellersobject.com.json'), /no "sellers" array/);
+  t.match(errorFor('partly.com.json'), /4 of 5 sellers entries/);
+  t.match(errorFor('GOOD.com.json'), /duplicate sellers file for good\.com/);
+  t.match(errorFor('not a domain.json'), /not <domain>\.json/);
+  t.equal(errorFor('README.md'), undefined, 'non-.json files are ignored, not errors');
+});
+
+t.test('the embedded example sellers files are valid and verify the demo chain', async (t) => {
+  const dir = fileURLToPath(new URL('../../data/sellers/', import.meta.url));
+  const files = readdirSync(dir).map((name) => ({ name, text: readFileSync(dir + name, 'utf8') }));
+  const { registry, errors } = SellersRegistry.fromFiles(files);
+  t.same(errors, []);
+  t.ok(registry.size >= 1);
+  t.equal(registry.verify(chainOf(parseSchain('1.0,1!exchange1.example,1234,1!exchange2.example,abcd,1'))), true);
+  t.equal(registry.verify(chainOf(parseSchain('1.0,1!exchange1.example,9999,1'))), false);
+});

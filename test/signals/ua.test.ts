@@ -1,0 +1,264 @@
+import t from 'tap';
+import {
+  UaAnalyzer,
+  UA_MAX_LENGTH,
+  ZERO_IFA,
+  ifaMalformed,
+  isZeroIfa,
+  uaConsistency,
+  type UaInfo,
+} from '../../src/signals/ua.ts';
+
+// Fixed clock so the version ceilings (Chrome ~170, Safari/iOS 28 in late 2026) are stable.
+const NOW = Date.UTC(2026, 10, 21);
+const analyzer = new UaAnalyzer({ now: NOW });
+
+const UA = {
+  chromeWin:
+    'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36',
+  safariMac:
+    'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Safari/605.1.15',
+  firefoxWin: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:125.0) Gecko/20100101 Firefox/125.0',
+  firefoxLinux: 'Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0',
+  edgeWin:
+    'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36 Edg/124.0.2478.67',
+  chromebook:
+    'Mozilla/5.0 (X11; CrOS x86_64 14541.0.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36',
+  safariIphone:
+    'Mozilla/5.0 (iPhone; CPU iPhone OS 17_4_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4.1 Mobile/15E148 Safari/604.1',
+  safariIpad:
+    'Mozilla/5.0 (iPad; CPU OS 16_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/16.6 Mobile/15E148 Safari/604.1',
+  iosWebview:
+    'Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148',
+  chromeAndroid:
+    'Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.6367.82 Mobile Safari/537.36',
+  androidWebview:
+    'Mozilla/5.0 (Linux; Android 13; SM-S918B Build/TP1A.220624.014; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/123.0.6312.118 Mobile Safari/537.36',
+  samsungTablet:
+    'Mozilla/5.0 (Linux; Android 13; SM-X700) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36',
+  samsungInternet:
+    'Mozilla/5.0 (Linux; Android 10; SM-G973F) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/24.0 Chrome/117.0.0.0 Mobile Safari/537.36',
+  roku: 'Roku/DVP-12.5 (12.5.0.4178-88)',
+  tizen:
+    'Mozilla/5.0 (SMART-TV; Linux; Tizen 6.0) AppleWebKit/537.36 (KHTML, like Gecko) 76.0.3809.146/6.0 TV Safari/537.36',
+  webos:
+    'Mozilla/5.0 (Web0S; Linux/SmartTV) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/79.0.3945.79 Safari/537.36 WebAppManager',
+  fireTv:
+    'Mozilla/5.0 (Linux; Android 9; AFTMM Build/PS7233; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/99.0.4844.88 Mobile Safari/537.36',
+  fireTvDalvik: 'Dalvik/2.1.0 (Linux; U; Android 9; AFTSSS Build/PS7633.3445N)',
+  bravia:
+    'Mozilla/5.0 (Linux; Android 9; BRAVIA 4K GB ATV3 Build/PTT1.190515.001.S52) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/87.0.4280.101 Mobile Safari/537.36',
+  appleTv: 'AppleCoreMedia/1.0.0.20L563 (Apple TV; U; CPU OS 16_5 like Mac OS X; en_us)',
+  chromecast:
+    'Mozilla/5.0 (X11; Linux aarch64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/114.0.0.0 Safari/537.36 CrKey/1.56.500000',
+  chromecastAndroid:
+    'Mozilla/5.0 (Linux; Android 10; Chromecast) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/108.0.0.0 Mobile Safari/537.36',
+  ps5: 'Mozilla/5.0 (PlayStation; PlayStation 5/2.26) AppleWebKit/605.1.15 (KHTML, like Gecko)',
+  xbox:
+    'Mozilla/5.0 (Windows NT 10.0; Win64; x64; Xbox; Xbox One) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/70.0.3538.102 Safari/537.36 Edge/18.19041',
+  headless:
+    'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/124.0.6367.60 Safari/537.36',
+  phantom:
+    'Mozilla/5.0 (Unknown; Linux x86_64) AppleWebKit/538.1 (KHTML, like Gecko) PhantomJS/2.1.1 Safari/538.1',
+  lighthouse:
+    'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36 Chrome-Lighthouse',
+  electron:
+    'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Slack/4.38.125 Chrome/120.0.6099.291 Electron/28.3.1 Safari/537.36',
+  googlebot: 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)',
+  googlebotSmartphone:
+    'Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5X Build/MMB29P) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.6367.201 Mobile Safari/537.36 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)',
+  bingbot: 'Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)',
+  curl: 'curl/8.5.0',
+  pythonRequests: 'python-requests/2.31.0',
+  goHttp: 'Go-http-client/1.1',
+  okhttp: 'okhttp/4.12.0',
+  cfnetwork: 'Example%20News/5.2.1 CFNetwork/1410.0.3 Darwin/22.6.0',
+} as const;
+
+type Expect = Partial<UaInfo>;
+const cases: Array<[keyof typeof UA, Expect]> = [
+  ['chromeWin', { os: 'windows', osVersion: '10', browser: 'chrome', browserVersion: '124.0.0.0', device: 'desktop', engine: 'blink', webview: false }],
+  ['safariMac', { os: 'macos', osVersion: '10.15.7', browser: 'safari', browserVersion: '17.4', device: 'desktop', engine: 'webkit' }],
+  ['firefoxWin', { os: 'windows', browser: 'firefox', browserVersion: '125.0', device: 'desktop', engine: 'gecko' }],
+  ['firefoxLinux', { os: 'linux', browser: 'firefox', device: 'desktop' }],
+  ['edgeWin', { os: 'windows', browser: 'edge', browserVersion: '124.0.2478.67', device: 'desktop' }],
+  ['chromebook', { os: 'chromeos', browser: 'chrome', device: 'desktop' }],
+  ['safariIphone', { os: 'ios', osVersion: '17.4.1', browser: 'safari', device: 'mobile', webview: false }],
+  ['safariIpad', { os: 'ios', browser: 'safari', device: 'tablet' }],
+  ['iosWebview', { os: 'ios', browser: 'webview', device: 'mobile', webview: true }],
+  ['chromeAndroid', { os: 'android', osVersion: '14', browser: 'chrome', device: 'mobile', webview: false }],
+  ['androidWebview', { os: 'android', browser: 'webview', device: 'mobile', webview: true }],
+  ['samsungTablet', { os: 'android', browser: 'chrome', device: 'tablet' }],
+  ['samsungInternet', { os: 'android', browser: 'samsung', browserVersion: '24.0', device: 'mobile' }],
+  ['roku', { os: 'roku', osVersion: '12.5', browser: 'unknown', device: 'smarttv' }],
+  ['tizen', { os: 'tizen', osVersion: '6.0', device: 'smarttv' }],
+  ['webos', { os: 'webos', browser: 'chrome', device: 'smarttv' }],
+  ['fireTv', { os: 'fireos', browser: 'webview', device: 'smarttv', webview: true }],
+  ['fireTvDalvik', { os: 'fireos', device: 'smarttv', appClient: true, declaredBot: false, browser: 'app' }],
+  ['bravia', { os: 'android', device: 'smarttv' }],
+  ['appleTv', { os: 'tvos', device: 'smarttv', appClient: true }],
+  ['chromecast', { os: 'chromecast', device: 'smarttv' }],
+  ['chromecastAndroid', { os: 'android', device: 'smarttv' }], // ua-parser alone says mobile
+  ['ps5', { os: 'playstation', device: 'console' }],
+  ['xbox', { os: 'xbox', browser: 'edge', device: 'console' }],
+  ['headless', { automation: true, declaredBot: true, automationReason: 'headless_chrome', browser: 'headless', os: 'linux', device: 'desktop' }],
+  ['phantom', { automation: true, declaredBot: true, automationReason: 'phantomjs', browser: 'phantomjs' }],
+  ['lighthouse', { automation: true, declaredBot: true, automationReason: 'lighthouse', browser: 'chrome' }],
+  ['electron', { automation: false, declaredBot: false, browser: 'electron', os: 'macos', device: 'desktop' }],
+  ['googlebot', { declaredBot: true, automation: false, malformed: false, browser: 'bot', device: 'unknown' }],
+  ['googlebotSmartphone', { declaredBot: true, malformed: false, browser: 'bot', os: 'android', device: 'mobile' }],
+  ['bingbot', { declaredBot: true, malformed: false, browser: 'bot' }],
+  ['curl', { declaredBot: true, malformed: false, browser: 'bot', os: 'unknown', device: 'unknown', engine: 'unknown' }],
+  ['pythonRequests', { declaredBot: true, malformed: false, browser: 'bot' }],
+  ['goHttp', { declaredBot: true, malformed: false, browser: 'bot' }],
+  ['okhttp', { declaredBot: false, appClient: true, malformed: false, browser: 'app', device: 'unknown' }],
+  ['cfnetwork', { declaredBot: false, appClient: true, malformed: false, os: 'ios' }],
+];
+
+t.test('real user agents parse into the expected families', async (t) => {
+  for (const [key, expect] of cases) {
+    const info = analyzer.analyze(UA[key]);
+    t.match(info, expect, key);
+    // Unless a case says otherwise: not malformed, not a bot, not automation.
+    if (expect.malformed === undefined) t.equal(info.malformedReason, '', `${key} not malformed`);
+    if (expect.declaredBot === undefined) t.equal(info.declaredBot, false, `${key} not a declared bot`);
+    if (expect.automation === undefined) t.equal(info.automation, false, `${key} not automation`);
+  }
+});
+
+t.test('malformed rules, each with its reason code', async (t) => {
+  const malformed: Array<[string, string]> = [
+    ['', 'empty'],
+    ['   ', 'empty'],
+    ['x'.repeat(UA_MAX_LENGTH + 1), 'too_long'],
+    ['Mozilla/5.0 (Windows NT 10.0)\u0000 Chrome/124.0.0.0', 'control_char'],
+    ['Mozilla/5.0 (Windows NT 10.0;\nWin64) Chrome/124.0.0.0', 'control_char'],
+    ['Mozilla/5.0 (Windows NT 10.0; \uFFFD) Chrome/124.0.0.0 Safari/537.36', 'invalid_char'],
+    ['Mozilla/5.0 (compatible)', 'placeholder'],
+    ['Mozilla/5.0', 'placeholder'],
+    ['null', 'placeholder'],
+    ['undefined', 'placeholder'],
+    ['{ua}', 'placeholder'],
+    ['${USER_AGENT}', 'placeholder'],
+    ['Mozilla/5.0 ${navigator.userAgent}', 'placeholder'],
+    ['[UA]', 'placeholder'],
+    ['%%USER_AGENT%%', 'placeholder'],
+    ['{{device.ua}}', 'placeholder'],
+    ['Opera/9', 'too_short'],
+    ['Mozilla%2F5.0%20(Windows%20NT%2010.0%3B%20Win64%3B%20x64)', 'percent_encoded'],
+    [`Mozilla/5.0 (Windows NT 10.0; Win64; x64) Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36`, 'duplicated_token'],
+    ['Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/999.0.0.0 Safari/537.36', 'impossible_version'],
+    ['Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/999.0.0.0 Safari/537.36 Edg/124.0.0.0', 'impossible_version'],
+    ['Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:500.0) Gecko/20100101 Firefox/500.0', 'impossible_version'],
+    ['Mozilla/5.0 (Windows NT 11.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36', 'impossible_version'],
+    ['Mozilla/5.0 (iPhone; CPU iPhone OS 45_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/45.0 Mobile/15E148 Safari/604.1', 'impossible_version'],
+    ['Mozilla/5.0 (Linux; Android 40; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36', 'impossible_version'],
+    ['Mozilla/5.0 (Frobnicator; Qux 3) Zork', 'unparseable'],
+  ];
+  for (const [ua, reason] of malformed) {
+    const info = analyzer.analyze(ua);
+    t.equal(info.malformed, true, `${JSON.stringify(ua.slice(0, 50))} malformed`);
+    t.equal(info.malformedReason, reason, `${JSON.stringify(ua.slice(0, 50))} → ${reason}`);
+  }
+});
+
+t.test('version ceilings follow the clock: Chrome 160 is plausible in 2026, not in 2023', async (t) => {
+  const ua = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/160.0.0.0 Safari/537.36';
+  t.equal(new UaAnalyzer({ now: NOW }).analyze(ua).malformed, false);
+  t.equal(new UaAnalyzer({ now: Date.UTC(2023, 0, 1) }).analyze(ua).malformedReason, 'impossible_version');
+});
+
+t.test('cache returns the same frozen object; too long UAs are not cached', async (t) => {
+  const a = new UaAnalyzer({ cacheSize: 2, now: NOW });
+  const first = a.analyze(UA.chromeWin);
+  t.ok(Object.isFrozen(first));
+  // A different string instance with the same content still hits.
+  const again = a.analyze((UA.chromeWin + ' ').trimEnd());
+  t.equal(again, first, 'same object from the cache');
+  t.equal(a.cached, 1);
+  a.analyze(UA.safariMac);
+  a.analyze(UA.roku); // evicts chromeWin (LRU, max 2)
+  t.equal(a.cached, 2);
+  t.not(a.analyze(UA.chromeWin), first, 'evicted entry is recomputed');
+  t.same(a.analyze(UA.chromeWin), first, 'with the same content');
+  a.analyze('y'.repeat(UA_MAX_LENGTH + 5));
+  t.equal(a.cached, 2, 'too long UA not cached');
+  t.throws(() => {
+    (first as { os: string }).os = 'hacked';
+  }, 'frozen object rejects writes (strict mode)');
+});
+
+t.test('uaConsistency against dvt, app and ifa', async (t) => {
+  const IFA = '6d92078a-8246-4ba4-ae5b-76104861e7dc';
+  const rows: Array<[keyof typeof UA, number, string | undefined, string | undefined, boolean, string]> = [
+    // PC
+    ['chromeWin', 2, undefined, undefined, true, ''],
+    ['safariIphone', 2, undefined, undefined, false, 'dvt2_mobile_ua'],
+    ['safariIpad', 2, undefined, undefined, false, 'dvt2_tablet_ua'],
+    ['roku', 2, undefined, undefined, false, 'dvt2_smarttv_ua'],
+    ['chromeWin', 2, undefined, IFA, false, 'ifa_on_desktop'],
+    ['chromeWin', 2, 'com.example.app', undefined, false, 'app_on_desktop_browser'],
+    ['electron', 2, 'com.example.desktop', undefined, true, ''],
+    // phone
+    ['chromeAndroid', 4, undefined, undefined, true, ''],
+    ['androidWebview', 4, 'com.example.news', IFA, true, ''],
+    ['chromeWin', 4, undefined, undefined, false, 'dvt4_desktop_ua'],
+    ['chromebook', 4, undefined, undefined, false, 'dvt4_desktop_ua'],
+    ['safariMac', 4, undefined, undefined, true, ''], // iPhone "request desktop website"
+    ['roku', 4, 'com.example.app', IFA, false, 'dvt4_smarttv_ua'],
+    ['samsungTablet', 4, undefined, undefined, true, ''], // phone vs tablet: too fuzzy to call
+    // tablet and legacy mobile/tablet
+    ['safariIpad', 5, undefined, undefined, true, ''],
+    ['safariMac', 5, undefined, undefined, true, ''], // iPadOS Safari says Macintosh
+    ['chromeWin', 5, undefined, undefined, true, ''], // Surface
+    ['ps5', 5, undefined, undefined, false, 'dvt5_console_ua'],
+    ['safariIphone', 1, undefined, undefined, true, ''],
+    ['tizen', 1, undefined, undefined, false, 'dvt1_smarttv_ua'],
+    // CTV, connected device, set-top box
+    ['roku', 3, '12345', IFA, true, ''],
+    ['tizen', 3, 'G15147002586', IFA, true, ''],
+    ['webos', 3, 'com.example.tv', IFA, true, ''],
+    ['fireTv', 3, 'com.example.firetv', IFA, true, ''],
+    ['fireTvDalvik', 6, 'com.example.firetv', IFA, true, ''],
+    ['bravia', 3, 'com.example.tv', IFA, true, ''],
+    ['appleTv', 3, 'id1234567890', IFA, true, ''],
+    ['chromecast', 6, 'com.example.cast', IFA, true, ''],
+    ['xbox', 6, undefined, undefined, true, ''],
+    ['chromeWin', 3, undefined, undefined, false, 'dvt3_desktop_ua'],
+    ['safariMac', 7, undefined, undefined, false, 'dvt7_desktop_ua'],
+    ['firefoxLinux', 3, undefined, undefined, true, ''], // some TVs send generic X11 Linux
+    // app clients need an app
+    ['okhttp', 4, undefined, undefined, false, 'app_client_without_app'],
+    ['okhttp', 4, 'com.example.app', IFA, true, ''],
+    ['fireTvDalvik', 3, undefined, IFA, false, 'app_client_without_app'],
+    // DOOH and unknowns are left alone
+    ['chromeWin', 8, undefined, undefined, true, ''],
+    ['chromeAndroid', 8, undefined, undefined, true, ''],
+    ['curl', 2, undefined, undefined, true, ''],
+    ['curl', 4, 'com.example.app', IFA, true, ''],
+    ['chromeWin', 0, undefined, undefined, true, ''],
+  ];
+  for (const [key, dvt, app, ifa, consistent, reason] of rows) {
+    const r = uaConsistency(analyzer.analyze(UA[key]), dvt, app, ifa);
+    t.same(r, { consistent, reason }, `${key} dvt=${dvt} app=${app ?? '-'} ifa=${ifa ? 'yes' : '-'}`);
+  }
+});
+
+t.test('ifaMalformed and isZeroIfa', async (t) => {
+  t.equal(ifaMalformed('6d92078a-8246-4ba4-ae5b-76104861e7dc'), '', 'AAID (lowercase)');
+  t.equal(ifaMalformed('EA7583CD-A667-48BC-B806-42ECB2B48606'), '', 'IDFA (uppercase)');
+  t.equal(ifaMalformed(ZERO_IFA), '', 'all-zero LAT IFA is well-formed');
+  t.equal(isZeroIfa(ZERO_IFA), true);
+  t.equal(isZeroIfa('6d92078a-8246-4ba4-ae5b-76104861e7dc'), false);
+  t.equal(ifaMalformed(''), 'empty');
+  t.equal(ifaMalformed('{IFA}'), 'macro');
+  t.equal(ifaMalformed('${DEVICE_IFA}'), 'macro');
+  t.equal(ifaMalformed('[IFA]'), 'macro');
+  t.equal(ifaMalformed('__IFA__'), 'macro');
+  t.equal(ifaMalformed('6d92078a82464ba4ae5b76104861e7dc'), 'length', 'hex without dashes');
+  t.equal(ifaMalformed('6d92078a-8246-4ba4-ae5b-76104861e7dcff'), 'length');
+  t.equal(ifaMalformed('6d92078a-8246-4ba4-ae5b-76104861e7dz'), 'not_uuid', 'non-hex digit');
+  t.equal(ifaMalformed('6d92078a8-246-4ba4-ae5b-76104861e7dc'), 'not_uuid', 'dash misplaced');
+  t.equal(ifaMalformed('ffffffff-ffff-ffff-ffff-ffffffffffff'), 'repeated');
+  t.equal(ifaMalformed('11111111-1111-1111-1111-111111111111'), 'repeated');
+});
