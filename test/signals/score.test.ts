@@ -1,0 +1,276 @@
+import { readFileSync } from 'node:fs';
+import t from 'tap';
+import * as historyModule from '../../src/signals/history.ts';
+import { History, NO_HISTORY, type HistoryFacts } from '../../src/signals/history.ts';
+import * as scoreModule from '../../src/signals/score.ts';
+import {
+  BAND_HIGH_MIN,
+  BAND_MEDIUM_MIN,
+  CONFIDENCE_BASE,
+  GIVT_WEIGHTS,
+  HARD_WEIGHTS,
+  HISTORY_TERMS,
+  SIVT_WEIGHTS,
+  classifyTransaction,
+  outcomeForHistory,
+  score,
+  type ScoreInputs,
+  type ScoreResult,
+} from '../../src/signals/score.ts';
+
+type Flag = Exclude<keyof ScoreInputs, 'history'>;
+
+function clean(over: Partial<ScoreInputs> = {}): ScoreInputs {
+  return {
+    ipInvalid: false, ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false,
+    deviceImpossible: false, declaredBot: false, automation: false, ipHosting: false, ipVpn: false,
+    ipProxy: false, ipTor: false, uaInconsistent: false, geoMismatch: false, schainPresent: false,
+    schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false,
+    history: NO_HISTORY,
+    ...over,
+  };
+}
+
+const FLAGS = Object.keys(clean()).filter((k) => k !== 'history') as Flag[];
+/** For these the bad value is false (a broken, unverified or incomplete chain). */
+const GOOD_WHEN_TRUE = new Set<Flag>(['schainValid', 'schainVerified', 'schainComplete']);
+const badValue = (f: Flag): boolean => !GOOD_WHEN_TRUE.has(f);
+const FACTS = Object.keys(NO_HISTORY) as (keyof HistoryFacts)[];
+
+t.test('the lead\'s four end-to-end scenarios', async (t) => {
+  // Clean residential traffic, real browser UA, first time seen (history counted it once).
+  const h = new History();
+  const first = {
+    ...h.observe({
+      ip: '81.2.69.142', uid: 'c0ffee-cookie', ifa: '', pub: 'pub1', now: Date.UTC(2026, 0, 1),
+      ua: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36',
+    }),
+  };
+  const c = score(clean({ history: first }));
+  t.equal(c.band, 'low');
+  t.equal(c.score, 0);
+  t.same(c.reasons, []);
+  t.equal(classifyTransaction(c), 'valid');
+
+  for (const [flag, reason] of [['declaredBot', 'ua_declared_bot'], ['automation', 'ua_headless'], ['ipBogon', 'ip_bogon']] as const) {
+    const r = score(clean({ [flag]: true }));
+    t.equal(r.band, 'high', flag);
+    t.same(r.reasons, [reason]);
+    t.equal(classifyTransaction(r), 'givt', `${flag} is GIVT`);
+  }
+
+  const hosting = score(clean({ ipHosting: true }));
+  t.equal(hosting.band, 'medium');
+  t.equal(hosting.score, GIVT_WEIGHTS.asn_hosting);
+  t.same(hosting.reasons, ['asn_hosting']);
+  t.equal(classifyTransaction(hosting), 'valid');
+
+  const vpnSpoof = score(clean({ ipVpn: true, uaInconsistent: true }));
+  t.equal(vpnSpoof.band, 'high');
+  t.equal(vpnSpoof.p_sivt, 0.75);
+  t.same(vpnSpoof.reasons, ['ip_vpn', 'ua_inconsistent']);
+  t.equal(classifyTransaction(vpnSpoof), 'sivt');
+});
+
+t.test('noisy-OR within and across components', async (t) => {
+  const r = score(clean({ ipHosting: true, geoMismatch: true, schainPresent: true, schainValid: true }));
+  t.equal(r.p_givt, 0.6);
+  t.equal(r.p_sivt, round4(1 - (1 - 0.25) * (1 - 0.2) * (1 - 0.1)));
+  t.equal(r.score, round4(1 - 0.4 * (1 - 0.25) * 0.8 * 0.9));
+  t.same(r.reasons, ['asn_hosting', 'geo_mismatch', 'schain_unverified', 'schain_incomplete']);
+  const invalidChain = score(clean({ schainPresent: true, schainValid: false }));
+  t.same(invalidChain.reasons, ['schain_invalid'], 'an unparseable chain is not also unverified');
+  t.same(score(clean({ schainValid: false, schainVerified: false })).reasons, [], 'no chain, no schain reasons');
+  const good = score(clean({ schainPresent: true, schainValid: true, schainVerified: true, schainComplete: true }));
+  t.equal(good.score, 0);
+});
+
+t.test('history: quiet history adds nothing; bot share needs evidence', async (t) => {
+  const quiet: HistoryFacts = { ...NO_HISTORY, ipRate: 10, uidRate: 10, ipDistinctUas: 2, ipDistinctUids: 3, uidDistinctIps: 2, uidDistinctUas: 2, ipSeen: 50, uidSeen: 40 };
+  t.equal(score(clean({ history: quiet })).p_hist, 0);
+
+  const thin = score(clean({ history: { ...NO_HISTORY, ipBotShare: 1, ipSeen: 4 } }));
+  t.equal(thin.p_hist, 0, 'a handful of lookups is not evidence');
+  const proven = score(clean({ history: { ...NO_HISTORY, ipBotShare: 1, ipSeen: 200 } }));
+  t.ok(proven.p_hist > 0.75, `${proven.p_hist}`);
+  t.same(proven.reasons, ['ip_bot_history']);
+  t.equal(proven.band, 'high');
+  t.equal(classifyTransaction(proven), 'sivt', 'condemned by history alone is SIVT');
+  t.notOk(outcomeForHistory(proven), 'history alone is not fed back as a bot outcome');
+
+  const hopper = score(clean({ history: { ...NO_HISTORY, uidDistinctIps: 10, uidDistinctUas: 6, uidRate: 300 } }));
+  t.same(hopper.reasons, ['uid_velocity', 'uid_ip_hopping', 'uid_many_uas']);
+  t.equal(hopper.band, 'high');
+
+  // Tiny contributions count in p_hist but are not named.
+  const edge = score(clean({ history: { ...NO_HISTORY, ipRate: HISTORY_TERMS.ip_velocity.floor + 1 } }));
+  t.ok(edge.p_hist > 0 && edge.p_hist < 0.05);
+  t.same(edge.reasons, []);
+});
+
+t.test('monotonicity: a bad signal or a worse history fact never lowers the score', async (t) => {
+  const rnd = prng(42);
+  let checks = 0;
+  for (let n = 0; n < 400; n++) {
+    const base = clean({ history: randomFacts(rnd) });
+    for (const f of FLAGS) base[f] = rnd() < 0.3;
+    const s0 = score(base).score;
+    for (const f of FLAGS) {
+      if (base[f] === badValue(f)) continue;
+      const worse = { ...base, [f]: badValue(f) };
+      const s1 = score(worse).score;
+      if (s1 < s0) t.fail(`${f} lowered ${s0} to ${s1}`);
+      checks++;
+    }
+    for (const k of FACTS) {
+      const bumped = { ...base.history, [k]: base.history[k] + (k.endsWith('BotShare') ? 0.2 * (1 - base.history[k]) : 1 + rnd() * 50) };
+      const s1 = score({ ...base, history: bumped }).score;
+      if (s1 < s0) t.fail(`${k} lowered ${s0} to ${s1}`);
+      checks++;
+    }
+  }
+  t.ok(checks > 4000, `${checks} comparisons`);
+});
+
+t.test('everything stays in [0,1], even with every signal and extreme history', async (t) => {
+  const all = clean({ history: { ...NO_HISTORY, ipRate: 1e9, uidRate: 1e9, ifaRate: 1e9, ipDistinctUas: 64, ipDistinctUids: 64, uidDistinctIps: 64, uidDistinctUas: 64, ifaDistinctIps: 64, ipBotShare: 1, uidBotShare: 1, ipSeen: 1e6, uidSeen: 1e6 } });
+  for (const f of FLAGS) all[f] = badValue(f);
+  all.schainPresent = true;
+  const rs = [score(all), score(clean())];
+  const rnd = prng(7);
+  for (let n = 0; n < 200; n++) {
+    const x = clean({ history: randomFacts(rnd) });
+    for (const f of FLAGS) x[f] = rnd() < 0.5;
+    rs.push(score(x));
+  }
+  for (const r of rs) {
+    for (const k of ['p_hard', 'p_givt', 'p_sivt', 'p_hist', 'score', 'confidence'] as const) {
+      if (!(r[k] >= 0 && r[k] <= 1)) t.fail(`${k} = ${r[k]}`);
+      if (Math.round(r[k] * 1e4) / 1e4 !== r[k]) t.fail(`${k} not rounded: ${r[k]}`);
+    }
+  }
+  t.equal(rs[0]!.score, 1);
+  t.equal(rs[0]!.confidence, 1);
+  t.ok(rs[0]!.reasons.length >= 20, 'every fired signal is named');
+});
+
+t.test('bands follow the thresholds of the rounded score', async (t) => {
+  t.equal(scoreModule.bandOf(BAND_MEDIUM_MIN - 0.0001), 'low');
+  t.equal(scoreModule.bandOf(BAND_MEDIUM_MIN), 'medium');
+  t.equal(scoreModule.bandOf(BAND_HIGH_MIN - 0.0001), 'medium');
+  t.equal(scoreModule.bandOf(BAND_HIGH_MIN), 'high');
+  const r = score(clean({ ipHosting: true, geoMismatch: true })); // 1 − 0.4 × 0.75 = 0.7
+  t.equal(r.score, 0.7);
+  t.equal(r.band, 'high');
+});
+
+t.test('classifyTransaction', async (t) => {
+  const res = (band: ScoreResult['band'], p_hard: number, p_givt: number, p_sivt: number, p_hist: number): ScoreResult =>
+    ({ p_hard, p_givt, p_sivt, p_hist, band, score: 0, confidence: 0, reasons: [] });
+  const table: [ScoreResult, string][] = [
+    [res('low', 0, 0, 0, 0), 'valid'],
+    [res('medium', 0.6, 0, 0.5, 0), 'valid'],
+    [res('high', 0.95, 0, 0.5, 0), 'givt'],
+    [res('high', 0, 0.6, 0.75, 0), 'sivt'],
+    [res('high', 0, 0.6, 0.2, 0.6), 'givt'],  // a tie goes to GIVT
+    [res('high', 0.3, 0.2, 0.1, 0.8), 'sivt'],
+    [res('high', 0.9, 0.98, 0.8, 0.99), 'sivt'],
+  ];
+  for (const [r, want] of table) t.equal(classifyTransaction(r), want, JSON.stringify(r));
+});
+
+t.test('confidence grows with sources and evidence; decisive facts are confident at once', async (t) => {
+  const none = score(clean()).confidence;
+  t.equal(none, CONFIDENCE_BASE);
+  t.ok(score(clean({ schainPresent: true, schainValid: true, schainVerified: true, schainComplete: true })).confidence > none);
+  let last = none;
+  for (const n of [1, 5, 20, 100, 1000]) {
+    const c = score(clean({ history: { ...NO_HISTORY, ipSeen: n, uidSeen: n } })).confidence;
+    t.ok(c > last, `evidence ${n}: ${c}`);
+    last = c;
+  }
+  t.ok(last <= 1);
+  t.equal(score(clean({ declaredBot: true })).confidence, 0.98);
+  t.equal(score(clean({ ipVpn: true })).confidence, CONFIDENCE_BASE, 'an inferred signal alone does not add certainty');
+});
+
+t.test('outcomeForHistory uses request evidence only', async (t) => {
+  t.ok(outcomeForHistory(score(clean({ declaredBot: true }))));
+  t.ok(outcomeForHistory(score(clean({ ipVpn: true, uaInconsistent: true }))));
+  t.notOk(outcomeForHistory(score(clean({ ipHosting: true }))));
+  t.notOk(outcomeForHistory(score(clean())));
+});
+
+// The doc quotes the constants; these tests make it fail when either side changes alone.
+t.test('docs/scoring.md matches the code', async (t) => {
+  const doc = readFileSync(new URL('../../docs/scoring.md', import.meta.url), 'utf8');
+  const rows = new Map<string, string[]>();
+  for (const line of doc.split('\n')) {
+    const cells = line.split('|').slice(1, -1).map((c) => c.trim());
+    const m = /^`([A-Za-z_]+)`$/.exec(cells[0] ?? '');
+    if (m) rows.set(m[1]!, cells.slice(1));
+  }
+
+  const components = { hard: HARD_WEIGHTS, givt: GIVT_WEIGHTS, sivt: SIVT_WEIGHTS } as const;
+  const expected = new Set<string>();
+  for (const [component, weights] of Object.entries(components)) {
+    for (const [code, weight] of Object.entries(weights)) {
+      expected.add(code);
+      const row = rows.get(code);
+      if (!row) { t.fail(`${code} missing from the doc`); continue; }
+      t.equal(row[0], component, `${code} component`);
+      t.equal(Number(row[2]), weight, `${code} weight`);
+    }
+  }
+  for (const [code, term] of Object.entries(HISTORY_TERMS)) {
+    expected.add(code);
+    const row = rows.get(code);
+    if (!row) { t.fail(`${code} missing from the doc`); continue; }
+    t.same([Number(row[1]), Number(row[2]), Number(row[3])], [term.weight, term.floor, term.half], `${code} weight/floor/half`);
+  }
+  const constants: Record<string, unknown> = {};
+  for (const mod of [scoreModule, historyModule] as Record<string, unknown>[]) {
+    for (const [name, value] of Object.entries(mod)) if (/^[A-Z][A-Z_]+$/.test(name) && typeof value === 'number') constants[name] = value;
+  }
+  t.ok(Object.keys(constants).length >= 14, 'found the numeric constants');
+  for (const [name, value] of Object.entries(constants)) {
+    expected.add(name);
+    const row = rows.get(name);
+    if (!row) { t.fail(`${name} missing from the doc`); continue; }
+    t.equal(Number(row[0]), value, name);
+  }
+  for (const name of rows.keys()) if (!expected.has(name)) t.fail(`doc row ${name} names nothing in the code`);
+
+  const list = doc.slice(doc.indexOf('## Reason codes'));
+  const listed = new Set([...list.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!));
+  listed.delete('reasons');
+  const codes = [...Object.keys(HARD_WEIGHTS), ...Object.keys(GIVT_WEIGHTS), ...Object.keys(SIVT_WEIGHTS), ...Object.keys(HISTORY_TERMS)];
+  t.same([...listed].sort(), codes.sort(), 'reason code list is complete');
+});
+
+function round4(x: number): number {
+  return Math.round(x * 1e4) / 1e4;
+}
+
+/** Small deterministic PRNG (mulberry32) so failures reproduce. */
+function prng(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let r = Math.imul(a ^ (a >>> 15), 1 | a);
+    r = (r + Math.imul(r ^ (r >>> 7), 61 | r)) ^ r;
+    return ((r ^ (r >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function randomFacts(rnd: () => number): HistoryFacts {
+  const f = { ...NO_HISTORY };
+  if (rnd() < 0.3) return f;
+  f.ipRate = rnd() * 1000; f.uidRate = rnd() * 300; f.ifaRate = rnd() * 300;
+  f.ipDistinctUas = Math.floor(rnd() * 64); f.ipDistinctUids = Math.floor(rnd() * 64);
+  f.uidDistinctIps = Math.floor(rnd() * 10); f.uidDistinctUas = Math.floor(rnd() * 10);
+  f.ifaDistinctIps = Math.floor(rnd() * 10);
+  f.ipBotShare = rnd(); f.uidBotShare = rnd();
+  f.ipSeen = rnd() * 100; f.uidSeen = rnd() * 100;
+  return f;
+}
