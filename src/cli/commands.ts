@@ -1,0 +1,283 @@
+// The `ivtd` subcommands: parse the command line, run the operation (through a running
+// server's control socket when there is one, else on the store directly), print text or JSON.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError, OPTIONS, optionsHelp, resolveConfig, type Config } from '../config.ts';
+import { DB_FILE, Store, StoreLockedError } from '../store/db.ts';
+import { StoreError, type CustomerListing } from '../store/customers.ts';
+import { parseArgs, UsageError } from './args.ts';
+import { ControlError, ControlUnavailableError, sendControl } from './control.ts';
+import { runOperation, type OperationName, type OperationResult } from './operations.ts';
+import pkg from '../../package.json' with { type: 'json' };
+
+export interface CliIO {
+  stdout: { write(s: string): unknown };
+  stderr: { write(s: string): unknown };
+  stdin: AsyncIterable<string | Buffer>;
+}
+
+interface Context {
+  words: string;
+  flags: Map<string, string | true>;
+  config: Config;
+  stdin: CliIO['stdin'];
+}
+
+interface Command {
+  words: string;
+  usage: string;
+  summary: string;
+  /** Subcommand flags this command accepts (besides --json and the common options). */
+  flags: string[];
+  op: OperationName;
+  args(ctx: Context): Promise<Record<string, unknown>>;
+  text(result: unknown, args: Record<string, unknown>): string;
+}
+
+/** Declares a command with its result type checked against the operation it runs. */
+function command<N extends OperationName>(
+  c: Omit<Command, 'op' | 'text'> & { op: N; text(result: OperationResult<N>, args: Record<string, unknown>): string },
+): Command {
+  return c as Command;
+}
+
+function need(ctx: Context, flag: string): string {
+  const v = ctx.flags.get(flag);
+  if (typeof v !== 'string') throw new UsageError(`"${ctx.words}" needs --${flag}`);
+  return v;
+}
+
+async function readPassword(ctx: Context): Promise<string> {
+  const given = ctx.flags.get('password');
+  const fromStdin = ctx.flags.get('password-stdin') === true;
+  if (given !== undefined && fromStdin) throw new UsageError('give either --password or --password-stdin, not both');
+  if (typeof given === 'string') return given;
+  if (!fromStdin) throw new UsageError(`"${ctx.words}" needs --password or --password-stdin`);
+  let text = '';
+  for await (const chunk of ctx.stdin) text += typeof chunk === 'string' ? chunk : chunk.toString('utf8');
+  // `echo pw | ivtd …` and here-docs end with a newline that is not part of the password.
+  return text.replace(/\r?\n$/, '');
+}
+
+function parseKind(ctx: Context): 'prebid' | 'reporting' {
+  const v = need(ctx, 'kind');
+  if (v !== 'prebid' && v !== 'reporting') throw new UsageError(`--kind must be prebid or reporting, got "${v}"`);
+  return v;
+}
+
+function parseGrace(ctx: Context): number {
+  const v = ctx.flags.get('grace');
+  if (v === undefined) return ctx.config.keyGrace;
+  const max = OPTIONS.keyGrace.max;
+  if (typeof v !== 'string' || !/^\d+$/.test(v) || Number(v) > max) {
+    throw new UsageError(`--grace must be a whole number of seconds from 0 to ${max}, got "${String(v)}"`);
+  }
+  return Number(v);
+}
+
+function keyLine(k: CustomerListing['keys'][number]): string {
+  return `${k.kind.padEnd(9)} ${k.key_prefix}…  ${k.expires_at ? `until ${k.expires_at}` : 'current'}`;
+}
+
+function listText(customers: CustomerListing[]): string {
+  if (customers.length === 0) return 'No customers yet. Create one with: ivtd customer create --name NAME --username USER --password-stdin\n';
+  return customers
+    .map((c) => {
+      const users = c.users.map((u) => (u.disabled ? `${u.username} (disabled)` : u.username)).join(', ') || '-';
+      const keys = c.keys.map(keyLine).join('\n               ') || '-';
+      return [
+        c.name,
+        `  customer_id  ${c.customer_id}`,
+        `  partner_id   ${c.partner_id}`,
+        `  created      ${c.created_at}`,
+        `  users        ${users}`,
+        `  keys         ${keys}`,
+      ].join('\n');
+    })
+    .join('\n\n')
+    .concat('\n');
+}
+
+const COMMANDS: Command[] = [
+  command({
+    words: 'customer create',
+    usage: 'customer create --name NAME --username USER (--password PW | --password-stdin) [--json]',
+    summary: 'Create a customer with its first dashboard user and its pre-bid and reporting keys.',
+    flags: ['name', 'username', 'password', 'password-stdin'],
+    op: 'customer.create',
+    args: async (ctx) => ({ name: need(ctx, 'name'), username: need(ctx, 'username'), password: await readPassword(ctx) }),
+    text: (r, a) =>
+      [
+        `Created customer "${String(a.name)}".`,
+        `  customer_id    ${r.customer_id}   (reporting API username)`,
+        `  partner_id     ${r.partner_id}   (pre-bid parameter p)`,
+        `  username       ${r.username}   (dashboard login)`,
+        `  prebid key     ${r.prebid_key}   (pre-bid parameter k)`,
+        `  reporting key  ${r.reporting_key}   (reporting API password)`,
+        'The keys are shown only now; ivtd stores only their hashes.',
+        '',
+      ].join('\n'),
+  }),
+  command({
+    words: 'customer list',
+    usage: 'customer list [--json]',
+    summary: 'List customers with their users and the prefixes of their live keys.',
+    flags: [],
+    op: 'customer.list',
+    args: async () => ({}),
+    text: (r) => listText(r.customers),
+  }),
+  command({
+    words: 'key rotate',
+    usage: 'key rotate --customer REF --kind prebid|reporting [--grace SECONDS] [--json]',
+    summary: 'Issue a new key; the old one keeps working for --grace seconds (default --key-grace; 0 revokes it now).',
+    flags: ['customer', 'kind', 'grace'],
+    op: 'key.rotate',
+    args: async (ctx) => ({ customer: need(ctx, 'customer'), kind: parseKind(ctx), graceSeconds: parseGrace(ctx) }),
+    text: (r, a) => {
+      const prev =
+        r.previous_expires_at === null
+          ? `There was no previous ${r.kind} key.`
+          : a.graceSeconds === 0
+            ? `The previous ${r.kind} key stopped working now.`
+            : `The previous ${r.kind} key works until ${r.previous_expires_at}.`;
+      return `New ${r.kind} key for customer ${r.customer_id}:\n  ${r.key}\n${prev}\n`;
+    },
+  }),
+  command({
+    words: 'user add',
+    usage: 'user add --customer REF --username USER (--password PW | --password-stdin) [--json]',
+    summary: 'Add a dashboard user to a customer.',
+    flags: ['customer', 'username', 'password', 'password-stdin'],
+    op: 'user.add',
+    args: async (ctx) => ({ customer: need(ctx, 'customer'), username: need(ctx, 'username'), password: await readPassword(ctx) }),
+    text: (r) => `Added user "${r.username}" to customer ${r.customer_id}.\n`,
+  }),
+  command({
+    words: 'user passwd',
+    usage: 'user passwd --username USER (--password PW | --password-stdin) [--json]',
+    summary: "Set a user's password; the user's sessions end.",
+    flags: ['username', 'password', 'password-stdin'],
+    op: 'user.passwd',
+    args: async (ctx) => ({ username: need(ctx, 'username'), password: await readPassword(ctx) }),
+    text: (r) => `Changed the password of "${r.username}".\n`,
+  }),
+  command({
+    words: 'user disable',
+    usage: 'user disable --username USER [--json]',
+    summary: 'Stop a user from logging in; the user\'s sessions end.',
+    flags: ['username'],
+    op: 'user.disable',
+    args: async (ctx) => ({ username: need(ctx, 'username') }),
+    text: (r) => `Disabled user "${r.username}".\n`,
+  }),
+  command({
+    words: 'user enable',
+    usage: 'user enable --username USER [--json]',
+    summary: 'Let a disabled user log in again.',
+    flags: ['username'],
+    op: 'user.enable',
+    args: async (ctx) => ({ username: need(ctx, 'username') }),
+    text: (r) => `Enabled user "${r.username}".\n`,
+  }),
+];
+
+const VALUE_FLAGS = new Set(COMMANDS.flatMap((c) => c.flags).filter((f) => f !== 'password-stdin'));
+
+export const VERSION: string = pkg.version;
+
+export function helpText(): string {
+  const cmds = COMMANDS.map((c) => `  ivtd ${c.usage}\n      ${c.summary}`).join('\n');
+  return `ivtd ${VERSION} — ad-verification (invalid traffic) service
+
+Usage:
+  ivtd [serve] [options]
+      Serve pre-bid lookups, the account API, the dashboard and the reporting API (the default).
+${cmds}
+  ivtd help | --help
+  ivtd --version
+
+REF is a customer_id, a partner_id or the username of one of the customer's users.
+While a server runs on the data dir, commands go to it over <data-dir>/ivtd.sock;
+otherwise they open the database directly. --json prints one JSON object on stdout.
+Exit status: 0 success, 1 failure (not found, conflict, store busy), 2 invalid usage or value.
+
+Options (every subcommand; flag > environment > config file > default):
+${optionsHelp()}
+`;
+}
+
+/** Runs the operation in the server that owns the data dir, or on the store directly when none is running. */
+async function execute(op: OperationName, args: Record<string, unknown>, dataDir: string): Promise<unknown> {
+  try {
+    return await sendControl(dataDir, op, args);
+  } catch (e) {
+    if (!(e instanceof ControlUnavailableError)) throw e;
+  }
+  // Only creating a customer may start a new database; anything else on a missing one is a wrong --data-dir.
+  if (op !== 'customer.create' && !existsSync(join(dataDir, DB_FILE))) {
+    throw new StoreError('not_found', `no ivtd database in ${dataDir} (check --data-dir)`);
+  }
+  const store = await Store.open(dataDir);
+  try {
+    return await runOperation(store, op, args);
+  } finally {
+    store.close();
+  }
+}
+
+/** Exit code and message for an error; a stack only for the unexpected ones. */
+function report(e: unknown, io: CliIO): number {
+  if (e instanceof UsageError || e instanceof ConfigError) {
+    io.stderr.write(`ivtd: ${e.message}\nRun "ivtd help" for usage.\n`);
+    return 2;
+  }
+  if (e instanceof StoreError) {
+    io.stderr.write(`ivtd: ${e.message}\n`);
+    return e.code === 'invalid' ? 2 : 1;
+  }
+  if (e instanceof StoreLockedError || e instanceof ControlError) {
+    io.stderr.write(`ivtd: ${e.message}\n`);
+    return 1;
+  }
+  const err = e as NodeJS.ErrnoException;
+  // System errors (EACCES, ENOSPC, EADDRINUSE…) are about the environment, not a bug.
+  io.stderr.write(`ivtd: ${typeof err?.code === 'string' ? err.message : (err?.stack ?? String(e))}\n`);
+  return 1;
+}
+
+export async function runCli(argv: string[], io: CliIO): Promise<number> {
+  try {
+    const { words, flags, options } = parseArgs(argv, VALUE_FLAGS);
+    if (flags.get('version') === true) {
+      io.stdout.write(`ivtd ${VERSION}\n`);
+      return 0;
+    }
+    if (flags.get('help') === true || words[0] === 'help') {
+      io.stdout.write(helpText());
+      return 0;
+    }
+    const line = words.join(' ');
+    if (line === '' || line === 'serve') {
+      const extra = [...flags.keys()][0];
+      if (extra !== undefined) throw new UsageError(`unknown flag --${extra} for "serve"`);
+      const config = resolveConfig(options);
+      const { serve } = await import('../server.ts');
+      await serve(config);
+      return 0;
+    }
+    const cmd = COMMANDS.find((c) => c.words === line);
+    if (!cmd) throw new UsageError(`unknown command "${line}"`);
+    for (const f of flags.keys()) {
+      if (f !== 'json' && !cmd.flags.includes(f)) throw new UsageError(`unknown flag --${f} for "${cmd.words}"`);
+    }
+    const config = resolveConfig(options);
+    const ctx: Context = { words: cmd.words, flags, config, stdin: io.stdin };
+    const args = await cmd.args(ctx);
+    const result = await execute(cmd.op, args, config.dataDir);
+    io.stdout.write(flags.get('json') === true ? JSON.stringify(result) + '\n' : cmd.text(result, args));
+    return 0;
+  } catch (e) {
+    return report(e, io);
+  }
+}

@@ -1,0 +1,299 @@
+// The control socket: a running server owns the DuckDB file (one process per file), so
+// the CLI sends provisioning commands here instead of opening the store itself.
+// Protocol: one JSON object per line, {id, cmd, args} → {id, ok: true, result} |
+// {id, ok: false, error: {code, message}}, any number of requests per connection.
+import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs';
+import net from 'node:net';
+import { join } from 'node:path';
+import type { Store } from '../store/db.ts';
+import { STORE_ERROR_CODES, StoreError, type StoreErrorCode } from '../store/customers.ts';
+import { log } from '../log.ts';
+import { isOperationName, runOperation, type OperationHooks, type OperationName, type OperationResult } from './operations.ts';
+
+export const CONTROL_SOCKET_FILE = 'ivtd.sock';
+export const MAX_LINE_BYTES = 64 * 1024;
+/** A connection idle this long is dropped, so a stuck client cannot hold a descriptor forever. */
+export const CONNECTION_IDLE_MS = 30_000;
+const CLIENT_TIMEOUT_MS = 30_000;
+// sun_path holds 108 bytes including the terminating NUL; longer paths are silently truncated.
+const SUN_PATH_MAX = 107;
+
+export type ControlErrorCode = StoreErrorCode | 'bad_request' | 'unknown_command' | 'too_large' | 'internal' | 'timeout' | 'closed';
+
+/** A failure reported by (or talking to) the control server that is not a StoreError. */
+export class ControlError extends Error {
+  constructor(
+    readonly code: ControlErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ControlError';
+  }
+}
+
+/** No server is listening on the data dir's control socket (absent or stale socket file). */
+export class ControlUnavailableError extends Error {
+  readonly code = 'no_server';
+  constructor(readonly socketPath: string) {
+    super(`no ivtd server is listening on ${socketPath}`);
+    this.name = 'ControlUnavailableError';
+  }
+}
+
+export function controlSocketPath(dataDir: string): string {
+  return join(dataDir, CONTROL_SOCKET_FILE);
+}
+
+/**
+ * The address to bind or dial. A deep data dir would exceed sun_path, so then the
+ * directory is opened and reached through /proc/self/fd/N (Linux); `release` closes it
+ * once the socket no longer needs the name.
+ */
+function socketAddress(dataDir: string): { address: string; release(): void } {
+  const path = controlSocketPath(dataDir);
+  if (Buffer.byteLength(path) <= SUN_PATH_MAX) return { address: path, release() {} };
+  const fd = openSync(dataDir, 'r');
+  let open = true;
+  return {
+    address: `/proc/self/fd/${fd}/${CONTROL_SOCKET_FILE}`,
+    release() {
+      if (open) closeSync(fd);
+      open = false;
+    },
+  };
+}
+
+function isNoServer(e: unknown): boolean {
+  const code = (e as NodeJS.ErrnoException).code;
+  return code === 'ENOENT' || code === 'ECONNREFUSED';
+}
+
+interface Response {
+  id: unknown;
+  ok: boolean;
+  result?: unknown;
+  error?: { code: ControlErrorCode; message: string };
+}
+
+function errorResponse(id: unknown, code: ControlErrorCode, message: string): Response {
+  return { id, ok: false, error: { code, message } };
+}
+
+/** Runs hooks after the operation committed; a failing hook is logged, not reported as a failed command. */
+function safeHooks(opts: ControlServerOptions): OperationHooks {
+  return {
+    keysChanged() {
+      try {
+        opts.onKeysChanged();
+      } catch (e) {
+        log.error({ err: e }, 'control: onKeysChanged failed');
+      }
+    },
+    usersChanged(username) {
+      try {
+        opts.onUsersChanged?.(username);
+      } catch (e) {
+        log.error({ err: e, username }, 'control: onUsersChanged failed');
+      }
+    },
+  };
+}
+
+async function handleLine(line: string, store: Store, hooks: OperationHooks): Promise<Response> {
+  let req: unknown;
+  try {
+    req = JSON.parse(line);
+  } catch {
+    return errorResponse(null, 'bad_request', 'request is not valid JSON');
+  }
+  if (!req || typeof req !== 'object' || Array.isArray(req)) return errorResponse(null, 'bad_request', 'request must be a JSON object');
+  const { id: rawId, cmd, args = {} } = req as Record<string, unknown>;
+  const id = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;
+  if (typeof cmd !== 'string') return errorResponse(id, 'bad_request', 'request needs a "cmd" string');
+  if (!isOperationName(cmd)) return errorResponse(id, 'unknown_command', `unknown command "${cmd}"`);
+  if (!args || typeof args !== 'object' || Array.isArray(args)) return errorResponse(id, 'bad_request', '"args" must be a JSON object');
+  try {
+    const result = await runOperation(store, cmd, args as Record<string, unknown>, hooks);
+    return { id, ok: true, result };
+  } catch (e) {
+    if (e instanceof StoreError) return errorResponse(id, e.code, e.message);
+    log.error({ err: e, cmd }, 'control: command failed');
+    return errorResponse(id, 'internal', (e as Error).message ?? String(e));
+  }
+}
+
+function serveConnection(socket: net.Socket, store: Store, hooks: OperationHooks): void {
+  let buffered = '';
+  let queue: Promise<void> = Promise.resolve();
+  socket.setEncoding('utf8');
+  socket.setTimeout(CONNECTION_IDLE_MS, () => socket.destroy());
+  socket.on('error', () => socket.destroy()); // a client that went away is not the server's problem
+  const send = (r: Response) => {
+    if (!socket.destroyed) socket.write(JSON.stringify(r) + '\n');
+  };
+  const tooLarge = () => {
+    buffered = '';
+    socket.pause();
+    queue = queue.then(() => {
+      send(errorResponse(null, 'too_large', `request line longer than ${MAX_LINE_BYTES} bytes`));
+      socket.end();
+    });
+  };
+  socket.on('data', (chunk: string) => {
+    buffered += chunk;
+    let nl: number;
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      if (Buffer.byteLength(line) > MAX_LINE_BYTES) return tooLarge();
+      if (line.trim() === '') continue;
+      // One at a time per connection, so responses come back in request order.
+      queue = queue.then(() => handleLine(line, store, hooks).then(send));
+    }
+    if (Buffer.byteLength(buffered) > MAX_LINE_BYTES) tooLarge();
+  });
+}
+
+export interface ControlServerOptions {
+  dataDir: string;
+  store: Store;
+  onKeysChanged: () => void;
+  onUsersChanged?: (username: string) => void;
+}
+
+/** Listens on `<dataDir>/ivtd.sock` (mode 0600). Refuses to start when another server answers there. */
+export async function startControlServer(opts: ControlServerOptions): Promise<{ close(): Promise<void> }> {
+  mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+  const path = controlSocketPath(opts.dataDir);
+  // Held until close: libuv unlinks the socket through the name it was bound with.
+  const addr = socketAddress(opts.dataDir);
+  const hooks = safeHooks(opts);
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    serveConnection(socket, opts.store, hooks);
+  });
+  try {
+    await removeStaleSocket(path, addr.address);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(addr.address, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    chmodSync(path, 0o600);
+  } catch (e) {
+    server.close();
+    addr.release();
+    throw e;
+  }
+  const ino = statSync(path).ino;
+  server.on('error', (e) => log.error({ err: e }, 'control socket error'));
+
+  let closing: Promise<void> | undefined;
+  return {
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => {
+          addr.release();
+          resolve();
+        });
+        for (const s of sockets) s.destroy();
+        // Closing the server unlinks the socket; make sure, but never remove a successor's.
+        try {
+          if (statSync(path).ino === ino) unlinkSync(path);
+        } catch {
+          // already gone
+        }
+      });
+      return closing;
+    },
+  };
+}
+
+async function removeStaleSocket(path: string, address: string): Promise<void> {
+  let isSocket: boolean;
+  try {
+    isSocket = lstatSync(path).isSocket();
+  } catch {
+    return; // nothing there
+  }
+  if (!isSocket) throw new Error(`${path} exists and is not a socket; remove it or choose another --data-dir`);
+  const live = await new Promise<boolean>((resolve, reject) => {
+    const probe = net.connect(address);
+    probe.once('connect', () => {
+      probe.destroy();
+      resolve(true);
+    });
+    probe.once('error', (e) => (isNoServer(e) ? resolve(false) : reject(e)));
+  });
+  if (live) throw new Error(`another ivtd server is already listening on ${path}`);
+  unlinkSync(path);
+}
+
+let nextId = 1;
+
+/**
+ * Sends one command to the server serving `dataDir` and returns its result. Rejects with
+ * ControlUnavailableError when no server listens, StoreError for the operation's expected
+ * failures, ControlError otherwise.
+ */
+export function sendControl<N extends OperationName>(
+  dataDir: string,
+  cmd: N,
+  args: Record<string, unknown>,
+  opts: { timeoutMs?: number } = {},
+): Promise<OperationResult<N>> {
+  const path = controlSocketPath(dataDir);
+  const id = nextId++;
+  return new Promise((resolve, reject) => {
+    let addr: ReturnType<typeof socketAddress>;
+    try {
+      addr = socketAddress(dataDir);
+    } catch (e) {
+      reject(isNoServer(e) ? new ControlUnavailableError(path) : e);
+      return;
+    }
+    let connected = false;
+    let settled = false;
+    let buffered = '';
+    const finish = (err: Error | null, result?: unknown) => {
+      if (settled) return;
+      settled = true;
+      socket.destroy();
+      addr.release();
+      if (err) reject(err);
+      else resolve(result as OperationResult<N>);
+    };
+    const socket = net.connect(addr.address);
+    socket.setEncoding('utf8');
+    socket.setTimeout(opts.timeoutMs ?? CLIENT_TIMEOUT_MS, () =>
+      finish(new ControlError('timeout', `the ivtd server on ${path} did not answer in time`)),
+    );
+    socket.on('connect', () => {
+      connected = true;
+      addr.release();
+      socket.write(JSON.stringify({ id, cmd, args }) + '\n');
+    });
+    socket.on('error', (e) => finish(!connected && isNoServer(e) ? new ControlUnavailableError(path) : e));
+    socket.on('close', () => finish(new ControlError('closed', `the ivtd server on ${path} closed the connection without answering`)));
+    socket.on('data', (chunk: string) => {
+      buffered += chunk;
+      const nl = buffered.indexOf('\n');
+      if (nl < 0) return;
+      let res: Response;
+      try {
+        res = JSON.parse(buffered.slice(0, nl)) as Response;
+      } catch {
+        finish(new ControlError('bad_request', 'the ivtd server sent a malformed response'));
+        return;
+      }
+      if (res.ok) return finish(null, res.result);
+      const code = res.error?.code ?? 'internal';
+      const message = res.error?.message ?? 'the ivtd server reported an error';
+      finish((STORE_ERROR_CODES as readonly string[]).includes(code) ? new StoreError(code as StoreErrorCode, message) : new ControlError(code, message));
+    });
+  });
+}
