@@ -33,7 +33,7 @@ export interface DataBundle {
 export const EMBEDDED = {
   asnBin: 'data/generated/asn.bin',
   asnMeta: 'data/generated/asn.meta.json',
-  countryMmdb: 'data/generated/country.mmdb',
+  countryMmdb: 'mmdb/country.mmdb',
   hostingAsns: 'data/hosting-asns.txt',
   vpnAsns: 'data/vpn-asns.txt',
   hostingOrgPatterns: 'data/hosting-org-patterns.txt',

@@ -5,7 +5,7 @@ import { History, ipBotActivity } from '../signals/history.ts';
 import type { IpAssessment, IpIntel } from '../signals/ip.ts';
 import type { IfaList } from '../signals/ifa-list.ts';
 import { parseSchain, type SellersRegistry } from '../signals/schain.ts';
-import { classifyTransaction, score, type ScoreInputs, type ScoreResult } from '../signals/score.ts';
+import { classifyTransaction, outcomeForHistory, score, type ScoreInputs, type ScoreResult } from '../signals/score.ts';
 import { ifaMalformed, isZeroIfa, uaConsistency, type UaAnalyzer, type UaInfo } from '../signals/ua.ts';
 import { TransactionCounter } from './counts.ts';
 import { KeyTable } from './keys.ts';
@@ -137,7 +137,8 @@ export class LookupEngine {
     i.history = facts;
     const s: ScoreResult = score(i);
     const cls = classifyTransaction(s);
-    this.history.recordOutcome({ ip: req.ip, uid: req.uid, ifa: req.ifa }, cls !== 'valid');
+    // History learns from this request's own evidence only, so history cannot condemn itself.
+    this.history.recordOutcome({ ip: req.ip, uid: req.uid, ifa: req.ifa }, outcomeForHistory(s));
 
     const uaValid = !(ua.malformed || ua.automation || !cons.consistent);
     const botActivity = ipBotActivity(facts);

@@ -121,12 +121,32 @@ export class LookupServer {
     return failures;
   }
 
-  /** Closes the listen sockets, collects the last counts, ends the threads. */
-  async stop(timeoutMs = 5000): Promise<void> {
+  /**
+   * Closes the listen sockets, collects the last counts, then waits for each thread to
+   * exit by itself: idle keep-alive connections close at uWS's 10 s idle timeout, and
+   * terminating a thread that still holds uWS sockets would abort the whole process.
+   */
+  async stop(timeoutMs = 5000, exitWaitMs = 14_000): Promise<void> {
     this.listening = false;
+    const exits = this.slots.map((s) => new Promise<void>((r) => {
+      if (s.worker.threadId === -1) r();
+      else s.worker.once('exit', () => r());
+    }));
     const answers = await Promise.all(this.slots.map((s) => this.ask(s, { type: 'stop' }, `stop:${s.index}`, timeoutMs)));
     for (const a of answers) if (a && a.type === 'stopped') this.opts.onCounts(a.rows, a.stats);
-    await Promise.all(this.slots.map((s) => s.worker.terminate()));
+    await Promise.all(
+      exits.map((exited, i) => {
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<void>((r) => {
+          timer = setTimeout(() => {
+            this.opts.onWorkerError?.(i, new Error(`lookup thread ${i} still had open connections after ${exitWaitMs} ms; terminating it`));
+            void this.slots[i]?.worker.terminate();
+            r();
+          }, exitWaitMs);
+        });
+        return Promise.race([exited, late]).finally(() => clearTimeout(timer));
+      }),
+    );
     this.slots = [];
   }
 

@@ -1,8 +1,9 @@
-// Starts a lookup thread. From a checkout the thread runs worker-main.ts (tsx's loader
-// is inherited through execArgv).
-import { Worker } from 'node:worker_threads';
+// Starts a lookup thread the same way from a checkout and from the single binary
+// (src/runtime/worker-entry.ts knows how each mode loads worker code).
+import type { Worker } from 'node:worker_threads';
+import { startWorker } from '../runtime/worker-entry.ts';
 import type { LookupWorkerInit } from './messages.ts';
 
 export function startLookupWorker(init: LookupWorkerInit): Worker {
-  return new Worker(new URL('./worker-main.ts', import.meta.url), { workerData: init });
+  return startWorker('lookup', init);
 }

@@ -33,11 +33,13 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   let draining = false;
   let listenSocket: uWS.us_listen_socket | null = null;
 
+  // While draining, every response closes its connection so the thread can exit once
+  // idle keep-alive sockets time out (terminating a thread that holds uWS sockets aborts).
   const reply = (res: uWS.HttpResponse, status: number, body: string | null) => {
     res.cork(() => {
       res.writeStatus(STATUS_TEXT[status] ?? String(status));
-      if (body === null) res.end();
-      else res.writeHeader('Content-Type', JSON_TYPE).end(body);
+      if (body === null) res.end(undefined, draining);
+      else res.writeHeader('Content-Type', JSON_TYPE).end(body, draining);
     });
   };
   const fail = (res: uWS.HttpResponse, status: number, code: string, message: string) =>
@@ -117,6 +119,8 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       clearInterval(timer);
       const { rows, stats: s } = flush();
       post({ type: 'stopped', index: init.index, rows, stats: s });
+      // Nothing else to receive: let the thread end when its last socket closes.
+      port.unref();
     }
   });
 

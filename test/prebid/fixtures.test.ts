@@ -37,7 +37,7 @@ function reviveRegex(v: unknown): unknown {
 
 function get(port: number, path: string, method: string, headers: Record<string, string>): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method, headers }, (res) => {
+    const req = request({ host: '127.0.0.1', port, path, method, headers, agent: false }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c) => (body += c));
