@@ -122,11 +122,11 @@ export class LookupServer {
   }
 
   /**
-   * Closes the listen sockets, collects the last counts, then waits for each thread to
-   * exit by itself: idle keep-alive connections close at uWS's 10 s idle timeout, and
-   * terminating a thread that still holds uWS sockets would abort the whole process.
+   * Closes the listen sockets and connections, collects the last counts, then waits for
+   * each thread to exit by itself (terminating a thread that still holds uWS sockets would
+   * abort the whole process; terminate is only the fallback).
    */
-  async stop(timeoutMs = 5000, exitWaitMs = 14_000): Promise<void> {
+  async stop(timeoutMs = 5000, exitWaitMs = 5000): Promise<void> {
     this.listening = false;
     const exits = this.slots.map((s) => new Promise<void>((r) => {
       if (s.worker.threadId === -1) r();

@@ -1,5 +1,5 @@
-// Entry of a lookup thread when started from a checkout (the binary dispatches to
-// runLookupWorker from its single bundle instead).
+// Entry of a lookup thread, from a checkout and inside the binary alike
+// (src/runtime/worker-entry.ts starts it as the 'lookup' role).
 import { parentPort, workerData } from 'node:worker_threads';
 import type { LookupWorkerInit } from './messages.ts';
 import { runLookupWorker } from './worker.ts';

@@ -116,6 +116,10 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       draining = true;
       if (listenSocket) uWS.us_listen_socket_close(listenSocket);
       listenSocket = null;
+      // Requests are answered synchronously, so none is in flight here. Close every kept-
+      // alive connection too: a thread that still holds uWS sockets when it ends aborts the
+      // whole process. TemplatedApp.close() exists in v20.30 but is missing from its typings.
+      (app as unknown as { close(): void }).close();
       clearInterval(timer);
       const { rows, stats: s } = flush();
       post({ type: 'stopped', index: init.index, rows, stats: s });

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds dist/ivtd: one Linux x86-64 executable (Node 20 SEA) carrying the bundled app,
+# its native addons and its data. No network; needs only `npm ci` having run.
+#   ./build.sh                              # entry src/cli/main.ts -> dist/ivtd
+#   IVTD_ENTRY=src/runtime/probe.ts IVTD_OUT=dist/probe/ivtd-probe ./build.sh
+#   IVTD_ROLES=lookup,other ./build.sh        # worker roles to bundle (src/runtime/asset-table.ts)
+# What gets embedded: src/runtime/asset-table.ts.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if [[ -z "${IVTD_ENTRY:-}" ]]; then
+  if [[ -f src/cli/main.ts ]]; then IVTD_ENTRY=src/cli/main.ts; else IVTD_ENTRY=src/runtime/probe.ts; fi
+fi
+OUT="${IVTD_OUT:-dist/ivtd}"
+WORK="$OUT.build"
+# Node 20 SEA fuse (the sentinel string compiled into node 20's binary).
+FUSE=NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2
+NODE="$(node -p process.execPath)"
+
+[[ "$(node -p process.versions.node.split\(\".\"\)[0])" == 20 ]] || { echo "build.sh: needs Node 20, found $(node --version)" >&2; exit 1; }
+grep -qa "$FUSE" "$NODE" || { echo "build.sh: $NODE has no SEA fuse $FUSE" >&2; exit 1; }
+
+echo "bundle $IVTD_ENTRY + assets -> $WORK" >&2
+# Worker roles (WORKER_ROLES) to include; default: the app's roles, or 'probe' for the probe entry.
+node --import tsx src/runtime/build-sea.ts --entry "$IVTD_ENTRY" --work "$WORK" --roles "${IVTD_ROLES:-}" >/dev/null
+
+echo "sea blob" >&2
+node --experimental-sea-config "$WORK/sea-config.json" >/dev/null
+
+echo "inject into a copy of $NODE -> $OUT" >&2
+mkdir -p "$(dirname "$OUT")"
+rm -f "$OUT"
+cp "$NODE" "$OUT.tmp"
+chmod u+w "$OUT.tmp"
+# (postject's LIEF prints harmless "Can't find string offset" warnings for node's notes)
+node_modules/.bin/postject "$OUT.tmp" NODE_SEA_BLOB "$WORK/sea-prep.blob" --sentinel-fuse "$FUSE" \
+  >/dev/null 2> >(grep -v "Can't find string offset" >&2)
+mv "$OUT.tmp" "$OUT"
+ls -l "$OUT" >&2

@@ -1,0 +1,48 @@
+// Starting worker threads the same way from a checkout, from the bundle and from the
+// single binary. The bundle is one file whose top level (bundle-entry.ts) runs either the
+// CLI or a worker role, chosen by workerData.__ivtdRole.
+import { join } from 'node:path';
+import * as sea from 'node:sea';
+import { pathToFileURL } from 'node:url';
+import { Worker, type WorkerOptions } from 'node:worker_threads';
+import { BUNDLE_KEY, WORKER_ROLES, type WorkerRole } from './asset-table.ts';
+import { isSea, repoRoot } from './assets.ts';
+
+export type { WorkerRole } from './asset-table.ts';
+
+/** workerData field that tells the bundle's top level which role to run. */
+export const ROLE_FIELD = '__ivtdRole';
+
+// Replaced by `true` when esbuild bundles (build-sea.ts); absent from a checkout.
+declare const IVTD_BUNDLED: boolean | undefined;
+const bundled = typeof IVTD_BUNDLED !== 'undefined' && IVTD_BUNDLED;
+
+export type StartWorkerOptions = Omit<WorkerOptions, 'eval' | 'workerData'>;
+
+/** Starts the worker code of `role` (WORKER_ROLES) with `workerData` (plus ROLE_FIELD). */
+export function startWorker(role: WorkerRole, workerData: object, options: StartWorkerOptions = {}): Worker {
+  const data = { ...workerData, [ROLE_FIELD]: role };
+  if (isSea()) {
+    // No file to point at: the worker evaluates the bundle, embedded as an asset.
+    return new Worker(bundleSource(), { ...options, eval: true, workerData: data });
+  }
+  if (bundled) return new Worker(bundleFile(), { ...options, workerData: data });
+  // Checkout: tsx's hooks are not inherited by worker threads on Node 20, so register them first.
+  const file = pathToFileURL(join(repoRoot(), WORKER_ROLES[role])).href;
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const boot = `import(${JSON.stringify(tsx)}).then((api) => { api.register(); return import(${JSON.stringify(file)}); });`;
+  return new Worker(boot, { ...options, eval: true, workerData: data });
+}
+
+let source: string | undefined;
+
+function bundleSource(): string {
+  source ??= sea.getAsset(BUNDLE_KEY, 'utf8');
+  return source;
+}
+
+/** The bundle file when running it with plain node (debugging the bundle without the SEA step). */
+function bundleFile(): string {
+  // In the bundle, __filename is the bundle itself (CommonJS).
+  return __filename;
+}
