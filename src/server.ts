@@ -10,6 +10,10 @@ import { LookupEngine } from './prebid/lookup.ts';
 import type { LookupStats } from './prebid/messages.ts';
 import { LookupServer } from './prebid/server.ts';
 import { startControlServer } from './cli/control.ts';
+import { startAccountApi } from './account/api.ts';
+import { mountDashboard } from './dashboard/static.ts';
+import { mountReportRoute } from './reporting/api.ts';
+import { openReporting } from './reporting/service.ts';
 import { Store } from './store/db.ts';
 import { activePrebidKeys, ensureFirstCustomer } from './store/customers.ts';
 
@@ -25,6 +29,8 @@ export interface RunningServer {
   /** Hooks later parts register: each receives count deltas from the lookup threads. */
   countSinks: Array<(rows: CountRow[], stats: LookupStats) => void>;
   bundle: DataBundle;
+  /** Reporting rollups: flush() writes the pending counts now (tests, benchmarks). */
+  reporting?: { flush(): Promise<void> };
 }
 
 export interface StartOptions {
@@ -33,6 +39,7 @@ export interface StartOptions {
 }
 
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
+  log.level = config.logLevel;
   const store = await Store.open(config.dataDir);
   const cleanup: Array<() => Promise<void> | void> = [() => store.close()];
   try {
@@ -46,6 +53,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     let engine = new LookupEngine(built.data);
 
     const countSinks: RunningServer['countSinks'] = [];
+    // The writer's final flush must run after lookups.stop (which delivers the last
+    // counts) and before store.close: unshifted here, it stays behind all later steps.
+    const reporting = await openReporting(config, store);
+    countSinks.push((rows) => reporting.writer.add(rows));
+    cleanup.unshift(() => reporting.writer.close());
     const lookups = new LookupServer({
       host: config.host,
       port: config.prebidPort,
@@ -82,12 +94,31 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     });
     cleanup.unshift(() => control.close());
 
+    // The dashboard learns the bound ports at request time (ephemeral ports in tests).
+    let dashboardPorts = () => ({ prebid: prebidPort, api: config.apiPort, reporting: config.reportingPort });
+    const api = await startAccountApi({
+      config,
+      store,
+      mount: (router, sessions) => {
+        mountDashboard(router, { config, ports: () => dashboardPorts() });
+        mountReportRoute(router, reporting.engine, sessions, reporting.limiter);
+      },
+      onKeysChanged: () => {
+        refreshKeys().catch((e: Error) => log.error({ err: e.message }, 'key refresh failed'));
+      },
+    });
+    cleanup.unshift(() => api.close());
+
+    const reportingApi = await reporting.listen();
+    cleanup.unshift(() => reportingApi.close());
+
     const running: RunningServer = {
       config,
       store,
-      ports: { prebid: prebidPort, api: 0, reporting: 0 },
+      ports: { prebid: prebidPort, api: api.port, reporting: reportingApi.port },
       countSinks,
       bundle,
+      reporting: { flush: () => reporting.writer.flush() },
       explainEngine: () => engine,
       refreshKeys,
       async reload() {
@@ -125,6 +156,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       },
     };
 
+    dashboardPorts = () => running.ports;
     if (first && opts.announceFirstCustomer) announce(first, running);
     return running;
   } catch (e) {

@@ -1,0 +1,95 @@
+// `ivtd serve` as a real child process: prints first-start credentials, answers lookups,
+// reloads on SIGHUP without dropping a lookup, refuses a bad data file on reload while
+// the old data keeps serving, and exits 0 on SIGTERM.
+import t from 'tap';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const UA = encodeURIComponent('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36');
+
+interface Proc {
+  child: ChildProcess;
+  out: () => string;
+  waitFor: (re: RegExp, ms?: number) => Promise<RegExpExecArray>;
+}
+
+function start(dataDir: string): Proc {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0'], {
+    cwd: ROOT,
+    env: { ...process.env, IVTD_LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const waiters: Array<() => void> = [];
+  const onData = (d: Buffer) => {
+    out += d.toString();
+    for (const w of waiters.splice(0)) w();
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const waitFor = (re: RegExp, ms = 20_000) =>
+    new Promise<RegExpExecArray>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${re}; output so far:\n${out}`)), ms);
+      const check = () => {
+        const m = re.exec(out);
+        if (m) {
+          clearTimeout(timer);
+          resolve(m);
+        } else waiters.push(check);
+      };
+      check();
+    });
+  return { child, out: () => out, waitFor };
+}
+
+t.test('serve: first start, lookups through SIGHUP reloads, bad reload refused, SIGTERM exits 0', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'ivtd-serve-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const p = start(dataDir);
+  t.teardown(() => {
+    if (p.child.exitCode === null) p.child.kill('SIGKILL');
+  });
+  const port = Number((await p.waitFor(/"port":(\d+),"threads":1,"msg":"pre-bid lookups listening"/))[1]);
+  const partner = (await p.waitFor(/partner_id +([0-9a-f-]{36})/))[1]!;
+  const key = (await p.waitFor(/prebid_key +(\S+)/))[1]!;
+  t.match(p.out(), /"msg":"data file loaded"/, 'startup log names the data files');
+  t.match(p.out(), /embedded:data\/hosting-asns\.txt/, 'and where they came from');
+  t.match(p.out(), /curl '/, 'prints a ready-to-paste curl lookup');
+
+  const url = (i: number) =>
+    `http://127.0.0.1:${port}/api/v1/ivt/lookup?p=${partner}&k=${key}&pub=p1&node=n1&ip=73.162.10.${1 + (i % 250)}&ua=${UA}&uid=u${i}&sid=ex.example&adt=1&dvt=2`;
+  t.equal((await fetch(`http://127.0.0.1:${port}/health-check`)).status, 200, 'healthy');
+  t.equal((await fetch(url(0))).status, 200, 'the printed credentials work');
+
+  // Lookups keep flowing while the data is reloaded twice.
+  let stop = false;
+  const statuses = new Map<number, number>();
+  const loop = (async () => {
+    let i = 0;
+    while (!stop) {
+      const r = await fetch(url(i++));
+      statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+      await r.arrayBuffer();
+    }
+  })();
+  p.child.kill('SIGHUP');
+  await p.waitFor(/"msg":"data file reloaded"/);
+  // A corrupt override in the data dir: the reload is refused, the old data keeps serving.
+  writeFileSync(join(dataDir, 'hosting-asns.txt'), 'AS-not-a-number  hosting  # broken\n');
+  p.child.kill('SIGHUP');
+  await p.waitFor(/reload refused/);
+  t.match(p.out(), /hosting-asns\.txt/, 'the refusal names the file');
+  await new Promise((r) => setTimeout(r, 300));
+  stop = true;
+  await loop;
+  t.ok((statuses.get(200) ?? 0) > 10, `lookups answered during reloads (${statuses.get(200)})`);
+  t.same([...statuses.keys()], [200], 'no lookup failed during the reloads');
+
+  const exit = new Promise<number | null>((r) => p.child.once('exit', (code) => r(code)));
+  p.child.kill('SIGTERM');
+  t.equal(await exit, 0, 'SIGTERM exits 0');
+  t.match(p.out(), /stopped cleanly/);
+});
