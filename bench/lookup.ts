@@ -11,6 +11,7 @@ import { resolveConfig } from '../src/config.ts';
 import { startServer } from '../src/server.ts';
 import { createCustomer } from '../src/store/customers.ts';
 import { paced } from './paced.ts';
+import { LATENCY_BUCKETS_US } from '../src/prebid/messages.ts';
 
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -72,6 +73,29 @@ async function main(): Promise<void> {
   const server = await startServer(config);
   const c = await createCustomer(server.store, { name: 'bench', username: 'bench', password: 'bench-password-1' });
   await server.refreshKeys();
+  // In-thread lookup time (parse → JSON), from the histogram the lookup threads report.
+  const hist = new Array(LATENCY_BUCKETS_US.length + 1).fill(0) as number[];
+  let histSum = 0;
+  server.countSinks.push((_rows, stats) => {
+    stats.latency.forEach((n, i) => (hist[i]! += n));
+    histSum += stats.latencySumUs;
+  });
+  const histReset = () => {
+    hist.fill(0);
+    histSum = 0;
+  };
+  const histSummary = () => {
+    const total = hist.reduce((a, b) => a + b, 0);
+    const upTo = (q: number) => {
+      let acc = 0;
+      for (let i = 0; i < hist.length; i++) {
+        acc += hist[i]!;
+        if (acc >= q * total) return i < LATENCY_BUCKETS_US.length ? `<= ${LATENCY_BUCKETS_US[i]} us` : `> ${LATENCY_BUCKETS_US.at(-1)} us`;
+      }
+      return 'n/a';
+    };
+    return { lookups: total, mean_us: total ? +(histSum / total).toFixed(1) : 0, p50: upTo(0.5), p99: upTo(0.99), p999: upTo(0.999) };
+  };
   await new Promise((r) => setTimeout(r, 300));
   const paths = lookupPaths(c.partner_id, c.prebid_key, 2000);
 
@@ -88,7 +112,10 @@ async function main(): Promise<void> {
   await hammer(barePort, paths, { duration: 2 });
   await hammer(server.ports.prebid, paths, { duration: 2 });
   const base = await hammer(barePort, paths, { duration: DURATION });
+  histReset();
   const ivtd = await hammer(server.ports.prebid, paths, { duration: DURATION });
+  await new Promise((r) => setTimeout(r, 1200)); // the threads report once a second
+  const inThread = histSummary();
   const halfRate = Math.round(ivtd.rps / 2);
   // Latency at half of ivtd's saturation, constant rate, same paced client for both.
   const half = await paced({ port: server.ports.prebid, paths, rate: halfRate, seconds: DURATION, connections: 16 });
@@ -100,12 +127,14 @@ async function main(): Promise<void> {
     bare: base,
     ivtd,
     throughput_ratio: +(ivtd.rps / base.rps).toFixed(3),
+    in_thread_latency_at_saturation: inThread,
     half_saturation: { rate: halfRate, ivtd: half, bare: baseHalf, p99_ratio: +(half.p99Ms / baseHalf.p99Ms).toFixed(3) },
     targets: { throughput_ratio: '>= 0.6', half_saturation_p99_ms: '<= 1' },
   };
   console.log(`bare uWS   ${base.rps.toFixed(0)} req/s  p50 ${base.p50} ms  p99 ${base.p99} ms`);
   console.log(`ivtd       ${ivtd.rps.toFixed(0)} req/s  p50 ${ivtd.p50} ms  p99 ${ivtd.p99} ms  non-2xx ${ivtd.non2xx}`);
   console.log(`ratio      ${summary.throughput_ratio} (target >= 0.6)`);
+  console.log(`in-thread  mean ${inThread.mean_us} us, p50 ${inThread.p50}, p99 ${inThread.p99}, p99.9 ${inThread.p999} (${inThread.lookups} lookups)`);
   console.log(`half load  ${halfRate} req/s: ivtd p50 ${half.p50Ms} ms p99 ${half.p99Ms} ms (target <= 1 ms); bare p50 ${baseHalf.p50Ms} ms p99 ${baseHalf.p99Ms} ms`);
   console.log(JSON.stringify(summary));
   const bareExit = new Promise((r) => bare.once('exit', r));
