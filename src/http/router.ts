@@ -30,6 +30,7 @@ export const DEFAULT_BODY_LIMIT = 64 * 1024;
 export class Router {
   private routes: Route[] = [];
   private fallback: Handler | null = null;
+  private guards: Array<{ parts: string[]; check: Handler }> = [];
 
   on(method: string, pattern: string, handler: Handler): this {
     this.routes.push({ method: method.toUpperCase(), parts: pattern.split('/').filter(Boolean), handler });
@@ -39,6 +40,22 @@ export class Router {
   post(p: string, h: Handler): this { return this.on('POST', p, h); }
   patch(p: string, h: Handler): this { return this.on('PATCH', p, h); }
   delete(p: string, h: Handler): this { return this.on('DELETE', p, h); }
+  /**
+   * Runs `check` before routing on `prefix` and every path under it, matched by segments
+   * like routes; whatever it throws is the response (e.g. one auth rule for a whole family
+   * of paths, including paths no route matches).
+   */
+  guard(prefix: string, check: Handler): this {
+    this.guards.push({ parts: prefix.split('/').filter(Boolean), check });
+    return this;
+  }
+
+  private guarded(path: string): Handler[] {
+    if (this.guards.length === 0) return [];
+    const segs = path.split('/').filter(Boolean);
+    return this.guards.filter((g) => g.parts.length <= segs.length && g.parts.every((p, i) => p === segs[i])).map((g) => g.check);
+  }
+
   /** Handler for requests no route matches (e.g. static files); default is a JSON 404. */
   otherwise(h: Handler): this {
     this.fallback = h;
@@ -85,6 +102,7 @@ export class Router {
     const { route, params, pathMatched } = this.match(method, url.pathname);
     const ctx: Ctx = { req, res, method, path: url.pathname, query: url.searchParams, params, ip: req.socket.remoteAddress ?? '' };
     try {
+      for (const check of this.guarded(url.pathname)) await check(ctx);
       if (route) await route.handler(ctx);
       else if (pathMatched) throw new HttpError('method_not_allowed', `${method} is not allowed on ${url.pathname}.`);
       else if (this.fallback) await this.fallback(ctx);

@@ -40,4 +40,84 @@ export const MIGRATIONS: Migration[] = [
        )`,
     ],
   },
+  {
+    version: 10,
+    name: 'account API: sessions, refresh tokens, projects',
+    // No foreign keys to users/customers: DuckDB has no ON DELETE CASCADE, and old
+    // sessions must never block removing a user or a customer.
+    statements: [
+      // One row per login; a session is one refresh-token family. user_version is
+      // epoch_ms(users.updated_at) at login: the session ends when the user changes.
+      `CREATE TABLE sessions (
+         session_id     VARCHAR PRIMARY KEY,
+         user_id        VARCHAR NOT NULL,
+         customer_id    VARCHAR NOT NULL,
+         user_version   BIGINT NOT NULL,
+         created_at     TIMESTAMP NOT NULL,
+         revoked_at     TIMESTAMP,
+         revoked_reason VARCHAR
+       )`,
+      // token_hash = sha256 hex of the opaque token. used_at is set when it is rotated out.
+      `CREATE TABLE refresh_tokens (
+         token_hash VARCHAR PRIMARY KEY,
+         session_id VARCHAR NOT NULL,
+         user_id    VARCHAR NOT NULL,
+         issued_at  TIMESTAMP NOT NULL,
+         expires_at TIMESTAMP NOT NULL,
+         used_at    TIMESTAMP
+       )`,
+      // seq orders projects by creation even within one millisecond.
+      'CREATE SEQUENCE projects_seq',
+      `CREATE TABLE projects (
+         project_id    VARCHAR PRIMARY KEY,
+         customer_id   VARCHAR NOT NULL,
+         seq           BIGINT NOT NULL DEFAULT nextval('projects_seq'),
+         name          VARCHAR NOT NULL,
+         demand_id     VARCHAR NOT NULL,
+         tag           VARCHAR NOT NULL,
+         scan_now      INTEGER NOT NULL CHECK (scan_now IN (0, 1)),
+         times_per_day INTEGER NOT NULL CHECK (times_per_day >= 1),
+         alert_pixel   VARCHAR,
+         locations     VARCHAR NOT NULL,
+         creative_id   VARCHAR,
+         created_at    TIMESTAMP NOT NULL,
+         updated_at    TIMESTAMP NOT NULL
+       )`,
+    ],
+  },
+  {
+    version: 20,
+    name: 'reporting: hourly transaction rollups',
+    // One row per (customer, hour, dimension tuple) once compacted; the writer appends
+    // deltas and src/reporting/writer.ts merges duplicate rows of an hour later. Columns
+    // follow TUPLE_DIMENSIONS (test/reporting/schema.test.ts keeps them in step); '' is
+    // "not given". invalid = givt + sivt, valid = total - invalid.
+    statements: [
+      `CREATE TABLE rollups (
+         customer_id VARCHAR NOT NULL,
+         hour_start  TIMESTAMP NOT NULL,
+         pub     VARCHAR NOT NULL,
+         sid     VARCHAR NOT NULL,
+         app     VARCHAR NOT NULL,
+         dmn     VARCHAR NOT NULL,
+         node    VARCHAR NOT NULL,
+         adt     SMALLINT NOT NULL,
+         geo     VARCHAR NOT NULL,
+         dvt     SMALLINT NOT NULL,
+         os      VARCHAR NOT NULL,
+         browser VARCHAR NOT NULL,
+         env     VARCHAR NOT NULL,
+         cmp     VARCHAR NOT NULL,
+         adv     VARCHAR NOT NULL,
+         p1      VARCHAR NOT NULL,
+         p2      VARCHAR NOT NULL,
+         p3      VARCHAR NOT NULL,
+         p4      VARCHAR NOT NULL,
+         p5      VARCHAR NOT NULL,
+         total   BIGINT NOT NULL,
+         givt    BIGINT NOT NULL,
+         sivt    BIGINT NOT NULL
+       )`,
+    ],
+  },
 ];

@@ -12,6 +12,10 @@ export interface TestServer {
   dataDir: string;
   customer: { customer_id: string; partner_id: string; prebid_key: string; reporting_key: string; username: string; password: string };
   prebid: string;
+  /** Base URL of the account API (login, tokens, /v1/project, /v1/account). */
+  api: string;
+  /** Base URL of the reporting API (GET /v1/report, HTTP Basic). */
+  reporting: string;
   stop(): Promise<void>;
 }
 
@@ -37,6 +41,8 @@ export async function startTestServer(overrides: Partial<Config> = {}, dataDir?:
     dataDir: dir,
     customer: { ...c, password },
     prebid: `http://127.0.0.1:${server.ports.prebid}`,
+    api: `http://127.0.0.1:${server.ports.api}`,
+    reporting: `http://127.0.0.1:${server.ports.reporting}`,
     async stop() {
       await server.stop();
       if (!dataDir) rmSync(dir, { recursive: true, force: true });

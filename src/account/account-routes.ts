@@ -1,0 +1,81 @@
+// /v1/account: what the dashboard shows about the signed-in customer, and key rotation.
+// Keys are stored hashed, so only their prefixes can ever be shown; a rotated-in key is
+// returned once, in the rotation response.
+import { OPTIONS } from '../config.ts';
+import { HttpError } from '../errors.ts';
+import { readJsonObject, sendJson, type Router } from '../http/router.ts';
+import { StoreError, findCustomer, rotateKey } from '../store/customers.ts';
+import type { Queryable, Store } from '../store/db.ts';
+import { KEY_KINDS, type KeyKind } from '../store/secrets.ts';
+import { FieldError, refuseUnknownFields } from './field-error.ts';
+import type { SessionGuard } from './session.ts';
+
+const ROTATE_FIELDS: ReadonlySet<string> = new Set(['kind', 'grace_seconds']);
+const ROTATE_BODY_LIMIT = 4 * 1024;
+
+export interface AccountKey {
+  kind: KeyKind;
+  prefix: string;
+  created_at: string;
+  /** null for a current key; set for a rotated-out key still in its grace period. */
+  expires_at: string | null;
+}
+
+/** The customer's keys that still work, oldest first within each kind. */
+async function liveKeys(q: Queryable, customerId: string): Promise<AccountKey[]> {
+  const rows = await q.all<{ kind: KeyKind; key_prefix: string; created_at: Date; expires_at: Date | null }>(
+    `SELECT kind, key_prefix, created_at, expires_at FROM api_keys
+     WHERE customer_id = $cid AND (expires_at IS NULL OR expires_at > epoch_ms($now::BIGINT))
+     ORDER BY kind, created_at`,
+    { cid: customerId, now: Date.now() },
+  );
+  return rows.map((r) => ({
+    kind: r.kind,
+    prefix: r.key_prefix,
+    created_at: r.created_at.toISOString(),
+    expires_at: r.expires_at ? r.expires_at.toISOString() : null,
+  }));
+}
+
+export function mountAccountRoutes(
+  router: Router,
+  deps: { store: Store; sessions: SessionGuard; defaultGraceSeconds: number; onKeysChanged?: () => void },
+): void {
+  const { store, sessions } = deps;
+
+  router.get('/v1/account', async (ctx) => {
+    const s = await sessions.requireSession(ctx);
+    const c = await findCustomer(store, s.customer_id);
+    if (!c) throw new HttpError('not_found', 'The customer of this session no longer exists.');
+    sendJson(ctx.res, 200, {
+      customer_id: c.customer_id,
+      partner_id: c.partner_id,
+      name: c.name,
+      username: s.username,
+      keys: await liveKeys(store, c.customer_id),
+    });
+  });
+
+  router.post('/v1/account/keys/rotate', async (ctx) => {
+    const s = await sessions.requireSession(ctx);
+    const body = await readJsonObject(ctx.req, { limit: ROTATE_BODY_LIMIT });
+    refuseUnknownFields(body, ROTATE_FIELDS);
+    const kind = body.kind;
+    if (!KEY_KINDS.includes(kind as KeyKind)) throw new FieldError('kind', 'kind must be "prebid" or "reporting".');
+    const grace = body.grace_seconds ?? deps.defaultGraceSeconds;
+    const max = OPTIONS.keyGrace.max;
+    if (typeof grace !== 'number' || !Number.isSafeInteger(grace) || grace < 0 || grace > max) {
+      throw new FieldError('grace_seconds', `grace_seconds must be a whole number from 0 to ${max}.`);
+    }
+    let r;
+    try {
+      r = await rotateKey(store, { customer: s.customer_id, kind: kind as KeyKind, graceSeconds: grace });
+    } catch (e) {
+      if (e instanceof StoreError && e.code === 'invalid') throw new HttpError('unprocessable', e.message);
+      throw e;
+    }
+    // The lookup threads learn the new key now, not at the next periodic refresh.
+    deps.onKeysChanged?.();
+    sendJson(ctx.res, 200, { kind: r.kind, key: r.key, previous_expires_at: r.previous_expires_at });
+  });
+}
