@@ -5,11 +5,11 @@ import t, { type Test } from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { Agent, get } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { repoRoot } from '../../src/runtime/assets.ts';
+import { freePort } from '../helpers/ports.ts';
 
 t.setTimeout(300_000);
 
@@ -36,14 +36,6 @@ function ping(port: number, agent: Agent | false = false): Promise<Ping> {
   });
 }
 
-async function freePort(): Promise<number> {
-  const s = createServer().listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const a = s.address();
-  s.close();
-  if (a === null || typeof a === 'string') throw new Error('no port');
-  return a.port;
-}
 
 interface Run {
   child: ChildProcess;

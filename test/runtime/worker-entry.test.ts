@@ -2,18 +2,10 @@
 // (tsx registered inside the worker), loads uWebSockets.js and reads assets.
 import t from 'tap';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import type { ProbeWorkerData, ProbeWorkerMessage } from '../../src/runtime/probe-worker.ts';
 import { startWorker } from '../../src/runtime/worker-entry.ts';
+import { freePort } from '../helpers/ports.ts';
 
-async function freePort(): Promise<number> {
-  const s = createServer().listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const a = s.address();
-  s.close();
-  if (a === null || typeof a === 'string') throw new Error('no port');
-  return a.port;
-}
 
 t.test('a probe worker serves /ping and stops on request', async (t) => {
   const port = await freePort();
