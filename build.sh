@@ -20,6 +20,15 @@ NODE="$(node -p process.execPath)"
 [[ "$(node -p process.versions.node.split\(\".\"\)[0])" == 20 ]] || { echo "build.sh: needs Node 20, found $(node --version)" >&2; exit 1; }
 grep -qa "$FUSE" "$NODE" || { echo "build.sh: $NODE has no SEA fuse $FUSE" >&2; exit 1; }
 
+if [[ "$IVTD_ENTRY" != src/runtime/probe.ts ]]; then
+  # Generated inputs the app embeds (data/generated/ is not in git, so a fresh clone has
+  # none): the ASN range table, only when missing (it depends only on the pinned
+  # @ip-location-db/asn), and the dashboard, always (cheap, and never stale).
+  echo "generate data/generated/ (ASN table if missing, dashboard)" >&2
+  node --import tsx src/data/build-asn.ts --if-missing >&2
+  node --import tsx src/dashboard/build.ts >&2
+fi
+
 echo "bundle $IVTD_ENTRY + assets -> $WORK" >&2
 # Worker roles (WORKER_ROLES) to include; default: the app's roles, or 'probe' for the probe entry.
 node --import tsx src/runtime/build-sea.ts --entry "$IVTD_ENTRY" --work "$WORK" --roles "${IVTD_ROLES:-}" >/dev/null

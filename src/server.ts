@@ -14,6 +14,7 @@ import { startAccountApi } from './account/api.ts';
 import { mountDashboard } from './dashboard/static.ts';
 import { mountReportRoute } from './reporting/api.ts';
 import { openReporting } from './reporting/service.ts';
+import { ServiceMetrics } from './ops/metrics.ts';
 import { Store } from './store/db.ts';
 import { activePrebidKeys, ensureFirstCustomer } from './store/customers.ts';
 
@@ -31,6 +32,8 @@ export interface RunningServer {
   bundle: DataBundle;
   /** Reporting rollups: flush() writes the pending counts now (tests, benchmarks). */
   reporting?: { flush(): Promise<void> };
+  /** Prometheus metrics, served as GET /metrics on the account API port. */
+  metrics: ServiceMetrics;
 }
 
 export interface StartOptions {
@@ -58,6 +61,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     const reporting = await openReporting(config, store);
     countSinks.push((rows) => reporting.writer.add(rows));
     cleanup.unshift(() => reporting.writer.close());
+    const metrics = new ServiceMetrics({
+      threads: config.threads,
+      bundle: () => bundle,
+      keysLoaded: () => engine.keys.size,
+      flushStats: () => reporting.writer.stats(),
+    });
+    countSinks.push((_rows, stats) => metrics.recordLookups(stats));
     const lookups = new LookupServer({
       host: config.host,
       port: config.prebidPort,
@@ -102,6 +112,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       mount: (router, sessions) => {
         mountDashboard(router, { config, ports: () => dashboardPorts() });
         mountReportRoute(router, reporting.engine, sessions, reporting.limiter);
+        metrics.mount(router);
       },
       onKeysChanged: () => {
         refreshKeys().catch((e: Error) => log.error({ err: e.message }, 'key refresh failed'));
@@ -119,6 +130,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       countSinks,
       bundle,
       reporting: { flush: () => reporting.writer.flush() },
+      metrics,
       explainEngine: () => engine,
       refreshKeys,
       async reload() {

@@ -8,6 +8,8 @@ import { StoreError, type CustomerListing } from '../store/customers.ts';
 import { parseArgs, UsageError } from './args.ts';
 import { ControlError, ControlUnavailableError, sendControl } from './control.ts';
 import { runOperation, type OperationName, type OperationResult } from './operations.ts';
+import { DEFAULT_BINARY, UnitError, systemdUnit } from '../ops/systemd.ts';
+import { formatVersion, versionInfo } from '../ops/version.ts';
 import pkg from '../../package.json' with { type: 'json' };
 
 export interface CliIO {
@@ -182,7 +184,10 @@ const COMMANDS: Command[] = [
   }),
 ];
 
-const VALUE_FLAGS = new Set(COMMANDS.flatMap((c) => c.flags).filter((f) => f !== 'password-stdin'));
+/** Flags of `ivtd systemd-unit` (besides the serve options it bakes into ExecStart). */
+const SYSTEMD_UNIT_FLAGS = ['user', 'binary'];
+
+const VALUE_FLAGS = new Set([...COMMANDS.flatMap((c) => c.flags).filter((f) => f !== 'password-stdin'), ...SYSTEMD_UNIT_FLAGS]);
 
 export const VERSION: string = pkg.version;
 
@@ -194,8 +199,12 @@ Usage:
   ivtd [serve] [options]
       Serve pre-bid lookups, the account API, the dashboard and the reporting API (the default).
 ${cmds}
+  ivtd systemd-unit [--user USER] [--binary PATH] [serve options]
+      Print a hardened systemd unit running "PATH serve [serve options]" (default binary
+      ${DEFAULT_BINARY}; without --user systemd allocates a user: DynamicUser=yes).
   ivtd help | --help
-  ivtd --version
+  ivtd --version [--json]
+      Version, build date and the dates of the embedded data.
 
 REF is a customer_id, a partner_id or the username of one of the customer's users.
 While a server runs on the data dir, commands go to it over <data-dir>/ivtd.sock;
@@ -228,7 +237,7 @@ async function execute(op: OperationName, args: Record<string, unknown>, dataDir
 
 /** Exit code and message for an error; a stack only for the unexpected ones. */
 function report(e: unknown, io: CliIO): number {
-  if (e instanceof UsageError || e instanceof ConfigError) {
+  if (e instanceof UsageError || e instanceof ConfigError || e instanceof UnitError) {
     io.stderr.write(`ivtd: ${e.message}\nRun "ivtd help" for usage.\n`);
     return 2;
   }
@@ -250,7 +259,8 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
   try {
     const { words, flags, options } = parseArgs(argv, VALUE_FLAGS);
     if (flags.get('version') === true) {
-      io.stdout.write(`ivtd ${VERSION}\n`);
+      const info = versionInfo();
+      io.stdout.write(flags.get('json') === true ? JSON.stringify(info) + '\n' : formatVersion(info));
       return 0;
     }
     if (flags.get('help') === true || words[0] === 'help') {
@@ -264,6 +274,20 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
       const config = resolveConfig(options);
       const { serve } = await import('../server.ts');
       await serve(config);
+      return 0;
+    }
+    if (line === 'systemd-unit') {
+      for (const f of flags.keys()) if (!SYSTEMD_UNIT_FLAGS.includes(f)) throw new UsageError(`unknown flag --${f} for "systemd-unit"`);
+      const user = flags.get('user');
+      const binary = flags.get('binary');
+      io.stdout.write(
+        systemdUnit({
+          binary: typeof binary === 'string' ? binary : DEFAULT_BINARY,
+          user: typeof user === 'string' ? user : undefined,
+          options,
+          version: VERSION,
+        }),
+      );
       return 0;
     }
     const cmd = COMMANDS.find((c) => c.words === line);

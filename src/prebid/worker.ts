@@ -90,9 +90,12 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     stats.latencySumUs += us;
   });
 
+  let overflowReported = 0;
   const flush = (): { rows: ReturnType<LookupEngine['counts']['drain']>; stats: LookupStats } => {
     const s = stats;
-    s.overflowed = engine.counts.overflowed;
+    // Stats are deltas since the last report; the counter's own total is cumulative.
+    s.overflowed = engine.counts.overflowed - overflowReported;
+    overflowReported = engine.counts.overflowed;
     stats = emptyStats();
     return { rows: engine.counts.drain(), stats: s };
   };

@@ -23,6 +23,10 @@ export const DATA_ASSETS: readonly DataAsset[] = [
   // Output of `npm run build:data` (asn.bin, asn.meta.json, country.mmdb ...).
   { key: 'data/generated/', match: /\.(bin|json|mmdb)$/, optional: true },
   { key: 'mmdb/country.mmdb', from: 'node_modules/@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb' },
+  // Its package's version is the country data's date (`ivtd --version`, src/ops/version.ts).
+  { key: 'meta/country-mmdb.package.json', from: 'node_modules/@ip-location-db/geo-whois-asn-country-mmdb/package.json', optional: true },
+  // The built dashboard (src/dashboard/build.ts), served on the account API port.
+  { key: 'data/generated/dashboard/', recursive: true, optional: true },
 ];
 
 export type NativeName = 'uws' | 'duckdb';
@@ -69,6 +73,8 @@ export interface SeaManifest {
   assets: string[];
   natives: Record<NativeName, { hash: string; files: Array<{ name: string; key: string; size: number }> }>;
   bundle: { hash: string; size: number };
+  /** When the binary was built (ISO; SOURCE_DATE_EPOCH when set, for reproducible builds). */
+  builtAt?: string;
 }
 
 export function nativeAssetKey(name: NativeName, file: string): string {

@@ -100,6 +100,13 @@ function nativeAssets(root: string): { assets: Record<string, string>; natives: 
   return { assets, natives };
 }
 
+/** The build's date: SOURCE_DATE_EPOCH (seconds) when set, so a rebuild can be byte-identical; else now. */
+function buildDate(env: NodeJS.ProcessEnv = process.env): string {
+  const epoch = env.SOURCE_DATE_EPOCH;
+  if (epoch !== undefined && /^\d+$/.test(epoch)) return new Date(Number(epoch) * 1000).toISOString();
+  return new Date().toISOString();
+}
+
 /** Bundles and writes sea-config.json (+ manifest) into `work`; returns the config path. */
 export async function prepareSea(root: string, entry: string, roles: readonly WorkerRole[], work: string): Promise<string> {
   for (const role of roles) {
@@ -117,6 +124,7 @@ export async function prepareSea(root: string, entry: string, roles: readonly Wo
     assets: [...data.keys()].sort(),
     natives: native.natives,
     bundle: { hash: sha256(bundleBytes), size: bundleBytes.byteLength },
+    builtAt: buildDate(),
   };
   const manifestFile = join(work, 'manifest.json');
   writeFileSync(manifestFile, JSON.stringify(manifest, null, 2) + '\n');

@@ -1,7 +1,7 @@
 // A private per-user folder where the single executable writes out what must exist as a
 // real file (native addons for dlopen). Only a folder we own with mode 0700 is used, so
 // no other user can swap a library in before we load it.
-import { chmodSync, closeSync, fsyncSync, lstatSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, fsyncSync, lstatSync, mkdirSync, openSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { threadId } from 'node:worker_threads';
@@ -14,9 +14,13 @@ function uid(): number {
   return process.getuid?.() ?? -1;
 }
 
-/** Candidate folders in order: $XDG_CACHE_HOME/ivtd, ~/.cache/ivtd, <tmpdir>/ivtd-<uid>. */
+/** Candidate folders in order: $CACHE_DIRECTORY, $XDG_CACHE_HOME/ivtd, ~/.cache/ivtd, <tmpdir>/ivtd-<uid>. */
 export function cacheDirCandidates(env: NodeJS.ProcessEnv = process.env): string[] {
   const out: string[] = [];
+  // systemd's CacheDirectory=ivtd: already ivtd's own folder. Under DynamicUser it is a
+  // symlink (made by systemd) into /var/cache/private/, so the real folder is checked.
+  const unitCache = env.CACHE_DIRECTORY?.split(':')[0];
+  if (unitCache && isAbsolute(unitCache)) out.push(realOrSame(unitCache));
   const xdg = env.XDG_CACHE_HOME;
   if (xdg && isAbsolute(xdg)) out.push(join(xdg, 'ivtd'));
   try {
@@ -27,6 +31,14 @@ export function cacheDirCandidates(env: NodeJS.ProcessEnv = process.env): string
   }
   out.push(join(tmpdir(), `ivtd-${uid()}`));
   return out;
+}
+
+function realOrSame(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
 }
 
 /** Why `dir` cannot be our private folder, or null when it can (creating it, tightening our own folder to 0700). */

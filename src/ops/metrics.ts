@@ -1,0 +1,182 @@
+// GET /metrics on the account API port (never on the lookup port): Prometheus text from
+// prom-client. Lookup figures arrive as the lookup threads' per-second LookupStats (a
+// count sink, main thread); everything else is read from its owner at scrape time.
+import { Counter, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
+import type { DataBundle, DataFile } from '../data/bundle.ts';
+import type { Router } from '../http/router.ts';
+import { LATENCY_BUCKETS_US, type LookupStats } from '../prebid/messages.ts';
+import { versionInfo } from './version.ts';
+
+export const METRICS_PATH = '/metrics';
+
+/** What the reporting writer tells about its flushes (RollupWriter.stats() fits). */
+export interface FlushStats {
+  pendingTuples: number;
+  flushes: number;
+  failedFlushes: number;
+  rowsWritten: number;
+  /** Epoch ms of the last successful flush; without it no flush lag is exported. */
+  lastFlushAt?: number | null;
+}
+
+export interface MetricsSources {
+  /** The data the lookups serve now (replaced on reload). */
+  bundle(): DataBundle;
+  threads: number;
+  /** Pre-bid keys the lookup threads accept now. */
+  keysLoaded(): number;
+  /** The reporting writer, once reporting runs. */
+  flushStats?(): FlushStats | null;
+}
+
+interface Sample {
+  value: number;
+  labels?: Record<string, string>;
+  /** For histogram series: name_bucket, name_sum, name_count. */
+  metricName?: string;
+}
+
+/**
+ * A metric whose samples are computed at scrape time from state someone else owns (a
+ * cumulative histogram, a writer's counters). prom-client registers any object with
+ * name/help/type/get(); its TypeScript union lists only its own classes, hence the cast.
+ */
+function register(registry: Registry, name: string, help: string, type: 'counter' | 'gauge' | 'histogram', samples: () => Sample[]): void {
+  const metric = {
+    name,
+    help,
+    type,
+    aggregator: 'sum',
+    collect: () => undefined,
+    reset: () => undefined,
+    get: async () => ({ name, help, type, aggregator: 'sum', values: samples().map((s) => ({ labels: {}, ...s })) }),
+  };
+  registry.registerMetric(metric as unknown as Metric);
+}
+
+const seconds = (iso: string | null | undefined): number | null => {
+  if (!iso) return null;
+  const ms = Date.parse(iso);
+  return Number.isNaN(ms) ? null : ms / 1000;
+};
+
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'status'>;
+  private readonly bands: Counter<'band'>;
+  private readonly overflowed: Counter;
+  /** Lookup latency: per-bucket (not cumulative) counts, last slot is +Inf. */
+  private readonly latency = new Array<number>(LATENCY_BUCKETS_US.length + 1).fill(0);
+  private latencySumUs = 0;
+  private readonly reportBounds = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+  private readonly reportBuckets = new Array<number>(this.reportBounds.length + 1).fill(0);
+  private reportSum = 0;
+
+  constructor(private readonly sources: MetricsSources) {
+    const r = this.registry;
+    collectDefaultMetrics({ register: r }); // process_resident_memory_bytes, heap, event-loop lag, fds …
+
+    this.requests = new Counter({ name: 'ivtd_lookup_requests_total', help: 'Requests on the pre-bid port by HTTP status (health checks excluded).', labelNames: ['status'], registers: [r] });
+    this.bands = new Counter({ name: 'ivtd_lookups_total', help: 'Answered lookups by botRisk band.', labelNames: ['band'], registers: [r] });
+    this.overflowed = new Counter({ name: 'ivtd_lookup_overflow_transactions_total', help: 'Transactions whose free-text dimensions were folded into __overflow__ (too many distinct tuples).', registers: [r] });
+
+    const bucketSamples = (name: string, boundsSec: readonly number[], counts: readonly number[], sum: number): Sample[] => {
+      const out: Sample[] = [];
+      let cumulative = 0;
+      for (let i = 0; i < counts.length; i++) {
+        cumulative += counts[i]!;
+        const le = i < boundsSec.length ? String(boundsSec[i]) : '+Inf';
+        out.push({ metricName: `${name}_bucket`, labels: { le }, value: cumulative });
+      }
+      out.push({ metricName: `${name}_sum`, value: sum }, { metricName: `${name}_count`, value: cumulative });
+      return out;
+    };
+    const latencyBounds = LATENCY_BUCKETS_US.map((us) => us / 1e6);
+    register(r, 'ivtd_lookup_duration_seconds', 'Time to answer a request on the pre-bid port, measured in the lookup thread.', 'histogram', () =>
+      bucketSamples('ivtd_lookup_duration_seconds', latencyBounds, this.latency, this.latencySumUs / 1e6),
+    );
+    register(r, 'ivtd_report_query_duration_seconds', 'Time of a reporting query (reporting API and dashboard).', 'histogram', () =>
+      bucketSamples('ivtd_report_query_duration_seconds', this.reportBounds, this.reportBuckets, this.reportSum),
+    );
+
+    register(r, 'ivtd_lookup_threads', 'Lookup worker threads (--threads).', 'gauge', () => [{ value: sources.threads }]);
+    register(r, 'ivtd_prebid_keys_loaded', 'Pre-bid API keys the lookup threads accept.', 'gauge', () => [{ value: sources.keysLoaded() }]);
+
+    const info = versionInfo();
+    register(r, 'ivtd_build_info', 'Version and build date of this ivtd (value is always 1).', 'gauge', () => [
+      { value: 1, labels: { version: info.version, built_at: info.builtAt, node: info.node } },
+    ]);
+    const embeddedAsn = seconds(info.data.asn?.builtAt);
+    register(r, 'ivtd_data_loaded_timestamp_seconds', 'When the data in use was loaded (start or last successful reload).', 'gauge', () => [
+      { value: seconds(sources.bundle().loadedAt) ?? 0 },
+    ]);
+    register(r, 'ivtd_data_age_seconds', 'Seconds since the data in use was loaded.', 'gauge', () => [
+      { value: Math.max(0, Date.now() / 1000 - (seconds(sources.bundle().loadedAt) ?? 0)) },
+    ]);
+    register(r, 'ivtd_data_file_timestamp_seconds', 'Date of each data file in use: its modified time, or for the embedded ASN table its build date.', 'gauge', () =>
+      dataFiles(sources.bundle()).flatMap((f) => {
+        const embedded = f.modified === null;
+        const ts = embedded ? (f.name === 'asn.bin' ? embeddedAsn : null) : seconds(f.modified);
+        return ts === null ? [] : [{ value: ts, labels: { file: f.name, origin: embedded ? 'embedded' : 'file' } }];
+      }),
+    );
+
+    const flush = () => sources.flushStats?.() ?? null;
+    register(r, 'ivtd_reporting_pending_tuples', 'Counted tuples waiting in memory for the next reporting flush.', 'gauge', () => {
+      const f = flush();
+      return f ? [{ value: f.pendingTuples }] : [];
+    });
+    register(r, 'ivtd_reporting_flushes_total', 'Reporting flushes to the store, by result.', 'counter', () => {
+      const f = flush();
+      return f ? [{ value: f.flushes, labels: { result: 'ok' } }, { value: f.failedFlushes, labels: { result: 'failed' } }] : [];
+    });
+    register(r, 'ivtd_reporting_rows_written_total', 'Rollup rows written to the store.', 'counter', () => {
+      const f = flush();
+      return f ? [{ value: f.rowsWritten }] : [];
+    });
+    register(r, 'ivtd_reporting_flush_lag_seconds', 'How far reporting is behind: seconds since the last successful flush while counts are pending, else 0.', 'gauge', () => {
+      const f = flush();
+      if (!f || f.lastFlushAt === undefined) return [];
+      if (f.pendingTuples === 0) return [{ value: 0 }];
+      // Before the first flush, lag counts from when this process started.
+      const since = f.lastFlushAt ?? Date.now() - process.uptime() * 1000;
+      return [{ value: Math.max(0, (Date.now() - since) / 1000) }];
+    });
+  }
+
+  /** Count sink for RunningServer.countSinks: one call per lookup thread per second. */
+  recordLookups(stats: LookupStats): void {
+    for (const status in stats.byStatus) this.requests.inc({ status }, stats.byStatus[status]!);
+    for (const band in stats.byBand) this.bands.inc({ band }, stats.byBand[band]!);
+    for (let i = 0; i < this.latency.length; i++) this.latency[i]! += stats.latency[i] ?? 0;
+    this.latencySumUs += stats.latencySumUs;
+    if (stats.overflowed > 0) this.overflowed.inc(stats.overflowed);
+  }
+
+  /** Hook for the reporting engine: one call per query. */
+  observeReportQuery(durationSeconds: number): void {
+    let b = 0;
+    while (b < this.reportBounds.length && durationSeconds > this.reportBounds[b]!) b++;
+    this.reportBuckets[b]!++;
+    this.reportSum += durationSeconds;
+  }
+
+  /** The Prometheus text exposition. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /** Adds GET /metrics to a main-thread router (the account API's). */
+  mount(router: Router): void {
+    router.get(METRICS_PATH, async (ctx) => {
+      const body = await this.text();
+      ctx.res.writeHead(200, { 'Content-Type': this.registry.contentType, 'Cache-Control': 'no-store', 'Content-Length': Buffer.byteLength(body) });
+      ctx.res.end(ctx.method === 'HEAD' ? undefined : body);
+    });
+  }
+}
+
+function dataFiles(b: DataBundle): DataFile[] {
+  const all = [b.asnBin, b.asnMmdb, b.countryMmdb, b.anonymousIpMmdb, b.hostingAsns, b.vpnAsns, b.hostingOrgPatterns, b.badIfas, ...b.sellers];
+  return all.filter((f): f is DataFile => f !== null);
+}

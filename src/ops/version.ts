@@ -1,0 +1,84 @@
+// `ivtd --version`: the program's version, when the binary was built, and how old the
+// data it carries is. Everything is read through readAsset(), so the checkout and the
+// single executable answer alike (a checkout's build date is "dev").
+import { isSea, listAssets, readAsset, seaManifest } from '../runtime/assets.ts';
+import { EMBEDDED } from '../data/bundle.ts';
+import pkg from '../../package.json' with { type: 'json' };
+
+/** Asset key of the country MMDB package's package.json (src/runtime/asset-table.ts). */
+export const COUNTRY_MMDB_PACKAGE_KEY = 'meta/country-mmdb.package.json';
+
+export interface VersionInfo {
+  version: string;
+  /** ISO date of the build, or 'dev' when running from a checkout. */
+  builtAt: string;
+  node: string;
+  data: {
+    /** The embedded ASN range table (data/generated/asn.meta.json), null when not built. */
+    asn: { builtAt: string; source: string; ranges: number } | null;
+    /** The embedded country MMDB's npm package; its version encodes the data's date. */
+    countryMmdb: { package: string; version: string } | null;
+    /** Embedded sellers.json files and the seller records in them. */
+    sellers: { files: number; records: number };
+  };
+}
+
+function json(key: string): Record<string, unknown> | null {
+  try {
+    const v: unknown = JSON.parse(Buffer.from(readAsset(key)).toString('utf8'));
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null; // absent or unreadable: --version says "unknown" rather than failing
+  }
+}
+
+function asnInfo(): VersionInfo['data']['asn'] {
+  const meta = json(EMBEDDED.asnMeta);
+  if (!meta) return null;
+  const src = (meta.source ?? {}) as { package?: unknown; version?: unknown };
+  return {
+    builtAt: String(meta.built_at ?? 'unknown'),
+    source: `${String(src.package ?? 'unknown')}@${String(src.version ?? 'unknown')}`,
+    ranges: Number(meta.v4_ranges ?? 0) + Number(meta.v6_ranges ?? 0),
+  };
+}
+
+function countryInfo(): VersionInfo['data']['countryMmdb'] {
+  const p = json(COUNTRY_MMDB_PACKAGE_KEY);
+  if (!p || typeof p.name !== 'string' || typeof p.version !== 'string') return null;
+  return { package: p.name, version: p.version };
+}
+
+function sellersInfo(): VersionInfo['data']['sellers'] {
+  let files = 0;
+  let records = 0;
+  for (const key of listAssets(EMBEDDED.sellersDir)) {
+    if (!key.endsWith('.json')) continue;
+    files++;
+    const s = json(key)?.sellers;
+    if (Array.isArray(s)) records += s.length;
+  }
+  return { files, records };
+}
+
+export function versionInfo(): VersionInfo {
+  return {
+    version: pkg.version,
+    builtAt: isSea() ? (seaManifest().builtAt ?? 'unknown') : 'dev',
+    node: process.version,
+    data: { asn: asnInfo(), countryMmdb: countryInfo(), sellers: sellersInfo() },
+  };
+}
+
+/** The text `ivtd --version` prints: the first line is `ivtd <version>`. */
+export function formatVersion(v: VersionInfo): string {
+  const { asn, countryMmdb, sellers } = v.data;
+  return [
+    `ivtd ${v.version}`,
+    `  built          ${v.builtAt} (node ${v.node})`,
+    `  asn table      ${asn ? `built ${asn.builtAt} from ${asn.source}, ${asn.ranges} ranges` : 'not built (npm run build:data)'}`,
+    `  country mmdb   ${countryMmdb ? `${countryMmdb.package}@${countryMmdb.version}` : 'unknown'}`,
+    `  sellers.json   ${sellers.files} files, ${sellers.records} sellers (embedded; <data-dir>/sellers/ adds to them)`,
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,153 @@
+// GET /metrics on the account API port of the real server: lookups counted by status and
+// band, the latency histogram, data ages, reporting flushes, process RSS; and the
+// histogram arithmetic of ServiceMetrics on known inputs.
+import t from 'tap';
+import { statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LATENCY_BUCKETS_US, type LookupStats } from '../../src/prebid/messages.ts';
+import { ServiceMetrics } from '../../src/ops/metrics.ts';
+import { loadBundle } from '../../src/data/bundle.ts';
+import { startTestServer } from '../helpers/server.ts';
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** Parses the Prometheus text format (enough of it for these assertions). */
+function parse(text: string): Sample[] {
+  const out: Sample[] = [];
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m) throw new Error(`not a sample line: ${line}`);
+    const labels: Record<string, string> = {};
+    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_]\w*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!;
+    out.push({ name: m[1]!, labels, value: Number(m[3]) });
+  }
+  return out;
+}
+
+function pick(samples: Sample[], name: string, labels: Record<string, string> = {}): Sample[] {
+  return samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+}
+
+function value(samples: Sample[], name: string, labels: Record<string, string> = {}): number | undefined {
+  return pick(samples, name, labels)[0]?.value;
+}
+
+const UA = encodeURIComponent('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36');
+
+t.test('ServiceMetrics turns per-thread deltas into cumulative Prometheus series', async (t) => {
+  const bundle = loadBundle({ dataDir: '/nonexistent', mmdbCountry: undefined, mmdbAsn: undefined, mmdbAnonymousIp: undefined });
+  const m = new ServiceMetrics({ threads: 3, bundle: () => bundle, keysLoaded: () => 7 });
+  const stats = (latency: number[], sumUs: number): LookupStats => ({
+    byStatus: { '200': 2, '401': 1 },
+    byBand: { low: 2, high: 1 },
+    latency,
+    latencySumUs: sumUs,
+    overflowed: 0,
+  });
+  const width = LATENCY_BUCKETS_US.length + 1;
+  const a = new Array<number>(width).fill(0);
+  a[0] = 2; // ≤ 10 µs
+  a[3] = 1; // ≤ 100 µs
+  const b = new Array<number>(width).fill(0);
+  b[width - 1] = 1; // slower than the last bound
+  m.recordLookups(stats(a, 150));
+  m.recordLookups(stats(b, 20_000));
+  m.observeReportQuery(0.003);
+  m.observeReportQuery(0.2);
+
+  const s = parse(await m.text());
+  t.equal(value(s, 'ivtd_lookup_requests_total', { status: '200' }), 4);
+  t.equal(value(s, 'ivtd_lookup_requests_total', { status: '401' }), 2);
+  t.equal(value(s, 'ivtd_lookups_total', { band: 'low' }), 4);
+  t.equal(value(s, 'ivtd_lookups_total', { band: 'high' }), 2);
+  const buckets = pick(s, 'ivtd_lookup_duration_seconds_bucket');
+  t.same(
+    buckets.map((x) => [x.labels.le, x.value]),
+    [...LATENCY_BUCKETS_US.map((us, i) => [String(us / 1e6), i < 3 ? 2 : 3]), ['+Inf', 4]],
+    'buckets are cumulative, bounds in seconds, +Inf last',
+  );
+  t.equal(value(s, 'ivtd_lookup_duration_seconds_count'), 4);
+  t.equal(value(s, 'ivtd_lookup_duration_seconds_sum'), 0.02015);
+  t.equal(value(s, 'ivtd_report_query_duration_seconds_bucket', { le: '0.005' }), 1);
+  t.equal(value(s, 'ivtd_report_query_duration_seconds_bucket', { le: '0.1' }), 1);
+  t.equal(value(s, 'ivtd_report_query_duration_seconds_bucket', { le: '0.25' }), 2);
+  t.equal(value(s, 'ivtd_report_query_duration_seconds_count'), 2);
+  t.equal(value(s, 'ivtd_lookup_threads'), 3);
+  t.equal(value(s, 'ivtd_prebid_keys_loaded'), 7);
+  t.same(pick(s, 'ivtd_reporting_flush_lag_seconds'), [], 'no reporting source: no reporting series');
+});
+
+t.test('flush lag follows the writer', async (t) => {
+  const bundle = loadBundle({ dataDir: '/nonexistent', mmdbCountry: undefined, mmdbAsn: undefined, mmdbAnonymousIp: undefined });
+  let flush = { pendingTuples: 0, flushes: 1, failedFlushes: 0, rowsWritten: 5, lastFlushAt: Date.now() - 30_000 as number | null };
+  const m = new ServiceMetrics({ threads: 1, bundle: () => bundle, keysLoaded: () => 0, flushStats: () => flush });
+  t.equal(value(parse(await m.text()), 'ivtd_reporting_flush_lag_seconds'), 0, 'nothing pending: no lag');
+  flush = { ...flush, pendingTuples: 4, failedFlushes: 2 };
+  const s = parse(await m.text());
+  t.ok(Math.abs(value(s, 'ivtd_reporting_flush_lag_seconds')! - 30) < 2, 'pending since the last flush 30 s ago');
+  t.equal(value(s, 'ivtd_reporting_flushes_total', { result: 'failed' }), 2);
+  t.equal(value(s, 'ivtd_reporting_pending_tuples'), 4);
+});
+
+t.test('GET /metrics on the account API port of a running server', async (t) => {
+  const ts = await startTestServer({ threads: 1 });
+  t.teardown(() => ts.stop());
+  const c = ts.customer;
+  const lookup = (k: string) =>
+    fetch(
+      `${ts.prebid}/api/v1/ivt/lookup?schain=1.0,1!exchange1.example,1234,1&p=${c.partner_id}&k=${k}&pub=pub-1&node=n1` +
+        `&ip=81.2.69.142&ua=${UA}&uid=u-1&sid=exchange1.example&adt=1&dvt=2`,
+    );
+  for (let i = 0; i < 5; i++) t.equal((await lookup(c.prebid_key)).status, 200);
+  t.equal((await lookup('wrong-key')).status, 401);
+  t.equal((await fetch(`${ts.prebid}/health-check`)).status, 200);
+
+  // The lookup thread reports once a second; poll until its counts have arrived.
+  let s: Sample[] = [];
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const res = await fetch(`${ts.api}/metrics`);
+    t.equal(res.status, 200);
+    t.match(res.headers.get('content-type'), /^text\/plain; version=0\.0\.4/);
+    s = parse(await res.text());
+    if (value(s, 'ivtd_lookup_requests_total', { status: '401' }) === 1 || Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  t.equal(value(s, 'ivtd_lookup_requests_total', { status: '200' }), 5, 'lookups by status');
+  t.equal(value(s, 'ivtd_lookup_requests_total', { status: '401' }), 1);
+  const bands = pick(s, 'ivtd_lookups_total');
+  t.equal(bands.reduce((n, x) => n + x.value, 0), 5, 'every answered lookup has a band');
+  t.ok(bands.every((x) => ['low', 'medium', 'high'].includes(x.labels.band!)));
+  t.equal(value(s, 'ivtd_lookup_duration_seconds_count'), 6, 'health checks are not in the histogram');
+  t.equal(value(s, 'ivtd_lookup_duration_seconds_bucket', { le: '+Inf' }), 6);
+  t.ok(value(s, 'ivtd_lookup_duration_seconds_sum')! > 0);
+  t.ok(value(s, 'process_resident_memory_bytes')! > 10e6, 'RSS from the default metrics');
+  t.equal(value(s, 'ivtd_lookup_threads'), 1);
+  t.equal(value(s, 'ivtd_prebid_keys_loaded'), 2, 'the first customer and the test customer');
+  t.match(pick(s, 'ivtd_build_info')[0]?.labels, { version: /^\d+\.\d+\.\d+/, built_at: 'dev' });
+  const loaded = value(s, 'ivtd_data_loaded_timestamp_seconds')!;
+  t.ok(Math.abs(loaded - Date.now() / 1000) < 120, 'data loaded at start');
+  t.ok(value(s, 'ivtd_data_age_seconds')! >= 0);
+  t.ok(value(s, 'ivtd_data_file_timestamp_seconds', { file: 'asn.bin', origin: 'embedded' })! > 1.6e9, 'embedded ASN table dated by its build');
+
+  await ts.server.reporting!.flush();
+  s = parse(await (await fetch(`${ts.api}/metrics`)).text());
+  t.ok(value(s, 'ivtd_reporting_flushes_total', { result: 'ok' })! >= 1, 'the flush is counted');
+  t.ok(value(s, 'ivtd_reporting_rows_written_total')! >= 1);
+  t.equal(value(s, 'ivtd_reporting_pending_tuples'), 0);
+
+  // A data file dropped into the data dir and reloaded shows up with its modified time.
+  const list = join(ts.dataDir, 'hosting-asns.txt');
+  writeFileSync(list, 'AS64496  hosting  # test network\n');
+  t.same(await ts.server.reload(), { ok: true, errors: [] });
+  s = parse(await (await fetch(`${ts.api}/metrics`)).text());
+  t.equal(value(s, 'ivtd_data_file_timestamp_seconds', { file: 'hosting-asns.txt', origin: 'file' }), Math.floor(statSync(list).mtimeMs) / 1000, 'millisecond precision (ISO time)');
+  t.ok(value(s, 'ivtd_data_loaded_timestamp_seconds')! >= loaded, 'reload moved the loaded time');
+
+  t.equal((await fetch(`${ts.prebid}/metrics`)).status, 404, 'never on the lookup port');
+});

@@ -1,0 +1,46 @@
+// `ivtd --version` from a checkout: version, "dev" build date and the embedded data's
+// dates, read through the same asset keys the binary carries (the binary's own output is
+// checked by test/smoke-binary.sh).
+import t from 'tap';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot } from '../../src/runtime/assets.ts';
+import { formatVersion, versionInfo, type VersionInfo } from '../../src/ops/version.ts';
+import { runIvtd } from '../cli/run-cli.ts';
+
+const root = repoRoot();
+const json = (rel: string) => JSON.parse(readFileSync(join(root, rel), 'utf8')) as Record<string, any>;
+
+t.test('versionInfo reads the embedded data descriptions', async (t) => {
+  const v = versionInfo();
+  const meta = json('data/generated/asn.meta.json');
+  const mmdb = json('node_modules/@ip-location-db/geo-whois-asn-country-mmdb/package.json');
+  const sellerFiles = readdirSync(join(root, 'data/sellers')).filter((f) => f.endsWith('.json'));
+  const sellerRecords = sellerFiles.reduce((n, f) => n + (json(`data/sellers/${f}`).sellers as unknown[]).length, 0);
+  t.equal(v.version, json('package.json').version);
+  t.equal(v.builtAt, 'dev', 'a checkout has no build date');
+  t.same(v.data.asn, { builtAt: meta.built_at, source: `${meta.source.package}@${meta.source.version}`, ranges: meta.v4_ranges + meta.v6_ranges });
+  t.same(v.data.countryMmdb, { package: mmdb.name, version: mmdb.version });
+  t.same(v.data.sellers, { files: sellerFiles.length, records: sellerRecords });
+  t.ok(sellerRecords > 0, 'the example sellers files carry records');
+});
+
+t.test('formatVersion says what is unknown instead of failing', async (t) => {
+  const v: VersionInfo = { version: '9.9.9', builtAt: '2026-01-02T03:04:05.000Z', node: 'v20.0.0', data: { asn: null, countryMmdb: null, sellers: { files: 0, records: 0 } } };
+  const text = formatVersion(v);
+  t.match(text, /^ivtd 9\.9\.9\n/);
+  t.match(text, /built +2026-01-02T03:04:05\.000Z/);
+  t.match(text, /asn table +not built \(npm run build:data\)/);
+  t.match(text, /country mmdb +unknown/);
+});
+
+t.test('ivtd --version and --version --json', async (t) => {
+  const text = await runIvtd(['--version']);
+  t.equal(text.code, 0, text.stderr);
+  const v = versionInfo();
+  t.equal(text.stdout, formatVersion(v));
+  t.match(text.stdout, new RegExp(`asn table +built ${v.data.asn!.builtAt.replace(/\./g, '\\.')}`));
+  const j = await runIvtd(['--version', '--json']);
+  t.equal(j.code, 0, j.stderr);
+  t.same(JSON.parse(j.stdout), v);
+});
