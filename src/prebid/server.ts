@@ -1,6 +1,7 @@
 // The main thread's side of the pre-bid listener: starts the lookup threads, pushes keys
 // and data to them, collects their count deltas, and stops them in order.
-import { Worker } from 'node:worker_threads';
+import { createServer, type AddressInfo } from 'node:net';
+import type { Worker } from 'node:worker_threads';
 import type { DataBundle } from '../data/bundle.ts';
 import type { CountRow } from './counts.ts';
 import type { KeyRecord } from './keys.ts';
@@ -34,9 +35,14 @@ export class LookupServer {
   /** Starts every thread; resolves with the bound port once all listen. */
   async start(bundle: DataBundle, keys: KeyRecord[]): Promise<number> {
     let port = this.opts.port;
-    for (let i = 0; i < this.opts.threads; i++) {
-      // Thread 0 binds first so an ephemeral port (0) is shared by the others.
-      port = await this.spawn(i, port, bundle, keys);
+    // uSockets shares a port across threads only when it is given explicitly: with several
+    // threads, an ephemeral port (0) is chosen here first.
+    if (port === 0 && this.opts.threads > 1) port = await freePort(this.opts.host);
+    try {
+      for (let i = 0; i < this.opts.threads; i++) port = await this.spawn(i, port, bundle, keys);
+    } catch (e) {
+      await this.stop().catch(() => undefined);
+      throw e;
     }
     this.port = port;
     this.listening = true;
@@ -153,4 +159,15 @@ export class LookupServer {
   get threads(): number {
     return this.slots.length;
   }
+}
+
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, host, () => {
+      const { port } = srv.address() as AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
 }
