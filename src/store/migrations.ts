@@ -87,15 +87,41 @@ export const MIGRATIONS: Migration[] = [
   },
   {
     version: 20,
-    name: 'reporting: hourly transaction rollups',
-    // One row per (customer, hour, dimension tuple) once compacted; the writer appends
-    // deltas and src/reporting/writer.ts merges duplicate rows of an hour later. Columns
+    name: 'reporting: hourly and daily transaction rollups',
+    // One row per (customer, period, dimension tuple) once compacted: the writer appends
+    // deltas to both tables in one transaction and src/reporting/writer.ts later merges
+    // duplicate rows of a period. Daily rows answer every report without `hour`. Columns
     // follow TUPLE_DIMENSIONS (test/reporting/schema.test.ts keeps them in step); '' is
     // "not given". invalid = givt + sivt, valid = total - invalid.
     statements: [
-      `CREATE TABLE rollups (
-         customer_id VARCHAR NOT NULL,
-         hour_start  TIMESTAMP NOT NULL,
+      `CREATE TABLE rollups_hourly (
+         customer_id  VARCHAR NOT NULL,
+         period_start TIMESTAMP NOT NULL,
+         pub     VARCHAR NOT NULL,
+         sid     VARCHAR NOT NULL,
+         app     VARCHAR NOT NULL,
+         dmn     VARCHAR NOT NULL,
+         node    VARCHAR NOT NULL,
+         adt     SMALLINT NOT NULL,
+         geo     VARCHAR NOT NULL,
+         dvt     SMALLINT NOT NULL,
+         os      VARCHAR NOT NULL,
+         browser VARCHAR NOT NULL,
+         env     VARCHAR NOT NULL,
+         cmp     VARCHAR NOT NULL,
+         adv     VARCHAR NOT NULL,
+         p1      VARCHAR NOT NULL,
+         p2      VARCHAR NOT NULL,
+         p3      VARCHAR NOT NULL,
+         p4      VARCHAR NOT NULL,
+         p5      VARCHAR NOT NULL,
+         total   BIGINT NOT NULL,
+         givt    BIGINT NOT NULL,
+         sivt    BIGINT NOT NULL
+       )`,
+      `CREATE TABLE rollups_daily (
+         customer_id  VARCHAR NOT NULL,
+         period_start TIMESTAMP NOT NULL,
          pub     VARCHAR NOT NULL,
          sid     VARCHAR NOT NULL,
          app     VARCHAR NOT NULL,

@@ -1,0 +1,90 @@
+// `GET /v1/report`: on the reporting port with HTTP Basic (customer ID : reporting key),
+// and on the account port with the dashboard's Bearer session. Both answer from the same
+// ReportEngine for the authenticated customer only.
+import { HttpError } from '../errors.ts';
+import { Router, listen, sendJson, type Ctx, type Listener } from '../http/router.ts';
+import { log } from '../log.ts';
+import type { Store } from '../store/db.ts';
+import { verifyReportingKey } from '../store/customers.ts';
+import type { ReportEngine } from './engine.ts';
+import { RateLimiter } from './rate-limit.ts';
+
+export const REPORT_PATH = '/v1/report';
+export const BASIC_REALM = 'ivtd reporting';
+/** Failed Basic logins per client IP: a burst of 10, then one more every 5 s. */
+export const AUTH_FAILURE_BURST = 10;
+export const AUTH_FAILURE_RATE = 0.2;
+
+/** What the Bearer route needs of the account API's session guard. */
+export interface SessionCheck {
+  requireSession(ctx: Ctx): Promise<{ customer_id: string }>;
+}
+
+function tooMany(seconds: number, what: string): HttpError {
+  return new HttpError('rate_limited', `Too many ${what}; retry in ${seconds} s.`, 429, { 'Retry-After': String(seconds) });
+}
+
+function unauthorized(): HttpError {
+  return new HttpError(
+    'unauthorized',
+    'Send HTTP Basic credentials: your customer ID as the username and your reporting API key as the password.',
+    401,
+    { 'WWW-Authenticate': `Basic realm="${BASIC_REALM}", charset="UTF-8"` },
+  );
+}
+
+/** `Authorization: Basic base64(user:password)` → its two parts, or null. */
+export function parseBasicAuth(header: string | undefined): { user: string; password: string } | null {
+  const m = /^Basic +([A-Za-z0-9+/]+={0,2}) *$/i.exec(header ?? '');
+  if (!m || m[1]!.length > 1024) return null;
+  const text = Buffer.from(m[1]!, 'base64').toString('utf8');
+  const i = text.indexOf(':');
+  if (i <= 0) return null;
+  return { user: text.slice(0, i), password: text.slice(i + 1) };
+}
+
+async function answer(ctx: Ctx, engine: ReportEngine, limiter: RateLimiter | undefined, customerId: string): Promise<void> {
+  const wait = limiter?.take(customerId) ?? 0;
+  if (wait > 0) throw tooMany(wait, 'report requests for this customer');
+  sendJson(ctx.res, 200, await engine.run(customerId, ctx.query));
+}
+
+/** The dashboard's route on the account port: Bearer session → that customer's report. */
+export function mountReportRoute(router: Router, engine: ReportEngine, guard: SessionCheck, limiter?: RateLimiter): void {
+  router.get(REPORT_PATH, async (ctx) => {
+    const s = await guard.requireSession(ctx);
+    await answer(ctx, engine, limiter, s.customer_id);
+  });
+}
+
+export interface ReportingApiOptions {
+  host: string;
+  port: number;
+  store: Store;
+  engine: ReportEngine;
+  /** Per-customer token bucket (config.reportRate / config.reportBurst). */
+  limiter: RateLimiter;
+  /** Per-IP bucket of failed Basic logins. */
+  authFailures?: RateLimiter;
+}
+
+export function reportingRouter(opts: ReportingApiOptions): Router {
+  const failures = opts.authFailures ?? new RateLimiter(AUTH_FAILURE_RATE, AUTH_FAILURE_BURST);
+  return new Router().get(REPORT_PATH, async (ctx) => {
+    const blocked = failures.peek(ctx.ip);
+    if (blocked > 0) throw tooMany(blocked, 'failed logins from this address');
+    const cred = parseBasicAuth(ctx.req.headers.authorization);
+    if (!cred || !(await verifyReportingKey(opts.store, cred.user, cred.password))) {
+      failures.take(ctx.ip);
+      throw unauthorized();
+    }
+    await answer(ctx, opts.engine, opts.limiter, cred.user);
+  });
+}
+
+/** Starts the reporting listener (--reporting-port, default 9900). */
+export async function startReportingApi(opts: ReportingApiOptions): Promise<Listener> {
+  const listener = await listen(reportingRouter(opts), opts.host, opts.port, 'reporting API');
+  log.info({ host: opts.host, port: listener.port }, 'reporting API listening');
+  return listener;
+}

@@ -1,0 +1,41 @@
+// How the reporting dimensions map onto the rollup tables (migration 20). Column names
+// are the dimension names themselves, so SQL only ever names columns taken from
+// TUPLE_DIMENSIONS / DIMENSIONS, never from a request.
+import { TUPLE_DIMENSIONS, type Dimension, type TupleDimension } from '../enums.ts';
+
+/**
+ * The two granularities, same columns: `period_start` is the start of the UTC hour or
+ * day. Daily rows answer every report that does not group by hour (dates are whole days).
+ */
+export const ROLLUP_TABLES = { hour: 'rollups_hourly', day: 'rollups_daily' } as const;
+export type Granularity = keyof typeof ROLLUP_TABLES;
+
+/** Tuple dimensions stored as SMALLINT (enumerations of spec 2.4); the rest are VARCHAR. */
+export const INTEGER_DIMENSIONS: ReadonlySet<TupleDimension> = new Set<TupleDimension>(['adt', 'dvt']);
+
+/** Every rollup column in table order: key columns, then the three counters. */
+export const ROLLUP_COLUMNS: readonly string[] = ['customer_id', 'period_start', ...TUPLE_DIMENSIONS, 'total', 'givt', 'sivt'];
+/** The columns that identify a row (everything but the counters), quoted for SQL. */
+export const KEY_COLUMNS_SQL = ROLLUP_COLUMNS.slice(0, -3)
+  .map((c) => `"${c}"`)
+  .join(', ');
+
+/** SQL type of a tuple dimension's column. */
+export function columnType(d: TupleDimension): 'SMALLINT' | 'VARCHAR' {
+  return INTEGER_DIMENSIONS.has(d) ? 'SMALLINT' : 'VARCHAR';
+}
+
+/**
+ * The grouping expression of a dimension: date and hour come from the period start
+ * (UTC; DuckDB TIMESTAMP has no zone), everything else is its own column.
+ */
+export function groupExpression(d: Dimension): string {
+  if (d === 'date') return "date_trunc('day', period_start)";
+  if (d === 'hour') return 'CAST(hour(period_start) AS INTEGER)';
+  return `"${d}"`;
+}
+
+/** The table a report reads: daily unless it groups by hour (or daily rows are not to be used). */
+export function tableFor(groupBy: readonly Dimension[], useDaily = true): string {
+  return useDaily && !groupBy.includes('hour') ? ROLLUP_TABLES.day : ROLLUP_TABLES.hour;
+}

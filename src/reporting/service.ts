@@ -1,0 +1,45 @@
+// Reporting as the server wires it: one rollup writer (the count sink), one query engine
+// and one per-customer rate limiter, shared by the Basic listener and the Bearer route.
+import { availableParallelism } from 'node:os';
+import type { Config } from '../config.ts';
+import type { Listener } from '../http/router.ts';
+import type { Store } from '../store/db.ts';
+import { startReportingApi } from './api.ts';
+import { ReportEngine } from './engine.ts';
+import { RateLimiter } from './rate-limit.ts';
+import { RollupWriter } from './writer.ts';
+
+export interface Reporting {
+  writer: RollupWriter;
+  engine: ReportEngine;
+  limiter: RateLimiter;
+  /** Starts the Basic-auth listener on config.reportingPort. */
+  listen(): Promise<Listener>;
+}
+
+/**
+ * DuckDB threads for queries and writes: the cores left after the lookup threads and the
+ * main thread, at least one. A report then cannot take the lookup threads' cores.
+ */
+export function storeThreads(lookupThreads: number, cores = availableParallelism()): number {
+  return Math.max(1, cores - lookupThreads - 1);
+}
+
+export async function openReporting(config: Config, store: Store): Promise<Reporting> {
+  // A global DuckDB setting: it bounds every query of this instance. A query uses the
+  // shared pool plus its calling thread, so reports also run one at a time (the engine's
+  // default) to stay within these cores.
+  await store.run(`SET threads = ${storeThreads(config.threads)}`);
+  const writer = await RollupWriter.open(store, {
+    flushIntervalMs: config.flushInterval * 1000,
+    retentionDays: config.retentionDays,
+  });
+  const engine = new ReportEngine(store, { retentionDays: config.retentionDays });
+  const limiter = new RateLimiter(config.reportRate, config.reportBurst);
+  return {
+    writer,
+    engine,
+    limiter,
+    listen: () => startReportingApi({ host: config.host, port: config.reportingPort, store, engine, limiter }),
+  };
+}

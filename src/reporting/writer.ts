@@ -1,0 +1,273 @@
+// The rollup writer on the main thread: merges the lookup threads' count deltas in memory
+// and appends them to DuckDB every flush interval, hourly and daily in one transaction,
+// off the JS thread (one JSON parameter per chunk, parsed by DuckDB). Later it merges each
+// period's delta rows into one row per tuple (compaction) and deletes rows past the
+// retention. A failed flush keeps its rows in memory for the next one; nothing here is
+// on the lookup path.
+import { timestampValue } from '@duckdb/node-api';
+import { TUPLE_DIMENSIONS } from '../enums.ts';
+import { log } from '../log.ts';
+import type { CountRow } from '../prebid/counts.ts';
+import type { Queryable, Store } from '../store/db.ts';
+import { INTEGER_DIMENSIONS, KEY_COLUMNS_SQL, ROLLUP_COLUMNS, ROLLUP_TABLES, columnType, type Granularity } from './columns.ts';
+import { PendingCounts } from './pending.ts';
+import { DAY_MS, oldestKeptDayMs } from './retention.ts';
+
+const HOUR_MS = 3_600_000;
+/** Rows per INSERT statement; a flush writes all its chunks in one transaction. */
+const CHUNK_ROWS = 20_000;
+const CLOSE_ATTEMPTS = 3;
+
+export interface RollupWriterOptions {
+  /** Milliseconds between flushes (config.flushInterval × 1000). */
+  flushIntervalMs: number;
+  retentionDays: number;
+  /** Milliseconds between compaction passes over the hours written since the last one. */
+  compactIntervalMs?: number;
+  /** Cap on distinct pending tuples before folding into the overflow value. */
+  maxPendingTuples?: number;
+  /** Clock, for tests of retention. */
+  now?: () => number;
+}
+
+// The batch travels as one JSON object of columns; DuckDB turns it into typed lists.
+const DIM_KEYS = TUPLE_DIMENSIONS.map((_, i) => `d${i}`);
+const JSON_STRUCTURE = JSON.stringify({
+  c: ['VARCHAR'],
+  h: ['BIGINT'],
+  ...Object.fromEntries(TUPLE_DIMENSIONS.map((d, i) => [DIM_KEYS[i], [columnType(d)]])),
+  t: ['BIGINT'],
+  g: ['BIGINT'],
+  s: ['BIGINT'],
+});
+const ALL_COLUMNS_SQL = ROLLUP_COLUMNS.map((c) => `"${c}"`).join(', ');
+const SUMS_SQL = 'sum(total)::BIGINT AS total, sum(givt)::BIGINT AS givt, sum(sivt)::BIGINT AS sivt';
+/** One chunk of the batch, unpacked into a temp table both inserts read from. */
+const STAGE_SQL =
+  `CREATE TEMP TABLE flush_batch AS SELECT unnest(v.c) AS customer_id, make_timestamp(unnest(v.h)) AS period_start, ` +
+  `${DIM_KEYS.map((k, i) => `unnest(v.${k}) AS "${TUPLE_DIMENSIONS[i]}"`).join(', ')}, ` +
+  `unnest(v.t) AS total, unnest(v.g) AS givt, unnest(v.s) AS sivt FROM (SELECT from_json($1::JSON, '${JSON_STRUCTURE}') AS v)`;
+const HOURLY_INSERT_SQL = `INSERT INTO ${ROLLUP_TABLES.hour} (${ALL_COLUMNS_SQL}) SELECT ${ALL_COLUMNS_SQL} FROM flush_batch`;
+const DAILY_INSERT_SQL =
+  `INSERT INTO ${ROLLUP_TABLES.day} (${ALL_COLUMNS_SQL}) SELECT ${KEY_COLUMNS_SQL.replace('"period_start"', "date_trunc('day', period_start)")}, ` +
+  `${SUMS_SQL} FROM flush_batch GROUP BY ALL`;
+
+function batchJson(rows: readonly CountRow[]): string {
+  const cols: Record<string, unknown[]> = { c: [], h: [], t: [], g: [], s: [] };
+  for (const k of DIM_KEYS) cols[k] = [];
+  const dimCols = DIM_KEYS.map((k) => cols[k]!);
+  const numeric = TUPLE_DIMENSIONS.map((d) => INTEGER_DIMENSIONS.has(d));
+  for (const r of rows) {
+    cols.c!.push(r.customerId);
+    cols.h!.push(r.hour * 1000);
+    for (let i = 0; i < dimCols.length; i++) {
+      const v = r.dims[i] ?? '';
+      dimCols[i]!.push(numeric[i] ? Number(v) || 0 : v);
+    }
+    cols.t!.push(r.total);
+    cols.g!.push(r.givt);
+    cols.s!.push(r.sivt);
+  }
+  return JSON.stringify(cols);
+}
+
+function periodParam(ms: number) {
+  return timestampValue(BigInt(ms) * 1000n);
+}
+
+export interface WriterStats {
+  pendingTuples: number;
+  flushes: number;
+  failedFlushes: number;
+  rowsWritten: number;
+  foldedTuples: number;
+}
+
+export class RollupWriter {
+  private readonly pending: PendingCounts;
+  private readonly now: () => number;
+  /** Periods (start ms) per granularity that received rows since their last compaction. */
+  private readonly touched: Record<Granularity, Set<number>> = { hour: new Set(), day: new Set() };
+  private readonly timers: NodeJS.Timeout[] = [];
+  // Every database step runs in this chain, one at a time, on the writer's own connection.
+  private chain: Promise<unknown> = Promise.resolve();
+  private closed = false;
+  private readonly counters = { flushes: 0, failedFlushes: 0, rowsWritten: 0 };
+
+  private constructor(
+    private readonly conn: Queryable & { close(): void },
+    private readonly opts: RollupWriterOptions,
+  ) {
+    this.pending = new PendingCounts(opts.maxPendingTuples);
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** Opens the writer's connection, starts its timers and a first retention pass. */
+  static async open(store: Store, opts: RollupWriterOptions): Promise<RollupWriter> {
+    const w = new RollupWriter(await store.connection(), opts);
+    // A crash may have left the last periods uncompacted.
+    w.touch(w.now() - HOUR_MS);
+    w.touch(w.now());
+    w.every(opts.flushIntervalMs, () => w.flush());
+    w.every(opts.compactIntervalMs ?? 10 * 60_000, () => w.compact());
+    w.every(DAY_MS, () => w.enforceRetention());
+    w.enforceRetention().catch(() => undefined);
+    return w;
+  }
+
+  private every(ms: number, fn: () => Promise<unknown>): void {
+    const t = setInterval(() => {
+      fn().catch(() => undefined); // each step logs its own failure
+    }, ms);
+    t.unref();
+    this.timers.push(t);
+  }
+
+  private touch(ms: number): void {
+    this.touched.hour.add(ms - (ms % HOUR_MS));
+    this.touched.day.add(ms - (ms % DAY_MS));
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.chain.then(fn, fn);
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Count sink: merges deltas in memory; never touches the database. */
+  add(rows: readonly CountRow[]): void {
+    if (rows.length > 0) this.pending.add(rows);
+  }
+
+  stats(): WriterStats {
+    return { ...this.counters, pendingTuples: this.pending.size, foldedTuples: this.pending.folded };
+  }
+
+  /** Writes every pending row in one transaction; on failure the rows stay pending and it rejects. */
+  flush(): Promise<void> {
+    return this.serial(async () => {
+      const rows = this.pending.take();
+      if (rows.length === 0) return;
+      try {
+        await this.inTransaction(async () => {
+          for (let i = 0; i < rows.length; i += CHUNK_ROWS) {
+            await this.conn.run(STAGE_SQL, [batchJson(rows.slice(i, i + CHUNK_ROWS))]);
+            await this.conn.run(HOURLY_INSERT_SQL);
+            await this.conn.run(DAILY_INSERT_SQL);
+            await this.conn.run('DROP TABLE flush_batch');
+          }
+        });
+      } catch (e) {
+        this.pending.add(rows);
+        this.counters.failedFlushes++;
+        log.error({ err: (e as Error).message, tuples: rows.length }, 'reporting flush failed; keeping the counts for the next flush');
+        throw e;
+      }
+      this.counters.flushes++;
+      this.counters.rowsWritten += rows.length;
+      for (const r of rows) this.touch(r.hour);
+    });
+  }
+
+  /**
+   * Merges the delta rows of every period written since the last pass into one row per
+   * tuple. Returns how many periods (hours and days) were rewritten.
+   */
+  compact(): Promise<number> {
+    return this.serial(async () => {
+      let rewritten = 0;
+      for (const g of ['hour', 'day'] as const) {
+        const periods = [...this.touched[g]].sort((a, b) => a - b);
+        this.touched[g].clear();
+        for (const p of periods) {
+          try {
+            if (await this.compactPeriod(g, p)) rewritten++;
+          } catch (e) {
+            this.touched[g].add(p);
+            log.error({ err: (e as Error).message, [g]: new Date(p).toISOString() }, 'reporting compaction failed; will retry');
+          }
+        }
+      }
+      if (rewritten > 0) log.debug({ periods: rewritten }, 'reporting rollups compacted');
+      return rewritten;
+    });
+  }
+
+  private compactPeriod(g: Granularity, startMs: number): Promise<boolean> {
+    const table = ROLLUP_TABLES[g];
+    return this.inTransaction(async () => {
+      const p = periodParam(startMs);
+      await this.conn.run(
+        `CREATE TEMP TABLE rollup_compact AS SELECT ${KEY_COLUMNS_SQL}, ${SUMS_SQL} FROM ${table} WHERE period_start = $1 GROUP BY ALL`,
+        [p],
+      );
+      try {
+        const c = await this.conn.one<{ merged: bigint; stored: bigint }>(
+          `SELECT (SELECT count(*) FROM rollup_compact) AS merged, (SELECT count(*) FROM ${table} WHERE period_start = $1) AS stored`,
+          [p],
+        );
+        if (!c || c.merged === c.stored) return false;
+        await this.conn.run(`DELETE FROM ${table} WHERE period_start = $1`, [p]);
+        await this.conn.run(`INSERT INTO ${table} (${ALL_COLUMNS_SQL}) SELECT ${ALL_COLUMNS_SQL} FROM rollup_compact`);
+        return true;
+      } finally {
+        // After a failure the transaction is aborted and ROLLBACK drops the table anyway.
+        await this.conn.run('DROP TABLE rollup_compact').catch(() => undefined);
+      }
+    });
+  }
+
+  /** Deletes rows older than the retention window (both tables). Returns how many went. */
+  enforceRetention(): Promise<number> {
+    return this.serial(async () => {
+      const cutoff = periodParam(oldestKeptDayMs(this.now(), this.opts.retentionDays));
+      try {
+        let n = 0;
+        for (const table of Object.values(ROLLUP_TABLES)) {
+          const r = await this.conn.one<{ n: bigint }>(`SELECT count(*) AS n FROM ${table} WHERE period_start < $1`, [cutoff]);
+          const rows = Number(r?.n ?? 0);
+          if (rows === 0) continue;
+          await this.conn.run(`DELETE FROM ${table} WHERE period_start < $1`, [cutoff]);
+          log.info({ table, rows, before: cutoff.toString() }, 'reporting retention: old rollups deleted');
+          n += rows;
+        }
+        return n;
+      } catch (e) {
+        log.error({ err: (e as Error).message }, 'reporting retention pass failed; will retry');
+        throw e;
+      }
+    });
+  }
+
+  private async inTransaction<T>(fn: () => Promise<T>): Promise<T> {
+    await this.conn.run('BEGIN TRANSACTION');
+    try {
+      const out = await fn();
+      await this.conn.run('COMMIT');
+      return out;
+    } catch (e) {
+      await this.conn.run('ROLLBACK').catch(() => undefined);
+      throw e;
+    }
+  }
+
+  /** Stops the timers and writes everything still pending (the SIGTERM/SIGINT path). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const t of this.timers) clearInterval(t);
+    for (let attempt = 1; this.pending.size > 0; attempt++) {
+      try {
+        await this.flush();
+      } catch {
+        if (attempt >= CLOSE_ATTEMPTS) {
+          log.error({ tuples: this.pending.size }, 'reporting: final flush failed; these counts are lost');
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 200 * attempt));
+      }
+    }
+    await this.chain;
+    this.conn.close();
+  }
+}
