@@ -8,6 +8,7 @@ import { buildLookupData } from './prebid/data.ts';
 import type { CountRow } from './prebid/counts.ts';
 import { LookupEngine } from './prebid/lookup.ts';
 import type { LookupStats } from './prebid/messages.ts';
+import { mountExplainRoute } from './prebid/explain-route.ts';
 import { LookupServer } from './prebid/server.ts';
 import { startControlServer } from './cli/control.ts';
 import { startAccountApi } from './account/api.ts';
@@ -113,6 +114,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         mountDashboard(router, { config, ports: () => dashboardPorts() });
         mountReportRoute(router, reporting.engine, sessions, reporting.limiter);
         metrics.mount(router);
+        mountExplainRoute(router, { store, sessions, engine: () => engine });
       },
       onKeysChanged: () => {
         refreshKeys().catch((e: Error) => log.error({ err: e.message }, 'key refresh failed'));

@@ -1,0 +1,26 @@
+// Admin-side debugging of a lookup: GET /v1/account/explain?<the lookup's query string>
+// on the account port (Bearer). Runs the lookup on the main thread's engine over the same
+// data and keys and returns the response plus the reason codes and raw signals behind it.
+// Never served on 9898. A customer may explain only lookups of its own partner ID.
+import type { SessionGuard } from '../account/session.ts';
+import { HttpError } from '../errors.ts';
+import { sendJson, type Router } from '../http/router.ts';
+import type { Store } from '../store/db.ts';
+import type { LookupEngine } from './lookup.ts';
+
+export const EXPLAIN_PATH = '/v1/account/explain';
+
+export function mountExplainRoute(router: Router, deps: { store: Store; sessions: SessionGuard; engine: () => LookupEngine }): void {
+  router.get(EXPLAIN_PATH, async (ctx) => {
+    const session = await deps.sessions.requireSession(ctx);
+    const raw = ctx.req.url ?? '';
+    const q = raw.indexOf('?');
+    const query = q === -1 ? '' : raw.slice(q + 1);
+    const p = /(?:^|&)p=([^&]*)/.exec(query)?.[1]?.toLowerCase() ?? '';
+    const own = await deps.store.one<{ partner_id: string }>('SELECT partner_id FROM customers WHERE customer_id = $1', [session.customer_id]);
+    if (!own || p !== own.partner_id) {
+      throw new HttpError('forbidden', 'Explain only lookups of your own partner ID: pass the lookup query string with p set to it.');
+    }
+    sendJson(ctx.res, 200, deps.engine().explain(query, Date.now()));
+  });
+}

@@ -1,0 +1,37 @@
+// Reason codes are available on the admin side (account port, Bearer) and never on 9898.
+import t from 'tap';
+import { startTestServer } from '../helpers/server.ts';
+import { createCustomer } from '../../src/store/customers.ts';
+
+t.test('explain a lookup on the account port', async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.stop());
+  const api = `http://127.0.0.1:${srv.server.ports.api}`;
+  const login = async (username: string, password: string) => {
+    const r = await fetch(`${api}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ username, password }) });
+    return ((await r.json()) as { access_token: string }).access_token;
+  };
+  const token = await login(srv.customer.username, srv.customer.password);
+  const ua = encodeURIComponent('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/124.0.0.0 Safari/537.36');
+  const q = (p: string) => `p=${p}&k=${srv.customer.prebid_key}&pub=p&node=n&ip=159.89.0.1&ua=${ua}&uid=u1&sid=s.example&adt=1&dvt=2`;
+
+  const r = await fetch(`${api}/v1/account/explain?${q(srv.customer.partner_id)}`, { headers: { authorization: `Bearer ${token}` } });
+  t.equal(r.status, 200);
+  const body = (await r.json()) as { status: number; reasons: string[]; transaction: string; response: { botRisk: { band: string } } };
+  t.equal(body.status, 200);
+  t.equal(body.response.botRisk.band, 'high');
+  t.ok(body.reasons.length >= 2, `reason codes: ${body.reasons.join(', ')}`);
+  t.match(body.reasons.join(' '), /asn_hosting|hosting/, 'names the hosting signal');
+  t.equal(body.transaction, 'givt');
+
+  const lookup = await fetch(`${srv.prebid}/api/v1/ivt/lookup?${q(srv.customer.partner_id)}`);
+  const text = await lookup.text();
+  t.notMatch(text, /reasons|asn_hosting/, 'no reason codes on the lookup port');
+
+  t.equal((await fetch(`${api}/v1/account/explain?${q(srv.customer.partner_id)}`)).status, 400, 'no session → 400 invalid_session');
+  const other = await createCustomer(srv.server.store, { name: 'Other', username: 'other-co', password: 'other-password-1' });
+  const otherToken = await login('other-co', 'other-password-1');
+  const forbidden = await fetch(`${api}/v1/account/explain?${q(srv.customer.partner_id)}`, { headers: { authorization: `Bearer ${otherToken}` } });
+  t.equal(forbidden.status, 403, "another customer's partner ID is refused");
+  t.ok(other.partner_id);
+});
