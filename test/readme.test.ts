@@ -22,6 +22,6 @@ t.test('every subcommand in --help is in the README', async (t) => {
 });
 
 t.test('README gives the two commands a newcomer needs', async (t) => {
-  t.match(readme, 'npm ci && npm start');
-  t.match(readme, 'npm ci && npm test');
+  t.match(readme, 'npm install && npm start');
+  t.match(readme, 'npm install && npm test');
 });
