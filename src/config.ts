@@ -162,3 +162,17 @@ export function optionsHelp(): string {
     })
     .join('\n');
 }
+
+/** Options a running server applies on SIGHUP; every other change needs a restart. */
+export const LIVE_OPTIONS: readonly OptionKey[] = ['logLevel', 'mmdbCountry', 'mmdbAsn', 'mmdbAnonymousIp'];
+
+/** Which options differ between two configs, split into live-applicable and restart-only. */
+export function diffConfig(current: Config, next: Config): { live: OptionKey[]; restart: OptionKey[] } {
+  const live: OptionKey[] = [];
+  const restart: OptionKey[] = [];
+  for (const key of Object.keys(OPTIONS) as OptionKey[]) {
+    if (current[key] === next[key]) continue;
+    (LIVE_OPTIONS.includes(key) ? live : restart).push(key);
+  }
+  return { live, restart };
+}

@@ -2,7 +2,7 @@
 import pino from 'pino';
 
 export const log = pino({
-  level: process.env.IVTD_LOG_LEVEL ?? 'info',
+  level: process.env.IVTD_LOG_LEVEL || 'info',
   base: { pid: process.pid },
   timestamp: pino.stdTimeFunctions.isoTime,
 });

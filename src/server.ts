@@ -1,7 +1,8 @@
 // `ivtd serve`: the main thread. Opens the store, loads the data, starts the lookup
 // threads and the control socket (and the account/reporting listeners), and handles
 // SIGHUP (reload) and SIGTERM/SIGINT (drain, flush, exit 0).
-import type { Config } from './config.ts';
+import { diffConfig, type Config } from './config.ts';
+import { versionInfo } from './ops/version.ts';
 import { describeBundle, loadBundle, type DataBundle } from './data/bundle.ts';
 import { log } from './log.ts';
 import { buildLookupData } from './prebid/data.ts';
@@ -208,10 +209,13 @@ function announce(
   );
 }
 
-/** `ivtd serve`: start, then live until SIGTERM/SIGINT; SIGHUP reloads data. */
-export async function serve(config: Config): Promise<void> {
+/**
+ * `ivtd serve`: start, then live until SIGTERM/SIGINT. SIGHUP re-reads the config (through
+ * `reread`, the same flags/env/file resolution as at start) and reloads the data files.
+ */
+export async function serve(config: Config, reread?: () => Config): Promise<void> {
   log.level = config.logLevel;
-  log.info({ dataDir: config.dataDir, host: config.host, threads: config.threads, version: process.env.npm_package_version }, 'ivtd starting');
+  log.info({ dataDir: config.dataDir, host: config.host, threads: config.threads, version: versionInfo().version }, 'ivtd starting');
   const t0 = Date.now();
   const s = await startServer(config, { announceFirstCustomer: true });
   log.info({ ms: Date.now() - t0, ports: s.ports }, 'ivtd ready');
@@ -238,7 +242,24 @@ export async function serve(config: Config): Promise<void> {
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGHUP', () => {
-    log.info('SIGHUP: reloading data files');
+    log.info('SIGHUP: reloading config and data files');
+    if (reread) applyConfig(config, reread);
     s.reload().catch((e: Error) => log.error({ err: e.message }, 'reload failed'));
   });
+}
+
+/** Applies the live options of a re-read config in place; names the ones that need a restart. */
+function applyConfig(config: Config, reread: () => Config): void {
+  let next: Config;
+  try {
+    next = reread();
+  } catch (e) {
+    log.error({ err: (e as Error).message }, 'config reload refused: keeping the running config');
+    return;
+  }
+  const { live, restart } = diffConfig(config, next);
+  for (const key of live) (config as unknown as Record<string, unknown>)[key] = next[key];
+  log.level = config.logLevel;
+  if (live.length) log.info({ changed: live }, 'config reloaded');
+  if (restart.length) log.warn({ changed: restart }, 'config changes that take effect only after a restart');
 }

@@ -273,7 +273,8 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
       if (extra !== undefined) throw new UsageError(`unknown flag --${extra} for "serve"`);
       const config = resolveConfig(options);
       const { serve } = await import('../server.ts');
-      await serve(config);
+      // SIGHUP re-resolves the config the same way (the file and environment may have changed).
+      await serve(config, () => resolveConfig(options));
       return 0;
     }
     if (line === 'systemd-unit') {

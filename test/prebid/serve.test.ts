@@ -1,6 +1,6 @@
 // `ivtd serve` as a real child process: prints first-start credentials, answers lookups,
-// reloads on SIGHUP without dropping a lookup, refuses a bad data file on reload while
-// the old data keeps serving, and exits 0 on SIGTERM.
+// reloads data and config on SIGHUP without dropping a lookup, refuses a bad data file or
+// config on reload while the old ones keep serving, and exits 0 on SIGTERM.
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
@@ -16,10 +16,10 @@ interface Proc {
   waitFor: (re: RegExp, ms?: number) => Promise<RegExpExecArray>;
 }
 
-function start(dataDir: string): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0'], {
+function start(dataDir: string, configFile: string): Proc {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--config', configFile, '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0'], {
     cwd: ROOT,
-    env: { ...process.env, IVTD_LOG_LEVEL: 'info' },
+    env: { ...process.env, IVTD_LOG_LEVEL: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -48,7 +48,9 @@ function start(dataDir: string): Proc {
 t.test('serve: first start, lookups through SIGHUP reloads, bad reload refused, SIGTERM exits 0', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'ivtd-serve-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const p = start(dataDir);
+  const configFile = join(dataDir, 'ivtd.json');
+  writeFileSync(configFile, JSON.stringify({ logLevel: 'info' }));
+  const p = start(dataDir, configFile);
   t.teardown(() => {
     if (p.child.exitCode === null) p.child.kill('SIGKILL');
   });
@@ -82,6 +84,15 @@ t.test('serve: first start, lookups through SIGHUP reloads, bad reload refused, 
   p.child.kill('SIGHUP');
   await p.waitFor(/reload refused/);
   t.match(p.out(), /hosting-asns\.txt/, 'the refusal names the file');
+  // The config is re-read too: live options apply, others are named as needing a restart.
+  writeFileSync(configFile, JSON.stringify({ logLevel: 'debug', threads: 2 }));
+  p.child.kill('SIGHUP');
+  await p.waitFor(/"changed":\["logLevel"\],"msg":"config reloaded"/);
+  await p.waitFor(/"changed":\["threads"\],"msg":"config changes that take effect only after a restart"/);
+  writeFileSync(configFile, '{ not json');
+  p.child.kill('SIGHUP');
+  await p.waitFor(/config reload refused/);
+  t.match(p.out(), /ivtd\.json is not valid JSON/, 'the refusal names the config file');
   await new Promise((r) => setTimeout(r, 300));
   stop = true;
   await loop;
