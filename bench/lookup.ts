@@ -1,17 +1,16 @@
 // Lookup throughput and latency: ivtd's pre-bid listener against a bare uWebSockets.js
-// handler returning a same-size body, driven by the same autocannon client in one run.
+// handler returning a same-size body, driven by the same client in one run. Both servers
+// run as processes of their own, so the client's clock shares no event loop with them.
 // Reports ratios (the machine is shared and noisy; absolute numbers move, ratios less).
 //   node --import tsx bench/lookup.ts [--duration 8] [--connections 50] [--threads 1]
 import autocannon from 'autocannon';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
-import { resolveConfig } from '../src/config.ts';
-import { startServer } from '../src/server.ts';
-import { createCustomer } from '../src/store/customers.ts';
-import { paced } from './paced.ts';
 import { LATENCY_BUCKETS_US } from '../src/prebid/messages.ts';
+import { paced } from './paced.ts';
+import { wrk, wrkAtRate, wrkAvailable } from './wrk.ts';
 
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -20,6 +19,7 @@ const arg = (name: string, def: number) => {
 const DURATION = arg('duration', 8);
 const CONNECTIONS = arg('connections', 50);
 const THREADS = arg('threads', 1);
+const ROOT = join(import.meta.dirname, '..');
 
 const UAS = [
   'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36',
@@ -49,6 +49,31 @@ function lookupPaths(partnerId: string, key: string, n: number): string[] {
   return out;
 }
 
+/** Starts a child process and resolves when its output matches every pattern. */
+function startProcess(args: string[], patterns: RegExp[], env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; matches: RegExpExecArray[] }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${args.join(' ')} did not start:\n${out}`)), 30_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const matches = patterns.map((p) => p.exec(out));
+      if (matches.every((m) => m !== null)) {
+        clearTimeout(timer);
+        resolve({ child, matches: matches as RegExpExecArray[] });
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}:\n${out}`)));
+  });
+}
+
+async function stopProcess(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null) return child.exitCode;
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  child.kill('SIGTERM');
+  return exited;
+}
+
 interface Run {
   rps: number;
   p50: number;
@@ -57,90 +82,100 @@ interface Run {
   non2xx: number;
 }
 
-async function hammer(port: number, paths: string[], opts: { duration: number }): Promise<Run> {
+async function hammer(port: number, paths: string[], duration: number): Promise<Run> {
   const r = await autocannon({
     url: `http://127.0.0.1:${port}`,
     connections: CONNECTIONS,
-    duration: opts.duration,
+    duration,
     requests: paths.map((p) => ({ method: 'GET', path: p })),
   });
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
 }
 
+/** Scrapes the in-thread lookup latency histogram from /metrics (cumulative buckets). */
+async function inThreadLatency(apiPort: number): Promise<Map<string, number>> {
+  const text = await (await fetch(`http://127.0.0.1:${apiPort}/metrics`)).text();
+  const out = new Map<string, number>();
+  for (const m of text.matchAll(/^ivtd_lookup_duration_seconds_bucket\{le="([^"]+)"\} (\d+)/gm)) out.set(m[1]!, Number(m[2]));
+  return out;
+}
+
+function latencySummary(before: Map<string, number>, after: Map<string, number>) {
+  const les = [...after.keys()];
+  const delta = les.map((le) => (after.get(le) ?? 0) - (before.get(le) ?? 0));
+  const total = delta.at(-1) ?? 0;
+  const q = (p: number) => {
+    const i = delta.findIndex((c) => c >= p * total);
+    return i < 0 ? 'n/a' : les[i] === '+Inf' ? `> ${LATENCY_BUCKETS_US.at(-1)} us` : `<= ${Math.round(Number(les[i]) * 1e6)} us`;
+  };
+  return { lookups: total, p50: q(0.5), p99: q(0.99), p999: q(0.999) };
+}
+
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'ivtd-bench-'));
-  const config = { ...resolveConfig({}, {}), dataDir, prebidPort: 0, apiPort: 0, reportingPort: 0, threads: THREADS, logLevel: 'silent' };
-  const server = await startServer(config);
-  const c = await createCustomer(server.store, { name: 'bench', username: 'bench', password: 'bench-password-1' });
-  await server.refreshKeys();
-  // In-thread lookup time (parse → JSON), from the histogram the lookup threads report.
-  const hist = new Array(LATENCY_BUCKETS_US.length + 1).fill(0) as number[];
-  let histSum = 0;
-  server.countSinks.push((_rows, stats) => {
-    stats.latency.forEach((n, i) => (hist[i]! += n));
-    histSum += stats.latencySumUs;
-  });
-  const histReset = () => {
-    hist.fill(0);
-    histSum = 0;
-  };
-  const histSummary = () => {
-    const total = hist.reduce((a, b) => a + b, 0);
-    const upTo = (q: number) => {
-      let acc = 0;
-      for (let i = 0; i < hist.length; i++) {
-        acc += hist[i]!;
-        if (acc >= q * total) return i < LATENCY_BUCKETS_US.length ? `<= ${LATENCY_BUCKETS_US[i]} us` : `> ${LATENCY_BUCKETS_US.at(-1)} us`;
-      }
-      return 'n/a';
-    };
-    return { lookups: total, mean_us: total ? +(histSum / total).toFixed(1) : 0, p50: upTo(0.5), p99: upTo(0.99), p999: upTo(0.999) };
-  };
-  await new Promise((r) => setTimeout(r, 300));
-  const paths = lookupPaths(c.partner_id, c.prebid_key, 2000);
+  const ivtd = await startProcess(
+    ['src/cli/main.ts', 'serve', '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0', '--threads', String(THREADS)],
+    [/"port":(\d+),"threads":\d+,"msg":"pre-bid lookups listening"/, /partner_id +([0-9a-f-]{36})/, /prebid_key +(\S+)/, /"ports":\{"prebid":\d+,"api":(\d+)/],
+    { IVTD_LOG_LEVEL: 'info' },
+  );
+  const [portM, partnerM, keyM, apiM] = ivtd.matches;
+  const port = Number(portM![1]);
+  const apiPort = Number(apiM![1]);
+  const paths = lookupPaths(partnerM![1]!, keyM![1]!, 2000);
 
-  // A real response body fixes the baseline's body size.
-  const sample = await fetch(`http://127.0.0.1:${server.ports.prebid}${paths[0]}`);
-  const body = await sample.text();
-  if (sample.status !== 200) throw new Error(`sample lookup failed: ${sample.status} ${body}`);
-  // tsx's hooks are not inherited by worker threads on Node 20: register them in the thread.
-  const boot = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((api) => { api.register(); return import(${JSON.stringify(new URL('./bare-worker.ts', import.meta.url).href)}); });`;
-  const bare = new Worker(boot, { eval: true, workerData: { body } });
-  const barePort = await new Promise<number>((r) => bare.once('message', (m: { port: number }) => r(m.port)));
+  // A real response fixes the baseline's body size.
+  const sample = await fetch(`http://127.0.0.1:${port}${paths[0]}`);
+  const sampleBody = await sample.text();
+  if (sample.status !== 200) throw new Error(`sample lookup failed: ${sample.status} ${sampleBody}`);
+  const bare = await startProcess(['bench/bare-server.ts', String(Buffer.byteLength(sampleBody))], [/\{"port":(\d+)\}/]);
+  const barePort = Number(bare.matches[0]![1]);
 
-  // Warm both (JIT, caches), then measure alternately.
-  await hammer(barePort, paths, { duration: 2 });
-  await hammer(server.ports.prebid, paths, { duration: 2 });
-  const base = await hammer(barePort, paths, { duration: DURATION });
-  histReset();
-  const ivtd = await hammer(server.ports.prebid, paths, { duration: DURATION });
+  // Warm both (JIT, caches), then measure.
+  await hammer(barePort, paths, 2);
+  await hammer(port, paths, 2);
+  const base = await hammer(barePort, paths, DURATION);
+  const before = await inThreadLatency(apiPort);
+  const sat = await hammer(port, paths, DURATION);
   await new Promise((r) => setTimeout(r, 1200)); // the threads report once a second
-  const inThread = histSummary();
-  const halfRate = Math.round(ivtd.rps / 2);
-  // Latency at half of ivtd's saturation, constant rate, same paced client for both.
-  const half = await paced({ port: server.ports.prebid, paths, rate: halfRate, seconds: DURATION, connections: 16 });
+  const inThread = latencySummary(before, await inThreadLatency(apiPort));
+  const halfRate = Math.round(sat.rps / 2);
+  // Latency at half of ivtd's saturation: constant rate, the same paced client for both.
+  const half = await paced({ port, paths, rate: halfRate, seconds: DURATION, connections: 16 });
   const baseHalf = await paced({ port: barePort, paths, rate: halfRate, seconds: DURATION, connections: 16 });
+
+  // Microsecond-resolution latency at about half of saturation, when Debian's wrk is installed.
+  let wrkHalf: { ivtd: ReturnType<typeof wrk>; bare: ReturnType<typeof wrk> } | null = null;
+  if (wrkAvailable()) {
+    const i = wrkAtRate(port, paths, halfRate, DURATION);
+    wrkHalf = { ivtd: i, bare: wrk(barePort, paths, i.connections, DURATION) };
+  }
 
   const summary = {
     threads: THREADS,
     connections: CONNECTIONS,
     bare: base,
-    ivtd,
-    throughput_ratio: +(ivtd.rps / base.rps).toFixed(3),
+    ivtd: sat,
+    throughput_ratio: +(sat.rps / base.rps).toFixed(3),
     in_thread_latency_at_saturation: inThread,
     half_saturation: { rate: halfRate, ivtd: half, bare: baseHalf, p99_ratio: +(half.p99Ms / baseHalf.p99Ms).toFixed(3) },
+    half_saturation_wrk: wrkHalf ?? 'wrk not installed (apt-get install wrk)',
     targets: { throughput_ratio: '>= 0.6', half_saturation_p99_ms: '<= 1' },
   };
   console.log(`bare uWS   ${base.rps.toFixed(0)} req/s  p50 ${base.p50} ms  p99 ${base.p99} ms`);
-  console.log(`ivtd       ${ivtd.rps.toFixed(0)} req/s  p50 ${ivtd.p50} ms  p99 ${ivtd.p99} ms  non-2xx ${ivtd.non2xx}`);
+  console.log(`ivtd       ${sat.rps.toFixed(0)} req/s  p50 ${sat.p50} ms  p99 ${sat.p99} ms  non-2xx ${sat.non2xx}`);
   console.log(`ratio      ${summary.throughput_ratio} (target >= 0.6)`);
-  console.log(`in-thread  mean ${inThread.mean_us} us, p50 ${inThread.p50}, p99 ${inThread.p99}, p99.9 ${inThread.p999} (${inThread.lookups} lookups)`);
+  console.log(`in-thread  p50 ${inThread.p50}, p99 ${inThread.p99}, p99.9 ${inThread.p999} (${inThread.lookups} lookups)`);
   console.log(`half load  ${halfRate} req/s: ivtd p50 ${half.p50Ms} ms p99 ${half.p99Ms} ms (target <= 1 ms); bare p50 ${baseHalf.p50Ms} ms p99 ${baseHalf.p99Ms} ms`);
+  if (wrkHalf) {
+    console.log(
+      `wrk        ${wrkHalf.ivtd.connections} conns: ivtd ${wrkHalf.ivtd.rps.toFixed(0)} req/s p50 ${wrkHalf.ivtd.p50Ms} ms p99 ${wrkHalf.ivtd.p99Ms} ms (target <= 1 ms); ` +
+        `bare ${wrkHalf.bare.rps.toFixed(0)} req/s p99 ${wrkHalf.bare.p99Ms} ms`,
+    );
+  } else console.log('wrk        not installed (apt-get install wrk) — no microsecond latency figures');
   console.log(JSON.stringify(summary));
-  const bareExit = new Promise((r) => bare.once('exit', r));
-  bare.postMessage('stop');
-  await bareExit;
-  await server.stop();
+  await stopProcess(bare.child);
+  const code = await stopProcess(ivtd.child);
+  if (code !== 0) console.error(`ivtd exited with ${code}`);
   rmSync(dataDir, { recursive: true, force: true });
 }
 
