@@ -85,29 +85,31 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       lookups.pushKeys(keys);
       engine.keys.replace(keys);
     };
+    /** Fire-and-forget refresh for hooks (CLI, dashboard rotation, timer); failures are logged. */
+    const refreshKeysSoon = () => {
+      refreshKeys().catch((e: Error) => log.error({ err: e.message }, 'key refresh failed'));
+    };
     const keys = await activePrebidKeys(store);
     engine.keys.replace(keys);
     const prebidPort = await lookups.start(bundle, keys);
     cleanup.unshift(() => lookups.stop());
     log.info({ host: config.host, port: prebidPort, threads: config.threads }, 'pre-bid lookups listening');
 
-    const keyTimer = setInterval(() => {
-      refreshKeys().catch((e: Error) => log.error({ err: e.message }, 'key refresh failed'));
-    }, 5000);
+    // Drops keys whose grace period ended (the threads also check expiry per lookup).
+    const keyTimer = setInterval(refreshKeysSoon, 5000);
     keyTimer.unref();
     cleanup.unshift(() => clearInterval(keyTimer));
 
     const control = await startControlServer({
       dataDir: config.dataDir,
       store,
-      onKeysChanged: () => {
-        refreshKeys().catch((e: Error) => log.error({ err: e.message }, 'key refresh failed'));
-      },
+      onKeysChanged: refreshKeysSoon,
     });
     cleanup.unshift(() => control.close());
 
     // The dashboard learns the bound ports at request time (ephemeral ports in tests).
-    let dashboardPorts = () => ({ prebid: prebidPort, api: config.apiPort, reporting: config.reportingPort });
+    const boundPorts = { prebid: prebidPort, api: config.apiPort, reporting: config.reportingPort };
+    const dashboardPorts = () => boundPorts;
     const api = await startAccountApi({
       config,
       store,
@@ -117,9 +119,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         metrics.mount(router);
         mountExplainRoute(router, { store, sessions, engine: () => engine });
       },
-      onKeysChanged: () => {
-        refreshKeys().catch((e: Error) => log.error({ err: e.message }, 'key refresh failed'));
-      },
+      onKeysChanged: refreshKeysSoon,
     });
     cleanup.unshift(() => api.close());
 
@@ -129,7 +129,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     const running: RunningServer = {
       config,
       store,
-      ports: { prebid: prebidPort, api: api.port, reporting: reportingApi.port },
+      ports: Object.assign(boundPorts, { api: api.port, reporting: reportingApi.port }),
       countSinks,
       bundle,
       reporting: { flush: () => reporting.writer.flush() },
@@ -171,7 +171,6 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       },
     };
 
-    dashboardPorts = () => running.ports;
     if (first && opts.announceFirstCustomer) announce(first, running);
     return running;
   } catch (e) {
