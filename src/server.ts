@@ -70,6 +70,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       flushStats: () => reporting.writer.stats(),
     });
     countSinks.push((_rows, stats) => metrics.recordLookups(stats));
+    reporting.engine.observers.push((seconds) => metrics.observeReportQuery(seconds));
     const lookups = new LookupServer({
       host: config.host,
       port: config.prebidPort,

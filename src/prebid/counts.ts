@@ -22,8 +22,14 @@ export interface CountRow {
 }
 
 /** Dimensions whose values are bounded enumerations; everything else folds on overflow. */
-const BOUNDED = new Set(['adt', 'dvt', 'env']);
-const FOLD_MASK = TUPLE_DIMENSIONS.map((d) => !BOUNDED.has(d));
+const BOUNDED: ReadonlySet<string> = new Set(['adt', 'dvt', 'env']);
+/** Per TUPLE_DIMENSIONS position: true where the value becomes OVERFLOW when a tuple folds. */
+export const FOLD_MASK: readonly boolean[] = TUPLE_DIMENSIONS.map((d) => !BOUNDED.has(d));
+
+/** The tuple with its free-text dimensions folded into OVERFLOW. */
+export function foldDims(dims: readonly string[]): string[] {
+  return dims.map((v, i) => (FOLD_MASK[i] ? OVERFLOW : v));
+}
 
 interface Cell {
   row: CountRow;
@@ -43,7 +49,7 @@ export class TransactionCounter {
     if (cell === undefined) {
       if (this.cells.size >= this.maxTuples) {
         this.overflowed++;
-        const folded = dims.map((v, i) => (FOLD_MASK[i] ? OVERFLOW : v));
+        const folded = foldDims(dims);
         key = customerId + SEP + hour + SEP + folded.join(SEP);
         cell = this.cells.get(key);
         if (cell === undefined) {

@@ -20,6 +20,9 @@ export const KEY_COLUMNS_SQL = ROLLUP_COLUMNS.slice(0, -3)
   .map((c) => `"${c}"`)
   .join(', ');
 
+/** The three counters summed over a group, as BIGINT (DuckDB's sum widens to HUGEINT). */
+export const SUMS_SQL = 'sum(total)::BIGINT AS total, sum(givt)::BIGINT AS givt, sum(sivt)::BIGINT AS sivt';
+
 /** SQL type of a tuple dimension's column. */
 export function columnType(d: TupleDimension): 'SMALLINT' | 'VARCHAR' {
   return INTEGER_DIMENSIONS.has(d) ? 'SMALLINT' : 'VARCHAR';

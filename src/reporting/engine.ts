@@ -4,7 +4,7 @@
 import { timestampValue, type DuckDBValue } from '@duckdb/node-api';
 import type { Dimension } from '../enums.ts';
 import type { Store } from '../store/db.ts';
-import { groupExpression, tableFor } from './columns.ts';
+import { SUMS_SQL, groupExpression, tableFor } from './columns.ts';
 import { ConcurrencyGate } from './gate.ts';
 import { formatDate, parseReportQuery, type ReportQuery } from './params.ts';
 
@@ -42,6 +42,9 @@ export interface ReportEngineOptions {
   maxQueued?: number;
 }
 
+/** Observers of each report's execution time in seconds (queueing excluded), e.g. /metrics. */
+export type QueryObserver = (seconds: number) => void;
+
 interface Built {
   sql: string;
   params: DuckDBValue[];
@@ -76,7 +79,19 @@ export class ReportEngine {
     return this.gate.run(() => this.execute(customerId, q));
   }
 
+  readonly observers: QueryObserver[] = [];
+
   private async execute(customerId: string, q: ReportQuery): Promise<Report> {
+    const t0 = performance.now();
+    try {
+      return await this.executeTimed(customerId, q);
+    } finally {
+      const seconds = (performance.now() - t0) / 1000;
+      for (const o of this.observers) o(seconds);
+    }
+  }
+
+  private async executeTimed(customerId: string, q: ReportQuery): Promise<Report> {
     const { sql, params } = this.build(customerId, q);
     // A connection of its own: a report never queues behind the writer's transaction.
     const conn = await this.store.connection();
@@ -125,12 +140,11 @@ export class ReportEngine {
     const params: DuckDBValue[] = [];
     const where = this.where(customerId, q, params);
     const table = tableFor(q.groupBy, this.opts.useDailyRollups);
-    const sums = 'sum(total)::BIGINT AS total, sum(givt)::BIGINT AS givt, sum(sivt)::BIGINT AS sivt';
     if (q.groupBy.length === 0) {
       // One total row (zeros when nothing matched); offset ≥ 1 pages past it.
       params.push(q.limit, q.offset);
       return {
-        sql: `SELECT ${sums} FROM ${table} WHERE ${where} LIMIT $${params.length - 1} OFFSET $${params.length}`,
+        sql: `SELECT ${SUMS_SQL} FROM ${table} WHERE ${where} LIMIT $${params.length - 1} OFFSET $${params.length}`,
         params,
       };
     }
@@ -139,7 +153,7 @@ export class ReportEngine {
     params.push(q.limit, q.offset);
     return {
       sql:
-        `SELECT ${keys}, ${sums}, count(*) OVER () AS total_rows FROM ${table} WHERE ${where} ` +
+        `SELECT ${keys}, ${SUMS_SQL}, count(*) OVER () AS total_rows FROM ${table} WHERE ${where} ` +
         `GROUP BY ${order} ORDER BY ${order} LIMIT $${params.length - 1} OFFSET $${params.length}`,
       params,
     };

@@ -2,14 +2,10 @@
 // (customer, hour, tuple). Bounded like the threads' own counters: past `maxTuples`
 // distinct keys, new tuples fold their free-text dimensions into OVERFLOW, so a store
 // that stays down (flushes failing, rows kept) cannot grow memory without limit.
-import { TUPLE_DIMENSIONS } from '../enums.ts';
-import { OVERFLOW, type CountRow } from '../prebid/counts.ts';
+import { foldDims, type CountRow } from '../prebid/counts.ts';
 
 const SEP = '\u001f';
 
-/** Dimensions that are bounded enumerations keep their value when a tuple folds. */
-const KEEP_ON_FOLD: ReadonlySet<string> = new Set(['adt', 'dvt', 'env']);
-const FOLD = TUPLE_DIMENSIONS.map((d) => !KEEP_ON_FOLD.has(d));
 
 function keyOf(customerId: string, hour: number, dims: readonly string[]): string {
   return customerId + SEP + hour + SEP + dims.join(SEP);
@@ -34,7 +30,7 @@ export class PendingCounts {
       let cell = this.cells.get(key);
       if (cell === undefined && this.cells.size >= this.maxTuples) {
         this.folded++;
-        dims = dims.map((v, i) => (FOLD[i] ? OVERFLOW : v));
+        dims = foldDims(dims);
         key = keyOf(r.customerId, r.hour, dims);
         cell = this.cells.get(key);
       }

@@ -9,13 +9,13 @@ import { TUPLE_DIMENSIONS } from '../enums.ts';
 import { log } from '../log.ts';
 import type { CountRow } from '../prebid/counts.ts';
 import type { Queryable, Store } from '../store/db.ts';
-import { INTEGER_DIMENSIONS, KEY_COLUMNS_SQL, ROLLUP_COLUMNS, ROLLUP_TABLES, columnType, type Granularity } from './columns.ts';
+import { INTEGER_DIMENSIONS, KEY_COLUMNS_SQL, ROLLUP_COLUMNS, ROLLUP_TABLES, SUMS_SQL, columnType, type Granularity } from './columns.ts';
 import { PendingCounts } from './pending.ts';
 import { DAY_MS, oldestKeptDayMs } from './retention.ts';
 
 const HOUR_MS = 3_600_000;
-/** Rows per INSERT statement; a flush writes all its chunks in one transaction. */
-const CHUNK_ROWS = 20_000;
+/** Rows per staged chunk (bounds the JSON building between awaits); one transaction per flush. */
+const CHUNK_ROWS = 5_000;
 const CLOSE_ATTEMPTS = 3;
 
 export interface RollupWriterOptions {
@@ -41,7 +41,6 @@ const JSON_STRUCTURE = JSON.stringify({
   s: ['BIGINT'],
 });
 const ALL_COLUMNS_SQL = ROLLUP_COLUMNS.map((c) => `"${c}"`).join(', ');
-const SUMS_SQL = 'sum(total)::BIGINT AS total, sum(givt)::BIGINT AS givt, sum(sivt)::BIGINT AS sivt';
 /** One chunk of the batch, unpacked into a temp table both inserts read from. */
 const STAGE_SQL =
   `CREATE TEMP TABLE flush_batch AS SELECT unnest(v.c) AS customer_id, make_timestamp(unnest(v.h)) AS period_start, ` +
@@ -81,6 +80,8 @@ export interface WriterStats {
   failedFlushes: number;
   rowsWritten: number;
   foldedTuples: number;
+  /** Epoch ms of the last flush that succeeded (empty ones too); null before the first. */
+  lastFlushAt: number | null;
 }
 
 export class RollupWriter {
@@ -92,7 +93,7 @@ export class RollupWriter {
   // Every database step runs in this chain, one at a time, on the writer's own connection.
   private chain: Promise<unknown> = Promise.resolve();
   private closed = false;
-  private readonly counters = { flushes: 0, failedFlushes: 0, rowsWritten: 0 };
+  private readonly counters = { flushes: 0, failedFlushes: 0, rowsWritten: 0, lastFlushAt: null as number | null };
 
   private constructor(
     private readonly conn: Queryable & { close(): void },
@@ -147,7 +148,10 @@ export class RollupWriter {
   flush(): Promise<void> {
     return this.serial(async () => {
       const rows = this.pending.take();
-      if (rows.length === 0) return;
+      if (rows.length === 0) {
+        this.counters.lastFlushAt = Date.now();
+        return;
+      }
       try {
         await this.inTransaction(async () => {
           for (let i = 0; i < rows.length; i += CHUNK_ROWS) {
@@ -165,6 +169,7 @@ export class RollupWriter {
       }
       this.counters.flushes++;
       this.counters.rowsWritten += rows.length;
+      this.counters.lastFlushAt = Date.now();
       for (const r of rows) this.touch(r.hour);
     });
   }

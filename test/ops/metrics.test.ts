@@ -140,6 +140,16 @@ t.test('GET /metrics on the account API port of a running server', async (t) => 
   t.ok(value(s, 'ivtd_reporting_flushes_total', { result: 'ok' })! >= 1, 'the flush is counted');
   t.ok(value(s, 'ivtd_reporting_rows_written_total')! >= 1);
   t.equal(value(s, 'ivtd_reporting_pending_tuples'), 0);
+  t.equal(value(s, 'ivtd_reporting_flush_lag_seconds'), 0, 'nothing pending after the flush: no lag');
+
+  // A real report through the reporting API is timed.
+  const today = new Date().toISOString().slice(0, 10);
+  const auth = 'Basic ' + Buffer.from(`${ts.customer.customer_id}:${ts.customer.reporting_key}`).toString('base64');
+  const report = await fetch(`http://127.0.0.1:${ts.server.ports.reporting}/v1/report?start_date=${today}&end_date=${today}`, { headers: { authorization: auth } });
+  t.equal(report.status, 200);
+  await report.arrayBuffer();
+  s = parse(await (await fetch(`${ts.api}/metrics`)).text());
+  t.equal(value(s, 'ivtd_report_query_duration_seconds_count'), 1, 'the report query is timed');
 
   // A data file dropped into the data dir and reloaded shows up with its modified time.
   const list = join(ts.dataDir, 'hosting-asns.txt');

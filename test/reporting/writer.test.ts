@@ -122,6 +122,7 @@ t.test('flushes append deltas; compaction merges them and keeps every total', as
   t.equal(await w.compact(), 0, 'nothing left to compact');
   t.equal((await engine.run('b', day())).rows[0]!.givt_transactions, 7);
   t.equal(w.stats().flushes, 2);
+  t.ok(w.stats().lastFlushAt! >= NOW, 'the last successful flush is stamped');
 });
 
 t.test('a failed flush writes nothing, keeps its counts, and the next one writes them once', async (t) => {
@@ -135,6 +136,7 @@ t.test('a failed flush writes nothing, keeps its counts, and the next one writes
   t.equal(await storedRows(store), 0, 'no half-written flush');
   t.equal(w.stats().pendingTuples, 1, 'kept in memory');
   t.equal(w.stats().failedFlushes, 1);
+  t.equal(w.stats().lastFlushAt, null, 'no successful flush yet');
   w.add([row('a', {}, 2)]);
   await store.run('ALTER TABLE rollups_away RENAME TO rollups_daily');
   await w.flush();
