@@ -196,7 +196,7 @@ until grep -q '"msg":"data file reloaded"' "$LOG"; do
   (($(ms_now) < deadline)) || fail "no 'data file reloaded' log line 10 s after SIGHUP"
   sleep 0.1
 done
-grep -q '"msg":"SIGHUP: reloading data files"' "$LOG" || fail "no log line about SIGHUP"
+grep -q '"msg":"SIGHUP: reloading config and data files"' "$LOG" || fail "no log line about SIGHUP"
 kill -0 "$PID" 2>/dev/null || fail "the server died on SIGHUP"
 http "$BASE1/health-check"
 [[ "$STATUS" == 200 ]] || fail "health after SIGHUP: $STATUS"
