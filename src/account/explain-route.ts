@@ -2,11 +2,11 @@
 // on the account port (Bearer). Runs the lookup on the main thread's engine over the same
 // data and keys and returns the response plus the reason codes and raw signals behind it.
 // Never served on 9898. A customer may explain only lookups of its own partner ID.
-import type { SessionGuard } from '../account/session.ts';
+import type { SessionGuard } from './session.ts';
 import { HttpError } from '../errors.ts';
 import { sendJson, type Router } from '../http/router.ts';
 import type { Store } from '../store/db.ts';
-import type { LookupEngine } from './lookup.ts';
+import type { LookupEngine } from '../prebid/lookup.ts';
 
 export const EXPLAIN_PATH = '/v1/account/explain';
 

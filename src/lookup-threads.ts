@@ -1,12 +1,13 @@
 // The main thread's side of the pre-bid listener: starts the lookup threads, pushes keys
-// and data to them, collects their count deltas, and stops them in order.
+// and data to them, collects their count deltas, and stops them in order. What runs inside
+// the threads is in src/prebid.
 import { createServer, type AddressInfo } from 'node:net';
 import type { Worker } from 'node:worker_threads';
-import type { DataBundle } from '../data/bundle.ts';
-import type { CountRow } from './counts.ts';
-import type { KeyRecord } from './keys.ts';
-import type { FromWorker, LookupStats, LookupWorkerInit, ToWorker } from './messages.ts';
-import { startLookupWorker } from './spawn.ts';
+import type { DataBundle } from './data/bundle.ts';
+import type { CountRow } from './prebid/counts.ts';
+import type { KeyRecord } from './prebid/keys.ts';
+import type { FromWorker, LookupStats, LookupWorkerInit, ToWorker } from './prebid/messages.ts';
+import { startWorker } from './runtime/worker-entry.ts';
 
 export interface LookupServerOptions {
   host: string;
@@ -59,7 +60,8 @@ export class LookupServer {
       maxTuples: this.opts.maxTuples ?? 50_000,
       countsIntervalMs: this.opts.countsIntervalMs ?? 1000,
     };
-    const worker = startLookupWorker(init);
+    // The same way from a checkout and inside the binary (src/runtime/worker-entry.ts).
+    const worker = startWorker('lookup', init);
     const slot: Slot = { worker, index };
     this.slots.push(slot);
     return new Promise((resolve, reject) => {
