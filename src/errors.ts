@@ -13,6 +13,8 @@ export const ERROR_CODES = {
   invalid_request: 400,
   invalid_session: 400,
   unauthorized: 401,
+  /** OAuth2 (RFC 6749 5.2): a refresh token that is unknown, expired, reused or revoked. */
+  invalid_grant: 401,
   forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,

@@ -95,7 +95,7 @@ export function mountAuthRoutes(router: Router, deps: AuthDeps): void {
   router.post('/refresh_token', async (ctx: Ctx) => {
     const token = refreshTokenFrom(await readJsonObject(ctx.req, { limit: TOKEN_BODY_LIMIT }));
     const r = await rotateRefreshToken(store, token, config.refreshTokenTtl);
-    if (!r.ok) throw new HttpError('unauthorized', REFUSALS[r.reason]);
+    if (!r.ok) throw new HttpError('invalid_grant', REFUSALS[r.reason]);
     sendJson(ctx.res, 200, await tokenResponse(tokens, r.owner, r.refresh_token));
   });
 

@@ -98,7 +98,7 @@ t.test('refresh rotates the token; a reused token revokes the whole session', as
   // the first token again: refused, and the family is revoked
   const reuse = await call(api, 'POST', '/refresh_token', { json: { refresh_token: first.refresh_token } });
   t.equal(reuse.status, 401);
-  t.match(reuse.body, { error: 'unauthorized', message: /already used/ });
+  t.match(reuse.body, { error: 'invalid_grant', message: /already used/ });
   const latest = await call(api, 'POST', '/refresh_token', { json: { refresh_token: r2.body.refresh_token } });
   t.equal(latest.status, 401, 'the newest token of the family is revoked too');
   t.match(latest.body.message, /ended|revoked/);
