@@ -33,14 +33,17 @@ export class LookupServer {
 
   constructor(private readonly opts: LookupServerOptions) {}
 
-  /** Starts every thread; resolves with the bound port once all listen. */
-  async start(bundle: DataBundle, keys: KeyRecord[]): Promise<number> {
+  /**
+   * Starts every thread; resolves with the bound port once all listen. Until `reload`
+   * hands them data, the threads answer lookups and /health-check with 503.
+   */
+  async start(keys: KeyRecord[]): Promise<number> {
     let port = this.opts.port;
     // uSockets shares a port across threads only when it is given explicitly: with several
     // threads, an ephemeral port (0) is chosen here first.
     if (port === 0 && this.opts.threads > 1) port = await freePort(this.opts.host);
     try {
-      for (let i = 0; i < this.opts.threads; i++) port = await this.spawn(i, port, bundle, keys);
+      for (let i = 0; i < this.opts.threads; i++) port = await this.spawn(i, port, keys);
     } catch (e) {
       await this.stop().catch(() => undefined);
       throw e;
@@ -50,12 +53,11 @@ export class LookupServer {
     return port;
   }
 
-  private spawn(index: number, port: number, bundle: DataBundle, keys: KeyRecord[]): Promise<number> {
+  private spawn(index: number, port: number, keys: KeyRecord[]): Promise<number> {
     const init: LookupWorkerInit = {
       index,
       host: this.opts.host,
       port,
-      bundle,
       keys,
       maxTuples: this.opts.maxTuples ?? 50_000,
       countsIntervalMs: this.opts.countsIntervalMs ?? 1000,
@@ -115,7 +117,7 @@ export class LookupServer {
     for (const s of this.slots) s.worker.postMessage({ type: 'keys', keys } satisfies ToWorker);
   }
 
-  /** Sends new data to every thread; resolves with the failures (empty when all swapped). */
+  /** Sends data to every thread (first load or reload); resolves with the failures (empty when all swapped). */
   async reload(bundle: DataBundle): Promise<string[]> {
     const id = this.nextDataId++;
     const answers = await Promise.all(

@@ -51,11 +51,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     log.info({ path: store.path, schema: await store.schemaVersion() }, 'store opened');
     const first = await ensureFirstCustomer(store);
 
-    let bundle = loadBundle(config);
-    let built = buildLookupData(bundle);
-    for (const f of describeBundle(bundle)) log.info(f, 'data file loaded');
-    for (const w of built.warnings) log.warn({ warning: w }, 'data warning');
-    let engine = new LookupEngine(built.data);
+    // Assigned once the data is loaded (below), before anything reads them.
+    let bundle: DataBundle;
+    let built: ReturnType<typeof buildLookupData>;
+    let engine: LookupEngine;
 
     const countSinks: RunningServer['countSinks'] = [];
     // The writer's final flush must run after lookups.stop (which delivers the last
@@ -91,9 +90,19 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       refreshKeys().catch((e: Error) => log.error({ err: e.message }, 'key refresh failed'));
     };
     const keys = await activePrebidKeys(store);
-    engine.keys.replace(keys);
-    const prebidPort = await lookups.start(bundle, keys);
+    // The port opens first and answers 503 (lookups and /health-check) until the data is in.
+    const prebidPort = await lookups.start(keys);
     cleanup.unshift(() => lookups.stop());
+    log.info({ host: config.host, port: prebidPort }, 'pre-bid port open; lookups answer 503 until the data is loaded');
+
+    bundle = loadBundle(config);
+    built = buildLookupData(bundle);
+    for (const f of describeBundle(bundle)) log.info(f, 'data file loaded');
+    for (const w of built.warnings) log.warn({ warning: w }, 'data warning');
+    engine = new LookupEngine(built.data);
+    engine.keys.replace(keys);
+    const failures = await lookups.reload(bundle);
+    if (failures.length) throw new Error(`lookup threads could not load the data: ${failures.join('; ')}`);
     log.info({ host: config.host, port: prebidPort, threads: config.threads }, 'pre-bid lookups listening');
 
     // Drops keys whose grace period ended (the threads also check expiry per lookup).

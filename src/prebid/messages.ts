@@ -7,7 +7,6 @@ export interface LookupWorkerInit {
   index: number;
   host: string;
   port: number;
-  bundle: DataBundle;
   keys: KeyRecord[];
   maxTuples: number;
   /** Milliseconds between count flushes to the main thread. */

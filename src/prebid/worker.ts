@@ -21,14 +21,9 @@ function emptyStats(): LookupStats {
 
 export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void {
   const post = (m: FromWorker) => port.postMessage(m);
-  let engine: LookupEngine;
-  try {
-    engine = new LookupEngine(buildLookupData(init.bundle).data, { maxTuples: init.maxTuples });
-  } catch (e) {
-    post({ type: 'listen-failed', index: init.index, message: (e as Error).message });
-    return;
-  }
-  engine.keys.replace(init.keys);
+  // Null until the first data message: the port is open but lookups and health answer 503.
+  let engine: LookupEngine | null = null;
+  let keys = init.keys;
   let stats = emptyStats();
   let draining = false;
   let listenSocket: uWS.us_listen_socket | null = null;
@@ -65,6 +60,9 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       } else if (draining) {
         status = 503;
         fail(res, 503, 'unavailable', 'This ivtd instance is shutting down; retry on another instance.');
+      } else if (engine === null) {
+        status = 503;
+        fail(res, 503, 'unavailable', 'Lookup data is still loading; retry in a moment.');
       } else {
         const out = engine.lookup(query, Date.now());
         status = out.status;
@@ -72,7 +70,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
         reply(res, out.status, out.body);
       }
     } else if (url === HEALTH_PATH) {
-      status = draining ? 503 : 200;
+      status = draining || engine === null ? 503 : 200;
       reply(res, status, null);
       return; // health checks are not lookups: keep them out of the stats
     } else if (url.toLowerCase() === LOOKUP_PATH || url.toLowerCase() === HEALTH_PATH) {
@@ -94,10 +92,11 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   const flush = (): { rows: ReturnType<LookupEngine['counts']['drain']>; stats: LookupStats } => {
     const s = stats;
     // Stats are deltas since the last report; the counter's own total is cumulative.
-    s.overflowed = engine.counts.overflowed - overflowReported;
-    overflowReported = engine.counts.overflowed;
+    const overflowed = engine?.counts.overflowed ?? 0;
+    s.overflowed = overflowed - overflowReported;
+    overflowReported = overflowed;
     stats = emptyStats();
-    return { rows: engine.counts.drain(), stats: s };
+    return { rows: engine?.counts.drain() ?? [], stats: s };
   };
   const timer = setInterval(() => {
     const { rows, stats: s } = flush();
@@ -106,11 +105,17 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
 
   port.on('message', (m: ToWorker) => {
     if (m.type === 'keys') {
-      engine.keys.replace(m.keys);
+      keys = m.keys;
+      engine?.keys.replace(keys);
     } else if (m.type === 'data') {
       try {
         // Built aside, then swapped in one assignment: lookups never see half-loaded data.
-        engine.data = buildLookupData(m.bundle, engine.data.ua).data;
+        if (engine === null) {
+          engine = new LookupEngine(buildLookupData(m.bundle).data, { maxTuples: init.maxTuples });
+          engine.keys.replace(keys);
+        } else {
+          engine.data = buildLookupData(m.bundle, engine.data.ua).data;
+        }
         post({ type: 'data-ok', index: init.index, id: m.id });
       } catch (e) {
         post({ type: 'data-failed', index: init.index, id: m.id, message: (e as Error).message });
