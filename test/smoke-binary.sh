@@ -91,7 +91,8 @@ say "version: $(head -1 <<<"$VERSION_OUT"), $(sed -n 2p <<<"$VERSION_OUT" | awk 
 
 # start: launches the server in the background (stdout+stderr to LOG, appended); sets PID and HEALTHY_MS.
 start() {
-  local t0 deadline
+  local t0 deadline ready_before
+  ready_before=$(grep -c '"msg":"ivtd ready"' "$LOG" 2>/dev/null || true)
   t0=$(ms_now)
   env -i "${SERVE[@]}" >>"$LOG" 2>&1 &
   PID=$!
@@ -104,6 +105,13 @@ start() {
     sleep 0.05
   done
   HEALTHY_MS=$(($(ms_now) - t0))
+  # Health covers lookups; the account and reporting listeners (and the first-start
+  # credentials) follow a few milliseconds later, announced by the "ivtd ready" line.
+  until (($(grep -c '"msg":"ivtd ready"' "$LOG") > ${ready_before:-0})); do
+    kill -0 "$PID" 2>/dev/null || fail "the server exited during startup"
+    (($(ms_now) < deadline)) || fail "no 'ivtd ready' log line within ${START_TIMEOUT} s"
+    sleep 0.05
+  done
 }
 
 # stop: SIGTERM, then the exit code must be 0 within STOP_TIMEOUT.
