@@ -80,8 +80,14 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       onWorkerError: (index, err) => log.error({ thread: index, err: err.message }, 'lookup thread failed'),
     });
 
+    // Pushed only when the live set changed: a push replaces each thread's key table and
+    // empties its memo of verified keys. Expiry itself is checked per lookup.
+    let pushedKeys = '';
     const refreshKeys = async () => {
       const keys = await activePrebidKeys(store);
+      const fingerprint = JSON.stringify(keys);
+      if (fingerprint === pushedKeys) return;
+      pushedKeys = fingerprint;
       lookups.pushKeys(keys);
       engine.keys.replace(keys);
     };
@@ -90,6 +96,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       refreshKeys().catch((e: Error) => log.error({ err: e.message }, 'key refresh failed'));
     };
     const keys = await activePrebidKeys(store);
+    pushedKeys = JSON.stringify(keys);
     // The port opens first and answers 503 (lookups and /health-check) until the data is in.
     const prebidPort = await lookups.start(keys);
     cleanup.unshift(() => lookups.stop());
@@ -165,8 +172,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         }
         bundle = next;
         running.bundle = next;
-        engine = new LookupEngine(built.data);
-        await refreshKeys();
+        // Same swap as the lookup threads: new data, same keys and history.
+        engine.data = built.data;
         for (const f of describeBundle(next)) log.info(f, 'data file reloaded');
         return { ok: true, errors: [] };
       },

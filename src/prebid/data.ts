@@ -2,7 +2,7 @@
 // first (so a bad file is refused before any lookup thread sees it) and then on each
 // lookup thread, which owns its copy.
 import type { DataBundle, DataFile } from '../data/bundle.ts';
-import { IfaList } from '../signals/ifa-list.ts';
+import { IfaList } from '../signals/ifa.ts';
 import { loadIpIntel } from '../signals/ip.ts';
 import { SellersRegistry } from '../signals/schain.ts';
 import { UaAnalyzer } from '../signals/ua.ts';

@@ -1,7 +1,7 @@
 // Pre-bid API keys as the lookup thread sees them: partner → hashed keys, pushed by the
 // main thread whenever keys change. Verified raw keys are memoised so the steady state
 // costs one Map lookup instead of a SHA-256 per request.
-import { createHash } from 'node:crypto';
+import { hashKey } from '../store/secrets.ts';
 
 export interface KeyRecord {
   customer_id: string;
@@ -42,7 +42,7 @@ export class KeyTable {
     let e = this.memo.get(key);
     if (e === undefined) {
       if (key.length > 256) return null;
-      e = this.byHash.get(createHash('sha256').update(key).digest('hex'));
+      e = this.byHash.get(hashKey(key));
       if (e === undefined) return null;
       // Only live keys are memoised; the memo is bounded and reset when full.
       if (this.memo.size >= MEMO_MAX) this.memo.clear();

@@ -1,12 +1,12 @@
 // The lookup itself: scan → authenticate → validate → signals → score → JSON, all
 // synchronous over memory owned by the calling thread. One LookupEngine per thread.
-import { environmentOf, type Band, type TransactionClass } from '../enums.ts';
+import { TUPLE_DIMENSIONS, environmentOf, type Band, type TransactionClass } from '../enums.ts';
 import { History, ipBotActivity } from '../signals/history.ts';
 import type { IpAssessment, IpIntel } from '../signals/ip.ts';
-import type { IfaList } from '../signals/ifa-list.ts';
+import { ifaMalformed, isZeroIfa, type IfaList } from '../signals/ifa.ts';
 import { parseSchain, type SellersRegistry } from '../signals/schain.ts';
 import { classifyTransaction, outcomeForHistory, score, type ScoreInputs, type ScoreResult } from '../signals/score.ts';
-import { ifaMalformed, isZeroIfa, uaConsistency, type UaAnalyzer, type UaInfo } from '../signals/ua.ts';
+import { uaConsistency, type UaAnalyzer, type UaInfo } from '../signals/ua.ts';
 import { TransactionCounter } from './counts.ts';
 import { KeyTable } from './keys.ts';
 import { QueryScanner } from './query.ts';
@@ -48,7 +48,7 @@ export class LookupEngine {
   readonly counts: TransactionCounter;
   private readonly scanner = new QueryScanner();
   private readonly req: LookupRequest = emptyRequest();
-  private readonly dims: string[] = new Array(18).fill('');
+  private readonly dims: string[] = new Array(TUPLE_DIMENSIONS.length).fill('');
   private readonly inputs: ScoreInputs;
 
   constructor(

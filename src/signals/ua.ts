@@ -511,36 +511,3 @@ export function uaConsistency(
   }
   return CONSISTENT;
 }
-
-// ---- IFA ------------------------------------------------------------------------------
-
-export const ZERO_IFA = '00000000-0000-0000-0000-000000000000';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const IFA_MACRO = /[{}[\]$%]|^__|__$/;
-
-/**
- * '' when the IFA is a well-formed UUID (IDFA, AAID, RIDA, TIFA, AFAI... all are), else a
- * reason: 'empty', 'macro' (unexpanded template), 'length', 'not_uuid', 'repeated'
- * (one hex digit repeated, other than the all-zero LAT value, see isZeroIfa).
- */
-export function ifaMalformed(ifa: string): string {
-  if (ifa.length === 0) return 'empty';
-  if (IFA_MACRO.test(ifa)) return 'macro';
-  if (ifa.length !== 36) return 'length';
-  if (!UUID.test(ifa)) return 'not_uuid';
-  if (ifa !== ZERO_IFA) {
-    const first = ifa.charCodeAt(0) | 0x20;
-    let same = true;
-    for (let i = 1; i < 36 && same; i++) {
-      const c = ifa.charCodeAt(i);
-      if (c !== 0x2d && (c | 0x20) !== first) same = false;
-    }
-    if (same) return 'repeated';
-  }
-  return '';
-}
-
-/** All-zero IFA: the device has limited ad tracking (or ATT denied), not a malformed ID. */
-export function isZeroIfa(ifa: string): boolean {
-  return ifa === ZERO_IFA;
-}

@@ -24,6 +24,11 @@ t.test('explain a lookup on the account port', async (t) => {
   t.match(body.reasons.join(' '), /asn_hosting|hosting/, 'names the hosting signal');
   t.equal(body.transaction, 'givt');
 
+  // A data reload keeps the admin-side engine's keys.
+  t.same(await srv.server.reload(), { ok: true, errors: [] });
+  const again = await fetch(`${api}/v1/account/explain?${q(srv.customer.partner_id)}`, { headers: { authorization: `Bearer ${token}` } });
+  t.match(await again.json(), { status: 200, transaction: 'givt' }, 'explain still authorizes after a reload');
+
   const lookup = await fetch(`${srv.prebid}/api/v1/ivt/lookup?${q(srv.customer.partner_id)}`);
   const text = await lookup.text();
   t.notMatch(text, /reasons|asn_hosting/, 'no reason codes on the lookup port');

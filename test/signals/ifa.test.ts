@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { IfaList } from '../../src/signals/ifa-list.ts';
+import { IfaList, ZERO_IFA, ifaMalformed, isZeroIfa } from '../../src/signals/ifa.ts';
 
 t.test('parses IFAs, comments and blank lines, case-insensitively', async (t) => {
   const list = IfaList.parse(
@@ -55,4 +55,23 @@ t.test('the shipped list parses and leaves limited-ad-tracking users alone', asy
   for (const line of text.split('\n')) {
     if (/^[0-9a-f-]{36}/i.test(line)) t.match(line, /#\s*\S/, `explains why: ${line.slice(0, 36)}`);
   }
+});
+
+t.test('ifaMalformed and isZeroIfa', async (t) => {
+  t.equal(ifaMalformed('6d92078a-8246-4ba4-ae5b-76104861e7dc'), '', 'AAID (lowercase)');
+  t.equal(ifaMalformed('EA7583CD-A667-48BC-B806-42ECB2B48606'), '', 'IDFA (uppercase)');
+  t.equal(ifaMalformed(ZERO_IFA), '', 'all-zero LAT IFA is well-formed');
+  t.equal(isZeroIfa(ZERO_IFA), true);
+  t.equal(isZeroIfa('6d92078a-8246-4ba4-ae5b-76104861e7dc'), false);
+  t.equal(ifaMalformed(''), 'empty');
+  t.equal(ifaMalformed('{IFA}'), 'macro');
+  t.equal(ifaMalformed('${DEVICE_IFA}'), 'macro');
+  t.equal(ifaMalformed('[IFA]'), 'macro');
+  t.equal(ifaMalformed('__IFA__'), 'macro');
+  t.equal(ifaMalformed('6d92078a82464ba4ae5b76104861e7dc'), 'length', 'hex without dashes');
+  t.equal(ifaMalformed('6d92078a-8246-4ba4-ae5b-76104861e7dcff'), 'length');
+  t.equal(ifaMalformed('6d92078a-8246-4ba4-ae5b-76104861e7dz'), 'not_uuid', 'non-hex digit');
+  t.equal(ifaMalformed('6d92078a8-246-4ba4-ae5b-76104861e7dc'), 'not_uuid', 'dash misplaced');
+  t.equal(ifaMalformed('ffffffff-ffff-ffff-ffff-ffffffffffff'), 'repeated');
+  t.equal(ifaMalformed('11111111-1111-1111-1111-111111111111'), 'repeated');
 });
