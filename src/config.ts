@@ -24,6 +24,7 @@ export const OPTIONS = {
   apiPort: { flag: 'api-port', kind: 'int', default: DEFAULT_PORTS.api, help: 'Account API + dashboard + /metrics port.', min: 0, max: 65535 },
   reportingPort: { flag: 'reporting-port', kind: 'int', default: DEFAULT_PORTS.reporting, help: 'Reporting API port.', min: 0, max: 65535 },
   threads: { flag: 'threads', kind: 'int', default: 1, help: 'Lookup worker threads sharing the pre-bid port.', min: 1, max: 64 },
+  memoryBudget: { flag: 'memory-budget', kind: 'int', default: 256, help: 'MB that lookup history, verdict caches and pending reporting counts take together, whatever the traffic (split in README).', min: 32, max: 1048576 },
   config: { flag: 'config', kind: 'path', default: undefined, help: 'JSON config file (keys are the camelCase option names).' },
   mmdbCountry: { flag: 'mmdb-country', kind: 'path', default: undefined, help: 'MaxMind GeoIP2/GeoLite2-Country (or compatible) MMDB instead of the embedded country db.' },
   mmdbAsn: { flag: 'mmdb-asn', kind: 'path', default: undefined, help: 'MaxMind GeoIP2/GeoLite2-ASN MMDB instead of the embedded ASN range table.' },
@@ -47,6 +48,7 @@ export interface Config {
   apiPort: number;
   reportingPort: number;
   threads: number;
+  memoryBudget: number;
   config: string | undefined;
   mmdbCountry: string | undefined;
   mmdbAsn: string | undefined;

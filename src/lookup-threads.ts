@@ -4,8 +4,9 @@
 import { createServer, type AddressInfo } from 'node:net';
 import type { Worker } from 'node:worker_threads';
 import type { DataBundle } from './data/bundle.ts';
-import type { CountRow } from './prebid/counts.ts';
-import type { KeyRecord } from './prebid/keys.ts';
+import type { LookupMemory } from './memory/budget.ts';
+import type { CountRow } from './reporting/tuple.ts';
+import type { LiveKey } from './prebid/keys.ts';
 import type { FromWorker, LookupStats, LookupWorkerInit, ToWorker } from './prebid/messages.ts';
 import { startWorker } from './runtime/worker-entry.ts';
 
@@ -13,7 +14,8 @@ export interface LookupServerOptions {
   host: string;
   port: number;
   threads: number;
-  maxTuples?: number;
+  /** The shared tables every thread opens (allocated once by the main thread). */
+  memory: LookupMemory;
   countsIntervalMs?: number;
   onCounts: (rows: CountRow[], stats: LookupStats) => void;
   onWorkerError?: (index: number, err: Error) => void;
@@ -26,7 +28,6 @@ interface Slot {
 
 export class LookupServer {
   private slots: Slot[] = [];
-  private nextDataId = 1;
   private pending = new Map<string, { resolve: (v: FromWorker) => void }>();
   port = 0;
   listening = false;
@@ -37,7 +38,7 @@ export class LookupServer {
    * Starts every thread; resolves with the bound port once all listen. Until `reload`
    * hands them data, the threads answer lookups and /health-check with 503.
    */
-  async start(keys: KeyRecord[]): Promise<number> {
+  async start(keys: LiveKey[]): Promise<number> {
     let port = this.opts.port;
     // uSockets shares a port across threads only when it is given explicitly: with several
     // threads, an ephemeral port (0) is chosen here first.
@@ -53,13 +54,13 @@ export class LookupServer {
     return port;
   }
 
-  private spawn(index: number, port: number, keys: KeyRecord[]): Promise<number> {
+  private spawn(index: number, port: number, keys: LiveKey[]): Promise<number> {
     const init: LookupWorkerInit = {
       index,
       host: this.opts.host,
       port,
       keys,
-      maxTuples: this.opts.maxTuples ?? 50_000,
+      memory: this.opts.memory,
       countsIntervalMs: this.opts.countsIntervalMs ?? 1000,
     };
     // The same way from a checkout and inside the binary (src/runtime/worker-entry.ts).
@@ -113,13 +114,15 @@ export class LookupServer {
     });
   }
 
-  pushKeys(keys: KeyRecord[]): void {
+  pushKeys(keys: LiveKey[]): void {
     for (const s of this.slots) s.worker.postMessage({ type: 'keys', keys } satisfies ToWorker);
   }
 
-  /** Sends data to every thread (first load or reload); resolves with the failures (empty when all swapped). */
-  async reload(bundle: DataBundle): Promise<string[]> {
-    const id = this.nextDataId++;
+  /**
+   * Sends data to every thread (first load or reload) as load number `id` (the data
+   * generation); resolves with the failures (empty when all swapped).
+   */
+  async reload(bundle: DataBundle, id: number): Promise<string[]> {
     const answers = await Promise.all(
       this.slots.map((s) => this.ask(s, { type: 'data', id, bundle }, `data:${id}:${s.index}`, 30_000)),
     );

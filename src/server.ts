@@ -5,9 +5,10 @@ import { diffConfig, type Config } from './config.ts';
 import { versionInfo } from './ops/version.ts';
 import { describeBundle, loadBundle, type DataBundle } from './data/bundle.ts';
 import { log } from './log.ts';
+import { allocateLookupMemory, describePlan, planMemory } from './memory/budget.ts';
 import { buildLookupData } from './prebid/data.ts';
-import type { CountRow } from './prebid/counts.ts';
-import { LookupEngine } from './prebid/lookup.ts';
+import type { CountRow } from './reporting/tuple.ts';
+import { LookupEngine } from './prebid/pipeline.ts';
 import type { LookupStats } from './prebid/messages.ts';
 import { mountExplainRoute } from './account/explain-route.ts';
 import { LookupServer } from './lookup-threads.ts';
@@ -24,7 +25,7 @@ export interface RunningServer {
   config: Config;
   store: Store;
   ports: { prebid: number; api: number; reporting: number };
-  /** Main-thread engine over the same data, for the admin-side explain tool. */
+  /** Main-thread engine over the same data and shared state, for the admin-side explain tool. */
   explainEngine(): LookupEngine;
   reload(): Promise<{ ok: boolean; errors: string[] }>;
   refreshKeys(): Promise<void>;
@@ -56,10 +57,16 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     let built: ReturnType<typeof buildLookupData>;
     let engine: LookupEngine;
 
+    // One budget for everything that grows with traffic, allocated once (src/memory/budget.ts).
+    const plan = planMemory(config.memoryBudget, config.threads);
+    const memory = allocateLookupMemory(plan);
+    // Each load of the data files is numbered; the shared IP verdict cache keys on it.
+    let dataGeneration = 1;
+
     const countSinks: RunningServer['countSinks'] = [];
     // The writer's final flush must run after lookups.stop (which delivers the last
     // counts) and before store.close: unshifted here, it stays behind all later steps.
-    const reporting = await openReporting(config, store);
+    const reporting = await openReporting(config, store, { pendingBytes: plan.pendingCountsBytes });
     countSinks.push((rows) => reporting.writer.add(rows));
     cleanup.unshift(() => reporting.writer.close());
     const metrics = new ServiceMetrics({
@@ -67,6 +74,19 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       bundle: () => bundle,
       keysLoaded: () => engine.keys.size,
       flushStats: () => reporting.writer.stats(),
+      memory: () => {
+        const src = engine.sources;
+        return {
+          parts: {
+            history: plan.historyBytes,
+            ua_cache: plan.uaCacheBytes,
+            ip_cache: plan.ipCacheBytes,
+            thread_counts: plan.threadCountsBytes * plan.threads,
+            pending_counts: plan.pendingCountsBytes,
+          },
+          occupancy: { ...src.history.occupancy(), uas: src.uaCache.occupancy(), ip_verdicts: src.ipCache.occupancy() },
+        };
+      },
     });
     countSinks.push((_rows, stats) => metrics.recordLookups(stats));
     reporting.engine.observers.push((seconds) => metrics.observeReportQuery(seconds));
@@ -74,6 +94,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       host: config.host,
       port: config.prebidPort,
       threads: config.threads,
+      memory,
       onCounts: (rows, stats) => {
         for (const sink of countSinks) sink(rows, stats);
       },
@@ -103,12 +124,17 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     log.info({ host: config.host, port: prebidPort }, 'pre-bid port open; lookups answer 503 until the data is loaded');
 
     bundle = loadBundle(config);
-    built = buildLookupData(bundle);
+    built = buildLookupData(bundle, dataGeneration);
     for (const f of describeBundle(bundle)) log.info(f, 'data file loaded');
     for (const w of built.warnings) log.warn({ warning: w }, 'data warning');
-    engine = new LookupEngine(built.data);
+    engine = new LookupEngine(built.data, memory);
     engine.keys.replace(keys);
-    const failures = await lookups.reload(bundle);
+    const src = engine.sources;
+    log.info(
+      describePlan(plan, { ...src.history.capacity, uas: src.uaCache.capacity, ipVerdicts: src.ipCache.capacity }),
+      'memory budget: history, caches and pending counts stay within it',
+    );
+    const failures = await lookups.reload(bundle, dataGeneration);
     if (failures.length) throw new Error(`lookup threads could not load the data: ${failures.join('; ')}`);
     log.info({ host: config.host, port: prebidPort, threads: config.threads }, 'pre-bid lookups listening');
 
@@ -155,9 +181,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       refreshKeys,
       async reload() {
         let next: DataBundle;
+        const generation = dataGeneration + 1;
         try {
           next = loadBundle(config);
-          const b = buildLookupData(next);
+          const b = buildLookupData(next, generation);
           for (const w of b.warnings) log.warn({ warning: w }, 'data warning');
           built = b;
         } catch (e) {
@@ -165,11 +192,12 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
           log.error({ err: msg }, 'reload refused: keeping the data already loaded');
           return { ok: false, errors: [msg] };
         }
-        const failures = await lookups.reload(next);
+        const failures = await lookups.reload(next, generation);
         if (failures.length) {
           for (const f of failures) log.error({ err: f }, 'reload failed on a lookup thread');
           return { ok: false, errors: failures };
         }
+        dataGeneration = generation;
         bundle = next;
         running.bundle = next;
         // Same swap as the lookup threads: new data, same keys and history.

@@ -1,14 +1,16 @@
 // Messages between the main thread and the lookup threads.
 import type { DataBundle } from '../data/bundle.ts';
-import type { CountRow } from './counts.ts';
-import type { KeyRecord } from './keys.ts';
+import type { LookupMemory } from '../memory/budget.ts';
+import type { CountRow } from '../reporting/tuple.ts';
+import type { LiveKey } from './keys.ts';
 
 export interface LookupWorkerInit {
   index: number;
   host: string;
   port: number;
-  keys: KeyRecord[];
-  maxTuples: number;
+  keys: LiveKey[];
+  /** The process's shared tables (history, caches) and this thread's share of the budget. */
+  memory: LookupMemory;
   /** Milliseconds between count flushes to the main thread. */
   countsIntervalMs: number;
 }
@@ -21,6 +23,13 @@ export interface LookupStats {
   latency: number[];
   latencySumUs: number;
   overflowed: number;
+  /** Shared-cache hits and misses of this thread (UA and IP verdicts). */
+  uaHits: number;
+  uaMisses: number;
+  ipHits: number;
+  ipMisses: number;
+  /** Times a shared-table lock was not acquired within its spin limit. */
+  contended: number;
 }
 
 /** Upper bounds (µs) of the lookup latency histogram buckets; a last bucket is +Inf. */
@@ -28,7 +37,7 @@ export const LATENCY_BUCKETS_US = [10, 25, 50, 100, 250, 500, 1000, 2500, 10000]
 
 export type ToWorker =
   | { type: 'data'; id: number; bundle: DataBundle }
-  | { type: 'keys'; keys: KeyRecord[] }
+  | { type: 'keys'; keys: LiveKey[] }
   | { type: 'stop' };
 
 export type FromWorker =

@@ -1,11 +1,13 @@
-// A lookup thread: its own uWebSockets.js app on the shared pre-bid port, its own copy
-// of the lookup data, history and counters. Nothing here waits on I/O or logs per request.
+// A lookup thread: its own uWebSockets.js app on the shared pre-bid port. History and the
+// verdict caches are the process's shared tables (init.memory); the data files' bytes are
+// shared too. Nothing here waits on I/O or logs per request.
 import uWS from 'uWebSockets.js';
 import type { MessagePort } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { STATUS_TEXT } from '../errors.ts';
 import { buildLookupData } from './data.ts';
-import { LookupEngine } from './lookup.ts';
+import { LookupEngine } from './pipeline.ts';
+import type { CountRow } from '../reporting/tuple.ts';
 import { LATENCY_BUCKETS_US, type FromWorker, type LookupStats, type LookupWorkerInit, type ToWorker } from './messages.ts';
 
 export const LOOKUP_PATH = '/api/v1/ivt/lookup';
@@ -16,7 +18,17 @@ export const MAX_REQUEST_BYTES = 8192;
 const JSON_TYPE = 'application/json';
 
 function emptyStats(): LookupStats {
-  return { byStatus: {}, byBand: {}, latency: new Array(LATENCY_BUCKETS_US.length + 1).fill(0), latencySumUs: 0, overflowed: 0 };
+  return {
+    byStatus: {}, byBand: {}, latency: new Array(LATENCY_BUCKETS_US.length + 1).fill(0), latencySumUs: 0, overflowed: 0,
+    uaHits: 0, uaMisses: 0, ipHits: 0, ipMisses: 0, contended: 0,
+  };
+}
+
+/** Cumulative counters of an engine whose per-interval deltas go into the stats. */
+function cumulative(e: LookupEngine | null): number[] {
+  if (e === null) return [0, 0, 0, 0, 0, 0];
+  const s = e.sources;
+  return [e.counts.folded, s.uaCache.hits, s.uaCache.misses, s.ipCache.hits, s.ipCache.misses, s.history.contended];
 }
 
 export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void {
@@ -88,15 +100,16 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     stats.latencySumUs += us;
   });
 
-  let overflowReported = 0;
-  const flush = (): { rows: ReturnType<LookupEngine['counts']['drain']>; stats: LookupStats } => {
+  let reported = cumulative(null);
+  const flush = (): { rows: CountRow[]; stats: LookupStats } => {
     const s = stats;
-    // Stats are deltas since the last report; the counter's own total is cumulative.
-    const overflowed = engine?.counts.overflowed ?? 0;
-    s.overflowed = overflowed - overflowReported;
-    overflowReported = overflowed;
+    // Stats are deltas since the last report; the engine's counters are cumulative.
+    const now = cumulative(engine);
+    const d = now.map((v, i) => v - reported[i]!);
+    [s.overflowed, s.uaHits, s.uaMisses, s.ipHits, s.ipMisses, s.contended] = d as [number, number, number, number, number, number];
+    reported = now;
     stats = emptyStats();
-    return { rows: engine?.counts.drain() ?? [], stats: s };
+    return { rows: engine?.counts.take() ?? [], stats: s };
   };
   const timer = setInterval(() => {
     const { rows, stats: s } = flush();
@@ -110,11 +123,12 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     } else if (m.type === 'data') {
       try {
         // Built aside, then swapped in one assignment: lookups never see half-loaded data.
+        const data = buildLookupData(m.bundle, m.id).data;
         if (engine === null) {
-          engine = new LookupEngine(buildLookupData(m.bundle).data, { maxTuples: init.maxTuples });
+          engine = new LookupEngine(data, init.memory);
           engine.keys.replace(keys);
         } else {
-          engine.data = buildLookupData(m.bundle, engine.data.ua).data;
+          engine.data = data;
         }
         post({ type: 'data-ok', index: init.index, id: m.id });
       } catch (e) {

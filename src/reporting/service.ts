@@ -25,14 +25,25 @@ export function storeThreads(lookupThreads: number, cores = availableParallelism
   return Math.max(1, cores - lookupThreads - 1);
 }
 
-export async function openReporting(config: Config, store: Store): Promise<Reporting> {
-  // A global DuckDB setting: it bounds every query of this instance. A query uses the
+/**
+ * DuckDB's own buffer pool (reports, rollup writes), outside the memory budget but derived
+ * from it: a quarter, at least 64 MB. Past it DuckDB spills to disk next to its file
+ * instead of taking its default, 80 % of the machine's RAM.
+ */
+export function storeMemoryMb(memoryBudgetMb: number): number {
+  return Math.max(64, Math.round(memoryBudgetMb / 4));
+}
+
+export async function openReporting(config: Config, store: Store, opts: { pendingBytes: number }): Promise<Reporting> {
+  // Global DuckDB settings: they bound every query of this instance. A query uses the
   // shared pool plus its calling thread, so reports also run one at a time (the engine's
   // default) to stay within these cores.
   await store.run(`SET threads = ${storeThreads(config.threads)}`);
+  await store.run(`SET memory_limit = '${storeMemoryMb(config.memoryBudget)}MB'`);
   const writer = await RollupWriter.open(store, {
     flushIntervalMs: config.flushInterval * 1000,
     retentionDays: config.retentionDays,
+    maxPendingBytes: opts.pendingBytes,
   });
   const engine = new ReportEngine(store, { retentionDays: config.retentionDays });
   const limiter = new RateLimiter(config.reportRate, config.reportBurst);

@@ -7,16 +7,17 @@
 import { timestampValue } from '@duckdb/node-api';
 import { TUPLE_DIMENSIONS } from '../enums.ts';
 import { log } from '../log.ts';
-import type { CountRow } from '../prebid/counts.ts';
 import type { Queryable, Store } from '../store/db.ts';
 import { INTEGER_DIMENSIONS, KEY_COLUMNS_SQL, ROLLUP_COLUMNS, ROLLUP_TABLES, SUMS_SQL, columnType, type Granularity } from './columns.ts';
-import { PendingCounts } from './pending.ts';
+import { TupleCounts, type CountRow } from './tuple.ts';
 import { DAY_MS, oldestKeptDayMs } from './retention.ts';
 
 const HOUR_MS = 3_600_000;
 /** Rows per staged chunk (bounds the JSON building between awaits); one transaction per flush. */
 const CHUNK_ROWS = 5_000;
 const CLOSE_ATTEMPTS = 3;
+/** Pending-count bytes when no memory plan sets them (tests, tools). */
+const DEFAULT_PENDING_BYTES = 64 << 20;
 
 export interface RollupWriterOptions {
   /** Milliseconds between flushes (config.flushInterval × 1000). */
@@ -24,8 +25,8 @@ export interface RollupWriterOptions {
   retentionDays: number;
   /** Milliseconds between compaction passes over the hours written since the last one. */
   compactIntervalMs?: number;
-  /** Cap on distinct pending tuples before folding into the overflow value. */
-  maxPendingTuples?: number;
+  /** Bytes the pending counts may take before new tuples fold into the overflow value. */
+  maxPendingBytes?: number;
   /** Clock, for tests of retention. */
   now?: () => number;
 }
@@ -85,7 +86,7 @@ export interface WriterStats {
 }
 
 export class RollupWriter {
-  private readonly pending: PendingCounts;
+  private readonly pending: TupleCounts;
   private readonly now: () => number;
   /** Periods (start ms) per granularity that received rows since their last compaction. */
   private readonly touched: Record<Granularity, Set<number>> = { hour: new Set(), day: new Set() };
@@ -99,7 +100,7 @@ export class RollupWriter {
     private readonly conn: Queryable & { close(): void },
     private readonly opts: RollupWriterOptions,
   ) {
-    this.pending = new PendingCounts(opts.maxPendingTuples);
+    this.pending = new TupleCounts(opts.maxPendingBytes ?? DEFAULT_PENDING_BYTES);
     this.now = opts.now ?? Date.now;
   }
 
@@ -137,7 +138,7 @@ export class RollupWriter {
 
   /** Count sink: merges deltas in memory; never touches the database. */
   add(rows: readonly CountRow[]): void {
-    if (rows.length > 0) this.pending.add(rows);
+    if (rows.length > 0) this.pending.addRows(rows);
   }
 
   stats(): WriterStats {
@@ -162,7 +163,7 @@ export class RollupWriter {
           }
         });
       } catch (e) {
-        this.pending.add(rows);
+        this.pending.addRows(rows);
         this.counters.failedFlushes++;
         log.error({ err: (e as Error).message, tuples: rows.length }, 'reporting flush failed; keeping the counts for the next flush');
         throw e;

@@ -6,7 +6,6 @@ import type { HistoryFacts } from './history.ts';
 
 export interface ScoreInputs {
   // hard, deterministic
-  ipInvalid: boolean;
   ipBogon: boolean;
   uaMalformed: boolean;
   ifaMalformed: boolean;
@@ -46,7 +45,6 @@ export interface ScoreResult {
 
 /** Hard, deterministic facts: each is near-certain invalid traffic on its own. */
 export const HARD_WEIGHTS = {
-  ip_invalid: 0.99,
   ip_bogon: 0.95,
   ua_malformed: 0.95,
   ifa_known_bad: 0.97,
@@ -137,7 +135,6 @@ export function score(i: ScoreInputs): ScoreResult {
   const reasons: string[] = [];
   // Each component is a noisy-OR: q is the probability that no fired signal is right.
   let q = 1;
-  if (i.ipInvalid) { q *= 1 - HARD_WEIGHTS.ip_invalid; reasons.push('ip_invalid'); }
   if (i.ipBogon) { q *= 1 - HARD_WEIGHTS.ip_bogon; reasons.push('ip_bogon'); }
   if (i.uaMalformed) { q *= 1 - HARD_WEIGHTS.ua_malformed; reasons.push('ua_malformed'); }
   if (i.ifaKnownBad) { q *= 1 - HARD_WEIGHTS.ifa_known_bad; reasons.push('ifa_known_bad'); }

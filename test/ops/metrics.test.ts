@@ -48,6 +48,11 @@ t.test('ServiceMetrics turns per-thread deltas into cumulative Prometheus series
     latency,
     latencySumUs: sumUs,
     overflowed: 0,
+    uaHits: 3,
+    uaMisses: 1,
+    ipHits: 2,
+    ipMisses: 2,
+    contended: 0,
   });
   const width = LATENCY_BUCKETS_US.length + 1;
   const a = new Array<number>(width).fill(0);

@@ -6,9 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TUPLE_DIMENSIONS, type TupleDimension } from '../../src/enums.ts';
 import { HttpError } from '../../src/errors.ts';
-import { OVERFLOW, TransactionCounter, type CountRow } from '../../src/prebid/counts.ts';
+import { OVERFLOW, TupleCounts, foldDims, tupleBytes, type CountRow } from '../../src/reporting/tuple.ts';
 import { ReportEngine } from '../../src/reporting/engine.ts';
-import { PendingCounts } from '../../src/reporting/pending.ts';
 import { RollupWriter } from '../../src/reporting/writer.ts';
 import { Store } from '../../src/store/db.ts';
 
@@ -53,16 +52,22 @@ async function storedRows(store: Store, table: 'rollups_hourly' | 'rollups_daily
   return Number((await store.one<{ n: bigint }>(`SELECT count(*) AS n FROM ${table}`))!.n);
 }
 
-t.test('TransactionCounter folds hostile cardinality into the overflow value, counting every transaction', async (t) => {
-  const c = new TransactionCounter(3);
+/** A byte budget that holds `n` tuples like the widest of `samples` (budgets are bytes, not tuples). */
+function bytesFor(n: number, ...samples: string[][]): number {
+  return n * Math.max(...samples.map((d) => tupleBytes(d, 'cust')));
+}
+
+t.test('thread counts fold hostile cardinality into the overflow value, counting every transaction', async (t) => {
+  const c = new TupleCounts(bytesFor(3, dims({ p1: 'hostile-999', adt: '2' })));
   const env = TUPLE_DIMENSIONS.indexOf('env');
   for (let i = 0; i < 1000; i++) {
     const d = dims({ p1: `hostile-${i}`, adt: String(1 + (i % 2)) });
-    c.add('cust', THIS_HOUR, d, i % 10 === 0 ? 'givt' : i % 10 === 1 ? 'sivt' : 'valid');
+    c.count('cust', THIS_HOUR, d, i % 10 === 0 ? 'givt' : i % 10 === 1 ? 'sivt' : 'valid');
   }
   t.ok(c.size <= 3 + 2, 'memory bounded: the cap plus one overflow tuple per enumeration combination');
-  t.equal(c.overflowed, 997);
-  const rows = c.drain();
+  t.equal(c.folded, 997);
+  t.ok(c.bytes <= c.maxBytes + 2 * tupleBytes(foldDims(dims({})), 'cust'), 'within its bytes plus the overflow tuples');
+  const rows = c.take();
   t.same(
     rows.reduce((a, r) => [a[0]! + r.total, a[1]! + r.givt, a[2]! + r.sivt], [0, 0, 0]),
     [1000, 100, 100],
@@ -78,11 +83,11 @@ t.test('TransactionCounter folds hostile cardinality into the overflow value, co
   t.equal(c.size, 0, 'drained');
 });
 
-t.test('PendingCounts merges deltas and folds past its cap', async (t) => {
-  const p = new PendingCounts(2);
-  p.add([row('a', {}, 2, 1), row('a', {}, 3, 0, 1), row('a', { p1: 'x' }, 1)]);
+t.test('pending counts merge deltas and fold past their budget', async (t) => {
+  const p = new TupleCounts(bytesFor(2, row('a', { p1: 'x' }, 1).dims));
+  p.addRows([row('a', {}, 2, 1), row('a', {}, 3, 0, 1), row('a', { p1: 'x' }, 1)]);
   t.equal(p.size, 2, 'same tuple merged');
-  p.add([row('a', { p1: 'y' }, 4, 1, 1), row('a', { p1: 'z' }, 5), row('a', { p1: 'x' }, 1)]);
+  p.addRows([row('a', { p1: 'y' }, 4, 1, 1), row('a', { p1: 'z' }, 5), row('a', { p1: 'x' }, 1)]);
   t.equal(p.size, 3, 'y and z share one overflow tuple');
   t.equal(p.folded, 2);
   const rows = p.take();
@@ -172,11 +177,11 @@ t.test('close() writes whatever is pending', async (t) => {
 
 t.test('overflow tuples are reported as __overflow__ and totals stay exact', async (t) => {
   const store = await openStore(t);
-  const w = await openWriter(t, store, { maxPendingTuples: 5 });
+  const w = await openWriter(t, store, { maxPendingBytes: bytesFor(5, dims({ p1: 'p-999' })) });
   const engine = new ReportEngine(store, { retentionDays: 400 });
-  const counter = new TransactionCounter(10);
-  for (let i = 0; i < 500; i++) counter.add('a', THIS_HOUR, dims({ p1: `p-${i}` }), i < 50 ? 'sivt' : 'valid');
-  w.add(counter.drain());
+  const counter = new TupleCounts(bytesFor(10, dims({ p1: 'p-999' })));
+  for (let i = 0; i < 500; i++) counter.count('a', THIS_HOUR, dims({ p1: `p-${i}` }), i < 50 ? 'sivt' : 'valid');
+  w.add(counter.take());
   await w.flush();
   const total = await engine.run('a', day());
   t.same([total.rows[0]!.total_transactions, total.rows[0]!.sivt_transactions], [500, 50]);

@@ -6,18 +6,12 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AsnTable } from '../../src/signals/asn-table.ts';
 import { asnSourceDir, buildAsnTable, DEFAULT_OUT_DIR } from '../../src/data/build-asn.ts';
-import {
-  AsnList,
-  formatIp,
-  IpIntel,
-  ipRangeName,
-  isBogonRange,
-  loadIpIntel,
-  parseIp,
-  parseOrgPatterns,
-  type IpIntelFiles,
-  type ParsedIp,
-} from '../../src/signals/ip.ts';
+import { AsnList } from '../../src/signals/asn-list.ts';
+import { formatIp, ipScratch, parseIp, parseIpInto, type ParsedIp } from '../../src/signals/ip-address.ts';
+import { IpCache } from '../../src/signals/ip-cache.ts';
+import { IpIntel, emptyIpVerdict, loadIpIntel, type IpIntelFiles } from '../../src/signals/ip-intel.ts';
+import { parseOrgPatterns } from '../../src/signals/org-patterns.ts';
+import { ipRangeName, isBogonRange } from '../../src/signals/special-ranges.ts';
 
 const DATA = fileURLToPath(new URL('../../data/', import.meta.url));
 const COUNTRY_MMDB = join(
@@ -341,19 +335,37 @@ t.test('IpIntel with the embedded data', async (t) => {
   t.match(intel.assess('192.168.1.1'), { valid: true, range: 'private', bogon: true, asn: 0, org: '', country: '', hosting: false });
   t.match(intel.assess('not an ip'), { valid: false, version: 0, range: '', bogon: false, asn: 0, country: '' });
 
-  // Cached: the same object comes back.
-  t.equal(intel.assess('8.8.8.8'), google);
+  // Uncached and pure: the same answer again.
+  t.same(intel.assess('8.8.8.8'), google);
 });
 
-t.test('IpIntel cache is bounded by cacheSize', async (t) => {
-  const intel = loadIpIntel({ ...realFiles(), cacheSize: 2 });
-  const a = intel.assess('8.8.8.8');
-  t.equal(intel.assess('8.8.8.8'), a);
-  intel.assess('1.1.1.1');
-  intel.assess('9.9.9.9'); // evicts 8.8.8.8
-  const again = intel.assess('8.8.8.8');
-  t.not(again, a, 'recomputed after eviction');
-  t.same(again, a);
+t.test('IpCache: the verdicts IpIntel gives, per data generation, within a fixed size', async (t) => {
+  const intel = loadIpIntel(realFiles());
+  const cache = IpCache.create(64 << 10);
+  const bytes = cache.bytes;
+  const ip = ipScratch();
+  const verdictOf = (s: string, gen = 1, intelOf = intel) => {
+    t.ok(parseIpInto(s, ip), s);
+    return { ...cache.verdict(ip, intelOf, gen, emptyIpVerdict()) };
+  };
+  const pick = ({ bogon, asn, country, hosting, vpn, proxy, tor }: ReturnType<IpIntel['assess']>) => ({ bogon, asn, country, hosting, vpn, proxy, tor });
+  for (const s of ['8.8.8.8', '3.5.140.2', '2.56.16.1', '23.129.64.1', '192.168.1.1', '2001:4860:4860::8888']) {
+    const first = verdictOf(s);
+    t.same(first, pick(intel.assess(s)), `${s}: the cache stores what IpIntel says`);
+    t.same(verdictOf(s), first, `${s}: and serves it back`);
+  }
+  t.ok(cache.hits >= 6 && cache.misses === 6, `hits ${cache.hits}, misses ${cache.misses}`);
+  t.same(verdictOf('::ffff:8.8.8.8'), verdictOf('8.8.8.8'), 'mapped IPv4 is the same address');
+
+  // A new data generation never sees the old verdicts.
+  t.equal(verdictOf('23.24.0.1').hosting, false, 'Comcast residential');
+  const listed = loadIpIntel({ ...realFiles(), hostingAsns: 'AS7922 cloud' });
+  t.equal(verdictOf('23.24.0.1', 1, listed).hosting, false, 'generation 1 still answers from its own data');
+  t.equal(verdictOf('23.24.0.1', 2, listed).hosting, true, 'generation 2 computes anew');
+
+  for (let k = 0; k < 20 * cache.capacity; k++) verdictOf(`11.${(k >> 16) & 255}.${(k >> 8) & 255}.${k & 255}`, 2, listed);
+  t.ok(cache.count() <= cache.capacity, `at most ${cache.capacity} entries (${cache.count()})`);
+  t.equal(cache.bytes, bytes, 'fixed size');
 });
 
 t.test('IpIntel logic with hand-made lists', async (t) => {

@@ -1,0 +1,129 @@
+// A transaction tuple: (customer, hour, one value per TUPLE_DIMENSIONS entry), the unit
+// reporting counts by. One module for what the lookup threads, the main thread's pending
+// counts and the writers share: the key, the fold rule, the value cap, and TupleCounts,
+// the byte-bounded map both sides count into.
+//
+// Memory is bounded in bytes, whatever the cardinality: past its byte budget a map folds
+// each new tuple's free-text dimensions into OVERFLOW, so hostile cardinality is counted,
+// never dropped (folded tuples are few: customers × hours × the bounded dimensions).
+import { TUPLE_DIMENSIONS, type TransactionClass, type TupleDimension } from '../enums.ts';
+
+export const OVERFLOW = '__overflow__';
+const SEP = '\u001f';
+
+/** Longest dimension value kept, in characters; longer values are cut (README, reporting). */
+export const DIM_VALUE_MAX = 256;
+
+/** Position of each dimension in a tuple's `dims` array. */
+export const DIM_INDEX: Readonly<Record<TupleDimension, number>> = Object.fromEntries(
+  TUPLE_DIMENSIONS.map((d, i) => [d, i]),
+) as Record<TupleDimension, number>;
+
+/** One delta row: customer, hour start (ms UTC), dims in TUPLE_DIMENSIONS order, counts. */
+export interface CountRow {
+  customerId: string;
+  hour: number;
+  dims: string[];
+  total: number;
+  givt: number;
+  sivt: number;
+}
+
+/** Dimensions whose values are bounded enumerations; everything else folds on overflow. */
+const BOUNDED: ReadonlySet<TupleDimension> = new Set(['adt', 'dvt', 'env']);
+/** Per TUPLE_DIMENSIONS position: true where the value becomes OVERFLOW when a tuple folds. */
+export const FOLD_MASK: readonly boolean[] = TUPLE_DIMENSIONS.map((d) => !BOUNDED.has(d));
+
+/** The tuple with its free-text dimensions folded into OVERFLOW. */
+export function foldDims(dims: readonly string[]): string[] {
+  return dims.map((v, i) => (FOLD_MASK[i] ? OVERFLOW : v));
+}
+
+export function tupleKey(customerId: string, hour: number, dims: readonly string[]): string {
+  let key = customerId + SEP + hour;
+  for (let i = 0; i < dims.length; i++) key += SEP + dims[i];
+  return key;
+}
+
+/** A value cut to DIM_VALUE_MAX characters. */
+export function clipDim(v: string): string {
+  return v.length > DIM_VALUE_MAX ? v.slice(0, DIM_VALUE_MAX) : v;
+}
+
+/**
+ * A string that shares no memory with `s`. V8 keeps a whole request string alive behind
+ * any slice of 13+ characters; values kept past the request are copied first.
+ */
+export function ownString(s: string): string {
+  return s.length < 13 ? s : (' ' + s).slice(1);
+}
+
+/** Bytes a stored tuple takes, estimated from above: map entry, row, dims array, key and values (UTF-16). */
+export function tupleBytes(dims: readonly string[], customerId: string): number {
+  let chars = customerId.length + 16;
+  for (let i = 0; i < dims.length; i++) chars += dims[i]!.length + 1;
+  return 320 + 4 * chars;
+}
+
+/** Counts per tuple within a byte budget; `take()` hands them over and starts empty. */
+export class TupleCounts {
+  private cells = new Map<string, CountRow>();
+  private usedBytes = 0;
+  /** Additions that went to an overflow tuple because the budget was full (cumulative). */
+  folded = 0;
+
+  constructor(readonly maxBytes: number) {}
+
+  get size(): number {
+    return this.cells.size;
+  }
+
+  /** Estimated bytes held now (never above maxBytes plus the overflow tuples). */
+  get bytes(): number {
+    return this.usedBytes;
+  }
+
+  /** Adds counts to a tuple. `dims` is not kept: a new tuple stores its own copies. */
+  add(customerId: string, hour: number, dims: readonly string[], total: number, givt: number, sivt: number): void {
+    let key = tupleKey(customerId, hour, dims);
+    let cell = this.cells.get(key);
+    if (cell === undefined) {
+      let size = tupleBytes(dims, customerId);
+      let kept = dims;
+      if (this.usedBytes + size > this.maxBytes) {
+        this.folded++;
+        kept = foldDims(dims);
+        key = tupleKey(customerId, hour, kept);
+        cell = this.cells.get(key);
+        size = tupleBytes(kept, customerId);
+      }
+      if (cell === undefined) {
+        cell = { customerId: ownString(customerId), hour, dims: kept.map(ownString), total: 0, givt: 0, sivt: 0 };
+        this.cells.set(key, cell);
+        this.usedBytes += size;
+      }
+    }
+    cell.total += total;
+    cell.givt += givt;
+    cell.sivt += sivt;
+  }
+
+  /** One transaction of class `cls`. */
+  count(customerId: string, hour: number, dims: readonly string[], cls: TransactionClass): void {
+    this.add(customerId, hour, dims, 1, cls === 'givt' ? 1 : 0, cls === 'sivt' ? 1 : 0);
+  }
+
+  /** Merges rows (e.g. deltas from lookup threads, or a batch put back after a failure). */
+  addRows(rows: readonly CountRow[]): void {
+    for (const r of rows) this.add(r.customerId, r.hour, r.dims, r.total, r.givt, r.sivt);
+  }
+
+  /** Takes every row and starts empty. */
+  take(): CountRow[] {
+    if (this.cells.size === 0) return [];
+    const rows = [...this.cells.values()];
+    this.cells = new Map();
+    this.usedBytes = 0;
+    return rows;
+  }
+}

@@ -1,0 +1,518 @@
+// User-agent analysis: parse (ua-parser-js 1.x, MIT), flag malformed UAs, declared
+// bots/tools (isbot) and browser automation. Split in two so results can be shared:
+// `examine` gives the traits that depend only on the string (what the shared UA cache in
+// ua-cache.ts keeps), `judge` adds what depends on the clock (the "impossible version"
+// ceilings move every four weeks), evaluated per lookup. The UA against the request's
+// device type, app and IFA is device-consistency.ts.
+//
+// Decisions (kept here, where the rules live):
+// - `os` / `browser` are reporting dimensions: short lowercase family codes from a fixed
+//   set (OS_FAMILIES, BROWSER_FAMILIES below), `'other'` for a family ua-parser knows but
+//   we do not list, `'unknown'` when nothing was detected. A fixed set keeps rollup
+//   cardinality bounded whatever callers send.
+// - Declared bot vs malformed: HTTP libraries and CLI tools (curl, wget, python-requests,
+//   Go-http-client, Java/, libwww-perl, Apache-HttpClient, axios, node-fetch, undici,
+//   Postman, Scrapy...) honestly name themselves, so they are `declaredBot` (GIVT), not
+//   malformed. Malformed is reserved for strings no real client sends (see MALFORMED_*).
+// - App HTTP stacks (okhttp, Dalvik, CFNetwork, AppleCoreMedia, stagefright, ExoPlayer)
+//   are what in-app SDKs and CTV players send: `appClient`, not bots (isbot lists
+//   okhttp/ExoPlayer); uaConsistency flags them only when no `app` came with them.
+// - Electron is not automation: Slack, Teams, Discord and other desktop apps are Electron.
+// - The flags are independent: HeadlessChrome is both `automation` and (per isbot) `declaredBot`.
+
+import UAParser from 'ua-parser-js';
+import { isbot } from 'isbot';
+import { DAY_MS } from '../time.ts';
+
+export type UaDevice =
+  | 'desktop'
+  | 'mobile'
+  | 'tablet'
+  | 'smarttv'
+  | 'console'
+  | 'wearable'
+  | 'embedded'
+  | 'unknown';
+
+export interface UaInfo {
+  /** The string is not something a real client sends (reason in `malformedReason`). */
+  malformed: boolean;
+  /** '' or one of MALFORMED_REASONS. */
+  malformedReason: string;
+  /** Self-declared crawler, bot, HTTP library or CLI tool (isbot). */
+  declaredBot: boolean;
+  /** Headless browser or automation framework. */
+  automation: boolean;
+  /** '' or one of the AUTOMATION_REASONS values. */
+  automationReason: string;
+  /** In-app HTTP stack (okhttp, Dalvik, CFNetwork, ...): plausible only with an `app`. */
+  appClient: boolean;
+  /** OS family code (reporting dimension), e.g. 'windows', 'ios', 'roku', 'unknown'. */
+  os: string;
+  osVersion: string;
+  /** Browser family code (reporting dimension), e.g. 'chrome', 'webview', 'bot', 'unknown'. */
+  browser: string;
+  browserVersion: string;
+  device: UaDevice;
+  /** Rendering engine, lowercase ('blink', 'webkit', 'gecko', ...) or 'unknown'. */
+  engine: string;
+  /** Android WebView (`; wv)`) or an iOS in-app WKWebView (Mobile/ without Safari/). */
+  webview: boolean;
+}
+
+export const MALFORMED_REASONS = [
+  'empty',
+  'too_long',
+  'control_char',
+  'invalid_char',
+  'placeholder',
+  'too_short',
+  'percent_encoded',
+  'duplicated_token',
+  'impossible_version',
+  'unparseable',
+] as const;
+export type MalformedReason = (typeof MALFORMED_REASONS)[number];
+
+export const UA_MIN_LENGTH = 10;
+export const UA_MAX_LENGTH = 1024;
+
+// Tokens that betray browser automation, first match wins. Runs on cache misses only.
+const AUTOMATION_PATTERNS: ReadonlyArray<readonly [RegExp, string]> = [
+  [/HeadlessChrome\//, 'headless_chrome'],
+  [/HeadlessEdg\//, 'headless_edge'],
+  [/PhantomJS/, 'phantomjs'],
+  [/SlimerJS/, 'slimerjs'],
+  [/selenium/i, 'selenium'],
+  [/webdriver/i, 'webdriver'],
+  [/puppeteer/i, 'puppeteer'],
+  [/playwright/i, 'playwright'],
+  [/Lighthouse/, 'lighthouse'],
+  [/\bjsdom\//, 'jsdom'],
+  [/HtmlUnit/, 'htmlunit'],
+  [/Zombie\.js/, 'zombiejs'],
+  [/\bCypress\//, 'cypress'],
+  [/\bPTST\//, 'webpagetest'],
+  [/GTmetrix/i, 'gtmetrix'],
+  [/Nightmare/, 'nightmare'],
+];
+export const AUTOMATION_REASONS: readonly string[] = AUTOMATION_PATTERNS.map(([, r]) => r);
+
+const APP_CLIENT = /^(?:okhttp\/|Dalvik\/|stagefright\/|AppleCoreMedia\/)|\bCFNetwork\/|\bExoPlayerLib\//i;
+
+// Whole-string placeholders (compared lowercased and trimmed).
+const PLACEHOLDERS: ReadonlySet<string> = new Set([
+  '-', 'n/a', 'na', 'nil', 'none', 'null', 'undefined', 'unknown', 'empty', 'default', 'string',
+  'test', 'ua', 'user-agent', 'user_agent', 'useragent', 'mozilla', 'mozilla/4.0', 'mozilla/5.0',
+  'mozilla/4.0 (compatible)', 'mozilla/5.0 (compatible)', 'mozilla/5.0 (compatible;)',
+  'mozilla/4.0 (compatible;)',
+]);
+// Unexpanded macros from ad tags and templating engines: ${ua}, {{ua}}, [UA], %%UA%%, __UA__.
+const MACRO =
+  /\$\{|\{\{|\}\}|%%|\[(?:ua|user_?agent|useragent|ua_string|device_ua)\]|\{(?:ua|user_?agent|useragent|ua_string|device_ua)\}|__(?:ua|user_?agent)__|\$(?:ua|user_?agent)\b|%(?:ua|user_?agent)%/i;
+
+// Every real client sends exactly one `Mozilla/` product token; two means a UA was pasted
+// into another (a concatenation bug upstream, or a careless fake).
+const MOZILLA_TOKEN = /(?:^|[\s(;])Mozilla\//g;
+
+// Windows NT tokens that exist (Windows 11 still sends "Windows NT 10.0").
+const WINDOWS_NT_VERSIONS: ReadonlySet<string> = new Set([
+  '4.0', '5.0', '5.01', '5.1', '5.2', '6.0', '6.1', '6.2', '6.3', '6.4', '10.0',
+]);
+const WINDOWS_NT = /Windows NT (\d+\.\d+)/;
+
+// TV, stick and set-top tokens (case-sensitive: "AFT" must not match "After").
+const CTV_MARKERS =
+  /\b(?:Roku|Web0S|SMART-TV|SmartTV|AFT[A-Z]{1,6}|BRAVIA|Android ?TV|Apple ?TV|tvOS|CrKey|Chromecast|HbbTV|VIDAA|NETTV|SmartCast|VIERA|Viera|AQUOS|Google ?TV|SHIELD|Fire ?TV)\b/;
+
+const OS_FAMILIES: Readonly<Record<string, string>> = {
+  Windows: 'windows',
+  'Mac OS': 'macos',
+  iOS: 'ios',
+  Android: 'android',
+  'Android-x86': 'android',
+  'Chromium OS': 'chromeos',
+  'Chrome OS': 'chromeos',
+  Linux: 'linux',
+  Ubuntu: 'linux',
+  Kubuntu: 'linux',
+  Debian: 'linux',
+  Fedora: 'linux',
+  Arch: 'linux',
+  Mint: 'linux',
+  SUSE: 'linux',
+  Gentoo: 'linux',
+  CentOS: 'linux',
+  RedHat: 'linux',
+  'Red Hat': 'linux',
+  Slackware: 'linux',
+  Mandriva: 'linux',
+  Manjaro: 'linux',
+  Deepin: 'linux',
+  'elementary OS': 'linux',
+  linux: 'linux',
+  Tizen: 'tizen',
+  webOS: 'webos',
+  Chromecast: 'chromecast',
+  PlayStation: 'playstation',
+  Xbox: 'xbox',
+  Nintendo: 'nintendo',
+  HarmonyOS: 'harmonyos',
+};
+const DESKTOP_OS: ReadonlySet<string> = new Set(['windows', 'macos', 'linux', 'chromeos']);
+
+const BROWSER_FAMILIES: Readonly<Record<string, string>> = {
+  Chrome: 'chrome',
+  'Mobile Chrome': 'chrome',
+  Chromium: 'chromium',
+  'Chrome WebView': 'webview',
+  'Chrome Headless': 'headless',
+  Edge: 'edge',
+  Firefox: 'firefox',
+  'Mobile Firefox': 'firefox',
+  Safari: 'safari',
+  'Mobile Safari': 'safari',
+  Opera: 'opera',
+  'Opera Mini': 'opera',
+  'Opera Mobi': 'opera',
+  'Opera Touch': 'opera',
+  'Opera GX': 'opera',
+  'Samsung Internet': 'samsung',
+  UCBrowser: 'ucbrowser',
+  Yandex: 'yandex',
+  IE: 'ie',
+  IEMobile: 'ie',
+  Silk: 'silk',
+  'MIUI Browser': 'miui',
+  Vivaldi: 'vivaldi',
+  Brave: 'brave',
+  DuckDuckGo: 'duckduckgo',
+  Facebook: 'facebook',
+  Instagram: 'instagram',
+  Electron: 'electron',
+  PhantomJS: 'phantomjs',
+  WebKit: 'webkit',
+};
+// ua-parser browser names whose version follows Chrome's numbering (Opera runs ~14 below,
+// legacy EdgeHTML Edge 12-18).
+const CHROME_NUMBERED: ReadonlySet<string> = new Set([
+  'Chrome', 'Chromium', 'Chrome WebView', 'Chrome Headless', 'Edge', 'Opera',
+]);
+
+const DEVICE_TYPES: ReadonlySet<string> = new Set([
+  'mobile', 'tablet', 'smarttv', 'console', 'wearable', 'embedded',
+]);
+
+const MAX_VERSION_LENGTH = 32;
+
+/** Every `os` code the analysis can produce (the shared cache stores the index). */
+export const OS_CODES: readonly string[] = [...new Set(['unknown', 'other', 'roku', 'tvos', 'fireos', ...Object.values(OS_FAMILIES)])];
+/** Every `browser` code the analysis can produce. */
+export const BROWSER_CODES: readonly string[] = [...new Set(['unknown', 'other', 'webview', 'bot', 'app', ...Object.values(BROWSER_FAMILIES)])];
+/** Every device class, in a fixed order. */
+export const DEVICE_CODES: readonly UaDevice[] = ['unknown', 'desktop', 'mobile', 'tablet', 'smarttv', 'console', 'wearable', 'embedded'];
+
+/**
+ * What the analysis learns from the string alone: the same for every lookup with this UA,
+ * so it can be cached and shared. Versions are kept as majors (NaN when absent).
+ */
+export interface UaTraits {
+  /** The first malformed rule that fires before the version check, or ''. */
+  preReason: MalformedReason | '';
+  /** The last rule (a Mozilla/ string nothing could be read from) fires. */
+  unparseable: boolean;
+  /** "Windows NT x.y" names a Windows that does not exist. */
+  windowsNtBad: boolean;
+  declaredBot: boolean;
+  automation: boolean;
+  automationReason: string;
+  appClient: boolean;
+  os: string;
+  browser: string;
+  device: UaDevice;
+  webview: boolean;
+  browserMajor: number;
+  /** Blink engine major (it is the Chrome version whatever brand sits on top), else NaN. */
+  blinkMajor: number;
+  osMajor: number;
+  /** The browser's version follows Chrome's numbering (Chrome, Edge, Opera, WebView...). */
+  chromeNumbered: boolean;
+}
+
+/** Traits plus the verdict at the lookup's time: what the hot path reads. */
+export interface UaVerdict extends UaTraits {
+  malformed: boolean;
+  malformedReason: MalformedReason | '';
+}
+
+export function emptyVerdict(): UaVerdict {
+  return {
+    preReason: '', unparseable: false, windowsNtBad: false, declaredBot: false, automation: false,
+    automationReason: '', appClient: false, os: 'unknown', browser: 'unknown', device: 'unknown',
+    webview: false, browserMajor: NaN, blinkMajor: NaN, osMajor: NaN, chromeNumbered: false,
+    malformed: false, malformedReason: '',
+  };
+}
+
+/** Highest plausible major versions as of a day, with margin for betas and nightlies. */
+export interface VersionCeilings {
+  chrome: number;
+  firefox: number;
+  apple: number;
+  android: number;
+}
+
+export function versionCeilings(now: number): VersionCeilings {
+  const year = new Date(now).getUTCFullYear();
+  return {
+    // Chrome 100 shipped 2022-03-29, Firefox 100 on 2022-05-03; both release every 4 weeks.
+    chrome: 100 + Math.floor((now - Date.UTC(2022, 2, 29)) / (28 * DAY_MS)) + 8,
+    firefox: 100 + Math.floor((now - Date.UTC(2022, 4, 3)) / (28 * DAY_MS)) + 8,
+    // Safari and iOS are numbered after the following year since 2025 (Safari 26, iOS 26).
+    apple: year - 1999 + 1,
+    // Android 16 shipped in 2025, one major a year.
+    android: year - 2009 + 2,
+  };
+}
+
+/** Ceilings memoised per UTC day (one per thread): computed from the lookup's own clock. */
+export class VersionClock {
+  private day = NaN;
+  private value: VersionCeilings = versionCeilings(0);
+  at(now: number): VersionCeilings {
+    const day = Math.floor(now / DAY_MS);
+    if (day !== this.day) {
+      this.day = day;
+      this.value = versionCeilings(now);
+    }
+    return this.value;
+  }
+}
+
+function impossibleVersion(t: UaTraits, c: VersionCeilings): boolean {
+  if (t.windowsNtBad) return true;
+  const major = t.browserMajor;
+  if (t.browser === 'firefox' && major > c.firefox) return true;
+  if (t.browser === 'safari' && major > c.apple) return true;
+  if (t.chromeNumbered && major > c.chrome) return true;
+  if (t.blinkMajor > c.chrome) return true;
+  if (t.os === 'ios' && t.osMajor > c.apple) return true;
+  if (t.os === 'android' && t.osMajor > c.android) return true;
+  return false;
+}
+
+/**
+ * The clock-dependent part: fills malformed/malformedReason of `v` from its traits and the
+ * ceilings of the lookup's day. The rules keep their order: the string rules, then the
+ * impossible version, then "unparseable".
+ */
+export function judge(v: UaVerdict, c: VersionCeilings): UaVerdict {
+  v.malformedReason = v.preReason !== '' ? v.preReason : impossibleVersion(v, c) ? 'impossible_version' : v.unparseable ? 'unparseable' : '';
+  v.malformed = v.malformedReason !== '';
+  return v;
+}
+
+function majorOf(version: string | undefined): number {
+  if (!version) return NaN;
+  const n = parseInt(version, 10);
+  return Number.isNaN(n) ? NaN : Math.min(n, 65534);
+}
+
+function frozenInfo(partial: Partial<UaInfo>): UaInfo {
+  return Object.freeze({
+    malformed: false,
+    malformedReason: '',
+    declaredBot: false,
+    automation: false,
+    automationReason: '',
+    appClient: false,
+    os: 'unknown',
+    osVersion: '',
+    browser: 'unknown',
+    browserVersion: '',
+    device: 'unknown' as UaDevice,
+    engine: 'unknown',
+    webview: false,
+    ...partial,
+  });
+}
+
+// Shared answers for UAs that are not parsed or cached at all.
+const EMPTY_INFO = frozenInfo({ malformed: true, malformedReason: 'empty' });
+const TOO_LONG_INFO = frozenInfo({ malformed: true, malformedReason: 'too_long' });
+
+/** Verdicts for strings never parsed: empty and over UA_MAX_LENGTH. */
+export function unparsedVerdict(ua: string, out: UaVerdict): UaVerdict | null {
+  if (ua.length !== 0 && ua.length <= UA_MAX_LENGTH) return null;
+  Object.assign(out, emptyVerdict());
+  out.preReason = ua.length === 0 ? 'empty' : 'too_long';
+  out.malformedReason = out.preReason;
+  out.malformed = true;
+  return out;
+}
+
+function controlCharReason(ua: string): '' | 'control_char' | 'invalid_char' {
+  for (let i = 0; i < ua.length; i++) {
+    const c = ua.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f || (c >= 0x80 && c <= 0x9f)) return 'control_char';
+    // U+FFFD is what a broken percent- or UTF-8 decode leaves behind.
+    if (c === 0xfffd) return 'invalid_char';
+  }
+  return '';
+}
+
+function countMozillaTokens(ua: string): number {
+  MOZILLA_TOKEN.lastIndex = 0;
+  let n = 0;
+  while (MOZILLA_TOKEN.exec(ua) !== null) n++;
+  return n;
+}
+
+function osFamily(name: string | undefined, vendor: string | undefined, model: string | undefined, type: string | undefined): string {
+  if (vendor === 'Roku') return 'roku';
+  if (model === 'Apple TV') return 'tvos';
+  if (vendor === 'Amazon' && type === 'smarttv') return 'fireos';
+  if (!name) return 'unknown';
+  return OS_FAMILIES[name] ?? 'other';
+}
+
+function clipVersion(v: string | undefined): string {
+  if (!v) return '';
+  return v.length > MAX_VERSION_LENGTH ? v.slice(0, MAX_VERSION_LENGTH) : v;
+}
+
+// The string rules that run before the version check; first match wins, cheapest and most
+// certain first.
+function preReasonOf(ua: string): MalformedReason | '' {
+  const ctrl = controlCharReason(ua);
+  if (ctrl !== '') return ctrl;
+  const trimmed = ua.trim();
+  if (trimmed.length === 0) return 'empty';
+  if (trimmed.length <= 32 && PLACEHOLDERS.has(trimmed.toLowerCase())) return 'placeholder';
+  if (MACRO.test(ua)) return 'placeholder';
+  if (trimmed.length < UA_MIN_LENGTH) return 'too_short';
+  // Encoded twice by the caller: real UAs have spaces (CFNetwork's "My%20App/1 CFNetwork/..." does too).
+  if (!ua.includes(' ') && /%(?:20|2F|28|3B)/i.test(ua)) return 'percent_encoded';
+  if (countMozillaTokens(ua) > 1) return 'duplicated_token';
+  return '';
+}
+
+export interface UaAnalyzerOptions {
+  /** A fixed clock for the version ceilings (tests); default Date.now() at each analysis. */
+  now?: number;
+}
+
+export class UaAnalyzer {
+  private readonly parser = new UAParser();
+  private readonly clock: () => number;
+  private readonly ceilings = new VersionClock();
+  /** Parse details of the last inspect() beyond the traits (versions, engine). */
+  private browserVersion = '';
+  private osVersion = '';
+  private engine = 'unknown';
+
+  constructor(opts: UaAnalyzerOptions = {}) {
+    const fixed = opts.now;
+    this.clock = fixed === undefined ? Date.now : () => fixed;
+  }
+
+  /** Ceilings for a lookup at `now`. */
+  ceilingsAt(now: number): VersionCeilings {
+    return this.ceilings.at(now);
+  }
+
+  /**
+   * The clock-independent traits of `ua` (1 to UA_MAX_LENGTH characters) into `out`: one
+   * ua-parser pass, isbot and the automation patterns. The costly part of a UA; the shared
+   * cache runs it once per distinct (version-normalised) UA.
+   */
+  examine(ua: string, out: UaTraits): UaTraits {
+    const p = this.parser.setUA(ua);
+    const browser = p.getBrowser();
+    const os = p.getOS();
+    const engine = p.getEngine();
+    const device = p.getDevice();
+
+    const appClient = APP_CLIENT.test(ua);
+    const declaredBot = !appClient && isbot(ua);
+
+    let automationReason = '';
+    for (const [re, reason] of AUTOMATION_PATTERNS) {
+      if (re.test(ua)) {
+        automationReason = reason;
+        break;
+      }
+    }
+
+    const osName = osFamily(os.name, device.vendor, device.model, device.type);
+    let deviceType: UaDevice = device.type && DEVICE_TYPES.has(device.type) ? (device.type as UaDevice) : 'unknown';
+    if (deviceType === 'unknown' && DESKTOP_OS.has(osName)) deviceType = 'desktop';
+    // ua-parser calls some sticks and TVs phones or tablets ("Android 10; Chromecast", VIDAA).
+    if ((deviceType === 'mobile' || deviceType === 'tablet' || deviceType === 'unknown') && CTV_MARKERS.test(ua)) {
+      deviceType = 'smarttv';
+    }
+
+    const webview =
+      /; wv\)/.test(ua) ||
+      browser.name === 'Chrome WebView' ||
+      (osName === 'ios' && ua.includes('Mobile/') && !ua.includes('Safari/'));
+
+    let browserFamily = browser.name ? (BROWSER_FAMILIES[browser.name] ?? 'other') : 'unknown';
+    if (webview && (browserFamily === 'webkit' || browserFamily === 'unknown')) browserFamily = 'webview';
+    if (declaredBot && automationReason === '') browserFamily = 'bot';
+    else if (appClient && browserFamily === 'unknown') browserFamily = 'app';
+
+    let osVersion = clipVersion(os.version);
+    if (osName === 'roku' && osVersion === '') {
+      const m = /Roku\/DVP-(\d+(?:\.\d+)*)/.exec(ua);
+      if (m?.[1]) osVersion = m[1];
+    }
+    const windowsNt = osName === 'windows' ? WINDOWS_NT.exec(ua) : null;
+
+    out.preReason = preReasonOf(ua);
+    out.unparseable = ua.startsWith('Mozilla/') && !declaredBot && !browser.name && !os.name && !engine.name && !device.type;
+    out.windowsNtBad = windowsNt?.[1] !== undefined && !WINDOWS_NT_VERSIONS.has(windowsNt[1]);
+    out.declaredBot = declaredBot;
+    out.automation = automationReason !== '';
+    out.automationReason = automationReason;
+    out.appClient = appClient;
+    out.os = osName;
+    out.browser = browserFamily;
+    out.device = deviceType;
+    out.webview = webview;
+    out.browserMajor = majorOf(browser.version);
+    out.blinkMajor = engine.name === 'Blink' ? majorOf(engine.version) : NaN;
+    out.osMajor = majorOf(osVersion);
+    out.chromeNumbered = browser.name !== undefined && CHROME_NUMBERED.has(browser.name);
+    this.browserVersion = clipVersion(browser.version);
+    this.osVersion = osVersion;
+    this.engine = engine.name ? engine.name.toLowerCase() : 'unknown';
+    return out;
+  }
+
+  /**
+   * The whole analysis of one UA judged at `now` (default: this analyzer's clock), with
+   * full version strings and the engine: the admin side and tests. Uncached; the lookup
+   * path goes through UaCache.
+   */
+  analyze(ua: string, now: number = this.clock()): UaInfo {
+    if (ua.length === 0) return EMPTY_INFO;
+    if (ua.length > UA_MAX_LENGTH) return TOO_LONG_INFO;
+    const v = judge(this.examine(ua, emptyVerdict()) as UaVerdict, this.ceilings.at(now));
+    return frozenInfo({
+      malformed: v.malformed,
+      malformedReason: v.malformedReason,
+      declaredBot: v.declaredBot,
+      automation: v.automation,
+      automationReason: v.automationReason,
+      appClient: v.appClient,
+      os: v.os,
+      osVersion: this.osVersion,
+      browser: v.browser,
+      browserVersion: this.browserVersion,
+      device: v.device,
+      engine: this.engine,
+      webview: v.webview,
+    });
+  }
+}
