@@ -21,7 +21,7 @@
 //   orgAsn   u32[orgCount]      ASN numbers, ascending (org index -> ASN)
 //   orgOff   u32[orgCount + 1]  byte offsets of each org name in the blob
 //   strings  u8[strBytes]       UTF-8 org names, zero-padded to a multiple of 4
-import type { ParsedIp } from './ip.ts';
+import type { ParsedIp } from './ip-address.ts';
 
 export interface AsnHit {
   readonly asn: number;
