@@ -53,6 +53,7 @@ t.test('ServiceMetrics turns per-thread deltas into cumulative Prometheus series
     ipHits: 2,
     ipMisses: 2,
     contended: 0,
+    lastError: '',
   });
   const width = LATENCY_BUCKETS_US.length + 1;
   const a = new Array<number>(width).fill(0);
