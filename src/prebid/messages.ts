@@ -17,6 +17,8 @@ export interface LookupWorkerInit {
 
 /** Per-thread lookup statistics since the last report (for /metrics). */
 export interface LookupStats {
+  /** The lookup thread these figures come from. */
+  thread: number;
   byStatus: Record<string, number>;
   byBand: Record<string, number>;
   /** Latency histogram bucket counts, bounds in LATENCY_BUCKETS_US. */

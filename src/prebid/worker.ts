@@ -17,9 +17,9 @@ export const MAX_REQUEST_BYTES = 8192;
 
 const JSON_TYPE = 'application/json';
 
-function emptyStats(): LookupStats {
+function emptyStats(thread: number): LookupStats {
   return {
-    byStatus: {}, byBand: {}, latency: new Array(LATENCY_BUCKETS_US.length + 1).fill(0), latencySumUs: 0, overflowed: 0,
+    thread, byStatus: {}, byBand: {}, latency: new Array(LATENCY_BUCKETS_US.length + 1).fill(0), latencySumUs: 0, overflowed: 0,
     uaHits: 0, uaMisses: 0, ipHits: 0, ipMisses: 0, contended: 0, lastError: '',
   };
 }
@@ -36,7 +36,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   // Null until the first data message: the port is open but lookups and health answer 503.
   let engine: LookupEngine | null = null;
   let keys = init.keys;
-  let stats = emptyStats();
+  let stats = emptyStats(init.index);
   let draining = false;
   let lastError = '';
   let listenSocket: uWS.us_listen_socket | null = null;
@@ -119,7 +119,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     reported = now;
     s.lastError = lastError;
     lastError = '';
-    stats = emptyStats();
+    stats = emptyStats(init.index);
     return { rows: engine?.counts.take() ?? [], stats: s };
   };
   const timer = setInterval(() => {
