@@ -15,6 +15,7 @@ import { forThreads, type DataBundle } from './data/bundle.ts';
 import { STATUS_TEXT } from './errors.ts';
 import type { LookupMemory } from './memory/budget.ts';
 import type { CountRow } from './reporting/tuple.ts';
+import type { NewTuple } from './reporting/tuple-dictionary.ts';
 import type { LiveKey } from './prebid/keys.ts';
 import type { FromWorker, LookupStats, LookupWorkerInit, ToWorker } from './prebid/messages.ts';
 import { HEALTH_PATH } from './prebid/worker.ts';
@@ -28,6 +29,8 @@ export interface LookupServerOptions {
   memory: LookupMemory;
   countsIntervalMs?: number;
   onCounts: (rows: CountRow[], stats: LookupStats) => void;
+  /** Tuples a thread added to the shared counts (their values, for the flush). */
+  onTuples?: (announced: NewTuple[]) => void;
   /** A thread failed or ended unexpectedly (logged by the caller). */
   onWorkerError?: (index: number, err: Error) => void;
   /** A replacement thread is serving again. */
@@ -51,10 +54,13 @@ interface Slot {
   restartTimer: NodeJS.Timeout | null;
 }
 
-/** Heap limit of a lookup thread: its share of counts and key memo, the data lists and code, with room. */
-export function lookupHeapMb(memory: LookupMemory): number {
+/**
+ * V8 heap limits of a lookup thread: old space for its share of counts and key memo, the
+ * data lists and code, with room; a small young generation (a lookup's garbage dies young).
+ */
+export function lookupHeapLimits(memory: LookupMemory): { maxOldGenerationSizeMb: number; maxYoungGenerationSizeMb: number } {
   const mb = (memory.threadCountsBytes + memory.keyMemoEntries * 1024) / (1 << 20);
-  return Math.ceil(256 + 3 * mb);
+  return { maxOldGenerationSizeMb: Math.ceil(192 + 3 * mb), maxYoungGenerationSizeMb: 4 };
 }
 
 export class LookupServer {
@@ -118,7 +124,7 @@ export class LookupServer {
       countsIntervalMs: this.opts.countsIntervalMs ?? 1000,
     };
     // The same way from a checkout and inside the binary (src/runtime/worker-entry.ts).
-    const worker = startWorker('lookup', init, { resourceLimits: { maxOldGenerationSizeMb: lookupHeapMb(this.opts.memory) } });
+    const worker = startWorker('lookup', init, { resourceLimits: lookupHeapLimits(this.opts.memory) });
     slot.worker = worker;
     slot.startedAt = Date.now();
     return new Promise((resolve, reject) => {
@@ -224,6 +230,7 @@ export class LookupServer {
   }
 
   private onMessage(m: FromWorker): void {
+    if (m.type === 'counts' || m.type === 'stopped') this.opts.onTuples?.(m.announced);
     if (m.type === 'counts') this.opts.onCounts(m.rows, m.stats);
     else if (m.type === 'fatal') this.opts.onWorkerError?.(m.index, new Error(`lookup thread ${m.index} failed: ${m.message}`));
     const key = m.type === 'data-ok' || m.type === 'data-failed' ? `data:${m.id}:${m.index}` : m.type === 'stopped' ? `stop:${m.index}` : '';

@@ -6,6 +6,8 @@ import { versionInfo } from './ops/version.ts';
 import { describeBundle, loadBundle, type DataBundle } from './data/bundle.ts';
 import { log } from './log.ts';
 import { allocateLookupMemory, describePlan, planMemory } from './memory/budget.ts';
+import { SharedCounts } from './reporting/shared-counts.ts';
+import { TupleDictionary } from './reporting/tuple-dictionary.ts';
 import { buildLookupData } from './prebid/data.ts';
 import type { CountRow } from './reporting/tuple.ts';
 import { LookupEngine } from './prebid/pipeline.ts';
@@ -68,7 +70,15 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     const countSinks: RunningServer['countSinks'] = [];
     // The writer's final flush must run after lookups.stop (which delivers the last
     // counts) and before store.close: unshifted here, it stays behind all later steps.
-    const reporting = await openReporting(config, store, { pendingBytes: plan.pendingCountsBytes });
+    // Reporting counts live in the shared table; the dictionary knows each tuple's values.
+    const tuples = new TupleDictionary();
+    const sharedCounts = new SharedCounts(memory.counts);
+    const reporting = await openReporting(config, store, {
+      pendingBytes: Math.floor(plan.pendingCountsBytes / 3),
+      storeBytes: plan.storeBytes,
+      tupleSeed: memory.counts.seed,
+      source: () => tuples.drain(sharedCounts, Date.now()),
+    });
     countSinks.push((rows) => reporting.writer.add(rows));
     cleanup.unshift(() => reporting.writer.close());
     const metrics = new ServiceMetrics({
@@ -85,10 +95,12 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
             history: plan.historyBytes,
             ua_cache: plan.uaCacheBytes,
             ip_cache: plan.ipCacheBytes,
+            shared_counts: plan.sharedCountsBytes,
             thread_counts: plan.threadCountsBytes * plan.threads,
             pending_counts: plan.pendingCountsBytes,
+            store: plan.storeBytes,
           },
-          occupancy: { ...src.history.occupancy(), uas: src.uaCache.occupancy(), ip_verdicts: src.ipCache.occupancy() },
+          occupancy: { ...src.history.occupancy(), uas: src.uaCache.occupancy(), ip_verdicts: src.ipCache.occupancy(), tuples: sharedCounts.occupancy() },
         };
       },
     });
@@ -103,6 +115,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       port: config.prebidPort,
       threads: config.threads,
       memory,
+      onTuples: (announced) => tuples.add(announced),
       onCounts: (rows, stats) => {
         for (const sink of countSinks) sink(rows, stats);
       },
@@ -140,7 +153,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     engine.keys.replace(keys);
     const src = engine.sources;
     log.info(
-      describePlan(plan, { ...src.history.capacity, uas: src.uaCache.capacity, ipVerdicts: src.ipCache.capacity }),
+      describePlan(plan, {
+        ...src.history.capacity,
+        uas: src.uaCache.capacity,
+        ipVerdicts: src.ipCache.capacity,
+        tupleSlots: sharedCounts.capacity,
+        tuplesPerCustomerHour: sharedCounts.perCustomerHour,
+      }),
       'memory budget: history, caches and pending counts stay within it',
     );
     const failures = await lookups.reload(bundle, dataGeneration);

@@ -27,17 +27,55 @@ function finish(h1: number, h2: number, len: number): void {
   HASH[1] = h2;
 }
 
-/** Hashes `s` (UTF-16 code units) with `seed` into HASH. */
-export function hashString(s: string, seed: number): void {
-  let h1 = seed ^ 0x9e3779b9;
-  let h2 = Math.imul(seed, 0x5bd1e995) ^ 0x7f4a7c15;
+// Streaming state: hashBegin(), then hashAdd()/hashAddNumber() per part, then hashEnd().
+let H1 = 0;
+let H2 = 0;
+let LEN = 0;
+
+export function hashBegin(seed: number): void {
+  H1 = seed ^ 0x9e3779b9;
+  H2 = Math.imul(seed, 0x5bd1e995) ^ 0x7f4a7c15;
+  LEN = 0;
+}
+
+/** Adds a string's UTF-16 code units. */
+export function hashAdd(s: string): void {
+  let h1 = H1;
+  let h2 = H2;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
     h1 = Math.imul(h1 ^ c, 0x01000193);
     h2 = Math.imul(h2 + c, 0x5bd1e995);
     h2 ^= h2 >>> 15;
   }
-  finish(h1, h2, s.length);
+  H1 = h1;
+  H2 = h2;
+  LEN += s.length;
+}
+
+/** Adds a part boundary and a number (e.g. an hour): "ab"+"c" and "a"+"bc" differ. */
+export function hashAddNumber(n: number): void {
+  H1 = Math.imul(H1 ^ (n >>> 0), 0x01000193) ^ Math.imul((n / 4294967296) >>> 0, 0x27d4eb2f);
+  H2 = Math.imul(H2 + 0x1f + (n >>> 0), 0x5bd1e995);
+  H2 ^= H2 >>> 15;
+  LEN += 1;
+}
+
+/** Finishes into HASH. */
+export function hashEnd(): void {
+  finish(H1, H2, LEN);
+}
+
+/** Hashes `s` (UTF-16 code units) with `seed` into HASH. */
+export function hashString(s: string, seed: number): void {
+  hashBegin(seed);
+  hashAdd(s);
+  hashEnd();
+}
+
+/** A number from a hash pair: 32 bits of hi and 21 of lo, exact in a double (53 bits). */
+export function hashId(hi: number, lo: number): number {
+  return hi * 2097152 + (lo >>> 11);
 }
 
 /** Hashes `s` with ASCII letters folded to lowercase (IFAs: one device, either spelling). */

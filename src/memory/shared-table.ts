@@ -97,31 +97,38 @@ export class SharedTable {
   }
 
   /**
-   * Claims a slot of bucket b for key (hi, lo): an empty one, else the one whose
-   * `keep(base)` is lowest (the least worth keeping). Writes the key and zeroes the rest
-   * of the slot; returns its first word. Call with b locked, after find() missed.
+   * A slot of bucket b for a new key: an empty one, else the one whose `keep(base)` is
+   * lowest (the least worth keeping); -1 when every slot's keep() is Infinity (none may go).
+   * Call with b locked, after find() missed.
    */
-  claim(b: number, hi: number, lo: number, keep: (base: number) => number): number {
+  pick(b: number, keep: (base: number) => number): number {
     const u = this.u32;
     const w = this.slotWords;
-    const first = b * this.bucketSlots * w;
     let victim = -1;
     let victimKeep = Infinity;
-    for (let s = 0, base = first; s < this.bucketSlots; s++, base += w) {
-      if (u[base] === 0 && u[base + 1] === 0) {
-        victim = base;
-        break;
-      }
+    for (let s = 0, base = b * this.bucketSlots * w; s < this.bucketSlots; s++, base += w) {
+      if (u[base] === 0 && u[base + 1] === 0) return base;
       const k = keep(base);
       if (k < victimKeep) {
         victimKeep = k;
         victim = base;
       }
     }
-    u.fill(0, victim + 2, victim + w);
-    u[victim] = hi;
-    u[victim + 1] = lo;
     return victim;
+  }
+
+  /** Gives slot `base` to key (hi, lo), the rest of the slot zeroed; returns base. */
+  assign(base: number, hi: number, lo: number): number {
+    const u = this.u32;
+    u.fill(0, base + 2, base + this.slotWords);
+    u[base] = hi;
+    u[base + 1] = lo;
+    return base;
+  }
+
+  /** pick() then assign(): for tables whose keep() never refuses. */
+  claim(b: number, hi: number, lo: number, keep: (base: number) => number): number {
+    return this.assign(this.pick(b, keep), hi, lo);
   }
 
   /** Share of slots in use, estimated from the first `sampleBuckets` buckets (metrics: cheap at any size). */

@@ -71,6 +71,8 @@ export class ServiceMetrics {
   private readonly bands: Counter<'band'>;
   private readonly overflowed: Counter;
   private readonly cacheLookups: Counter<'cache' | 'result'>;
+  /** Latest V8 heap of each lookup thread (used, reserved). */
+  private readonly threadHeaps = new Map<number, [number, number]>();
   private readonly lockTimeouts: Counter;
   /** Lookup latency: per-bucket (not cumulative) counts, last slot is +Inf. */
   private readonly latency = new Array<number>(LATENCY_BUCKETS_US.length + 1).fill(0);
@@ -88,6 +90,12 @@ export class ServiceMetrics {
     this.overflowed = new Counter({ name: 'ivtd_lookup_overflow_transactions_total', help: 'Transactions whose free-text dimensions were folded into __overflow__ (too many distinct tuples).', registers: [r] });
     this.cacheLookups = new Counter({ name: 'ivtd_verdict_cache_lookups_total', help: 'Shared UA and IP verdict cache lookups by result (a miss parses the UA or reads the IP databases).', labelNames: ['cache', 'result'], registers: [r] });
     this.lockTimeouts = new Counter({ name: 'ivtd_shared_lock_timeouts_total', help: 'Shared-table updates that went ahead after waiting the spin limit for a bucket lock (should stay near 0).', registers: [r] });
+    register(r, 'ivtd_lookup_thread_heap_bytes', 'V8 heap of each lookup thread (state used or reserved), reported once a second.', 'gauge', () =>
+      [...this.threadHeaps].flatMap(([thread, [used, total]]) => [
+        { value: used, labels: { thread: String(thread), state: 'used' } },
+        { value: total, labels: { thread: String(thread), state: 'reserved' } },
+      ]),
+    );
     register(r, 'ivtd_memory_budget_bytes', 'The memory budget (--memory-budget) by part: fixed at start, whatever the traffic.', 'gauge', () => {
       const m = sources.memory?.();
       return m ? Object.entries(m.parts).map(([part, value]) => ({ value, labels: { part } })) : [];
@@ -177,6 +185,7 @@ export class ServiceMetrics {
     this.cacheLookups.inc({ cache: 'ip', result: 'hit' }, stats.ipHits);
     this.cacheLookups.inc({ cache: 'ip', result: 'miss' }, stats.ipMisses);
     if (stats.contended > 0) this.lockTimeouts.inc(stats.contended);
+    if (stats.heapTotal > 0) this.threadHeaps.set(stats.thread, [stats.heapUsed, stats.heapTotal]);
   }
 
   /** Hook for the reporting engine: one call per query. */

@@ -2,6 +2,7 @@
 import type { DataBundle } from '../data/bundle.ts';
 import type { LookupMemory } from '../memory/budget.ts';
 import type { CountRow } from '../reporting/tuple.ts';
+import type { NewTuple } from '../reporting/tuple-dictionary.ts';
 import type { LiveKey } from './keys.ts';
 
 export interface LookupWorkerInit {
@@ -34,6 +35,9 @@ export interface LookupStats {
   contended: number;
   /** Message of the last request that failed with 500 in this interval ('' if none). */
   lastError: string;
+  /** This thread's V8 heap at the end of the interval: used and reserved bytes. */
+  heapUsed: number;
+  heapTotal: number;
 }
 
 /** Upper bounds (µs) of the lookup latency histogram buckets; a last bucket is +Inf. */
@@ -51,7 +55,8 @@ export type FromWorker =
   | { type: 'listen-failed'; index: number; message: string }
   | { type: 'data-ok'; index: number; id: number }
   | { type: 'data-failed'; index: number; id: number; message: string }
-  | { type: 'counts'; index: number; rows: CountRow[]; stats: LookupStats }
-  | { type: 'stopped'; index: number; rows: CountRow[]; stats: LookupStats }
+  /** Once a second: tuples this thread added to the shared counts, its own rows (shared table full), figures. */
+  | { type: 'counts'; index: number; announced: NewTuple[]; rows: CountRow[]; stats: LookupStats }
+  | { type: 'stopped'; index: number; announced: NewTuple[]; rows: CountRow[]; stats: LookupStats }
   /** The thread hit an error nothing caught, closed its sockets and is ending. */
   | { type: 'fatal'; index: number; message: string };

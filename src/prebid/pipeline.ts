@@ -9,7 +9,7 @@
 // One LookupEngine per lookup thread (and one on the main thread, for explain).
 import { TUPLE_DIMENSIONS, type Band, type TransactionClass } from '../enums.ts';
 import type { LookupMemory } from '../memory/budget.ts';
-import { TupleCounts } from '../reporting/tuple.ts';
+import { ThreadCounts } from '../reporting/thread-counts.ts';
 import type { HistoryFacts } from '../signals/history.ts';
 import { asParsed } from '../signals/ip-address.ts';
 import type { IpAssessment } from '../signals/ip-intel.ts';
@@ -54,7 +54,7 @@ const BAD_IP = err(400, 'invalid_parameter', 'Invalid parameter ip: must be an I
 
 export class LookupEngine {
   readonly keys: KeyTable;
-  readonly counts: TupleCounts;
+  readonly counts: ThreadCounts;
   readonly sources: SignalSources;
   private readonly scanner = new QueryScanner();
   private readonly req: LookupRequest = emptyRequest();
@@ -67,7 +67,7 @@ export class LookupEngine {
   ) {
     this.sources = new SignalSources(memory);
     this.keys = new KeyTable(memory.keyMemoEntries);
-    this.counts = new TupleCounts(memory.threadCountsBytes);
+    this.counts = new ThreadCounts(memory.counts, memory.threadCountsBytes);
   }
 
   /** Answers one lookup. `query` is the raw query string (after `?`). */
@@ -79,7 +79,7 @@ export class LookupEngine {
     const r = score(s);
     // History learns from this request's own evidence only, so history cannot condemn itself.
     this.sources.recordOutcome(outcomeForHistory(r));
-    this.counts.count(this.customerId, hourStart(now), fillDimensions(this.req, s, this.dims), classifyTransaction(r));
+    this.counts.count(this.customerId, hourStart(now), fillDimensions(this.req, s, this.dims), classifyTransaction(r), now);
     return { status: 200, body: responseJson(s, r), band: r.band };
   }
 

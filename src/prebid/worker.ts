@@ -4,11 +4,13 @@
 import uWS from 'uWebSockets.js';
 import type { MessagePort } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
+import { getHeapStatistics } from 'node:v8';
 import { STATUS_TEXT } from '../errors.ts';
 import { fromMainThread } from '../data/bundle.ts';
 import { buildLookupData } from './data.ts';
 import { LookupEngine } from './pipeline.ts';
 import type { CountRow } from '../reporting/tuple.ts';
+import type { NewTuple } from '../reporting/tuple-dictionary.ts';
 import { LATENCY_BUCKETS_US, type FromWorker, type LookupStats, type LookupWorkerInit, type ToWorker } from './messages.ts';
 
 export const LOOKUP_PATH = '/api/v1/ivt/lookup';
@@ -21,7 +23,7 @@ const JSON_TYPE = 'application/json';
 function emptyStats(thread: number): LookupStats {
   return {
     thread, byStatus: {}, byBand: {}, latency: new Array(LATENCY_BUCKETS_US.length + 1).fill(0), latencySumUs: 0, overflowed: 0,
-    uaHits: 0, uaMisses: 0, ipHits: 0, ipMisses: 0, contended: 0, lastError: '',
+    uaHits: 0, uaMisses: 0, ipHits: 0, ipMisses: 0, contended: 0, lastError: '', heapUsed: 0, heapTotal: 0,
   };
 }
 
@@ -29,7 +31,7 @@ function emptyStats(thread: number): LookupStats {
 function cumulative(e: LookupEngine | null): number[] {
   if (e === null) return [0, 0, 0, 0, 0, 0];
   const s = e.sources;
-  return [e.counts.folded, s.uaCache.hits, s.uaCache.misses, s.ipCache.hits, s.ipCache.misses, s.history.contended];
+  return [e.counts.folded + e.counts.local.folded, s.uaCache.hits, s.uaCache.misses, s.ipCache.hits, s.ipCache.misses, s.history.contended + e.counts.shared.contended];
 }
 
 export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void {
@@ -111,7 +113,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   });
 
   let reported = cumulative(null);
-  const flush = (): { rows: CountRow[]; stats: LookupStats } => {
+  const flush = (): { announced: NewTuple[]; rows: CountRow[]; stats: LookupStats } => {
     const s = stats;
     // Stats are deltas since the last report; the engine's counters are cumulative.
     const now = cumulative(engine);
@@ -120,12 +122,15 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     reported = now;
     s.lastError = lastError;
     lastError = '';
+    const heap = getHeapStatistics();
+    s.heapUsed = heap.used_heap_size;
+    s.heapTotal = heap.total_heap_size;
     stats = emptyStats(init.index);
-    return { rows: engine?.counts.take() ?? [], stats: s };
+    const { announced, rows } = engine?.counts.take() ?? { announced: [], rows: [] };
+    return { announced, rows, stats: s };
   };
   const timer = setInterval(() => {
-    const { rows, stats: s } = flush();
-    post({ type: 'counts', index: init.index, rows, stats: s });
+    post({ type: 'counts', index: init.index, ...flush() });
   }, init.countsIntervalMs);
 
   /**
@@ -141,8 +146,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     clearInterval(timer);
     try {
       // The counts of this last second still reach reporting.
-      const { rows, stats: last } = flush();
-      post({ type: 'counts', index: init.index, rows, stats: last });
+      post({ type: 'counts', index: init.index, ...flush() });
       post({ type: 'fatal', index: init.index, message: err instanceof Error ? `${err.message}` : String(err) });
       if (listenSocket) uWS.us_listen_socket_close(listenSocket);
       listenSocket = null;
@@ -188,8 +192,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       // whole process. TemplatedApp.close() exists in v20.30 but is missing from its typings.
       (app as unknown as { close(): void }).close();
       clearInterval(timer);
-      const { rows, stats: s } = flush();
-      post({ type: 'stopped', index: init.index, rows, stats: s });
+      post({ type: 'stopped', index: init.index, ...flush() });
       // Nothing else to receive: let the thread end when its last socket closes.
       port.unref();
     }

@@ -7,6 +7,7 @@ import type { Store } from '../store/db.ts';
 import { startReportingApi } from './api.ts';
 import { ReportEngine } from './engine.ts';
 import { RateLimiter } from './rate-limit.ts';
+import type { CountRow } from './tuple.ts';
 import { RollupWriter } from './writer.ts';
 
 export interface Reporting {
@@ -25,25 +26,25 @@ export function storeThreads(lookupThreads: number, cores = availableParallelism
   return Math.max(1, cores - lookupThreads - 1);
 }
 
-/**
- * DuckDB's own buffer pool (reports, rollup writes), outside the memory budget but derived
- * from it: a quarter, at least 64 MB. Past it DuckDB spills to disk next to its file
- * instead of taking its default, 80 % of the machine's RAM.
- */
-export function storeMemoryMb(memoryBudgetMb: number): number {
-  return Math.max(64, Math.round(memoryBudgetMb / 4));
-}
-
-export async function openReporting(config: Config, store: Store, opts: { pendingBytes: number }): Promise<Reporting> {
+export async function openReporting(
+  config: Config,
+  store: Store,
+  opts: { pendingBytes: number; storeBytes: number; tupleSeed: number; source?: () => CountRow[] },
+): Promise<Reporting> {
   // Global DuckDB settings: they bound every query of this instance. A query uses the
   // shared pool plus its calling thread, so reports also run one at a time (the engine's
   // default) to stay within these cores.
   await store.run(`SET threads = ${storeThreads(config.threads)}`);
-  await store.run(`SET memory_limit = '${storeMemoryMb(config.memoryBudget)}MB'`);
+  // DuckDB's default is 80 % of the machine's RAM; it is part of the memory budget here.
+  await store.run(`SET memory_limit = '${Math.floor(opts.storeBytes / 1048576)}MB'`);
+  // Rollup rows have no order to keep; DuckDB then buffers less while inserting.
+  await store.run('SET preserve_insertion_order = false');
   const writer = await RollupWriter.open(store, {
     flushIntervalMs: config.flushInterval * 1000,
     retentionDays: config.retentionDays,
     maxPendingBytes: opts.pendingBytes,
+    tupleSeed: opts.tupleSeed,
+    ...(opts.source ? { source: opts.source } : {}),
   });
   const engine = new ReportEngine(store, { retentionDays: config.retentionDays });
   const limiter = new RateLimiter(config.reportRate, config.reportBurst);

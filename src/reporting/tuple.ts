@@ -7,6 +7,7 @@
 // each new tuple's free-text dimensions into OVERFLOW, so hostile cardinality is counted,
 // never dropped (folded tuples are few: customers × hours × the bounded dimensions).
 import { TUPLE_DIMENSIONS, type TransactionClass, type TupleDimension } from '../enums.ts';
+import { HASH, hashAdd, hashAddNumber, hashBegin, hashEnd, hashId } from '../memory/hash.ts';
 
 export const OVERFLOW = '__overflow__';
 const SEP = '\u001f';
@@ -21,6 +22,8 @@ export const DIM_INDEX: Readonly<Record<TupleDimension, number>> = Object.fromEn
 
 /** One delta row: customer, hour start (ms UTC), dims in TUPLE_DIMENSIONS order, counts. */
 export interface CountRow {
+  /** The tuple's id (hashId of tupleHash), so maps key on a number, not a joined string. Computed when absent. */
+  id?: number;
   customerId: string;
   hour: number;
   dims: string[];
@@ -39,10 +42,34 @@ export function foldDims(dims: readonly string[]): string[] {
   return dims.map((v, i) => (FOLD_MASK[i] ? OVERFLOW : v));
 }
 
-export function tupleKey(customerId: string, hour: number, dims: readonly string[]): string {
-  let key = customerId + SEP + hour;
-  for (let i = 0; i < dims.length; i++) key += SEP + dims[i];
-  return key;
+/** foldDims into a reused array. */
+export function foldInto(dims: readonly string[], out: string[]): string[] {
+  for (let i = 0; i < dims.length; i++) out[i] = FOLD_MASK[i] ? OVERFLOW : dims[i]!;
+  return out;
+}
+
+/** The values as one string (one allocation to send or keep instead of one per value). */
+export function joinDims(dims: readonly string[]): string {
+  return dims.join(SEP);
+}
+
+export function splitDims(joined: string): string[] {
+  return joined.split(SEP);
+}
+
+/**
+ * Hashes a tuple into HASH with the process's seed; its id is hashId(HASH). Two distinct
+ * tuples share an id with probability 2^-53: their counts would merge.
+ */
+export function tupleHash(customerId: string, hour: number, dims: readonly string[], seed: number): void {
+  hashBegin(seed);
+  hashAdd(customerId);
+  hashAddNumber(hour);
+  for (let i = 0; i < dims.length; i++) {
+    hashAdd(dims[i]!);
+    hashAddNumber(i);
+  }
+  hashEnd();
 }
 
 /** A value cut to DIM_VALUE_MAX characters. */
@@ -65,14 +92,30 @@ export function tupleBytes(dims: readonly string[], customerId: string): number 
   return 320 + 4 * chars;
 }
 
-/** Counts per tuple within a byte budget; `take()` hands them over and starts empty. */
-export class TupleCounts {
-  private cells = new Map<string, CountRow>();
-  private usedBytes = 0;
-  /** Additions that went to an overflow tuple because the budget was full (cumulative). */
-  folded = 0;
+export interface TupleCountsOptions {
+  /** The process's hash seed (the same in every thread, so ids agree). */
+  seed: number;
+}
 
-  constructor(readonly maxBytes: number) {}
+/**
+ * Counts per tuple in a JS map within a byte budget; `take()` hands them over and starts
+ * empty. A new tuple folds into its hour's overflow tuple when the budget is full. Used
+ * where the shared table (shared-counts.ts) is not: rows waiting to be written again after
+ * a failed flush, and a lookup thread's counts when the shared table is full.
+ */
+export class TupleCounts {
+  private cells = new Map<number, CountRow>();
+  private usedBytes = 0;
+  /** Additions that went to an overflow tuple (budget full or not admitted), cumulative. */
+  folded = 0;
+  private readonly seed: number;
+
+  constructor(
+    readonly maxBytes: number,
+    opts: TupleCountsOptions,
+  ) {
+    this.seed = opts.seed;
+  }
 
   get size(): number {
     return this.cells.size;
@@ -83,23 +126,30 @@ export class TupleCounts {
     return this.usedBytes;
   }
 
-  /** Adds counts to a tuple. `dims` is not kept: a new tuple stores its own copies. */
-  add(customerId: string, hour: number, dims: readonly string[], total: number, givt: number, sivt: number): void {
-    let key = tupleKey(customerId, hour, dims);
-    let cell = this.cells.get(key);
+  /**
+   * Adds counts to a tuple. `dims` is not kept: a new tuple stores its own copies. `id` is
+   * the tuple's id when the caller has it.
+   */
+  add(customerId: string, hour: number, dims: readonly string[], total: number, givt: number, sivt: number, id = -1): void {
+    if (id < 0) {
+      tupleHash(customerId, hour, dims, this.seed);
+      id = hashId(HASH[0]!, HASH[1]!);
+    }
+    let cell = this.cells.get(id);
     if (cell === undefined) {
       let size = tupleBytes(dims, customerId);
       let kept = dims;
       if (this.usedBytes + size > this.maxBytes) {
         this.folded++;
         kept = foldDims(dims);
-        key = tupleKey(customerId, hour, kept);
-        cell = this.cells.get(key);
+        tupleHash(customerId, hour, kept, this.seed);
+        id = hashId(HASH[0]!, HASH[1]!);
+        cell = this.cells.get(id);
         size = tupleBytes(kept, customerId);
       }
       if (cell === undefined) {
-        cell = { customerId: ownString(customerId), hour, dims: kept.map(ownString), total: 0, givt: 0, sivt: 0 };
-        this.cells.set(key, cell);
+        cell = { id, customerId: ownString(customerId), hour, dims: kept.map(ownString), total: 0, givt: 0, sivt: 0 };
+        this.cells.set(id, cell);
         this.usedBytes += size;
       }
     }
@@ -113,9 +163,24 @@ export class TupleCounts {
     this.add(customerId, hour, dims, 1, cls === 'givt' ? 1 : 0, cls === 'sivt' ? 1 : 0);
   }
 
-  /** Merges rows (e.g. deltas from lookup threads, or a batch put back after a failure). */
-  addRows(rows: readonly CountRow[]): void {
-    for (const r of rows) this.add(r.customerId, r.hour, r.dims, r.total, r.givt, r.sivt);
+  /**
+   * Merges rows (deltas from lookup threads, or a batch put back after a failure). A row
+   * for a tuple not held yet is adopted as it is, when it fits: these rows are the caller's
+   * to give (fresh copies from a thread message, or rows this map handed out).
+   */
+  addRows(rows: CountRow[]): void {
+    for (const r of rows) {
+      const id = r.id;
+      if (id !== undefined && !this.cells.has(id)) {
+        const size = tupleBytes(r.dims, r.customerId);
+        if (this.usedBytes + size <= this.maxBytes) {
+          this.cells.set(id, r);
+          this.usedBytes += size;
+          continue;
+        }
+      }
+      this.add(r.customerId, r.hour, r.dims, r.total, r.givt, r.sivt, id ?? -1);
+    }
   }
 
   /** Takes every row and starts empty. */

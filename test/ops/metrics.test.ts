@@ -55,6 +55,8 @@ t.test('ServiceMetrics turns per-thread deltas into cumulative Prometheus series
     ipMisses: 2,
     contended: 0,
     lastError: '',
+    heapUsed: 0,
+    heapTotal: 0,
   });
   const width = LATENCY_BUCKETS_US.length + 1;
   const a = new Array<number>(width).fill(0);

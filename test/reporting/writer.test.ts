@@ -58,7 +58,7 @@ function bytesFor(n: number, ...samples: string[][]): number {
 }
 
 t.test('thread counts fold hostile cardinality into the overflow value, counting every transaction', async (t) => {
-  const c = new TupleCounts(bytesFor(3, dims({ p1: 'hostile-999', adt: '2' })));
+  const c = new TupleCounts(bytesFor(3, dims({ p1: 'hostile-999', adt: '2' })), { seed: 1 });
   const env = TUPLE_DIMENSIONS.indexOf('env');
   for (let i = 0; i < 1000; i++) {
     const d = dims({ p1: `hostile-${i}`, adt: String(1 + (i % 2)) });
@@ -84,7 +84,7 @@ t.test('thread counts fold hostile cardinality into the overflow value, counting
 });
 
 t.test('pending counts merge deltas and fold past their budget', async (t) => {
-  const p = new TupleCounts(bytesFor(2, row('a', { p1: 'x' }, 1).dims));
+  const p = new TupleCounts(bytesFor(2, row('a', { p1: 'x' }, 1).dims), { seed: 1 });
   p.addRows([row('a', {}, 2, 1), row('a', {}, 3, 0, 1), row('a', { p1: 'x' }, 1)]);
   t.equal(p.size, 2, 'same tuple merged');
   p.addRows([row('a', { p1: 'y' }, 4, 1, 1), row('a', { p1: 'z' }, 5), row('a', { p1: 'x' }, 1)]);
@@ -179,7 +179,7 @@ t.test('overflow tuples are reported as __overflow__ and totals stay exact', asy
   const store = await openStore(t);
   const w = await openWriter(t, store, { maxPendingBytes: bytesFor(5, dims({ p1: 'p-999' })) });
   const engine = new ReportEngine(store, { retentionDays: 400 });
-  const counter = new TupleCounts(bytesFor(10, dims({ p1: 'p-999' })));
+  const counter = new TupleCounts(bytesFor(10, dims({ p1: 'p-999' })), { seed: 1 });
   for (let i = 0; i < 500; i++) counter.count('a', THIS_HOUR, dims({ p1: `p-${i}` }), i < 50 ? 'sivt' : 'valid');
   w.add(counter.take());
   await w.flush();
