@@ -19,7 +19,8 @@ import { mountReportRoute } from './reporting/api.ts';
 import { openReporting } from './reporting/service.ts';
 import { ServiceMetrics } from './ops/metrics.ts';
 import { Store } from './store/db.ts';
-import { activePrebidKeys, ensureFirstCustomer } from './store/customers.ts';
+import { activePrebidKeys } from './store/api-keys.ts';
+import { ensureFirstCustomer } from './store/customers.ts';
 
 export interface RunningServer {
   config: Config;

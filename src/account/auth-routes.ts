@@ -3,7 +3,7 @@
 import type { Config } from '../config.ts';
 import { HttpError } from '../errors.ts';
 import { readForm, readJsonObject, sendJson, type Ctx, type Router } from '../http/router.ts';
-import { findUserForLogin } from '../store/customers.ts';
+import { findUserForLogin } from '../store/logins.ts';
 import type { Store } from '../store/db.ts';
 import { PASSWORD_MAX, verifyPasswordOrDummy } from '../store/secrets.ts';
 import type { AccessTokens } from './access-tokens.ts';

@@ -6,7 +6,7 @@ import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, statSync, unlinkS
 import net from 'node:net';
 import { join } from 'node:path';
 import type { Store } from '../store/db.ts';
-import { STORE_ERROR_CODES, StoreError, type StoreErrorCode } from '../store/customers.ts';
+import { STORE_ERROR_CODES, StoreError, type StoreErrorCode } from '../store/store-error.ts';
 import { log } from '../log.ts';
 import { isOperationName, runOperation, type OperationHooks, type OperationName, type OperationResult } from './operations.ts';
 

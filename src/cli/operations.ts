@@ -1,16 +1,11 @@
 // The provisioning operations, in one table used by both paths: the CLI running them on a
 // store it opened itself, and the control socket running them inside a live server.
 // Arguments arrive as parsed JSON from the socket, so each operation checks their types.
+import { rotateKey } from '../store/api-keys.ts';
+import { createCustomer, listCustomers } from '../store/customers.ts';
 import type { Store } from '../store/db.ts';
-import {
-  StoreError,
-  addUser,
-  createCustomer,
-  listCustomers,
-  rotateKey,
-  setPassword,
-  setUserDisabled,
-} from '../store/customers.ts';
+import { StoreError } from '../store/store-error.ts';
+import { addUser, setPassword, setUserDisabled } from '../store/users.ts';
 import { OPTIONS } from '../config.ts';
 
 /** What a running server refreshes after an operation changed keys or users. */

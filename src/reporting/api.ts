@@ -5,7 +5,7 @@ import { HttpError } from '../errors.ts';
 import { Router, listen, sendJson, type Ctx, type Listener } from '../http/router.ts';
 import { log } from '../log.ts';
 import type { Store } from '../store/db.ts';
-import { verifyReportingKey } from '../store/customers.ts';
+import { verifyReportingKey } from '../store/api-keys.ts';
 import type { ReportEngine } from './engine.ts';
 import { RateLimiter } from './rate-limit.ts';
 

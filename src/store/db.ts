@@ -12,6 +12,11 @@ export const DB_FILE = 'ivtd.duckdb';
 
 export class StoreLockedError extends Error {}
 
+/** A TIMESTAMP column as read by Queryable (a Date), as ISO text. */
+export function isoTime(value: unknown): string {
+  return (value as Date).toISOString();
+}
+
 /** A query runner: the store itself, or one transaction of it. */
 export interface Queryable {
   run(sql: string, params?: Params): Promise<void>;

@@ -5,7 +5,9 @@ import { tmpdir } from 'node:os';
 import net from 'node:net';
 import { join } from 'node:path';
 import { Store } from '../../src/store/db.ts';
-import { activePrebidKeys, findUserForLogin, StoreError } from '../../src/store/customers.ts';
+import { activePrebidKeys } from '../../src/store/api-keys.ts';
+import { findUserForLogin } from '../../src/store/logins.ts';
+import { StoreError } from '../../src/store/store-error.ts';
 import { hashKey } from '../../src/store/secrets.ts';
 import {
   controlSocketPath,
