@@ -4,7 +4,8 @@
 // of range (422: limit, offset, date order, retention, enumeration values).
 import { AD_TYPES, DEVICE_TYPES, DIMENSIONS, ENVIRONMENTS, FILTERS, type Dimension, type Filter } from '../enums.ts';
 import { HttpError } from '../errors.ts';
-import { DAY_MS, oldestKeptDayMs } from './retention.ts';
+import { DAY_MS } from '../time.ts';
+import { oldestKeptDayMs } from './retention.ts';
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 1000;

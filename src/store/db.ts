@@ -25,6 +25,19 @@ export interface Queryable {
   one<T extends Row = Row>(sql: string, params?: Params): Promise<T | undefined>;
 }
 
+/** Runs fn inside BEGIN/COMMIT on `q`'s connection; rolls back and rethrows if it throws. */
+export async function inTransaction<T>(q: Queryable, fn: () => Promise<T>): Promise<T> {
+  await q.run('BEGIN TRANSACTION');
+  try {
+    const out = await fn();
+    await q.run('COMMIT');
+    return out;
+  } catch (e) {
+    await q.run('ROLLBACK').catch(() => undefined);
+    throw e;
+  }
+}
+
 class ConnectionRunner implements Queryable {
   constructor(protected readonly conn: DuckDBConnection) {}
   async run(sql: string, params?: Params): Promise<void> {
@@ -73,15 +86,7 @@ export class Store extends ConnectionRunner {
     const conn = await this.instance.connect();
     const q = new ConnectionRunner(conn);
     try {
-      await q.run('BEGIN TRANSACTION');
-      try {
-        const out = await fn(q);
-        await q.run('COMMIT');
-        return out;
-      } catch (e) {
-        await q.run('ROLLBACK').catch(() => undefined);
-        throw e;
-      }
+      return await inTransaction(q, () => fn(q));
     } finally {
       conn.closeSync();
     }
