@@ -9,6 +9,7 @@ import { findCustomer } from '../store/customer-ref.ts';
 import type { Queryable, Store } from '../store/db.ts';
 import { KEY_KINDS, type KeyKind } from '../store/secrets.ts';
 import { StoreError } from '../store/store-error.ts';
+import { isWholeNumberIn } from '../whole-number.ts';
 import { FieldError, refuseUnknownFields } from './field-error.ts';
 import type { SessionGuard } from './session.ts';
 
@@ -56,7 +57,7 @@ export function mountAccountRoutes(
     if (!KEY_KINDS.includes(kind as KeyKind)) throw new FieldError('kind', 'kind must be "prebid" or "reporting".');
     const grace = body.grace_seconds ?? deps.defaultGraceSeconds;
     const max = OPTIONS.keyGrace.max;
-    if (typeof grace !== 'number' || !Number.isSafeInteger(grace) || grace < 0 || grace > max) {
+    if (!isWholeNumberIn(grace, 0, max)) {
       throw new FieldError('grace_seconds', `grace_seconds must be a whole number from 0 to ${max}.`);
     }
     let r;

@@ -7,6 +7,7 @@ import type { Store } from '../store/db.ts';
 import { StoreError } from '../store/store-error.ts';
 import { addUser, setPassword, setUserDisabled } from '../store/users.ts';
 import { OPTIONS } from '../config.ts';
+import { isWholeNumberIn } from '../whole-number.ts';
 
 /** What a running server refreshes after an operation changed keys or users. */
 export interface OperationHooks {
@@ -33,7 +34,7 @@ function kind(args: Args): 'prebid' | 'reporting' {
 function graceSeconds(args: Args): number {
   const v = args.graceSeconds;
   const max = OPTIONS.keyGrace.max;
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0 || v > max) {
+  if (!isWholeNumberIn(v, 0, max)) {
     throw new StoreError('invalid', `grace must be a whole number of seconds from 0 to ${max}`);
   }
   return v;
