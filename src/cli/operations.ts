@@ -9,13 +9,16 @@ import { addUser, setPassword, setUserDisabled } from '../store/users.ts';
 import { OPTIONS } from '../config.ts';
 import { isWholeNumberIn } from '../whole-number.ts';
 
-/** What a running server refreshes after an operation changed keys or users. */
+/**
+ * What a running server refreshes after an operation: the lookup threads hold the live
+ * pre-bid keys in memory. User changes need no hook: sessions are checked against the
+ * store on every request, so a disabled user or a new password ends them at once.
+ */
 export interface OperationHooks {
   keysChanged(): void;
-  usersChanged(username: string): void;
 }
 
-export const NO_HOOKS: OperationHooks = { keysChanged() {}, usersChanged() {} };
+export const NO_HOOKS: OperationHooks = { keysChanged() {} };
 
 type Args = Record<string, unknown>;
 
@@ -40,10 +43,8 @@ function graceSeconds(args: Args): number {
   return v;
 }
 
-async function setDisabled(store: Store, args: Args, disabled: boolean, hooks: OperationHooks) {
-  const r = await setUserDisabled(store, { username: str(args, 'username'), disabled });
-  hooks.usersChanged(r.username);
-  return r;
+function setDisabled(store: Store, args: Args, disabled: boolean) {
+  return setUserDisabled(store, { username: str(args, 'username'), disabled });
 }
 
 export const OPERATIONS = {
@@ -64,13 +65,10 @@ export const OPERATIONS = {
   },
   'user.add': async (store: Store, args: Args) =>
     addUser(store, { customer: str(args, 'customer'), username: str(args, 'username'), password: str(args, 'password') }),
-  'user.passwd': async (store: Store, args: Args, hooks: OperationHooks) => {
-    const r = await setPassword(store, { username: str(args, 'username'), password: str(args, 'password') });
-    hooks.usersChanged(r.username);
-    return r;
-  },
-  'user.disable': (store: Store, args: Args, hooks: OperationHooks) => setDisabled(store, args, true, hooks),
-  'user.enable': (store: Store, args: Args, hooks: OperationHooks) => setDisabled(store, args, false, hooks),
+  'user.passwd': async (store: Store, args: Args) =>
+    setPassword(store, { username: str(args, 'username'), password: str(args, 'password') }),
+  'user.disable': (store: Store, args: Args) => setDisabled(store, args, true),
+  'user.enable': (store: Store, args: Args) => setDisabled(store, args, false),
 } satisfies Record<string, (store: Store, args: Args, hooks: OperationHooks) => Promise<unknown>>;
 
 export type OperationName = keyof typeof OPERATIONS;
