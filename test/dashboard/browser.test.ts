@@ -5,7 +5,7 @@ import t from 'tap';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { buildDashboard } from '../../src/dashboard/build.ts';
+import { buildDashboard } from '../../tools/build-dashboard.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { DESKTOP, launchChromium, openPage, screenshots } from './browser.ts';
 

@@ -1,7 +1,7 @@
 // Builds data/generated/asn.bin (format: src/signals/asn-table.ts) from the
 // @ip-location-db/asn CSVs (`start,end,asn,org`, numeric addresses).
 //
-//   node --import tsx src/data/build-asn.ts [--if-missing] [--out DIR]
+//   node --import tsx tools/build-asn.ts [--if-missing] [--out DIR]
 //
 // Overlapping source rows are resolved deterministically: the narrowest range wins the
 // overlap (like a longest-prefix match); equal widths go to the earlier row. Adjacent
@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { AsnTable, encodeAsnTable } from '../signals/asn-table.ts';
+import { AsnTable, encodeAsnTable } from '../src/signals/asn-table.ts';
 
 const SOURCE_PACKAGE = '@ip-location-db/asn';
 const V4_FILE = 'asn-ipv4-num.csv';
@@ -251,7 +251,7 @@ export function asnSourceDir(): string {
   return dirname(createRequire(import.meta.url).resolve(`${SOURCE_PACKAGE}/package.json`));
 }
 
-export const DEFAULT_OUT_DIR = fileURLToPath(new URL('../../data/generated/', import.meta.url));
+export const DEFAULT_OUT_DIR = fileURLToPath(new URL('../data/generated/', import.meta.url));
 
 function main(argv: string[]): void {
   let ifMissing = false;
