@@ -253,27 +253,20 @@ export function asnSourceDir(): string {
 
 export const DEFAULT_OUT_DIR = fileURLToPath(new URL('../data/generated/', import.meta.url));
 
-function main(argv: string[]): void {
-  let ifMissing = false;
-  let outDir = DEFAULT_OUT_DIR;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--if-missing') ifMissing = true;
-    else if (a === '--out' && argv[i + 1]) outDir = resolve(argv[++i] as string);
-    else throw new Error(`build-asn: unknown argument "${a}" (usage: build-asn.ts [--if-missing] [--out DIR])`);
-  }
+/**
+ * Writes asn.bin and asn.meta.json into `outDir`. With `ifMissing`, does nothing when both
+ * exist and are newer than the source CSVs. Returns what it did, as one line.
+ */
+export function writeAsnFiles(outDir: string, opts: { ifMissing?: boolean } = {}): { built: boolean; message: string } {
   const srcDir = asnSourceDir();
   const v4Path = join(srcDir, V4_FILE);
   const v6Path = join(srcDir, V6_FILE);
   const binPath = join(outDir, 'asn.bin');
   const metaPath = join(outDir, 'asn.meta.json');
 
-  if (ifMissing && existsSync(binPath) && existsSync(metaPath)) {
+  if (opts.ifMissing && existsSync(binPath) && existsSync(metaPath)) {
     const sourceTime = Math.max(statSync(v4Path).mtimeMs, statSync(v6Path).mtimeMs);
-    if (statSync(binPath).mtimeMs >= sourceTime) {
-      console.log(`asn table: ${binPath} is up to date`);
-      return;
-    }
+    if (statSync(binPath).mtimeMs >= sourceTime) return { built: false, message: `asn table: ${binPath} is up to date` };
   }
 
   const t0 = performance.now();
@@ -297,10 +290,24 @@ function main(argv: string[]): void {
   };
   writeFileSync(metaPath, `${JSON.stringify(meta, null, 2)}\n`);
   const ms = Math.round(performance.now() - t0);
-  console.log(
-    `asn table: wrote ${binPath} (${(bytes.byteLength / 1048576).toFixed(1)} MB: ${stats.v4Ranges} IPv4 + ${stats.v6Ranges} IPv6 ranges, ` +
+  return {
+    built: true,
+    message:
+      `asn table: wrote ${binPath} (${(bytes.byteLength / 1048576).toFixed(1)} MB: ${stats.v4Ranges} IPv4 + ${stats.v6Ranges} IPv6 ranges, ` +
       `${stats.orgs} ASNs, ${stats.overlappingRows} overlapping rows resolved) from ${pkg.name}@${pkg.version} in ${ms} ms`,
-  );
+  };
+}
+
+function main(argv: string[]): void {
+  let ifMissing = false;
+  let outDir = DEFAULT_OUT_DIR;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--if-missing') ifMissing = true;
+    else if (a === '--out' && argv[i + 1]) outDir = resolve(argv[++i] as string);
+    else throw new Error(`build-asn: unknown argument "${a}" (usage: build-asn.ts [--if-missing] [--out DIR])`);
+  }
+  console.log(writeAsnFiles(outDir, { ifMissing }).message);
 }
 
 const invokedAs = process.argv[1];
