@@ -144,10 +144,6 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       describePlan(plan, { ...src.history.capacity, uas: src.uaCache.capacity, ipVerdicts: src.ipCache.capacity }),
       'memory budget: history, caches and pending counts stay within it',
     );
-    const failures = await lookups.reload(bundle, dataGeneration);
-    if (failures.length) throw new Error(`lookup threads could not load the data: ${failures.join('; ')}`);
-    log.info({ host: config.host, port: prebidPort, threads: config.threads }, 'pre-bid lookups listening');
-
     // Drops keys whose grace period ended (the threads also check expiry per lookup).
     const keyTimer = setInterval(refreshKeysSoon, 5000);
     keyTimer.unref();
@@ -178,6 +174,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
 
     const reportingApi = await reporting.listen();
     cleanup.unshift(() => reportingApi.close());
+
+    // Last: the data push is what turns /health-check to 200, so health means every listener is open.
+    const failures = await lookups.reload(bundle, dataGeneration);
+    if (failures.length) throw new Error(`lookup threads could not load the data: ${failures.join('; ')}`);
+    log.info({ host: config.host, port: prebidPort, threads: config.threads }, 'pre-bid lookups listening');
 
     const running: RunningServer = {
       config,
