@@ -222,8 +222,9 @@ t.test('a flush larger than one INSERT chunk is written whole', async (t) => {
 
 t.test('retention: old rows are deleted and cannot be asked for', async (t) => {
   const store = await openStore(t);
-  const w = await openWriter(t, store, { retentionDays: 30 });
-  const engine = new ReportEngine(store, { retentionDays: 30 });
+  // Both clocks pinned to NOW: a run that crosses midnight UTC must not move the window.
+  const w = await openWriter(t, store, { retentionDays: 30, now: () => NOW });
+  const engine = new ReportEngine(store, { retentionDays: 30, now: () => NOW });
   const todayStart = NOW - (NOW % DAY_MS);
   w.add([
     row('a', {}, 1, 0, 0, todayStart - 31 * DAY_MS), // the day before the oldest kept day
