@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../helpers/ports.ts';
+import { runProcess, type CliRun } from './run-cli.ts';
 
 t.setTimeout(180_000);
 
@@ -33,17 +34,8 @@ function cleanClone(dir: string): void {
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
 }
 
-function npmRun(cwd: string, args: string[], stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('npm', ['run', 'ivtd', '--', ...args], { cwd, env: shellEnv() });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
-    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(stdin);
-  });
+function npmRun(cwd: string, args: string[], stdin = ''): Promise<CliRun> {
+  return runProcess('npm', ['run', 'ivtd', '--', ...args], { cwd, env: shellEnv(), stdin });
 }
 
 /** Resolves with the first stdout line matching `re` (the server logs JSON lines). */
