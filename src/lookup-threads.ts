@@ -11,7 +11,7 @@
 import uWS from 'uWebSockets.js';
 import { createServer, type AddressInfo } from 'node:net';
 import type { Worker } from 'node:worker_threads';
-import type { DataBundle } from './data/bundle.ts';
+import { forThreads, type DataBundle } from './data/bundle.ts';
 import { STATUS_TEXT } from './errors.ts';
 import type { LookupMemory } from './memory/budget.ts';
 import type { CountRow } from './reporting/tuple.ts';
@@ -171,7 +171,7 @@ export class LookupServer {
     try {
       await this.launch(slot, this.port);
       if (this.data) {
-        const a = await this.ask(slot, { type: 'data', id: this.data.id, bundle: this.data.bundle }, `data:${this.data.id}:${slot.index}`, 30_000);
+        const a = await this.ask(slot, { type: 'data', id: this.data.id, bundle: forThreads(this.data.bundle) }, `data:${this.data.id}:${slot.index}`, 30_000);
         if (a === null || a.type !== 'data-ok') throw new Error(`lookup thread ${slot.index} could not load the data again: ${a && a.type === 'data-failed' ? a.message : 'no answer'}`);
       }
       this.restarts++;
@@ -265,7 +265,8 @@ export class LookupServer {
    */
   async reload(bundle: DataBundle, id: number): Promise<string[]> {
     const live = this.slots.filter((s) => s.worker !== null);
-    const answers = await Promise.all(live.map((s) => this.ask(s, { type: 'data', id, bundle }, `data:${id}:${s.index}`, 30_000)));
+    const posted = forThreads(bundle);
+    const answers = await Promise.all(live.map((s) => this.ask(s, { type: 'data', id, bundle: posted }, `data:${id}:${s.index}`, 30_000)));
     const failures: string[] = [];
     answers.forEach((a, i) => {
       const index = live[i]!.index;

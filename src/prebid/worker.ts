@@ -5,6 +5,7 @@ import uWS from 'uWebSockets.js';
 import type { MessagePort } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { STATUS_TEXT } from '../errors.ts';
+import { fromMainThread } from '../data/bundle.ts';
 import { buildLookupData } from './data.ts';
 import { LookupEngine } from './pipeline.ts';
 import type { CountRow } from '../reporting/tuple.ts';
@@ -167,7 +168,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     } else if (m.type === 'data') {
       try {
         // Built aside, then swapped in one assignment: lookups never see half-loaded data.
-        const data = buildLookupData(m.bundle, m.id).data;
+        const data = buildLookupData(fromMainThread(m.bundle), m.id).data;
         if (engine === null) {
           engine = new LookupEngine(data, init.memory);
           engine.keys.replace(keys);
