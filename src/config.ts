@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { DEFAULT_PORTS } from './enums.ts';
+import { parseWholeNumber } from './whole-number.ts';
 
 type Kind = 'string' | 'int' | 'path';
 
@@ -74,8 +75,8 @@ function coerce(key: OptionKey, raw: unknown, from: string): string | number | u
   if (raw === undefined || raw === null) return undefined;
   if (spec.kind === 'int') {
     const s = String(raw);
-    if (!/^-?\d+$/.test(s)) throw new ConfigError(`${from}: ${spec.flag} must be a whole number, got "${s}"`);
-    const n = Number(s);
+    const n = parseWholeNumber(s);
+    if (n === undefined) throw new ConfigError(`${from}: ${spec.flag} must be a whole number, got "${s}"`);
     if ((spec.min !== undefined && n < spec.min) || (spec.max !== undefined && n > spec.max)) {
       throw new ConfigError(`${from}: ${spec.flag} must be between ${spec.min} and ${spec.max}, got ${n}`);
     }

@@ -21,7 +21,8 @@ import { mountReportRoute } from './reporting/api.ts';
 import { openReporting } from './reporting/service.ts';
 import { ServiceMetrics } from './ops/metrics.ts';
 import { Store } from './store/db.ts';
-import { activePrebidKeys, ensureFirstCustomer } from './store/customers.ts';
+import { activePrebidKeys } from './store/api-keys.ts';
+import { ensureFirstCustomer } from './store/customers.ts';
 
 export interface RunningServer {
   config: Config;
@@ -162,10 +163,6 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       }),
       'memory budget: history, caches and pending counts stay within it',
     );
-    const failures = await lookups.reload(bundle, dataGeneration);
-    if (failures.length) throw new Error(`lookup threads could not load the data: ${failures.join('; ')}`);
-    log.info({ host: config.host, port: prebidPort, threads: config.threads }, 'pre-bid lookups listening');
-
     // Drops keys whose grace period ended (the threads also check expiry per lookup).
     const keyTimer = setInterval(refreshKeysSoon, 5000);
     keyTimer.unref();
@@ -196,6 +193,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
 
     const reportingApi = await reporting.listen();
     cleanup.unshift(() => reportingApi.close());
+
+    // Last: the data push is what turns /health-check to 200, so health means every listener is open.
+    const failures = await lookups.reload(bundle, dataGeneration);
+    if (failures.length) throw new Error(`lookup threads could not load the data: ${failures.join('; ')}`);
+    log.info({ host: config.host, port: prebidPort, threads: config.threads }, 'pre-bid lookups listening');
 
     const running: RunningServer = {
       config,

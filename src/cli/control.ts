@@ -6,7 +6,7 @@ import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, statSync, unlinkS
 import net from 'node:net';
 import { join } from 'node:path';
 import type { Store } from '../store/db.ts';
-import { STORE_ERROR_CODES, StoreError, type StoreErrorCode } from '../store/customers.ts';
+import { STORE_ERROR_CODES, StoreError, type StoreErrorCode } from '../store/store-error.ts';
 import { log } from '../log.ts';
 import { isOperationName, runOperation, type OperationHooks, type OperationName, type OperationResult } from './operations.ts';
 
@@ -89,13 +89,6 @@ function safeHooks(opts: ControlServerOptions): OperationHooks {
         log.error({ err: e }, 'control: onKeysChanged failed');
       }
     },
-    usersChanged(username) {
-      try {
-        opts.onUsersChanged?.(username);
-      } catch (e) {
-        log.error({ err: e, username }, 'control: onUsersChanged failed');
-      }
-    },
   };
 }
 
@@ -158,7 +151,6 @@ export interface ControlServerOptions {
   dataDir: string;
   store: Store;
   onKeysChanged: () => void;
-  onUsersChanged?: (username: string) => void;
 }
 
 /** Listens on `<dataDir>/ivtd.sock` (mode 0600). Refuses to start when another server answers there. */

@@ -14,7 +14,7 @@ export interface DataFile {
   /** Where it came from: a path, or 'embedded:<asset>'. */
   source: string;
   bytes: Uint8Array;
-  /** Last-modified time of the file (ISO), or null for embedded data. */
+  /** Last-modified time of the file (ISO, truncated to the millisecond), or null for embedded data. */
   modified: string | null;
   /** The embedded asset, when `bytes` are the executable's own pages (no copy). */
   asset?: string;
@@ -58,7 +58,8 @@ function fromPath(name: string, path: string): DataFile {
   try {
     const st = statSync(path);
     if (!st.isFile()) throw new Error('not a regular file');
-    return { name, source: path, bytes: shared(readFileSync(path)), modified: st.mtime.toISOString() };
+    // Truncated, like `ls --full-time`: fs.Stats#mtime rounds to the nearest millisecond instead.
+    return { name, source: path, bytes: shared(readFileSync(path)), modified: new Date(Math.floor(st.mtimeMs)).toISOString() };
   } catch (e) {
     throw new DataLoadError(`cannot read ${name} from ${path}: ${(e as Error).message}`);
   }

@@ -7,12 +7,12 @@
 import { timestampValue } from '@duckdb/node-api';
 import { TUPLE_DIMENSIONS } from '../enums.ts';
 import { log } from '../log.ts';
-import type { Queryable, Store } from '../store/db.ts';
+import { inTransaction, type Queryable, type Store } from '../store/db.ts';
 import { INTEGER_DIMENSIONS, KEY_COLUMNS_SQL, ROLLUP_COLUMNS, ROLLUP_TABLES, SUMS_SQL, columnType, type Granularity } from './columns.ts';
 import { TupleCounts, type CountRow } from './tuple.ts';
-import { DAY_MS, oldestKeptDayMs } from './retention.ts';
+import { DAY_MS, HOUR_MS, MINUTE_MS, dayStart, hourStart } from '../time.ts';
+import { oldestKeptDayMs } from './retention.ts';
 
-const HOUR_MS = 3_600_000;
 /**
  * Rows per chunk, each chunk its own transaction (its hourly and daily rows together): a
  * commit then needs little of DuckDB's memory limit, and the JSON built between awaits
@@ -120,7 +120,7 @@ export class RollupWriter {
     w.touch(w.now() - HOUR_MS);
     w.touch(w.now());
     w.every(opts.flushIntervalMs, () => w.flush());
-    w.every(opts.compactIntervalMs ?? 10 * 60_000, () => w.compact());
+    w.every(opts.compactIntervalMs ?? 10 * MINUTE_MS, () => w.compact());
     w.every(DAY_MS, () => w.enforceRetention());
     w.enforceRetention().catch(() => undefined);
     return w;
@@ -135,8 +135,8 @@ export class RollupWriter {
   }
 
   private touch(ms: number): void {
-    this.touched.hour.add(ms - (ms % HOUR_MS));
-    this.touched.day.add(ms - (ms % DAY_MS));
+    this.touched.hour.add(hourStart(ms));
+    this.touched.day.add(dayStart(ms));
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
@@ -171,7 +171,7 @@ export class RollupWriter {
       try {
         for (; written < rows.length; written += CHUNK_ROWS) {
           const chunk = rows.slice(written, written + CHUNK_ROWS);
-          await this.inTransaction(async () => {
+          await inTransaction(this.conn, async () => {
             await this.conn.run(STAGE_SQL, [batchJson(chunk)]);
             await this.conn.run(HOURLY_INSERT_SQL);
             await this.conn.run(DAILY_INSERT_SQL);
@@ -218,7 +218,7 @@ export class RollupWriter {
 
   private compactPeriod(g: Granularity, startMs: number): Promise<boolean> {
     const table = ROLLUP_TABLES[g];
-    return this.inTransaction(async () => {
+    return inTransaction(this.conn, async () => {
       const p = periodParam(startMs);
       await this.conn.run(
         `CREATE TEMP TABLE rollup_compact AS SELECT ${KEY_COLUMNS_SQL}, ${SUMS_SQL} FROM ${table} WHERE period_start = $1 GROUP BY ALL`,
@@ -260,18 +260,6 @@ export class RollupWriter {
         throw e;
       }
     });
-  }
-
-  private async inTransaction<T>(fn: () => Promise<T>): Promise<T> {
-    await this.conn.run('BEGIN TRANSACTION');
-    try {
-      const out = await fn();
-      await this.conn.run('COMMIT');
-      return out;
-    } catch (e) {
-      await this.conn.run('ROLLBACK').catch(() => undefined);
-      throw e;
-    }
   }
 
   /** Stops the timers and writes everything still pending (the SIGTERM/SIGINT path). */

@@ -1,6 +1,6 @@
 // IP range -> ASN table, held as typed arrays and searched by binary search.
 //
-// File format of data/generated/asn.bin (written by src/data/build-asn.ts, version 1).
+// File format of data/generated/asn.bin (written by tools/build-asn.ts, version 1).
 // Every integer is a little-endian uint32; every section starts on a 4-byte boundary.
 //
 //   header (32 bytes)

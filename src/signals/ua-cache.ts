@@ -7,6 +7,7 @@
 // dependent verdict (version ceilings) is judged per lookup from the cached majors, and an
 // entry older than UA_CACHE_MAX_AGE_HOURS is examined again.
 import { SharedTable, type SharedTableMemory } from '../memory/shared-table.ts';
+import { HOUR_MS } from '../time.ts';
 import {
   AUTOMATION_REASONS,
   BROWSER_CODES,
@@ -29,7 +30,6 @@ export const UA_CACHE_MAX_AGE_HOURS = 24;
 const A = 2, B = 3, C = 4, STAMP = 5, SLOT_WORDS = 6;
 const NO_MAJOR = 0xffff;
 const REF = 0x80000000;
-const HOUR_MS = 3_600_000;
 
 export interface UaCacheMemory {
   readonly table: SharedTableMemory;

@@ -10,11 +10,10 @@ import { OVERFLOW, TupleCounts, foldDims, tupleBytes, type CountRow } from '../.
 import { ReportEngine } from '../../src/reporting/engine.ts';
 import { RollupWriter } from '../../src/reporting/writer.ts';
 import { Store } from '../../src/store/db.ts';
+import { DAY_MS, HOUR_MS } from '../../src/time.ts';
 
-const HOUR = 3_600_000;
-const DAY = 86_400_000;
 const NOW = Date.now();
-const THIS_HOUR = NOW - (NOW % HOUR);
+const THIS_HOUR = NOW - (NOW % HOUR_MS);
 const TODAY = new Date(NOW).toISOString().slice(0, 10);
 
 /** A dims array in TUPLE_DIMENSIONS order from a few named values (the rest ''). */
@@ -39,7 +38,7 @@ async function openStore(t: Test): Promise<Store> {
 
 async function openWriter(t: Test, store: Store, extra: Partial<Parameters<typeof RollupWriter.open>[1]> = {}): Promise<RollupWriter> {
   // Long intervals: every flush in these tests is explicit.
-  const w = await RollupWriter.open(store, { flushIntervalMs: 3_600_000, retentionDays: 400, ...extra });
+  const w = await RollupWriter.open(store, { flushIntervalMs: HOUR_MS, retentionDays: 400, ...extra });
   t.teardown(() => w.close());
   return w;
 }
@@ -155,8 +154,8 @@ t.test('hours of one day: hourly rows per hour, one daily row, the same totals',
   const store = await openStore(t);
   const w = await openWriter(t, store);
   const engine = new ReportEngine(store, { retentionDays: 400 });
-  const dayStart = NOW - (NOW % DAY);
-  w.add([row('a', {}, 1, 0, 0, dayStart), row('a', {}, 2, 1, 0, dayStart + 5 * HOUR), row('a', {}, 4, 0, 4, dayStart + 23 * HOUR)]);
+  const dayStart = NOW - (NOW % DAY_MS);
+  w.add([row('a', {}, 1, 0, 0, dayStart), row('a', {}, 2, 1, 0, dayStart + 5 * HOUR_MS), row('a', {}, 4, 0, 4, dayStart + 23 * HOUR_MS)]);
   await w.flush();
   t.equal(await storedRows(store), 3);
   t.equal(await storedRows(store, 'rollups_daily'), 1, 'merged per day as it is written');
@@ -168,7 +167,7 @@ t.test('hours of one day: hourly rows per hour, one daily row, the same totals',
 
 t.test('close() writes whatever is pending', async (t) => {
   const store = await openStore(t);
-  const w = await RollupWriter.open(store, { flushIntervalMs: 3_600_000, retentionDays: 400 });
+  const w = await RollupWriter.open(store, { flushIntervalMs: HOUR_MS, retentionDays: 400 });
   w.add([row('a', {}, 9, 0, 3)]);
   await w.close();
   const engine = new ReportEngine(store, { retentionDays: 400 });
@@ -223,27 +222,28 @@ t.test('a flush larger than one INSERT chunk is written whole', async (t) => {
 
 t.test('retention: old rows are deleted and cannot be asked for', async (t) => {
   const store = await openStore(t);
-  const w = await openWriter(t, store, { retentionDays: 30 });
-  const engine = new ReportEngine(store, { retentionDays: 30 });
-  const todayStart = NOW - (NOW % DAY);
+  // Both clocks pinned to NOW: a run that crosses midnight UTC must not move the window.
+  const w = await openWriter(t, store, { retentionDays: 30, now: () => NOW });
+  const engine = new ReportEngine(store, { retentionDays: 30, now: () => NOW });
+  const todayStart = NOW - (NOW % DAY_MS);
   w.add([
-    row('a', {}, 1, 0, 0, todayStart - 31 * DAY), // the day before the oldest kept day
-    row('a', {}, 2, 0, 0, todayStart - 30 * DAY), // the oldest kept day
+    row('a', {}, 1, 0, 0, todayStart - 31 * DAY_MS), // the day before the oldest kept day
+    row('a', {}, 2, 0, 0, todayStart - 30 * DAY_MS), // the oldest kept day
     row('a', {}, 4, 0, 0, THIS_HOUR),
   ]);
   await w.flush();
   t.equal(await w.enforceRetention(), 2, 'the hourly and the daily row past retention deleted');
   t.equal(await storedRows(store), 2);
   t.equal(await storedRows(store, 'rollups_daily'), 2);
-  const oldest = new Date(todayStart - 30 * DAY).toISOString().slice(0, 10);
+  const oldest = new Date(todayStart - 30 * DAY_MS).toISOString().slice(0, 10);
   const r = await engine.run('a', new URLSearchParams({ start_date: oldest, end_date: TODAY }));
   t.equal(r.rows[0]!.total_transactions, 6);
-  const tooOld = new Date(todayStart - 31 * DAY).toISOString().slice(0, 10);
+  const tooOld = new Date(todayStart - 31 * DAY_MS).toISOString().slice(0, 10);
   const refused = await engine.run('a', new URLSearchParams({ start_date: tooOld, end_date: TODAY })).catch((e: HttpError) => e);
   t.ok(refused instanceof HttpError && refused.status === 422, 'a day past retention is a 422');
 
   // The writer's clock decides; a writer opened later deletes on start.
-  const later = await openWriter(t, store, { retentionDays: 30, now: () => NOW + 29 * DAY });
+  const later = await openWriter(t, store, { retentionDays: 30, now: () => NOW + 29 * DAY_MS });
   await later.enforceRetention();
   t.equal(await storedRows(store), 1, 'only the row of today is left a month on');
   t.equal(await storedRows(store, 'rollups_daily'), 1);

@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AsnTable } from '../../src/signals/asn-table.ts';
-import { asnSourceDir, buildAsnTable, DEFAULT_OUT_DIR } from '../../src/data/build-asn.ts';
+import { asnSourceDir, buildAsnTable, DEFAULT_OUT_DIR } from '../../tools/build-asn.ts';
 import { AsnList } from '../../src/signals/asn-list.ts';
 import { formatIp, ipScratch, parseIp, parseIpInto, type ParsedIp } from '../../src/signals/ip-address.ts';
 import { IpCache } from '../../src/signals/ip-cache.ts';
