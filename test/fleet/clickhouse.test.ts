@@ -7,32 +7,8 @@ import { CLICKHOUSE_MIGRATIONS, CLICKHOUSE_SCHEMA_VERSION, clickhouseSchemaVersi
 import { sqlIdentifier, sqlInt, sqlList, sqlString, toStoredString } from '../../src/fleet/sql.ts';
 import { ClickHouseUrlError, parseClickHouseUrl } from '../../src/fleet/url.ts';
 import { clickhouseAvailable, startClickHouse } from '../helpers/clickhouse.ts';
+import { HOSTILE } from './rows.ts';
 
-/** Values a report filter or a dimension may carry, chosen to break naive quoting. */
-export const HOSTILE = [
-  "it's",
-  "'",
-  "''",
-  '\\',
-  "\\'",
-  "\\' OR 1=1 --",
-  "x'); DROP TABLE rollups_hourly; --",
-  'a\u0000b',
-  'line\nbreak\r\ttab',
-  '\u0007\u0008\u000b\u000c\u001b\u007f',
-  '\\x41',
-  '\\0',
-  '%s %d {x:String} $1 ?',
-  '"double" `back`',
-  'é ß ü 中文 עברית',
-  '😀 \u{1F680}',
-  '\u200b\ufeff',
-  'lone \ud800 surrogate',
-  'trail \udc00',
-  '',
-  ' ',
-  'x'.repeat(256),
-];
 
 t.test('sqlString: the literal rule', async (t) => {
   t.equal(sqlString("it's"), "'it\\'s'");

@@ -58,3 +58,29 @@ export async function markerCounts(ch: ClickHouse, table: 'rollups_hourly' | 'ro
   const rows = await ch.rows<{ n: string }>(`SELECT sum(total) AS n FROM ${table} WHERE customer_id = '${MARKER_CUSTOMER}' GROUP BY pub`);
   return rows.map((r) => Number(r.n));
 }
+
+/** Values a report filter or a dimension may carry, chosen to break naive quoting. */
+export const HOSTILE = [
+  "it's",
+  "'",
+  "''",
+  '\\',
+  "\\'",
+  "\\' OR 1=1 --",
+  "x'); DROP TABLE rollups_hourly; --",
+  'a\u0000b',
+  'line\nbreak\r\ttab',
+  '\u0007\u0008\u000b\u000c\u001b\u007f',
+  '\\x41',
+  '\\0',
+  '%s %d {x:String} $1 ?',
+  '"double" `back`',
+  'é ß ü 中文 עברית',
+  '😀 \u{1F680}',
+  '\u200b\ufeff',
+  'lone \ud800 surrogate',
+  'trail \udc00',
+  '',
+  ' ',
+  'x'.repeat(256),
+];
