@@ -37,6 +37,8 @@ export interface RunningServer {
   reporting?: { flush(): Promise<void> };
   /** Prometheus metrics, served as GET /metrics on the account API port. */
   metrics: ServiceMetrics;
+  /** The lookup threads' supervisor (thread counts, fault injection in tests). */
+  lookups: LookupServer;
 }
 
 export interface StartOptions {
@@ -71,6 +73,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     cleanup.unshift(() => reporting.writer.close());
     const metrics = new ServiceMetrics({
       threads: config.threads,
+      liveThreads: () => lookups.liveThreads,
+      threadRestarts: () => lookups.restarts,
       bundle: () => bundle,
       keysLoaded: () => engine.keys.size,
       flushStats: () => reporting.writer.stats(),
@@ -89,6 +93,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       },
     });
     countSinks.push((_rows, stats) => metrics.recordLookups(stats));
+    // At most one line per thread per second, never per request.
+    countSinks.push((_rows, stats) => {
+      if (stats.lastError) log.error({ failed: stats.byStatus[500] ?? 0, err: stats.lastError }, 'lookups failed with an internal error (answered 500)');
+    });
     reporting.engine.observers.push((seconds) => metrics.observeReportQuery(seconds));
     const lookups = new LookupServer({
       host: config.host,
@@ -99,6 +107,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         for (const sink of countSinks) sink(rows, stats);
       },
       onWorkerError: (index, err) => log.error({ thread: index, err: err.message }, 'lookup thread failed'),
+      onRestart: (index, restarts) => log.warn({ thread: index, restarts }, 'lookup thread replaced and serving again'),
     });
 
     // Pushed only when the live set changed: a push replaces each thread's key table and
@@ -177,6 +186,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       bundle,
       reporting: { flush: () => reporting.writer.flush() },
       metrics,
+      lookups,
       explainEngine: () => engine,
       refreshKeys,
       async reload() {

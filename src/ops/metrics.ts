@@ -23,6 +23,9 @@ export interface MetricsSources {
   /** The data the lookups serve now (replaced on reload). */
   bundle(): DataBundle;
   threads: number;
+  /** Lookup threads listening now, and replacement threads started since start (supervision). */
+  liveThreads?(): number;
+  threadRestarts?(): number;
   /** Pre-bid keys the lookup threads accept now. */
   keysLoaded(): number;
   /** The reporting writer, once reporting runs. */
@@ -114,6 +117,10 @@ export class ServiceMetrics {
     );
 
     register(r, 'ivtd_lookup_threads', 'Lookup worker threads (--threads).', 'gauge', () => [{ value: sources.threads }]);
+    register(r, 'ivtd_lookup_threads_live', 'Lookup threads listening now (below ivtd_lookup_threads while a failed one is being replaced).', 'gauge', () => [
+      { value: sources.liveThreads?.() ?? sources.threads },
+    ]);
+    register(r, 'ivtd_lookup_thread_restarts_total', 'Lookup threads started to replace one that failed.', 'counter', () => [{ value: sources.threadRestarts?.() ?? 0 }]);
     register(r, 'ivtd_prebid_keys_loaded', 'Pre-bid API keys the lookup threads accept.', 'gauge', () => [{ value: sources.keysLoaded() }]);
 
     const info = versionInfo();

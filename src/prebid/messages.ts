@@ -17,6 +17,8 @@ export interface LookupWorkerInit {
 
 /** Per-thread lookup statistics since the last report (for /metrics). */
 export interface LookupStats {
+  /** The lookup thread these figures come from. */
+  thread: number;
   byStatus: Record<string, number>;
   byBand: Record<string, number>;
   /** Latency histogram bucket counts, bounds in LATENCY_BUCKETS_US. */
@@ -30,6 +32,8 @@ export interface LookupStats {
   ipMisses: number;
   /** Times a shared-table lock was not acquired within its spin limit. */
   contended: number;
+  /** Message of the last request that failed with 500 in this interval ('' if none). */
+  lastError: string;
 }
 
 /** Upper bounds (µs) of the lookup latency histogram buckets; a last bucket is +Inf. */
@@ -38,7 +42,9 @@ export const LATENCY_BUCKETS_US = [10, 25, 50, 100, 250, 500, 1000, 2500, 10000]
 export type ToWorker =
   | { type: 'data'; id: number; bundle: DataBundle }
   | { type: 'keys'; keys: LiveKey[] }
-  | { type: 'stop' };
+  | { type: 'stop' }
+  /** Fault injection (tests of the supervision): the thread fails as an uncaught bug would. */
+  | { type: 'crash' };
 
 export type FromWorker =
   | { type: 'listening'; index: number; port: number }
@@ -46,4 +52,6 @@ export type FromWorker =
   | { type: 'data-ok'; index: number; id: number }
   | { type: 'data-failed'; index: number; id: number; message: string }
   | { type: 'counts'; index: number; rows: CountRow[]; stats: LookupStats }
-  | { type: 'stopped'; index: number; rows: CountRow[]; stats: LookupStats };
+  | { type: 'stopped'; index: number; rows: CountRow[]; stats: LookupStats }
+  /** The thread hit an error nothing caught, closed its sockets and is ending. */
+  | { type: 'fatal'; index: number; message: string };

@@ -5,6 +5,7 @@ import uWS from 'uWebSockets.js';
 import type { MessagePort } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { STATUS_TEXT } from '../errors.ts';
+import { fromMainThread } from '../data/bundle.ts';
 import { buildLookupData } from './data.ts';
 import { LookupEngine } from './pipeline.ts';
 import type { CountRow } from '../reporting/tuple.ts';
@@ -17,10 +18,10 @@ export const MAX_REQUEST_BYTES = 8192;
 
 const JSON_TYPE = 'application/json';
 
-function emptyStats(): LookupStats {
+function emptyStats(thread: number): LookupStats {
   return {
-    byStatus: {}, byBand: {}, latency: new Array(LATENCY_BUCKETS_US.length + 1).fill(0), latencySumUs: 0, overflowed: 0,
-    uaHits: 0, uaMisses: 0, ipHits: 0, ipMisses: 0, contended: 0,
+    thread, byStatus: {}, byBand: {}, latency: new Array(LATENCY_BUCKETS_US.length + 1).fill(0), latencySumUs: 0, overflowed: 0,
+    uaHits: 0, uaMisses: 0, ipHits: 0, ipMisses: 0, contended: 0, lastError: '',
   };
 }
 
@@ -36,8 +37,9 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   // Null until the first data message: the port is open but lookups and health answer 503.
   let engine: LookupEngine | null = null;
   let keys = init.keys;
-  let stats = emptyStats();
+  let stats = emptyStats(init.index);
   let draining = false;
+  let lastError = '';
   let listenSocket: uWS.us_listen_socket | null = null;
 
   // While draining, every response closes its connection so the thread can exit once
@@ -57,7 +59,8 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     const method = req.getMethod();
     const url = req.getUrl();
     const query = req.getQuery() ?? '';
-    let size = method.length + url.length + query.length + 12; // "GET " + "?" + " HTTP/1.1\r\n"
+    // As sent: "GET /path?query HTTP/1.1\r\n", each header "name: value\r\n", then "\r\n".
+    let size = method.length + 1 + url.length + (query.length > 0 ? 1 + query.length : 0) + 11 + 2;
     req.forEach((k, v) => {
       size += k.length + v.length + 4;
     });
@@ -76,10 +79,17 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
         status = 503;
         fail(res, 503, 'unavailable', 'Lookup data is still loading; retry in a moment.');
       } else {
-        const out = engine.lookup(query, Date.now());
-        status = out.status;
-        if (out.band !== '') stats.byBand[out.band] = (stats.byBand[out.band] ?? 0) + 1;
-        reply(res, out.status, out.body);
+        try {
+          const out = engine.lookup(query, Date.now());
+          status = out.status;
+          if (out.band !== '') stats.byBand[out.band] = (stats.byBand[out.band] ?? 0) + 1;
+          reply(res, out.status, out.body);
+        } catch (e) {
+          // A bug must cost one answer, not the thread (and with it the process: see fatal()).
+          status = 500;
+          lastError = (e as Error).message;
+          fail(res, 500, 'internal', 'The lookup failed on an internal error; it has been counted. Retry, and report it if it persists.');
+        }
       }
     } else if (url === HEALTH_PATH) {
       status = draining || engine === null ? 503 : 200;
@@ -108,7 +118,9 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     const d = now.map((v, i) => v - reported[i]!);
     [s.overflowed, s.uaHits, s.uaMisses, s.ipHits, s.ipMisses, s.contended] = d as [number, number, number, number, number, number];
     reported = now;
-    stats = emptyStats();
+    s.lastError = lastError;
+    lastError = '';
+    stats = emptyStats(init.index);
     return { rows: engine?.counts.take() ?? [], stats: s };
   };
   const timer = setInterval(() => {
@@ -116,14 +128,47 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     post({ type: 'counts', index: init.index, rows, stats: s });
   }, init.countsIntervalMs);
 
+  /**
+   * An error nothing caught. A thread that ends while it holds uWS sockets aborts the whole
+   * process, so close them all first, tell the main thread (which starts a new thread), then
+   * end this one.
+   */
+  let dying = false;
+  const fatal = (err: unknown) => {
+    if (dying) return;
+    dying = true;
+    draining = true;
+    clearInterval(timer);
+    try {
+      // The counts of this last second still reach reporting.
+      const { rows, stats: last } = flush();
+      post({ type: 'counts', index: init.index, rows, stats: last });
+      post({ type: 'fatal', index: init.index, message: err instanceof Error ? `${err.message}` : String(err) });
+      if (listenSocket) uWS.us_listen_socket_close(listenSocket);
+      listenSocket = null;
+      (app as unknown as { close(): void }).close();
+    } finally {
+      setImmediate(() => process.exit(1));
+    }
+  };
+  process.on('uncaughtException', fatal);
+  process.on('unhandledRejection', fatal);
+
   port.on('message', (m: ToWorker) => {
+    if (m.type === 'crash') {
+      // Fault injection for the supervision test: fail the way a bug would, outside a request.
+      setImmediate(() => {
+        throw new Error('crash requested by the main thread');
+      });
+      return;
+    }
     if (m.type === 'keys') {
       keys = m.keys;
       engine?.keys.replace(keys);
     } else if (m.type === 'data') {
       try {
         // Built aside, then swapped in one assignment: lookups never see half-loaded data.
-        const data = buildLookupData(m.bundle, m.id).data;
+        const data = buildLookupData(fromMainThread(m.bundle), m.id).data;
         if (engine === null) {
           engine = new LookupEngine(data, init.memory);
           engine.keys.replace(keys);

@@ -43,6 +43,7 @@ t.test('ServiceMetrics turns per-thread deltas into cumulative Prometheus series
   const bundle = loadBundle({ dataDir: '/nonexistent', mmdbCountry: undefined, mmdbAsn: undefined, mmdbAnonymousIp: undefined });
   const m = new ServiceMetrics({ threads: 3, bundle: () => bundle, keysLoaded: () => 7 });
   const stats = (latency: number[], sumUs: number): LookupStats => ({
+    thread: 0,
     byStatus: { '200': 2, '401': 1 },
     byBand: { low: 2, high: 1 },
     latency,
@@ -53,6 +54,7 @@ t.test('ServiceMetrics turns per-thread deltas into cumulative Prometheus series
     ipHits: 2,
     ipMisses: 2,
     contended: 0,
+    lastError: '',
   });
   const width = LATENCY_BUCKETS_US.length + 1;
   const a = new Array<number>(width).fill(0);

@@ -265,19 +265,28 @@ function mmdbValue(v: MmdbValue): Buffer {
   return Buffer.concat([ctrl(7, entries.length), ...entries.flatMap(([k, x]) => [mmdbValue(k), mmdbValue(x)])]);
 }
 
-function buildMmdb(databaseType: string, records: [cidr: string, value: MmdbValue][]): Buffer {
+/** Bits of an address, most significant first (IPv4 inside an IPv6 tree as ::a.b.c.d). */
+function addressBits(addr: string, ipVersion: 4 | 6): number[] {
+  const p = parseIp(addr);
+  if (!p) throw new Error(`bad address ${addr}`);
+  const words = p.v === 4 ? (ipVersion === 4 ? [p.n] : [0, 0, 0, p.n]) : [...p.w];
+  return words.flatMap((w) => Array.from({ length: 32 }, (_, i) => (w >>> (31 - i)) & 1));
+}
+
+function buildMmdb(databaseType: string, records: [cidr: string, value: MmdbValue][], ipVersion: 4 | 6 = 4): Buffer {
   type Rec = { node: number } | { data: number } | null;
   const nodes: [Rec, Rec][] = [[null, null]];
   const data: Buffer[] = [];
   let dataLen = 0;
   for (const [cidr, value] of records) {
     const [addr, len] = cidr.split('/') as [string, string];
-    const n = addr.split('.').reduce((a, o) => a * 256 + Number(o), 0);
+    const bits = addressBits(addr, ipVersion);
+    const depthEnd = Number(len) + (ipVersion === 6 && !addr.includes(':') ? 96 : 0);
     let node = 0;
-    for (let depth = 0; depth < Number(len); depth++) {
-      const bit = (n >>> (31 - depth)) & 1;
+    for (let depth = 0; depth < depthEnd; depth++) {
+      const bit = bits[depth]!;
       const pair = nodes[node]!;
-      if (depth === Number(len) - 1) {
+      if (depth === depthEnd - 1) {
         pair[bit] = { data: dataLen };
       } else {
         const next = pair[bit];
@@ -302,7 +311,7 @@ function buildMmdb(databaseType: string, records: [cidr: string, value: MmdbValu
     });
   });
   const meta = mmdbValue({
-    node_count: count, record_size: 24, ip_version: 4, database_type: databaseType, languages: ['en'],
+    node_count: count, record_size: 24, ip_version: ipVersion, database_type: databaseType, languages: ['en'],
     binary_format_major_version: 2, binary_format_minor_version: 0, build_epoch: 1_700_000_000, description: { en: 'test' },
   });
   return Buffer.concat([tree, Buffer.alloc(16), ...data, Buffer.from('abcdef4d61784d696e642e636f6d', 'hex'), meta]);
@@ -414,6 +423,31 @@ t.test('IpIntel with MaxMind-shaped databases', async (t) => {
   // Org rule over the ASN-MMDB's org name.
   const noAnon = loadIpIntel({ asnMmdb: asn, hostingAsns: '', vpnAsns: '', hostingOrgPatterns: '\\bhosting\\b' });
   t.match(noAnon.assess('8.8.8.8'), { asn: 64496, hosting: true, hostingSource: 'org-pattern' });
+});
+
+t.test('IPv6: an IPv4-only database is not asked; the Anonymous-IP database is asked even in special ranges', async (t) => {
+  // The same package ships an IPv4-only file; maxmind walks an IPv4 tree with the first
+  // 32 bits of an IPv6 address and answers with whatever IPv4 network that lands in.
+  const v4only = readFileSync(join(dirname(COUNTRY_MMDB), 'geo-whois-asn-country-ipv4.mmdb'));
+  const intel = loadIpIntel({ countryMmdb: v4only, hostingAsns: '', vpnAsns: '' });
+  t.match(intel.assess('8.8.8.8'), { country: 'US' });
+  t.match(intel.assess('::ffff:8.8.8.8'), { country: 'US' }, 'IPv4-mapped IPv6 is IPv4');
+  for (const ip of ['2a00:1450::1', '808:808::1', '2001:4860:4860::8888']) {
+    t.match(intel.assess(ip), { version: 6, country: '' }, `${ip}: nothing from an IPv4-only file`);
+  }
+
+  const anon = buildMmdb('GeoIP2-Anonymous-IP', [
+    ['abcd:1000::/112', { is_anonymous: true, is_anonymous_vpn: true }],
+    ['2001:db8:5::/48', { is_anonymous: true, is_tor_exit_node: true }],
+    ['81.2.69.0/24', { is_anonymous: true, is_public_proxy: true }],
+  ], 6);
+  const withAnon = loadIpIntel({ anonymousIpMmdb: anon, hostingAsns: '', vpnAsns: '' });
+  for (const ip of ['abcd:1000::', 'abcd:1000::8000', 'abcd:1000::ffff']) {
+    t.match(withAnon.assess(ip), { range: 'unassigned', bogon: true, vpn: true, vpnSource: 'anonymous-ip-db' }, `${ip}: listed though unassigned`);
+  }
+  t.match(withAnon.assess('2001:db8:5::1'), { range: 'documentation', tor: true });
+  t.match(withAnon.assess('81.2.69.160'), { proxy: true, vpn: false }, 'IPv4 in an IPv6 file');
+  t.match(withAnon.assess('abcd:1001::1'), { vpn: false, tor: false, proxy: false });
 });
 
 t.test('unusable inputs give clear errors', async (t) => {

@@ -196,3 +196,11 @@ t.test('the embedded example sellers files are valid and verify the demo chain',
   t.equal(registry.verify(chainOf(parseSchain('1.0,1!exchange1.example,1234,1!exchange2.example,abcd,1'))), true);
   t.equal(registry.verify(chainOf(parseSchain('1.0,1!exchange1.example,9999,1'))), false);
 });
+
+t.test('a chain encoded once more with its commas left literal still has its escapes checked', async (t) => {
+  // encodeURI-style: % became %25, the delimiters stayed. The chain it carries has a broken escape.
+  t.match(parseSchain('1.0,1!exchange1.com,1234%25ZZ,1,,,'), { ok: false, error: 'bad_encoding' });
+  // The same chain with a well-formed escape decodes to its fields.
+  t.match(parseSchain('1.0,1!exchange1.com,1234,1,,Some%252C%2520Name,'), { ok: true, chain: { nodes: [{ sid: '1234', name: 'Some, Name' }] } });
+  t.match(parseSchain('1.0,1!exchange1.com,1234%ZZ,1,,,'), { ok: false, error: 'bad_encoding' }, 'and the raw broken escape too');
+});
