@@ -4,13 +4,29 @@ import { availableParallelism } from 'node:os';
 import type { Config } from '../config.ts';
 import type { Listener } from '../http/router.ts';
 import type { Store } from '../store/db.ts';
+import type { FlushStats } from '../ops/metrics.ts';
 import { startReportingApi } from './api.ts';
-import { ReportEngine } from './engine.ts';
+import { ReportEngine, type ReportSource } from './engine.ts';
 import { RateLimiter } from './rate-limit.ts';
+import type { CountRow } from './tuple.ts';
 import { RollupWriter } from './writer.ts';
 
+/** The count sink and its flushes: RollupWriter (DuckDB) or the fleet's spool writer. */
+export interface CountWriter {
+  add(rows: readonly CountRow[]): void;
+  flush(): Promise<void>;
+  close(): Promise<void>;
+  stats(): FlushStats;
+}
+
+/** Where counts and reports go instead of DuckDB (fleet mode, src/fleet). */
+export interface ReportingBackend {
+  writer: CountWriter;
+  source: ReportSource;
+}
+
 export interface Reporting {
-  writer: RollupWriter;
+  writer: CountWriter;
   engine: ReportEngine;
   limiter: RateLimiter;
   /** Starts the Basic-auth listener on config.reportingPort. */
@@ -34,18 +50,20 @@ export function storeMemoryMb(memoryBudgetMb: number): number {
   return Math.max(64, Math.round(memoryBudgetMb / 4));
 }
 
-export async function openReporting(config: Config, store: Store, opts: { pendingBytes: number }): Promise<Reporting> {
+export async function openReporting(config: Config, store: Store, opts: { pendingBytes: number; backend?: ReportingBackend }): Promise<Reporting> {
   // Global DuckDB settings: they bound every query of this instance. A query uses the
   // shared pool plus its calling thread, so reports also run one at a time (the engine's
   // default) to stay within these cores.
   await store.run(`SET threads = ${storeThreads(config.threads)}`);
   await store.run(`SET memory_limit = '${storeMemoryMb(config.memoryBudget)}MB'`);
-  const writer = await RollupWriter.open(store, {
-    flushIntervalMs: config.flushInterval * 1000,
-    retentionDays: config.retentionDays,
-    maxPendingBytes: opts.pendingBytes,
-  });
-  const engine = new ReportEngine(store, { retentionDays: config.retentionDays });
+  const writer =
+    opts.backend?.writer ??
+    (await RollupWriter.open(store, {
+      flushIntervalMs: config.flushInterval * 1000,
+      retentionDays: config.retentionDays,
+      maxPendingBytes: opts.pendingBytes,
+    }));
+  const engine = new ReportEngine(opts.backend?.source ?? store, { retentionDays: config.retentionDays });
   const limiter = new RateLimiter(config.reportRate, config.reportBurst);
   return {
     writer,

@@ -29,8 +29,12 @@ export interface ClickHouseServer {
   /** A `--clickhouse-url` for this server: default user, the given database. */
   url(database?: string, auth?: { user: string; password: string }): string;
   start(): Promise<void>;
-  /** SIGTERM and wait for the exit (ClickHouse finishes what it is doing). */
-  stop(): Promise<void>;
+  /**
+   * SIGTERM and wait for the exit. ClickHouse lets running statements and busy keep-alive
+   * connections finish first, which takes up to ~25 s while clients keep asking; after
+   * `graceMs` (default 3 s) the test stops waiting and kills it.
+   */
+  stop(graceMs?: number): Promise<void>;
   /** SIGKILL: an abrupt outage. */
   kill(): Promise<void>;
   /** One statement over HTTP, for tests that look at ClickHouse directly; returns the body. */
@@ -120,14 +124,16 @@ export async function startClickHouse(opts: ClickHouseServerOptions = {}): Promi
     }
   };
 
-  const end = async (signal: NodeJS.Signals): Promise<void> => {
+  const end = async (signal: NodeJS.Signals, graceMs = 3000): Promise<void> => {
     const c = child;
     if (c === null) return;
     child = null;
     if (c.exitCode === null && c.signalCode === null) {
       const exited = once(c, 'exit');
       c.kill(signal);
+      const timer = setTimeout(() => c.kill('SIGKILL'), graceMs);
       await exited;
+      clearTimeout(timer);
     }
     live.delete(c);
   };
@@ -146,7 +152,7 @@ export async function startClickHouse(opts: ClickHouseServerOptions = {}): Promi
       live.add(child);
       await ready();
     },
-    stop: () => end('SIGTERM'),
+    stop: (graceMs) => end('SIGTERM', graceMs),
     kill: () => end('SIGKILL'),
     sql,
     async destroy() {
