@@ -13,7 +13,6 @@
 import { createReadStream, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import { resolveConfig, type Config } from '../src/config.ts';
 import { TUPLE_DIMENSIONS } from '../src/enums.ts';
 import { ClickHouse } from '../src/fleet/clickhouse.ts';
@@ -27,8 +26,7 @@ import { startServer } from '../src/server.ts';
 import { createCustomer } from '../src/store/customers.ts';
 import { Store } from '../src/store/db.ts';
 import { startClickHouse, type ClickHouseServer } from '../test/helpers/clickhouse.ts';
-import type { LoadRequest } from './load-worker.ts';
-import type { PacedResult } from './paced.ts';
+import { lookupLoad } from './lookup-load.ts';
 
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -138,24 +136,6 @@ function edgePaths(partnerId: string, key: string, n: number): string[] {
       `/api/v1/ivt/lookup?schain=1.0,1!exchange1.example,1234,1&p=${partnerId}&k=${key}&pub=pub-${i % 40}&node=edge-bench` +
       `&ip=${ip}&ua=${encodeURIComponent(uas[i % uas.length]!)}&uid=u-${i % 3000}&sid=exchange1.example&adt=1&dvt=2&geo=us`
     );
-  });
-}
-
-interface LoadResult {
-  autocannon: { rps: number; p50: number; p99: number; non2xx: number } | null;
-  paced: PacedResult;
-}
-
-/** The lookup load on a thread of its own (bench/load-worker.ts), so the server cannot slow the client's clock. */
-function lookupLoad(req: LoadRequest): Promise<LoadResult> {
-  const boot = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((api) => { api.register(); return import(${JSON.stringify(new URL('./load-worker.ts', import.meta.url).href)}); });`;
-  const w = new Worker(boot, { eval: true, workerData: req });
-  return new Promise((resolve, reject) => {
-    w.once('message', (m: LoadResult) => {
-      resolve(m);
-      void w.terminate();
-    });
-    w.once('error', reject);
   });
 }
 

@@ -59,6 +59,8 @@ export interface ReportResult<T> {
 export class ClickHouse {
   private readonly client: ClickHouseClient;
   private readonly db: string;
+  /** Aborted by close(): ends requests in flight and queued ones (a hanging server holds them for the timeout). */
+  private readonly aborter = new AbortController();
 
   constructor(
     readonly target: ClickHouseTarget,
@@ -90,7 +92,7 @@ export class ClickHouse {
   async ensureDatabase(): Promise<void> {
     const boot = this.makeClient('system');
     try {
-      await boot.command({ query: `CREATE DATABASE IF NOT EXISTS ${this.db}` });
+      await boot.command({ query: `CREATE DATABASE IF NOT EXISTS ${this.db}`, abort_signal: this.aborter.signal });
     } catch (e) {
       throw asFleetError(e, 'CREATE DATABASE', this.target.display);
     } finally {
@@ -101,7 +103,7 @@ export class ClickHouse {
   /** A SELECT as rows of objects (UInt64/Int64 arrive as strings: ClickHouse quotes them in JSON). */
   async rows<T>(sql: string, what = 'query'): Promise<T[]> {
     try {
-      const rs = await this.client.query({ query: sql, format: 'JSONEachRow' });
+      const rs = await this.client.query({ query: sql, format: 'JSONEachRow', abort_signal: this.aborter.signal });
       return await rs.json<T>();
     } catch (e) {
       throw asFleetError(e, what, this.target.display);
@@ -111,7 +113,7 @@ export class ClickHouse {
   /** A SELECT in FORMAT JSON: rows plus rows_before_limit_at_least. */
   async report<T>(sql: string): Promise<ReportResult<T>> {
     try {
-      const rs = await this.client.query({ query: sql, format: 'JSON' });
+      const rs = await this.client.query({ query: sql, format: 'JSON', abort_signal: this.aborter.signal });
       const j = await rs.json<T>();
       const before = (j as { rows_before_limit_at_least?: number }).rows_before_limit_at_least;
       return { data: j.data, rowsBeforeLimit: before === undefined ? undefined : Number(before) };
@@ -123,7 +125,7 @@ export class ClickHouse {
   /** A statement without a result (DDL, ALTER, INSERT … SELECT). */
   async command(sql: string, what = 'statement'): Promise<void> {
     try {
-      await this.client.command({ query: sql });
+      await this.client.command({ query: sql, abort_signal: this.aborter.signal });
     } catch (e) {
       throw asFleetError(e, what, this.target.display);
     }
@@ -139,6 +141,7 @@ export class ClickHouse {
         table: `${this.db}.${sqlIdentifier(table)}`,
         values: rows as object[],
         format: 'JSONEachRow',
+        abort_signal: this.aborter.signal,
         ...(queryId === undefined ? {} : { query_id: queryId }),
       });
     } catch (e) {
@@ -153,6 +156,7 @@ export class ClickHouse {
   }
 
   async close(): Promise<void> {
+    this.aborter.abort();
     await this.client.close();
   }
 }

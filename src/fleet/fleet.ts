@@ -25,8 +25,8 @@ import { parseClickHouseUrl } from './url.ts';
 
 /** Seconds between schema attempts while ClickHouse is unreachable at start. */
 const MIGRATE_RETRY_MS = 5000;
-/** How long the start waits for a first key pull on an edge before serving the kept set. */
-const FIRST_PULL_WAIT_MS = 2000;
+/** How long the start waits for the schema check, and for an edge's first key pull. */
+const START_WAIT_MS = 2000;
 
 export interface FleetOptions {
   config: Config;
@@ -77,30 +77,35 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
   const timers: NodeJS.Timeout[] = [];
   let schemaReady = false;
 
-  const migrate = async (): Promise<boolean> => {
-    try {
-      await migrateClickHouse(ch);
-      schemaReady = true;
-      log.info({ clickhouse: target.display, database: target.database }, 'fleet: ClickHouse schema ready');
-      return true;
-    } catch (e) {
-      log.warn({ err: (e as Error).message, retryInSeconds: MIGRATE_RETRY_MS / 1000 }, 'fleet: ClickHouse not ready; serving on, rollups wait in the spool');
-      return false;
+  // The schema is checked (and created) in the background until it works; the start waits
+  // for it only briefly, so an unreachable or hanging ClickHouse never holds up lookups.
+  let closed = false;
+  let warned = '';
+  const migrate = async (): Promise<void> => {
+    while (!closed) {
+      try {
+        await migrateClickHouse(ch);
+        schemaReady = true;
+        log.info({ clickhouse: target.display, database: target.database }, 'fleet: ClickHouse schema ready');
+        return;
+      } catch (e) {
+        const msg = (e as Error).message;
+        if (msg !== warned) log.warn({ err: msg, retryInSeconds: MIGRATE_RETRY_MS / 1000 }, 'fleet: ClickHouse not ready; serving on, rollups wait in the spool');
+        warned = msg;
+        await new Promise((r) => {
+          const t = setTimeout(r, MIGRATE_RETRY_MS);
+          t.unref();
+        });
+      }
     }
   };
-  if (!(await migrate())) {
-    const t = setInterval(() => {
-      void migrate().then((ok) => {
-        if (ok) clearInterval(t);
-      });
-    }, MIGRATE_RETRY_MS);
-    t.unref();
-    timers.push(t);
-  }
+  const migrated = migrate();
+  await Promise.race([migrated, new Promise((r) => setTimeout(r, START_WAIT_MS).unref())]);
 
   const writer = await FleetWriter.open(store, ch, {
     flushIntervalMs: config.flushInterval * 1000,
     maxPendingBytes: opts.pendingBytes,
+    ready: () => schemaReady,
   });
 
   let publisher: KeyPublisher | null = null;
@@ -110,7 +115,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     const kept = await puller.loadLocal();
     log.info({ keys: kept, version: puller.setVersion }, kept === null ? 'fleet edge: no key set kept yet' : 'fleet edge: serving the key set kept from the last run');
     const first = puller.pull().catch(() => undefined); // logged inside; the kept set serves
-    await Promise.race([first, new Promise((r) => setTimeout(r, FIRST_PULL_WAIT_MS).unref())]);
+    await Promise.race([first, new Promise((r) => setTimeout(r, START_WAIT_MS).unref())]);
     puller.start();
   } else {
     if (!opts.readKeys) throw new Error('startFleet: role all needs readKeys');
@@ -262,14 +267,14 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       });
     },
     async close() {
+      closed = true;
       for (const t of timers) clearInterval(t);
       publisher?.stop();
       puller?.stop();
       await writer.close();
-      await publisher?.settled();
-      await puller?.settled();
+      // Closing the connection ends whatever still waits on ClickHouse (a pull, a publication).
       await ch.close();
-      await writer.settled();
+      await Promise.all([writer.settled(), publisher?.settled(), puller?.settled(), migrated]);
     },
   };
 }

@@ -10,7 +10,7 @@ import { log } from '../log.ts';
 import { TupleCounts, type CountRow } from '../reporting/tuple.ts';
 import type { Store } from '../store/db.ts';
 import { GRANULARITIES, toBatches, type Batch } from './batches.ts';
-import type { ClickHouse } from './clickhouse.ts';
+import { FleetError, type ClickHouse } from './clickhouse.ts';
 import { BatchDelivery } from './delivery.ts';
 
 /** Pending-count bytes when no memory plan sets them (tests, tools). */
@@ -25,6 +25,8 @@ export interface FleetWriterOptions {
   closeDeliveryMs?: number;
   /** Rows per batch (default BATCH_ROWS). */
   batchRows?: number;
+  /** False while the ClickHouse schema is not known to exist: delivery waits (default: always ready). */
+  ready?: () => boolean;
 }
 
 export interface FleetWriterStats {
@@ -174,6 +176,9 @@ export class FleetWriter {
   }
 
   private async deliverAll(): Promise<void> {
+    if (this.opts.ready && !this.opts.ready()) {
+      throw new FleetError('ClickHouse schema not checked yet (is ClickHouse reachable?); rollups stay in the spool', null, false);
+    }
     for (;;) {
       const entries = await this.store.all<{ batch_id: string }>('SELECT batch_id FROM fleet_spool ORDER BY seq LIMIT 100');
       if (entries.length === 0) {
@@ -225,17 +230,13 @@ export class FleetWriter {
     if (this.closed) return;
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
-    for (let attempt = 1; this.pending.size > 0; attempt++) {
-      try {
-        await this.spool();
-      } catch {
-        if (attempt >= 3) {
-          log.error({ tuples: this.pending.size }, 'fleet: final spool write failed; these counts are lost');
-          break;
-        }
-        await new Promise((r) => setTimeout(r, 200 * attempt));
-      }
+    // Spooling is local (DuckDB): a failure here is a disk problem; two more tries, then give up.
+    for (const pause of [0, 200, 400]) {
+      if (this.pending.size === 0) break;
+      await new Promise((r) => setTimeout(r, pause));
+      await this.spool().catch(() => undefined); // logged inside
     }
+    if (this.pending.size > 0) log.error({ tuples: this.pending.size }, 'fleet: final spool write failed; these counts are lost');
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<'late'>((r) => {
       timer = setTimeout(() => r('late'), this.opts.closeDeliveryMs ?? 5000);

@@ -7,14 +7,15 @@
 // the other.
 import t, { type Test } from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sendControl } from '../../src/cli/control.ts';
-import { ConfigError, resolveConfig, type Config } from '../../src/config.ts';
+import { ConfigError, resolveConfig } from '../../src/config.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
 import { classifyTransaction, type ScoreResult } from '../../src/signals/score.ts';
 import { clickhouseAvailable, startClickHouse } from '../helpers/clickhouse.ts';
-import { startTestServer } from '../helpers/server.ts';
+import { startTestServer, testConfig } from '../helpers/server.ts';
 import { basic, fixtureQuery, recentDays, withParams, type LookupAnswer } from '../reporting/client.ts';
 
 const QUERY = fixtureQuery('residential-desktop-chrome');
@@ -62,18 +63,7 @@ t.test('a fleet: one full instance, two edges, one ClickHouse', { skip: clickhou
 
   const full = await startTestServer({ clickhouseUrl: url, flushInterval: 1 });
   const fullNode: Node = { name: 'full', server: full.server, prebid: full.prebid };
-  const edgeConfig = (dir: string): Config => ({
-    ...resolveConfig({}, {}),
-    dataDir: dir,
-    host: '127.0.0.1',
-    prebidPort: 0,
-    apiPort: 0,
-    reportingPort: 0,
-    logLevel: 'silent',
-    role: 'edge',
-    clickhouseUrl: url,
-    flushInterval: 1,
-  });
+  const edgeConfig = (dir: string) => testConfig(dir, { role: 'edge', clickhouseUrl: url, flushInterval: 1 });
   const startEdge = async (name: string, dir?: string): Promise<Node> => {
     const d = dir ?? mkdtempSync(join(tmpdir(), `ivtd-${name}-`));
     if (!dir) dirs.push(d);
@@ -246,4 +236,29 @@ t.test('--role edge needs --clickhouse-url; a bad URL or role stops the start', 
   t.throws(() => resolveConfig({ clickhouseUrl: 'clickhouse:8123' }, {}), /http:\/\/ or https:\/\//);
   t.match(resolveConfig({}, { IVTD_CLICKHOUSE_URL: 'http://ch:8123/f', IVTD_ROLE: 'edge' }), { role: 'edge', clickhouseUrl: 'http://ch:8123/f' });
   t.match(resolveConfig({}, {}), { role: 'all', clickhouseUrl: undefined });
+});
+
+t.test('an edge whose ClickHouse accepts connections and never answers still starts, serves and stops', async (t) => {
+  const held = new Set<Socket>();
+  const silent = createServer((s) => {
+    held.add(s);
+    s.on('error', () => undefined);
+  });
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  t.teardown(() => {
+    for (const s of held) s.destroy();
+    silent.close();
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'ivtd-edge-silent-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const t0 = Date.now();
+  const edge = await startServer(testConfig(dir, { role: 'edge', clickhouseUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/ivtd` }));
+  const startMs = Date.now() - t0;
+  t.ok(startMs < 10_000, `started in ${startMs} ms`);
+  t.equal((await fetch(`http://127.0.0.1:${edge.ports.prebid}/health-check`)).status, 200, 'healthy');
+  const q = QUERY.replace('{p}', '00000000-0000-4000-8000-000000000000').replace('{k}', 'ivp_x');
+  t.equal((await fetch(`http://127.0.0.1:${edge.ports.prebid}/api/v1/ivt/lookup?${q}`)).status, 401, 'answers at once (no key set yet)');
+  const s0 = Date.now();
+  await edge.stop();
+  t.ok(Date.now() - s0 < 10_000, `stopped in ${Date.now() - s0} ms`);
 });
