@@ -8,10 +8,9 @@
 //   3. A statement sent under a query_id that is still running is refused
 //      (QUERY_WITH_SAME_ID_IS_ALREADY_RUNNING), and a finished INSERT has committed or
 //      not: so once system.processes no longer lists the id, the marker check is final.
-// Rule: a batch-table pair that may ever have been sent (by this process or one before
-// it: every spooled batch found at start) is resolved before it is sent again: still
-// running → wait; marker present → done; marker absent → send. Only a pair created in
-// this process and never attempted is sent without asking.
+// Rule: a batch that may ever have been sent (the spool records each first attempt before
+// it is made) is resolved before it is sent again: still running → wait; marker present →
+// done; marker absent → send. Only a batch never attempted is sent without asking.
 import { ROLLUP_TABLES, type Granularity } from '../reporting/columns.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { FleetError } from './clickhouse.ts';
@@ -25,24 +24,16 @@ export function deliveryQueryId(batchId: string, g: Granularity): string {
   return `ivtd-${batchId}-${g}`;
 }
 
+/** True when a failure proves the request never reached ClickHouse (no connection was made). */
+export function certainlyNotSent(e: unknown): boolean {
+  return e instanceof FleetError && !e.uncertain && e.chCode === null;
+}
+
 export class BatchDelivery {
-  /** `${batchId}:${g}` pairs known never to have been sent (created here, not attempted). */
-  private readonly fresh = new Set<string>();
   /** Pairs found already in ClickHouse after an uncertain attempt (for tests and metrics). */
   found = 0;
 
   constructor(private readonly ch: ClickHouse) {}
-
-  /** Declares a batch created in this process and not yet sent to any table. */
-  markFresh(batchId: string): void {
-    this.fresh.add(`${batchId}:hour`);
-    this.fresh.add(`${batchId}:day`);
-  }
-
-  forget(batchId: string): void {
-    this.fresh.delete(`${batchId}:hour`);
-    this.fresh.delete(`${batchId}:day`);
-  }
 
   /** True when ClickHouse still runs the statement with this query_id. */
   private async running(queryId: string): Promise<boolean> {
@@ -60,11 +51,13 @@ export class BatchDelivery {
     return Number(r[0]?.n ?? 0) > 0;
   }
 
-  /** Puts the batch into table `g` exactly once; rejects (and stays resolvable) on any failure. */
-  async deliver(g: Granularity, batch: Batch): Promise<DeliveryOutcome> {
-    const key = `${batch.batchId}:${g}`;
+  /**
+   * Puts the batch into table `g` exactly once; rejects (and stays resolvable) on any
+   * failure. `mayHaveBeenSent`: the batch was attempted before, so ask first.
+   */
+  async deliver(g: Granularity, batch: Batch, mayHaveBeenSent: boolean): Promise<DeliveryOutcome> {
     const queryId = deliveryQueryId(batch.batchId, g);
-    if (!this.fresh.has(key)) {
+    if (mayHaveBeenSent) {
       if (await this.running(queryId)) {
         throw new FleetError(`batch ${batch.batchId} is still being written to ${ROLLUP_TABLES[g]}; will check again`, null, true);
       }
@@ -73,8 +66,6 @@ export class BatchDelivery {
         return 'found';
       }
     }
-    // From here on the pair may have been sent: any retry resolves first.
-    this.fresh.delete(key);
     await this.ch.insert(ROLLUP_TABLES[g], insertRows(g, batch), queryId);
     return 'sent';
   }

@@ -4,17 +4,23 @@
 // order, each batch exactly once per table (./delivery.ts), and deleted when both tables
 // have it. Spooling never waits on ClickHouse: a ClickHouse that is down or hanging only
 // delays delivery, and `kill -9` loses at most the counts of one flush interval (the ones
-// still in memory), as with DuckDB alone.
+// still in memory), as with DuckDB alone. During a long outage the batches never attempted
+// are merged (one row per tuple), so the spool grows with the distinct tuples, not with
+// the number of flush intervals.
 import { randomUUID } from 'node:crypto';
 import { log } from '../log.ts';
-import { TupleCounts, type CountRow } from '../reporting/tuple.ts';
+import { TupleCounts, tupleKey, type CountRow } from '../reporting/tuple.ts';
 import type { Store } from '../store/db.ts';
 import { GRANULARITIES, toBatches, type Batch } from './batches.ts';
 import { FleetError, type ClickHouse } from './clickhouse.ts';
-import { BatchDelivery } from './delivery.ts';
+import { BatchDelivery, certainlyNotSent } from './delivery.ts';
 
 /** Pending-count bytes when no memory plan sets them (tests, tools). */
 const DEFAULT_PENDING_BYTES = 64 << 20;
+/** Batches never attempted, beyond which a delivery run first merges them. */
+export const MERGE_AFTER_BATCHES = 12;
+/** Rows one merge pass reads at most (bounds its memory). */
+const MERGE_ROWS = 200_000;
 
 export interface FleetWriterOptions {
   /** Milliseconds between flushes (config.flushInterval × 1000). */
@@ -45,6 +51,8 @@ export interface FleetWriterStats {
   deliveryFailures: number;
   /** Batch-table pairs found already in ClickHouse when a retry asked (not sent twice). */
   foundOnRetry: number;
+  /** Spooled batches merged into fewer during outages. */
+  batchesMerged: number;
   /** Epoch ms of the last delivery that emptied the spool; null before the first. */
   lastDeliveredAt: number | null;
 }
@@ -68,6 +76,7 @@ export class FleetWriter {
     spoolRows: 0,
     batchesDelivered: 0,
     deliveryFailures: 0,
+    batchesMerged: 0,
     lastDeliveredAt: null as number | null,
   };
   /** Last delivery failure message, logged once per outage rather than every interval. */
@@ -149,7 +158,6 @@ export class FleetWriter {
       throw e;
     }
     this.seq += batches.length;
-    for (const b of batches) this.delivery.markFresh(b.batchId);
     this.counters.flushes++;
     this.counters.lastFlushAt = Date.now();
     this.counters.spoolBatches += batches.length;
@@ -176,6 +184,8 @@ export class FleetWriter {
   }
 
   private async deliverAll(): Promise<void> {
+    // Runs here, where no delivery can be under way, so it never merges a batch in flight.
+    await this.mergeUnattempted().catch((e: Error) => log.error({ err: e.message }, 'fleet: could not merge spooled batches; will retry'));
     if (this.opts.ready && !this.opts.ready()) {
       throw new FleetError('ClickHouse schema not checked yet (is ClickHouse reachable?); rollups stay in the spool', null, false);
     }
@@ -204,22 +214,89 @@ export class FleetWriter {
   }
 
   private async deliverEntry(batchId: string): Promise<void> {
-    const r = await this.store.one<{ rows_json: string }>('SELECT rows_json FROM fleet_spool WHERE batch_id = $1', [batchId]);
+    const r = await this.store.one<{ rows_json: string; attempted: boolean }>('SELECT rows_json, attempted FROM fleet_spool WHERE batch_id = $1', [
+      batchId,
+    ]);
     if (!r) return;
     const batch: Batch = { batchId, rows: JSON.parse(r.rows_json) as CountRow[] };
-    for (const g of GRANULARITIES) {
-      const key = `${batchId}:${g}`;
-      if (this.confirmed.has(key)) continue;
-      await this.delivery.deliver(g, batch);
-      this.confirmed.add(key);
+    // Recorded before the first INSERT: from then on every attempt asks ClickHouse first.
+    if (!r.attempted) await this.store.run('UPDATE fleet_spool SET attempted = true WHERE batch_id = $1', [batchId]);
+    let sentHere = false;
+    try {
+      for (const g of GRANULARITIES) {
+        const key = `${batchId}:${g}`;
+        if (this.confirmed.has(key)) continue;
+        sentHere = true;
+        await this.delivery.deliver(g, batch, r.attempted);
+        this.confirmed.add(key);
+      }
+    } catch (e) {
+      // Refused at connect on its very first INSERT: nothing left the host, it may still be merged.
+      const untouched = !r.attempted && !GRANULARITIES.some((g) => this.confirmed.has(`${batchId}:${g}`));
+      if (untouched && sentHere && certainlyNotSent(e)) {
+        await this.store.run('UPDATE fleet_spool SET attempted = false WHERE batch_id = $1', [batchId]).catch(() => undefined);
+      }
+      throw e;
     }
     await this.store.run('DELETE FROM fleet_spool WHERE batch_id = $1', [batchId]);
     for (const g of GRANULARITIES) this.confirmed.delete(`${batchId}:${g}`);
-    this.delivery.forget(batchId);
     this.counters.batchesDelivered++;
     this.counters.rowsWritten += batch.rows.length;
     this.counters.spoolBatches = Math.max(0, this.counters.spoolBatches - 1);
     this.counters.spoolRows = Math.max(0, this.counters.spoolRows - batch.rows.length);
+  }
+
+  /**
+   * Merges batches never attempted into as few as their distinct tuples allow, when more
+   * than MERGE_AFTER_BATCHES wait (an outage): one DuckDB transaction, oldest first, at most
+   * MERGE_ROWS rows per pass. Counts are summed, never dropped; the merged batches take the
+   * place (sequence) of the oldest one.
+   */
+  private async mergeUnattempted(): Promise<void> {
+    const waiting = await this.store.all<{ batch_id: string; seq: bigint; row_count: number }>(
+      'SELECT batch_id, seq, row_count FROM fleet_spool WHERE NOT attempted ORDER BY seq',
+    );
+    if (waiting.length <= MERGE_AFTER_BATCHES) return;
+    const take: typeof waiting = [];
+    let rows = 0;
+    for (const w of waiting) {
+      if (take.length >= 2 && rows + w.row_count > MERGE_ROWS) break;
+      take.push(w);
+      rows += w.row_count;
+    }
+    const merged = new Map<string, CountRow>();
+    const made = await this.store.tx(async (q) => {
+      for (const w of take) {
+        const r = await q.one<{ rows_json: string }>('SELECT rows_json FROM fleet_spool WHERE batch_id = $1 AND NOT attempted', [w.batch_id]);
+        if (!r) throw new Error(`spooled batch ${w.batch_id} changed while merging`);
+        for (const row of JSON.parse(r.rows_json) as CountRow[]) {
+          const key = tupleKey(row.customerId, row.hour, row.dims);
+          const m = merged.get(key);
+          if (m) {
+            m.total += row.total;
+            m.givt += row.givt;
+            m.sivt += row.sivt;
+          } else {
+            merged.set(key, row);
+          }
+        }
+        await q.run('DELETE FROM fleet_spool WHERE batch_id = $1', [w.batch_id]);
+      }
+      const batches = toBatches([...merged.values()], randomUUID, this.opts.batchRows);
+      for (const b of batches) {
+        await q.run('INSERT INTO fleet_spool (batch_id, seq, rows_json, row_count) VALUES ($1, $2, $3, $4)', [
+          b.batchId,
+          Number(take[0]!.seq),
+          JSON.stringify(b.rows),
+          b.rows.length,
+        ]);
+      }
+      return batches.length;
+    });
+    this.counters.batchesMerged += take.length;
+    this.counters.spoolBatches += made - take.length;
+    this.counters.spoolRows += merged.size - rows;
+    log.info({ batches: take.length, rows, into: merged.size }, 'fleet: spooled batches merged while ClickHouse is away');
   }
 
   /**

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { BATCH_ROWS, MARKER_CUSTOMER, insertRows, markerPeriodSeconds, monthOf, rowsAt, toBatches } from '../../src/fleet/batches.ts';
 import { ClickHouse } from '../../src/fleet/clickhouse.ts';
 import { migrateClickHouse } from '../../src/fleet/schema.ts';
-import { FleetWriter, type FleetWriterOptions } from '../../src/fleet/spool.ts';
+import { FleetWriter, MERGE_AFTER_BATCHES, type FleetWriterOptions } from '../../src/fleet/spool.ts';
+import type { CountRow } from '../../src/reporting/tuple.ts';
 import { parseClickHouseUrl } from '../../src/fleet/url.ts';
 import { Store } from '../../src/store/db.ts';
 import { clickhouseAvailable, startClickHouse } from '../helpers/clickhouse.ts';
@@ -149,6 +150,56 @@ t.test('delivery against a real ClickHouse', { skip }, async (t) => {
     await second.flush();
     t.ok(second.stats().foundOnRetry >= 1, 'resolved by its marker');
     await exactlyOnce(t, admin, rows, 1);
+  });
+
+  t.test('a long outage: batches never attempted are merged, the one in doubt is not; counts exact', async (t) => {
+    const proxy = await startTcpProxy(server.httpPort);
+    t.teardown(() => proxy.close());
+    const { admin, ch, store } = await setup(t, proxy.port);
+    const w = await writer(t, store, ch);
+    const sent: CountRow[] = [];
+    const interval = (i: number) => manyRows(30, CUSTOMERS, MONTH_EDGE - 4 * DAY).map((r) => ({ ...r, total: r.total + i }));
+    // First the batch in doubt: it lands, its acknowledgement is lost.
+    proxy.mode = 'drop-responses';
+    sent.push(...interval(0));
+    w.add(interval(0));
+    await t.rejects(w.flush());
+    // Then 40 flush intervals while every answer is lost.
+    for (let i = 1; i <= 40; i++) {
+      sent.push(...interval(i));
+      w.add(interval(i));
+      await w.flush().catch(() => undefined);
+    }
+    const st = w.stats();
+    t.ok(st.batchesMerged >= 30, `${st.batchesMerged} batches merged`);
+    t.ok(st.spoolBatches <= MERGE_AFTER_BATCHES + 2, `${st.spoolBatches} batches spooled after 41 intervals`);
+    const attempted = await store.one<{ n: bigint }>('SELECT count(*) AS n FROM fleet_spool WHERE attempted');
+    t.equal(Number(attempted!.n), 1, 'only the batch in doubt is marked attempted (and never merged)');
+    proxy.mode = 'pass';
+    await w.flush();
+    await exactlyOnce(t, admin, sent);
+  });
+
+  t.test('refused at connect: the batch is known not sent and stays mergeable', async (t) => {
+    const { admin, store } = await setup(t);
+    const down = new ClickHouse(parseClickHouseUrl('http://127.0.0.1:1/nowhere'));
+    t.teardown(() => down.close());
+    const first = await FleetWriter.open(store, down, { flushIntervalMs: 3_600_000, closeDeliveryMs: 100 });
+    const rows = manyRows(200, CUSTOMERS, MONTH_EDGE - 6 * DAY);
+    for (let i = 0; i < 20; i++) {
+      first.add(rows.slice(i * 10, i * 10 + 10));
+      await t.rejects(first.flush(), /unreachable/);
+    }
+    await first.close();
+    const n = await store.one<{ n: bigint; a: bigint }>('SELECT count(*) AS n, count(*) FILTER (WHERE attempted) AS a FROM fleet_spool');
+    t.equal(Number(n!.a), 0, 'no batch marked attempted');
+    t.ok(Number(n!.n) <= MERGE_AFTER_BATCHES + 1, `${n!.n} batches after 20 intervals`);
+    const ch = new ClickHouse(parseClickHouseUrl(server.url(admin.database)));
+    t.teardown(() => ch.close());
+    const second = await writer(t, store, ch);
+    await second.flush();
+    t.equal(second.stats().foundOnRetry, 0, 'nothing to ask about');
+    await exactlyOnce(t, admin, rows);
   });
 
   for (const how of ['kill', 'stop'] as const) {
