@@ -113,6 +113,16 @@ t.test('delivery against a real ClickHouse', { skip }, async (t) => {
     t.equal(Number(hourly[0]!.n), 115, 'one row per distinct tuple');
   });
 
+  t.test('a value cut inside a surrogate pair (a lone half) is spooled and delivered as U+FFFD', async (t) => {
+    const { admin, ch, store } = await setup(t);
+    const w = await writer(t, store, ch);
+    const pub = 'a'.repeat(255) + '\ud83d'; // what cutting "…😀" at 256 UTF-16 units leaves
+    w.add([{ customerId: CUSTOMERS[0]!, hour: MONTH_EDGE, dims: dims({ pub }), total: 3, givt: 0, sivt: 1 }]);
+    await w.flush();
+    const rows = await admin.rows<{ pub: string; total: string }>(`SELECT pub, sum(total) AS total FROM rollups_hourly WHERE customer_id = '${CUSTOMERS[0]}' GROUP BY pub`);
+    t.same(rows, [{ pub: 'a'.repeat(255) + '\ufffd', total: '3' }]);
+  });
+
   t.test('an acknowledgement lost after the insert landed: the retry finds the batch and does not resend', async (t) => {
     const proxy = await startTcpProxy(server.httpPort);
     t.teardown(() => proxy.close());
