@@ -54,7 +54,7 @@ function pct(xs: number[], q: number): number {
 }
 
 /**
- * Hourly rows in DuckDB: K tuples, each seen in HOURS_PER_TUPLE hours of every day
+ * Hourly rows in DuckDB: K distinct tuples (p1 tells them apart), each seen in HOURS_PER_TUPLE hours of every day
  * ((5k + 3j) mod 24 is distinct for j < 8), then daily rows summed from them.
  */
 async function generateDuckDb(store: Store, customerId: string): Promise<{ hourly: number; daily: number }> {
@@ -68,7 +68,7 @@ async function generateDuckDb(store: Store, customerId: string): Promise<{ hourl
        CASE WHEN k % 3 = 0 THEN 'com.example.app' || (k % 500) ELSE '' END, '', 'node-' || (k % 8),
        (1 + k % 4)::SMALLINT, ${geos}[1 + (k * 31 % 20)::INT], (1 + k % 8)::SMALLINT,
        ['windows','ios','android','mac os','linux'][1 + (k % 5)::INT], ['chrome','safari','firefox','edge'][1 + (k % 4)::INT],
-       CASE WHEN k % 3 = 0 THEN 'app' ELSE 'site' END, '', 'adv-' || (k % 200), 'p1-' || (k % 1000), '', '', '', '',
+       CASE WHEN k % 3 = 0 THEN 'app' ELSE 'site' END, '', 'adv-' || (k % 200), 'p1-' || k, '', '', '', '',
        1 + (k * 13 + d * 7 + j) % 200, (k + d + j) % 3, (k * 3 + d + j) % 4
      FROM range(${DAYS}) dd(d), range(${HOURS_PER_TUPLE}) jj(j), range(${k}) kk(k)`,
     { cid: customerId, from: new Date(today - (DAYS - 1) * DAY_MS).toISOString().replace('T', ' ').slice(0, 19) },
