@@ -4,6 +4,8 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { DEFAULT_PORTS } from './enums.ts';
+import { ROLES } from './fleet/roles.ts';
+import { parseClickHouseUrl } from './fleet/url.ts';
 import { parseWholeNumber } from './whole-number.ts';
 
 type Kind = 'string' | 'int' | 'path';
@@ -38,6 +40,8 @@ export const OPTIONS = {
   reportRate: { flag: 'report-rate', kind: 'int', default: 10, help: 'Reporting API requests per second per customer (token bucket refill).', min: 1, max: 100000 },
   reportBurst: { flag: 'report-burst', kind: 'int', default: 20, help: 'Reporting API burst size per customer (token bucket capacity).', min: 1, max: 100000 },
   logLevel: { flag: 'log-level', kind: 'string', default: 'info', help: 'pino log level: fatal, error, warn, info, debug, trace.' },
+  clickhouseUrl: { flag: 'clickhouse-url', kind: 'string', default: undefined, help: 'Fleet mode: http://[user[:password]@]host:port[/database] of the ClickHouse shared by the fleet (database default ivtd, created if missing). README "Fleet".' },
+  role: { flag: 'role', kind: 'string', default: 'all', help: 'all: lookups, accounts, dashboard and reporting; edge: lookups only (+ /metrics on --api-port), keys from ClickHouse; needs --clickhouse-url.' },
 } as const satisfies Record<string, OptionSpec>;
 
 export type OptionKey = keyof typeof OPTIONS;
@@ -62,6 +66,8 @@ export interface Config {
   reportRate: number;
   reportBurst: number;
   logLevel: string;
+  clickhouseUrl: string | undefined;
+  role: string;
 }
 
 export class ConfigError extends Error {}
@@ -152,7 +158,23 @@ export function resolveConfig(
   if (flags.dataDir === undefined && !env[envName('dataDir')] && file.dataDir === undefined && env.STATE_DIRECTORY) {
     out.dataDir = resolve(env.STATE_DIRECTORY.split(':')[0]!);
   }
+  checkFleet(out.role as string, out.clickhouseUrl as string | undefined);
   return out as unknown as Config;
+}
+
+/** --role and --clickhouse-url belong together: a known role, a well-formed URL, and an edge only with one. */
+function checkFleet(role: string, url: string | undefined): void {
+  if (!(ROLES as readonly string[]).includes(role)) throw new ConfigError(`role must be one of ${ROLES.join(', ')}, got "${role}"`);
+  if (role === 'edge' && url === undefined) {
+    throw new ConfigError('--role edge needs --clickhouse-url: an edge takes its keys from the fleet and sends its counts there');
+  }
+  if (url !== undefined) {
+    try {
+      parseClickHouseUrl(url);
+    } catch (e) {
+      throw new ConfigError((e as Error).message);
+    }
+  }
 }
 
 /** Help text for every option, generated from OPTIONS. */

@@ -23,6 +23,8 @@ import { ServiceMetrics } from './ops/metrics.ts';
 import { Store } from './store/db.ts';
 import { activePrebidKeys } from './store/api-keys.ts';
 import { ensureFirstCustomer } from './store/customers.ts';
+import { startFleet, type Fleet } from './fleet/fleet.ts';
+import { EDGE_PROVISIONING_REFUSAL, startEdgeMetrics } from './fleet/edge.ts';
 
 export interface RunningServer {
   config: Config;
@@ -42,6 +44,8 @@ export interface RunningServer {
   metrics: ServiceMetrics;
   /** The lookup threads' supervisor (thread counts, fault injection in tests). */
   lookups: LookupServer;
+  /** This host's part in a fleet (--clickhouse-url), else null. */
+  fleet: Fleet | null;
 }
 
 export interface StartOptions {
@@ -55,7 +59,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const cleanup: Array<() => Promise<void> | void> = [() => store.close()];
   try {
     log.info({ path: store.path, schema: await store.schemaVersion() }, 'store opened');
-    const first = await ensureFirstCustomer(store);
+    // A fleet edge has no customers of its own: its keys come from ClickHouse.
+    const edge = config.role === 'edge';
+    const first = edge ? null : await ensureFirstCustomer(store);
 
     // Assigned once the data is loaded (below), before anything reads them.
     let bundle: DataBundle;
@@ -68,17 +74,37 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // Each load of the data files is numbered; the shared IP verdict cache keys on it.
     let dataGeneration = 1;
 
+    // Fleet mode (--clickhouse-url, src/fleet): counts and reports through ClickHouse, keys
+    // published (role all) or pulled (role edge). Closed after the writer's last flush.
+    // Reporting counts live in the shared table; the dictionary knows each tuple's values,
+    // and whichever writer flushes (DuckDB rollups, or the fleet's spool) drains them.
+    const tuples = new TupleDictionary();
+    const sharedCounts = new SharedCounts(memory.counts);
+    const drainSharedCounts = () => tuples.drain(sharedCounts, Date.now());
+    let onFleetKeys = () => {};
+    const fleet = config.clickhouseUrl
+      ? await startFleet({
+          config,
+          store,
+          pendingBytes: Math.floor(plan.pendingCountsBytes / 3),
+          tupleSeed: memory.counts.seed,
+          source: drainSharedCounts,
+          readKeys: () => activePrebidKeys(store),
+          onKeysPulled: () => onFleetKeys(),
+        })
+      : null;
+    if (fleet) cleanup.unshift(() => fleet.close());
+    const readKeys = async () => (edge && fleet ? fleet.edgeKeys() : activePrebidKeys(store));
+
     const countSinks: RunningServer['countSinks'] = [];
     // The writer's final flush must run after lookups.stop (which delivers the last
     // counts) and before store.close: unshifted here, it stays behind all later steps.
-    // Reporting counts live in the shared table; the dictionary knows each tuple's values.
-    const tuples = new TupleDictionary();
-    const sharedCounts = new SharedCounts(memory.counts);
     const reporting = await openReporting(config, store, {
       pendingBytes: Math.floor(plan.pendingCountsBytes / 3),
       storeBytes: plan.storeBytes,
       tupleSeed: memory.counts.seed,
-      source: () => tuples.drain(sharedCounts, Date.now()),
+      source: drainSharedCounts,
+      backend: fleet ? { writer: fleet.writer, source: fleet.reportSource } : undefined,
     });
     countSinks.push((rows) => reporting.writer.add(rows));
     cleanup.unshift(() => reporting.writer.close());
@@ -128,7 +154,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // empties its memo of verified keys. Expiry itself is checked per lookup.
     let pushedKeys = '';
     const refreshKeys = async () => {
-      const keys = await activePrebidKeys(store);
+      const keys = await readKeys();
       const fingerprint = JSON.stringify(keys);
       if (fingerprint === pushedKeys) return;
       pushedKeys = fingerprint;
@@ -138,8 +164,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     /** Fire-and-forget refresh for hooks (CLI, dashboard rotation, timer); failures are logged. */
     const refreshKeysSoon = () => {
       refreshKeys().catch((e: Error) => log.error({ err: e.message }, 'key refresh failed'));
+      fleet?.keysChanged();
     };
-    const keys = await activePrebidKeys(store);
+    onFleetKeys = refreshKeysSoon;
+    const keys = await readKeys();
     pushedKeys = JSON.stringify(keys);
     // The port opens first and answers 503 (lookups and /health-check) until the data is in.
     const prebidPort = await lookups.start(keys);
@@ -172,13 +200,20 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       dataDir: config.dataDir,
       store,
       onKeysChanged: refreshKeysSoon,
+      refuse: edge ? EDGE_PROVISIONING_REFUSAL : undefined,
     });
     cleanup.unshift(() => control.close());
+    fleet?.registerMetrics(metrics.registry);
 
     // The dashboard learns the bound ports at request time (ephemeral ports in tests).
     const boundPorts = { prebid: prebidPort, api: config.apiPort, reporting: config.reportingPort };
+    if (edge) {
+      const metricsOnly = await startEdgeMetrics(config.host, config.apiPort, metrics);
+      cleanup.unshift(() => metricsOnly.close());
+      Object.assign(boundPorts, { api: metricsOnly.port, reporting: 0 });
+    }
     const dashboardPorts = () => boundPorts;
-    const api = await startAccountApi({
+    const api = edge ? null : await startAccountApi({
       config,
       store,
       mount: (router, sessions) => {
@@ -189,10 +224,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       },
       onKeysChanged: refreshKeysSoon,
     });
-    cleanup.unshift(() => api.close());
+    if (api) cleanup.unshift(() => api.close());
 
-    const reportingApi = await reporting.listen();
-    cleanup.unshift(() => reportingApi.close());
+    const reportingApi = edge ? null : await reporting.listen();
+    if (reportingApi) cleanup.unshift(() => reportingApi.close());
 
     // Last: the data push is what turns /health-check to 200, so health means every listener is open.
     const failures = await lookups.reload(bundle, dataGeneration);
@@ -202,12 +237,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     const running: RunningServer = {
       config,
       store,
-      ports: Object.assign(boundPorts, { api: api.port, reporting: reportingApi.port }),
+      ports: api && reportingApi ? Object.assign(boundPorts, { api: api.port, reporting: reportingApi.port }) : boundPorts,
       countSinks,
       bundle,
       reporting: { flush: () => reporting.writer.flush() },
       metrics,
       lookups,
+      fleet,
       explainEngine: () => engine,
       refreshKeys,
       async reload() {

@@ -48,6 +48,11 @@ class DrainedRow implements CountRow {
   get dims(): string[] {
     return splitDims(this.joined);
   }
+
+  /** As a plain row (JSON: the fleet spool). */
+  toJSON(): CountRow {
+    return { id: this.id, customerId: this.customerId, hour: this.hour, dims: this.dims, total: this.total, givt: this.givt, sivt: this.sivt };
+  }
 }
 
 export class TupleDictionary {

@@ -57,6 +57,11 @@ export function splitDims(joined: string): string[] {
   return joined.split(SEP);
 }
 
+/** A tuple as one string (customer, hour, values): a map key where a hash id is not wanted. */
+export function tupleKey(customerId: string, hour: number, dims: readonly string[]): string {
+  return customerId + SEP + hour + SEP + dims.join(SEP);
+}
+
 /**
  * Hashes a tuple into HASH with the process's seed; its id is hashId(HASH). Two distinct
  * tuples share an id with probability 2^-53: their counts would merge.
