@@ -77,9 +77,18 @@ export function tupleHash(customerId: string, hour: number, dims: readonly strin
   hashEnd();
 }
 
-/** A value cut to DIM_VALUE_MAX characters. */
+/**
+ * A value cut to DIM_VALUE_MAX characters, never inside a surrogate pair (half an emoji is
+ * not UTF-16 any store accepts: one such value made every flush fail). A lone surrogate
+ * already in the value becomes U+FFFD for the same reason.
+ */
 export function clipDim(v: string): string {
-  return v.length > DIM_VALUE_MAX ? v.slice(0, DIM_VALUE_MAX) : v;
+  let out = v;
+  if (out.length > DIM_VALUE_MAX) {
+    const last = out.charCodeAt(DIM_VALUE_MAX - 1);
+    out = out.slice(0, last >= 0xd800 && last <= 0xdbff ? DIM_VALUE_MAX - 1 : DIM_VALUE_MAX);
+  }
+  return out.isWellFormed() ? out : out.toWellFormed();
 }
 
 /**

@@ -89,7 +89,7 @@ t.test('a fleet: one full instance, two edges, one ClickHouse', { skip: clickhou
   const probe = async (node: Node, c: Creds, query = QUERY, key?: string): Promise<number> => {
     const r = await lookup(node, c, query, key);
     if (r.status === 200) {
-      const cls = classifyTransaction({ ...r.answer!.components, ...r.answer!.botRisk, reasons: [] } as ScoreResult);
+      const cls = classifyTransaction({ ...r.answer!.components, ...r.answer!.botRisk, reasons: [], leading: '' } as ScoreResult);
       const k = `${c.customer_id}/${node.name}`;
       const s = sent.get(k) ?? { total: 0, givt: 0, sivt: 0 };
       s.total++;

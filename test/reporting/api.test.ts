@@ -39,7 +39,7 @@ function expectedOf(query: string, answer: LookupAnswer): Sent {
   dims.dvt = Number(get('dvt'));
   dims.geo = get('geo').toUpperCase();
   dims.env = environmentOf(get('app'), Number(get('dvt')));
-  const score = { ...answer.components, ...answer.botRisk, reasons: [] } as ScoreResult;
+  const score = { ...answer.components, ...answer.botRisk, reasons: [], leading: '' } as ScoreResult;
   return { dims, cls: classifyTransaction(score) };
 }
 

@@ -115,3 +115,14 @@ t.test('two threads count into one table: every count lands once', async (t) => 
   t.equal(rows.length, 500);
   t.equal(rows.reduce((n, r) => n + r.total, 0), 40_000, 'both threads\' 40 000 counts, none lost');
 });
+
+t.test('dimension values are cut to 256 characters, never inside a surrogate pair', async (t) => {
+  const { clipDim, DIM_VALUE_MAX } = await import('../../src/reporting/tuple.ts');
+  const emoji = 'a'.repeat(DIM_VALUE_MAX - 1) + '😀';
+  const cut = clipDim(emoji);
+  t.equal(cut, 'a'.repeat(DIM_VALUE_MAX - 1), 'the pair that would be split is dropped whole');
+  t.ok(cut.isWellFormed());
+  t.equal(clipDim('x\ud800y'), 'x\ufffdy', 'a lone surrogate is replaced');
+  t.equal(clipDim('😀'.repeat(10)), '😀'.repeat(10), 'whole pairs are kept');
+  t.equal(clipDim('b'.repeat(1000)).length, DIM_VALUE_MAX);
+});

@@ -169,7 +169,7 @@ t.test('bands follow the thresholds of the rounded score', async (t) => {
 
 t.test('classifyTransaction', async (t) => {
   const res = (band: ScoreResult['band'], p_hard: number, p_givt: number, p_sivt: number, p_hist: number): ScoreResult =>
-    ({ p_hard, p_givt, p_sivt, p_hist, band, score: 0, confidence: 0, reasons: [] });
+    ({ p_hard, p_givt, p_sivt, p_hist, band, score: 0, confidence: 0, reasons: [], leading: '' });
   const table: [ScoreResult, string][] = [
     [res('low', 0, 0, 0, 0), 'valid'],
     [res('medium', 0.6, 0, 0.5, 0), 'valid'],
