@@ -2,13 +2,38 @@
 // on the account port (Bearer). Runs the lookup on the main thread's engine over the same
 // data and keys and returns the response plus the reason codes and raw signals behind it.
 // Never served on 9898. A customer may explain only lookups of its own partner ID.
+// The reason codes come grouped by category too: the list the reporting dimension
+// `category` uses (src/signals/category.ts), so a report's "why" and an explain agree.
 import type { SessionGuard } from './session.ts';
 import { HttpError } from '../errors.ts';
 import { sendJson, type Router } from '../http/router.ts';
 import type { Store } from '../store/db.ts';
 import type { LookupEngine } from '../prebid/pipeline.ts';
+import { CATEGORIES, REASON_CATEGORY, type Category } from '../signals/category.ts';
 
 export const EXPLAIN_PATH = '/v1/account/explain';
+
+export interface CategoryReasons {
+  category: Category;
+  /** The reason codes of this category, as `reasons` lists them (a detail may follow a colon). */
+  reasons: string[];
+}
+
+/**
+ * Reason codes grouped by their category, in the order of CATEGORIES; categories without
+ * a reason are left out. `ua_inconsistent:<detail>` counts as `ua_inconsistent`.
+ */
+export function reasonsByCategory(reasons: readonly string[]): CategoryReasons[] {
+  const by = new Map<Category, string[]>();
+  for (const reason of reasons) {
+    const colon = reason.indexOf(':');
+    const cat = REASON_CATEGORY[colon === -1 ? reason : reason.slice(0, colon)] ?? 'none';
+    const list = by.get(cat);
+    if (list) list.push(reason);
+    else by.set(cat, [reason]);
+  }
+  return CATEGORIES.filter((c) => by.has(c)).map((c) => ({ category: c, reasons: by.get(c)! }));
+}
 
 export function mountExplainRoute(router: Router, deps: { store: Store; sessions: SessionGuard; engine: () => LookupEngine }): void {
   router.get(EXPLAIN_PATH, async (ctx) => {
@@ -21,6 +46,7 @@ export function mountExplainRoute(router: Router, deps: { store: Store; sessions
     if (!own || p !== own.partner_id) {
       throw new HttpError('forbidden', 'Explain only lookups of your own partner ID: pass the lookup query string with p set to it.');
     }
-    sendJson(ctx.res, 200, deps.engine().explain(query, Date.now()));
+    const ex = deps.engine().explain(query, Date.now());
+    sendJson(ctx.res, 200, { ...ex, categories: reasonsByCategory(ex.reasons) });
   });
 }

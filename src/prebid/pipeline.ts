@@ -10,6 +10,7 @@
 import { TUPLE_DIMENSIONS, type Band, type TransactionClass } from '../enums.ts';
 import type { LookupMemory } from '../memory/budget.ts';
 import { ThreadCounts } from '../reporting/thread-counts.ts';
+import { categoryOf, type Category } from '../signals/category.ts';
 import type { HistoryFacts } from '../signals/history.ts';
 import { asParsed } from '../signals/ip-address.ts';
 import type { IpAssessment } from '../signals/ip-intel.ts';
@@ -37,6 +38,10 @@ export interface Explanation {
   response: unknown;
   reasons: string[];
   transaction: TransactionClass | null;
+  /** The transaction's category (its reporting `category`), null when the lookup is refused. */
+  category: Category | null;
+  /** The reason code that contributed most ('' when none did): it names the category. */
+  leadingReason: string;
   signals: {
     ip: IpAssessment;
     ua: UaInfo;
@@ -79,13 +84,14 @@ export class LookupEngine {
     const r = score(s);
     // History learns from this request's own evidence only, so history cannot condemn itself.
     this.sources.recordOutcome(outcomeForHistory(r));
-    this.counts.count(this.customerId, hourStart(now), fillDimensions(this.req, s, this.dims), classifyTransaction(r), now);
+    const cls = classifyTransaction(r);
+    this.counts.count(this.customerId, hourStart(now), fillDimensions(this.req, s, categoryOf(cls === 'valid', r.leading), this.dims), cls, now);
     return { status: 200, body: responseJson(s, r), band: r.band };
   }
 
   /** What lookup() would answer now, with its reasons and signals; changes nothing. */
   explain(query: string, now: number): Explanation {
-    const ex: Explanation = { status: 0, response: null, reasons: [], transaction: null, signals: null };
+    const ex: Explanation = { status: 0, response: null, reasons: [], transaction: null, category: null, leadingReason: '', signals: null };
     const refused = this.parse(query, now);
     const s = refused === null ? this.sources.gather(this.req, this.data, now, 'peek') : null;
     let out: LookupOutcome;
@@ -97,6 +103,8 @@ export class LookupEngine {
       ex.reasons = r.reasons.slice();
       if (s.uaInconsistent) ex.reasons.push('ua_inconsistent:' + s.uaConsistency);
       ex.transaction = classifyTransaction(r);
+      ex.category = categoryOf(ex.transaction === 'valid', r.leading);
+      ex.leadingReason = r.leading;
       ex.signals = {
         ip: this.data.ip.assessParsed(asParsed(this.sources.lastIp)),
         ua: this.sources.analyzer.analyze(this.req.ua, now),
