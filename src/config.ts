@@ -4,8 +4,10 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { DEFAULT_PORTS } from './enums.ts';
+import { parseDuration } from './time.ts';
 
-type Kind = 'string' | 'int' | 'path';
+/** `duration`: `90s`, `30m`, `6h`, `1d` (a bare number is seconds) or `off`; held as seconds, 0 = off. */
+type Kind = 'string' | 'int' | 'path' | 'duration';
 
 interface OptionSpec {
   /** Flag name without dashes; env var is IVTD_ + upper snake; config-file key is the camelCase key. */
@@ -15,6 +17,8 @@ interface OptionSpec {
   help: string;
   min?: number;
   max?: number;
+  /** A credential: `ivtd systemd-unit` refuses to write it into the unit file. */
+  secret?: boolean;
 }
 
 export const OPTIONS = {
@@ -36,6 +40,10 @@ export const OPTIONS = {
   reportRate: { flag: 'report-rate', kind: 'int', default: 10, help: 'Reporting API requests per second per customer (token bucket refill).', min: 1, max: 100000 },
   reportBurst: { flag: 'report-burst', kind: 'int', default: 20, help: 'Reporting API burst size per customer (token bucket capacity).', min: 1, max: 100000 },
   logLevel: { flag: 'log-level', kind: 'string', default: 'info', help: 'pino log level: fatal, error, warn, info, debug, trace.' },
+  dataRefresh: { flag: 'data-refresh', kind: 'duration', default: 'off', help: 'While serving, refresh the --data-sources every INTERVAL (e.g. 6h; at least 5m) and crawl ads.txt; off by default.', min: 300, max: 30 * 86400 },
+  dataSources: { flag: 'data-sources', kind: 'path', default: undefined, help: 'JSON file naming the data sources to refresh (default <data-dir>/sources.json; see README).' },
+  maxmindAccountId: { flag: 'maxmind-account-id', kind: 'string', default: undefined, help: 'MaxMind account ID for GeoIP2/GeoLite2 downloads by the data refresh.' },
+  maxmindLicenseKey: { flag: 'maxmind-license-key', kind: 'string', default: undefined, secret: true, help: 'MaxMind licence key for those downloads; prefer the environment or config file (a flag shows in ps).' },
 } as const satisfies Record<string, OptionSpec>;
 
 export type OptionKey = keyof typeof OPTIONS;
@@ -59,6 +67,11 @@ export interface Config {
   reportRate: number;
   reportBurst: number;
   logLevel: string;
+  /** Seconds between data refresh passes while serving; 0 = off. */
+  dataRefresh: number;
+  dataSources: string | undefined;
+  maxmindAccountId: string | undefined;
+  maxmindLicenseKey: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -81,6 +94,15 @@ function coerce(key: OptionKey, raw: unknown, from: string): string | number | u
   }
   const s = String(raw);
   if (s === '') throw new ConfigError(`${from}: ${spec.flag} must not be empty`);
+  if (spec.kind === 'duration') {
+    if (s === 'off' || s === '0') return 0;
+    const ms = parseDuration(s);
+    const secs = ms === null ? NaN : ms / 1000;
+    if (!(secs >= (spec.min ?? 1) && secs <= (spec.max ?? Infinity))) {
+      throw new ConfigError(`${from}: ${spec.flag} must be "off" or a duration such as 30m, 6h or 1d (from ${spec.min ?? 1} s to ${spec.max ?? '∞'} s), got "${s}"`);
+    }
+    return secs;
+  }
   return spec.kind === 'path' ? resolve(s) : s;
 }
 

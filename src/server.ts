@@ -19,6 +19,8 @@ import { openReporting } from './reporting/service.ts';
 import { ServiceMetrics } from './ops/metrics.ts';
 import { Store } from './store/db.ts';
 import { activePrebidKeys, ensureFirstCustomer } from './store/customers.ts';
+import { DataRefresher } from './data/refresh.ts';
+import { loadSources, SourcesError } from './data/sources.ts';
 
 export interface RunningServer {
   config: Config;
@@ -36,6 +38,11 @@ export interface RunningServer {
   reporting?: { flush(): Promise<void> };
   /** Prometheus metrics, served as GET /metrics on the account API port. */
   metrics: ServiceMetrics;
+  /**
+   * The data refresher (null when there is no usable sources file). Its timers run only
+   * with --data-refresh; noteDomainsSeen / noteAppsSeen / noteSellersSeen feed the crawl.
+   */
+  refresher: DataRefresher | null;
 }
 
 export interface StartOptions {
@@ -62,11 +69,32 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     const reporting = await openReporting(config, store);
     countSinks.push((rows) => reporting.writer.add(rows));
     cleanup.unshift(() => reporting.writer.close());
+    // The data refresher: built whenever the sources file is usable (for `data.reload` and
+    // /metrics); it fetches on its own only with --data-refresh. A broken sources file stops
+    // the start when a refresh was asked for, and is only logged otherwise.
+    let refresher: DataRefresher | null = null;
+    let reloadData: () => Promise<{ ok: boolean; errors: string[] }> = async () => ({ ok: false, errors: ['not started yet'] });
+    try {
+      const sources = loadSources({
+        dataDir: config.dataDir,
+        path: config.dataSources,
+        maxmind: { accountId: config.maxmindAccountId, licenseKey: config.maxmindLicenseKey },
+      });
+      const overridden: Record<string, string> = {};
+      if (config.mmdbCountry) overridden['country.mmdb'] = '--mmdb-country';
+      if (config.mmdbAsn) overridden['asn.mmdb'] = '--mmdb-asn';
+      if (config.mmdbAnonymousIp) overridden['anonymous-ip.mmdb'] = '--mmdb-anonymous-ip';
+      refresher = new DataRefresher({ dataDir: config.dataDir, sources, overridden, onChanged: () => reloadData(), log });
+    } catch (e) {
+      if (!(e instanceof SourcesError) || config.dataRefresh > 0) throw e;
+      log.warn({ err: e.message }, 'sources file unusable: no data refresh status until it is fixed');
+    }
     const metrics = new ServiceMetrics({
       threads: config.threads,
       bundle: () => bundle,
       keysLoaded: () => engine.keys.size,
       flushStats: () => reporting.writer.stats(),
+      refreshStatus: refresher ? () => refresher.status() : undefined,
     });
     countSinks.push((_rows, stats) => metrics.recordLookups(stats));
     reporting.engine.observers.push((seconds) => metrics.observeReportQuery(seconds));
@@ -105,7 +133,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     bundle = loadBundle(config);
     built = buildLookupData(bundle);
     for (const f of describeBundle(bundle)) log.info(f, 'data file loaded');
-    for (const w of built.warnings) log.warn({ warning: w }, 'data warning');
+    for (const w of [...bundle.warnings, ...built.warnings]) log.warn({ warning: w }, 'data warning');
     engine = new LookupEngine(built.data);
     engine.keys.replace(keys);
     const failures = await lookups.reload(bundle);
@@ -121,6 +149,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       dataDir: config.dataDir,
       store,
       onKeysChanged: refreshKeysSoon,
+      onReloadData: () => reloadData(),
     });
     cleanup.unshift(() => control.close());
 
@@ -151,14 +180,17 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       bundle,
       reporting: { flush: () => reporting.writer.flush() },
       metrics,
+      refresher,
       explainEngine: () => engine,
       refreshKeys,
       async reload() {
         let next: DataBundle;
+        // Files written by `ivtd data update` in another process: status follows them.
+        refresher?.syncFromDisk();
         try {
           next = loadBundle(config);
           const b = buildLookupData(next);
-          for (const w of b.warnings) log.warn({ warning: w }, 'data warning');
+          for (const w of [...next.warnings, ...b.warnings]) log.warn({ warning: w }, 'data warning');
           built = b;
         } catch (e) {
           const msg = (e as Error).message;
@@ -187,6 +219,17 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         }
       },
     };
+
+    reloadData = () => running.reload();
+    if (refresher) {
+      const r = refresher;
+      // Unshifted: stopped (its requests aborted) before the listeners and the store close.
+      cleanup.unshift(() => r.stop());
+      if (config.dataRefresh > 0) {
+        r.start(config.dataRefresh * 1000);
+        log.info({ every: config.dataRefresh, sources: config.dataSources ?? 'data dir sources.json' }, 'data refresh on');
+      }
+    }
 
     if (first && opts.announceFirstCustomer) announce(first, running);
     return running;

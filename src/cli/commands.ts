@@ -10,6 +10,9 @@ import { ControlError, ControlUnavailableError, sendControl } from './control.ts
 import { runOperation, type OperationName, type OperationResult } from './operations.ts';
 import { DEFAULT_BINARY, UnitError, systemdUnit } from '../ops/systemd.ts';
 import { formatVersion, versionInfo } from '../ops/version.ts';
+import { SourcesError } from '../data/sources.ts';
+import { LockBusyError } from '../data/files.ts';
+import { DATA_USAGE, dataStatus, dataUpdate, statusText, updateText } from './data-commands.ts';
 import pkg from '../../package.json' with { type: 'json' };
 
 export interface CliIO {
@@ -202,6 +205,10 @@ ${cmds}
   ivtd systemd-unit [--user USER] [--binary PATH] [serve options]
       Print a hardened systemd unit running "PATH serve [serve options]" (default binary
       ${DEFAULT_BINARY}; without --user systemd allocates a user: DynamicUser=yes).
+  ivtd ${DATA_USAGE.update.usage}
+      ${DATA_USAGE.update.summary}
+  ivtd ${DATA_USAGE.status.usage}
+      ${DATA_USAGE.status.summary}
   ivtd help | --help
   ivtd --version [--json]
       Version, build date and the dates of the embedded data.
@@ -237,7 +244,7 @@ async function execute(op: OperationName, args: Record<string, unknown>, dataDir
 
 /** Exit code and message for an error; a stack only for the unexpected ones. */
 function report(e: unknown, io: CliIO): number {
-  if (e instanceof UsageError || e instanceof ConfigError || e instanceof UnitError) {
+  if (e instanceof UsageError || e instanceof ConfigError || e instanceof UnitError || e instanceof SourcesError) {
     io.stderr.write(`ivtd: ${e.message}\nRun "ivtd help" for usage.\n`);
     return 2;
   }
@@ -245,7 +252,7 @@ function report(e: unknown, io: CliIO): number {
     io.stderr.write(`ivtd: ${e.message}\n`);
     return e.code === 'invalid' ? 2 : 1;
   }
-  if (e instanceof StoreLockedError || e instanceof ControlError) {
+  if (e instanceof StoreLockedError || e instanceof ControlError || e instanceof LockBusyError) {
     io.stderr.write(`ivtd: ${e.message}\n`);
     return 1;
   }
@@ -290,6 +297,20 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
         }),
       );
       return 0;
+    }
+    if (line === 'data update' || line === 'data status') {
+      for (const f of flags.keys()) if (f !== 'json') throw new UsageError(`unknown flag --${f} for "${line}"`);
+      const config = resolveConfig(options);
+      const json = flags.get('json') === true;
+      if (line === 'data status') {
+        const st = dataStatus(config);
+        io.stdout.write(json ? JSON.stringify(st) + '\n' : statusText(st));
+        return 0;
+      }
+      const u = await dataUpdate(config);
+      io.stdout.write(json ? JSON.stringify(u) + '\n' : updateText(u));
+      // A failed source is a failure of the command, though the others were applied.
+      return u.report.items.some((i) => i.result === 'failed') || (u.server !== null && !u.server.reloaded) ? 1 : 0;
     }
     const cmd = COMMANDS.find((c) => c.words === line);
     if (!cmd) throw new UsageError(`unknown command "${line}"`);

@@ -96,6 +96,10 @@ function safeHooks(opts: ControlServerOptions): OperationHooks {
         log.error({ err: e, username }, 'control: onUsersChanged failed');
       }
     },
+    async reloadData() {
+      if (!opts.onReloadData) throw new StoreError('invalid', 'this server does not reload data over the control socket');
+      return opts.onReloadData();
+    },
   };
 }
 
@@ -159,6 +163,8 @@ export interface ControlServerOptions {
   store: Store;
   onKeysChanged: () => void;
   onUsersChanged?: (username: string) => void;
+  /** The server's data reload (same as SIGHUP), for `ivtd data update`. */
+  onReloadData?: () => Promise<{ ok: boolean; errors: string[] }>;
 }
 
 /** Listens on `<dataDir>/ivtd.sock` (mode 0600). Refuses to start when another server answers there. */

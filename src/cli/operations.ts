@@ -17,9 +17,17 @@ import { OPTIONS } from '../config.ts';
 export interface OperationHooks {
   keysChanged(): void;
   usersChanged(username: string): void;
+  /** Reloads the data files (the SIGHUP path); only a running server can. */
+  reloadData(): Promise<{ ok: boolean; errors: string[] }>;
 }
 
-export const NO_HOOKS: OperationHooks = { keysChanged() {}, usersChanged() {} };
+export const NO_HOOKS: OperationHooks = {
+  keysChanged() {},
+  usersChanged() {},
+  async reloadData() {
+    throw new StoreError('invalid', 'no running server to reload');
+  },
+};
 
 type Args = Record<string, unknown>;
 
@@ -75,6 +83,8 @@ export const OPERATIONS = {
   },
   'user.disable': (store: Store, args: Args, hooks: OperationHooks) => setDisabled(store, args, true, hooks),
   'user.enable': (store: Store, args: Args, hooks: OperationHooks) => setDisabled(store, args, false, hooks),
+  // Sent by `ivtd data update` after it changed files, so the server loads them now.
+  'data.reload': (_store: Store, _args: Args, hooks: OperationHooks) => hooks.reloadData(),
 } satisfies Record<string, (store: Store, args: Args, hooks: OperationHooks) => Promise<unknown>>;
 
 export type OperationName = keyof typeof OPERATIONS;

@@ -3,6 +3,7 @@
 // count sink, main thread); everything else is read from its owner at scrape time.
 import { Counter, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import type { DataBundle, DataFile } from '../data/bundle.ts';
+import type { RefreshStatus } from '../data/refresh.ts';
 import type { Router } from '../http/router.ts';
 import { LATENCY_BUCKETS_US, type LookupStats } from '../prebid/messages.ts';
 import { versionInfo } from './version.ts';
@@ -27,6 +28,8 @@ export interface MetricsSources {
   keysLoaded(): number;
   /** The reporting writer, once reporting runs. */
   flushStats?(): FlushStats | null;
+  /** The data refresher's view of its sources (DataRefresher.status()), when there is one. */
+  refreshStatus?: (() => RefreshStatus) | undefined;
 }
 
 interface Sample {
@@ -121,6 +124,8 @@ export class ServiceMetrics {
       }),
     );
 
+    this.registerRefresh();
+
     const flush = () => sources.flushStats?.() ?? null;
     register(r, 'ivtd_reporting_pending_tuples', 'Counted tuples waiting in memory for the next reporting flush.', 'gauge', () => {
       const f = flush();
@@ -141,6 +146,43 @@ export class ServiceMetrics {
       // Before the first flush, lag counts from when this process started.
       const since = f.lastFlushAt ?? Date.now() - process.uptime() * 1000;
       return [{ value: Math.max(0, (Date.now() - since) / 1000) }];
+    });
+  }
+
+  /** Per-source freshness of the refreshed data (ivtd data update / --data-refresh). */
+  private registerRefresh(): void {
+    const r = this.registry;
+    const status = () => this.sources.refreshStatus?.() ?? null;
+    const now = () => Date.now() / 1000;
+    const perSource = (pick: (s: RefreshStatus['sources'][number]) => number | null) => (): Sample[] =>
+      (status()?.sources ?? []).flatMap((s) => {
+        const v = pick(s);
+        return v === null ? [] : [{ value: v, labels: { source: s.name, kind: s.kind } }];
+      });
+    register(r, 'ivtd_data_source_up', 'Whether the last fetch of each data source succeeded (1) or failed and its previous data stays in use (0).', 'gauge',
+      perSource((s) => (s.status === 'never' ? null : s.status === 'ok' ? 1 : 0)));
+    register(r, 'ivtd_data_source_age_seconds', 'Seconds since each data source was last fetched or confirmed current (304).', 'gauge',
+      perSource((s) => (s.successAt === null ? null : Math.max(0, now() - s.successAt / 1000))));
+    register(r, 'ivtd_data_source_last_success_timestamp_seconds', 'When each data source last succeeded.', 'gauge',
+      perSource((s) => (s.successAt === null ? null : s.successAt / 1000)));
+    register(r, 'ivtd_data_source_failures', 'Consecutive failed fetches of each data source.', 'gauge', perSource((s) => s.failures));
+    register(r, 'ivtd_data_source_entries', 'Ranges (or database bytes, for MaxMind) in the last good copy of each data source.', 'gauge', perSource((s) => s.entries));
+    register(r, 'ivtd_sellers_json_domains', 'sellers.json files kept current by the refresher, by last result.', 'gauge', () => {
+      const s = status()?.sellers;
+      return s ? (['ok', 'failed', 'never'] as const).map((k) => ({ value: s[k], labels: { status: k } })) : [];
+    });
+    register(r, 'ivtd_sellers_json_oldest_age_seconds', 'Age of the least recently confirmed sellers.json file.', 'gauge', () => {
+      const at = status()?.sellers.oldestSuccessAt;
+      return at ? [{ value: Math.max(0, now() - at / 1000) }] : [];
+    });
+    register(r, 'ivtd_ads_txt_domains', 'Domains of the ads.txt (site) and app-ads.txt (app) crawl, by status.', 'gauge', () => {
+      const a = status()?.adsTxt;
+      if (!a?.enabled) return [];
+      return (['site', 'app'] as const).flatMap((kind) => Object.entries(a[kind]).map(([st, n]) => ({ value: n, labels: { kind, status: st } })));
+    });
+    register(r, 'ivtd_ads_txt_oldest_age_seconds', 'Age of the least recently confirmed ads.txt / app-ads.txt copy in use.', 'gauge', () => {
+      const at = status()?.adsTxt.oldestGoodAt;
+      return at ? [{ value: Math.max(0, now() - at / 1000) }] : [];
     });
   }
 
@@ -176,7 +218,7 @@ export class ServiceMetrics {
   }
 }
 
-function dataFiles(b: DataBundle): DataFile[] {
+function dataFiles(b: DataBundle): Array<Pick<DataFile, 'name' | 'modified'>> {
   const all = [b.asnBin, b.asnMmdb, b.countryMmdb, b.anonymousIpMmdb, b.hostingAsns, b.vpnAsns, b.hostingOrgPatterns, b.badIfas, ...b.sellers];
-  return all.filter((f): f is DataFile => f !== null);
+  return [...all.filter((f): f is DataFile => f !== null), ...b.ipRanges.files];
 }

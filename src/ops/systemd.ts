@@ -37,7 +37,10 @@ export function serveFlags(options: UnitOptions['options']): string[] {
   for (const key of Object.keys(OPTIONS) as OptionKey[]) {
     const v = options[key];
     if (v === undefined) continue;
-    const spec = OPTIONS[key];
+    const spec: { flag: string; kind: string; secret?: boolean } = OPTIONS[key];
+    if (spec.secret) {
+      throw new UnitError(`--${spec.flag} is a credential and would be readable in the unit file: set it in the config file (--config) or an EnvironmentFile= instead`);
+    }
     out.push(`--${spec.flag}`, spec.kind === 'path' ? resolve(v) : v);
   }
   return out;
