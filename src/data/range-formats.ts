@@ -200,11 +200,14 @@ export function findServiceTagsLink(html: string): string | null {
   const marker = 'ServiceTags_';
   let at = html.indexOf(marker);
   while (at >= 0) {
-    const start = Math.max(html.lastIndexOf('https://', at), html.lastIndexOf('http://', at));
+    // Pages embed the link in HTML or in script data (where "/" may be written "\/").
+    const plain = Math.max(html.lastIndexOf('https://', at), html.lastIndexOf('http://', at));
+    const escaped = Math.max(html.lastIndexOf('https:\\/\\/', at), html.lastIndexOf('http:\\/\\/', at));
+    const start = Math.max(plain, escaped);
     const end = html.indexOf('.json', at);
     if (start >= 0 && end > at && end - start < 300 && at - start < 250) {
-      const url = html.slice(start, end + 5);
-      if (!/["'\s<>]/.test(url)) return url;
+      const url = html.slice(start, end + 5).replaceAll('\\/', '/');
+      if (!/["'\s<>\\]/.test(url)) return url;
     }
     at = html.indexOf(marker, at + marker.length);
   }

@@ -199,6 +199,8 @@ export class DataRefresher {
   }
 
   private stateMtime: number;
+  /** A pass is under way here: its in-memory state is the newest. */
+  private busy = false;
 
   private readState(): State {
     const s = readJson<Partial<State>>(this.path(REFRESH_DIR, STATE_FILE), {});
@@ -352,7 +354,12 @@ export class DataRefresher {
   }
 
   private async pass(mode: { all: boolean; sources?: boolean; intervalMs?: number; adsTxtLimit?: number }): Promise<RefreshReport> {
-    const release = acquireLock(this.path(REFRESH_DIR, LOCK_FILE));
+    const lock = acquireLock(this.path(REFRESH_DIR, LOCK_FILE));
+    this.busy = true;
+    const release = () => {
+      this.busy = false;
+      lock();
+    };
     const report: RefreshReport = { items: [], adsTxt: { crawled: 0, changed: 0, failed: 0 }, changed: false };
     try {
       this.syncFromDisk();
@@ -379,7 +386,9 @@ export class DataRefresher {
     } finally {
       release();
     }
-    if (report.changed) this.requestReload(mode.all);
+    // Source files change at most once per interval: reload at once. The crawl changes a few
+    // files every tick: those reloads are spaced out.
+    if (report.changed) this.requestReload(mode.all || report.items.some((i) => i.result === 'changed'));
     return report;
   }
 
@@ -609,10 +618,14 @@ export class DataRefresher {
     await this.queue;
   }
 
-  /** Coalesces reload requests: immediately after a full update, else at most once a minute. */
+  /** Coalesces reload requests: immediately, or for crawl changes at most once a minute. */
   private requestReload(now: boolean): void {
     const cb = this.opts.onChanged;
-    if (!cb || this.reloadTimer || this.abort.signal.aborted) return;
+    if (!cb || this.abort.signal.aborted) return;
+    if (this.reloadTimer) {
+      if (!now) return; // one is already planned
+      clearTimeout(this.reloadTimer);
+    }
     const wait = now ? 0 : Math.max(0, this.lastReload + MIN_RELOAD_GAP_MS - Date.now());
     this.reloadTimer = setTimeout(() => {
       this.reloadTimer = null;
@@ -625,7 +638,9 @@ export class DataRefresher {
   // -------------------------------------------------------------------------------------
   // Status
 
+  /** Current as of the files on disk (another process may have refreshed meanwhile). */
   status(): RefreshStatus {
+    if (!this.busy) this.syncFromDisk();
     const sources: SourceStatus[] = this.opts.sources.sources.map((src) => {
       const st = this.state.sources[src.name] ?? emptyState(src.kind === 'maxmind' ? src.displayUrl : src.url);
       return { name: src.name, kind: src.kind, url: st.url, status: st.status, successAt: st.successAt, attemptAt: st.attemptAt, changeAt: st.changeAt, failures: st.failures, entries: st.entries, error: st.error };

@@ -57,3 +57,8 @@ t.test('the Azure download page link', async (t) => {
   t.equal(findServiceTagsLink('<html>no link here</html>'), null);
   t.equal(findServiceTagsLink('see ServiceTags_Public.json'), null, 'a name without a URL is not a link');
 });
+
+t.test('the Azure link inside script data', async (t) => {
+  const page = '<script>var d = {"url":"https:\\/\\/download.example\\/download\\/7\\/ServiceTags_Public_20240603.json"};</script>';
+  t.equal(findServiceTagsLink(page), 'https://download.example/download/7/ServiceTags_Public_20240603.json');
+});
