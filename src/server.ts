@@ -19,8 +19,8 @@ import { openReporting } from './reporting/service.ts';
 import { ServiceMetrics } from './ops/metrics.ts';
 import { Store } from './store/db.ts';
 import { activePrebidKeys, ensureFirstCustomer } from './store/customers.ts';
-import { DataRefresher } from './data/refresh.ts';
-import { loadSources, SourcesError } from './data/sources.ts';
+import { refresherFor, type DataRefresher } from './data/refresh.ts';
+import { SourcesError } from './data/sources.ts';
 
 export interface RunningServer {
   config: Config;
@@ -75,16 +75,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     let refresher: DataRefresher | null = null;
     let reloadData: () => Promise<{ ok: boolean; errors: string[] }> = async () => ({ ok: false, errors: ['not started yet'] });
     try {
-      const sources = loadSources({
-        dataDir: config.dataDir,
-        path: config.dataSources,
-        maxmind: { accountId: config.maxmindAccountId, licenseKey: config.maxmindLicenseKey },
-      });
-      const overridden: Record<string, string> = {};
-      if (config.mmdbCountry) overridden['country.mmdb'] = '--mmdb-country';
-      if (config.mmdbAsn) overridden['asn.mmdb'] = '--mmdb-asn';
-      if (config.mmdbAnonymousIp) overridden['anonymous-ip.mmdb'] = '--mmdb-anonymous-ip';
-      refresher = new DataRefresher({ dataDir: config.dataDir, sources, overridden, onChanged: () => reloadData(), log });
+      refresher = refresherFor(config, { onChanged: () => reloadData(), log });
     } catch (e) {
       if (!(e instanceof SourcesError) || config.dataRefresh > 0) throw e;
       log.warn({ err: e.message }, 'sources file unusable: no data refresh status until it is fixed');

@@ -2,8 +2,7 @@
 // line (cron, first setup), and what it last did per source. A server running on the data
 // dir is told to reload afterwards over the control socket.
 import type { Config } from '../config.ts';
-import { loadSources } from '../data/sources.ts';
-import { DataRefresher, type RefreshReport, type RefreshStatus } from '../data/refresh.ts';
+import { refresherFor, type RefreshReport, type RefreshStatus } from '../data/refresh.ts';
 import { ControlUnavailableError, sendControl } from './control.ts';
 
 export const DATA_USAGE = {
@@ -17,19 +16,6 @@ export const DATA_USAGE = {
   },
 } as const;
 
-function refresher(config: Config): DataRefresher {
-  const sources = loadSources({
-    dataDir: config.dataDir,
-    path: config.dataSources,
-    maxmind: { accountId: config.maxmindAccountId, licenseKey: config.maxmindLicenseKey },
-  });
-  const overridden: Record<string, string> = {};
-  if (config.mmdbCountry) overridden['country.mmdb'] = '--mmdb-country';
-  if (config.mmdbAsn) overridden['asn.mmdb'] = '--mmdb-asn';
-  if (config.mmdbAnonymousIp) overridden['anonymous-ip.mmdb'] = '--mmdb-anonymous-ip';
-  return new DataRefresher({ dataDir: config.dataDir, sources, overridden });
-}
-
 export interface UpdateResult {
   report: RefreshReport;
   /** What happened to a running server: reloaded, its errors, or none running. */
@@ -37,7 +23,7 @@ export interface UpdateResult {
 }
 
 export async function dataUpdate(config: Config): Promise<UpdateResult> {
-  const r = refresher(config);
+  const r = refresherFor(config);
   const report = await r.runOnce({ all: true });
   let server: UpdateResult['server'] = null;
   if (report.changed) {
@@ -52,7 +38,7 @@ export async function dataUpdate(config: Config): Promise<UpdateResult> {
 }
 
 export function dataStatus(config: Config): RefreshStatus {
-  return refresher(config).status();
+  return refresherFor(config).status();
 }
 
 const when = (ms: number | null): string => (ms === null ? 'never' : new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z'));

@@ -22,7 +22,8 @@ import { AdsTxtCrawler, rootOfSeen, type CrawlResult } from './ads-txt-crawl.ts'
 import { LockBusyError, acquireLock, mtimeOf, readJson, writeAtomic } from './files.ts';
 import { HttpGetError, httpGet, type HttpGetOptions, type HttpGetResult } from './http-get.ts';
 import { findServiceTagsLink, parseRangeSource } from './range-formats.ts';
-import type { MaxmindSource, MmdbTarget, RangeSource, SourcesConfig } from './sources.ts';
+import { loadSources, type MaxmindSource, type MmdbTarget, type RangeSource, type SourcesConfig } from './sources.ts';
+import type { Config } from '../config.ts';
 import { extractFromTar, gunzipLimited } from './tar.ts';
 
 export const RANGES_DIR = 'ranges';
@@ -655,4 +656,22 @@ export class DataRefresher {
     const c = this.crawler.counts();
     return { sources, sellers, adsTxt: { enabled: this.opts.sources.adsTxt.enabled, site: c.site, app: c.app, oldestGoodAt: this.crawler.oldestGood() } };
   }
+}
+
+/**
+ * A refresher for a resolved config: the sources file it names (or the data dir's), the
+ * MaxMind credentials of the options, and the data-dir files that --mmdb-* flags override.
+ * Throws SourcesError when the sources file is unusable.
+ */
+export function refresherFor(config: Config, opts: Omit<RefresherOptions, 'dataDir' | 'sources' | 'overridden'> = {}): DataRefresher {
+  const sources = loadSources({
+    dataDir: config.dataDir,
+    path: config.dataSources,
+    maxmind: { accountId: config.maxmindAccountId, licenseKey: config.maxmindLicenseKey },
+  });
+  const overridden: Partial<Record<MmdbTarget, string>> = {};
+  if (config.mmdbCountry) overridden['country.mmdb'] = '--mmdb-country';
+  if (config.mmdbAsn) overridden['asn.mmdb'] = '--mmdb-asn';
+  if (config.mmdbAnonymousIp) overridden['anonymous-ip.mmdb'] = '--mmdb-anonymous-ip';
+  return new DataRefresher({ ...opts, dataDir: config.dataDir, sources, overridden });
 }
