@@ -196,6 +196,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
 
     bundle = loadBundle(config);
     built = buildLookupData(bundle, dataGeneration);
+    bundle.sellersIndex = built.data.sellers.index;
     for (const f of describeBundle(bundle)) log.info(f, 'data file loaded');
     for (const w of built.warnings) log.warn({ warning: w }, 'data warning');
     engine = new LookupEngine(built.data, memory);
@@ -272,6 +273,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         try {
           next = loadBundle(config);
           const b = buildLookupData(next, generation);
+          next.sellersIndex = b.data.sellers.index;
           for (const w of b.warnings) log.warn({ warning: w }, 'data warning');
           built = b;
         } catch (e) {
