@@ -12,7 +12,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import { resolveConfig } from '../src/config.ts';
 import { TUPLE_DIMENSIONS } from '../src/enums.ts';
 import { KEY_COLUMNS_SQL, ROLLUP_TABLES } from '../src/reporting/columns.ts';
@@ -21,8 +20,7 @@ import { storeThreads } from '../src/reporting/service.ts';
 import { startServer } from '../src/server.ts';
 import { Store } from '../src/store/db.ts';
 import { createCustomer } from '../src/store/customers.ts';
-import type { PacedResult } from './paced.ts';
-import type { LoadRequest } from './load-worker.ts';
+import { lookupLoad } from './lookup-load.ts';
 
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -124,25 +122,6 @@ function lookupPaths(partnerId: string, key: string, n: number): string[] {
       `&pub=pub-${rnd(50)}&node=bidder-1&ip=${ip}&ua=${encodeURIComponent(UAS[rnd(UAS.length)]!)}&uid=u-${rnd(5000)}` +
       `&sid=exchange1.example&adt=1&dvt=2&geo=us&p1=${rnd(10)}`
     );
-  });
-}
-
-interface LoadResult {
-  autocannon: { rps: number; p50: number; p99: number; non2xx: number } | null;
-  paced: PacedResult;
-}
-
-/** Runs the lookup load on a thread of its own (bench/load-worker.ts). */
-function lookupLoad(req: LoadRequest): Promise<LoadResult> {
-  // tsx's hooks are not inherited by worker threads on Node 20: register them in the thread.
-  const boot = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((api) => { api.register(); return import(${JSON.stringify(new URL('./load-worker.ts', import.meta.url).href)}); });`;
-  const w = new Worker(boot, { eval: true, workerData: req });
-  return new Promise((resolve, reject) => {
-    w.once('message', (m: LoadResult) => {
-      resolve(m);
-      void w.terminate();
-    });
-    w.once('error', reject);
   });
 }
 

@@ -6,7 +6,7 @@
 // Overlapping lists are expected (a Tor exit inside a cloud range, a VPN range inside a
 // hosting range): the builder splits intervals at every boundary and ORs the categories,
 // so one lookup answers every list at once.
-import { parseIp, type ParsedIp } from './ip.ts';
+import { parseIp, type ParsedIp } from './ip-address.ts';
 
 export const RANGE_CATEGORIES = ['hosting', 'vpn', 'proxy', 'tor', 'relay'] as const;
 export type RangeCategory = (typeof RANGE_CATEGORIES)[number];

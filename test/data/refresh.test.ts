@@ -11,8 +11,8 @@ import { DataRefresher, type LogLike } from '../../src/data/refresh.ts';
 import { parseSources } from '../../src/data/sources.ts';
 import { describeBundle, loadBundle } from '../../src/data/bundle.ts';
 import { IpRanges, rangeCategoryNames } from '../../src/signals/ip-ranges.ts';
-import { parseIp } from '../../src/signals/ip.ts';
-import { SellersRegistry } from '../../src/signals/schain.ts';
+import { parseIp } from '../../src/signals/ip-address.ts';
+import { SellersRegistry } from '../../src/signals/sellers.ts';
 import { FakeWeb } from '../helpers/fake-web.ts';
 import { makeTar } from '../helpers/tar.ts';
 

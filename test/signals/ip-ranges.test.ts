@@ -1,5 +1,5 @@
 import t from 'tap';
-import { parseIp } from '../../src/signals/ip.ts';
+import { parseIp } from '../../src/signals/ip-address.ts';
 import {
   IpRanges,
   RANGE_BIT,
