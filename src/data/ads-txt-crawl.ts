@@ -395,6 +395,8 @@ export class AdsTxtCrawler {
         etag: conditional ? e.etag : null,
         lastModified: conditional ? e.lastModified : null,
         maxRedirects: 0,
+        // Hosts come from bid requests: never let one point the crawl at an internal address.
+        publicOnly: true,
         ...(signal ? { signal } : {}),
       });
       if (r.kind !== 'redirect') return r;

@@ -1,10 +1,14 @@
 // One bounded HTTP GET for the data refresher (main thread only): a deadline, a size cap
 // enforced while reading (compressed and decompressed), conditional headers, redirects
 // followed only when asked, and failures as named reasons rather than stack traces.
+import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
+import type { LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
+import { parseIp } from '../signals/ip-address.ts';
+import { ipRangeName, isBogonRange } from '../signals/special-ranges.ts';
 
 export interface HttpGetOptions {
   url: string;
@@ -25,6 +29,11 @@ export interface HttpGetOptions {
   connect?: (url: URL) => { host: string; port: number } | null;
   /** Aborts the exchange (shutdown); it then fails as 'aborted'. */
   signal?: AbortSignal;
+  /**
+   * Connect only to public addresses (for hosts taken from traffic: a bid request must not
+   * make ivtd fetch from loopback, private or link-local addresses). Redirects included.
+   */
+  publicOnly?: boolean;
 }
 
 interface Common {
@@ -42,7 +51,7 @@ export type HttpGetResult =
   | { kind: 'redirect'; status: number; url: string; location: string }
   | { kind: 'status'; status: number; url: string };
 
-export type HttpGetFailure = 'timeout' | 'too_large' | 'network' | 'bad_url' | 'truncated' | 'bad_encoding' | 'aborted';
+export type HttpGetFailure = 'timeout' | 'too_large' | 'network' | 'bad_url' | 'truncated' | 'bad_encoding' | 'aborted' | 'blocked';
 
 export class HttpGetError extends Error {
   constructor(
@@ -94,6 +103,26 @@ function decoderFor(encoding: string | null): zlib.Gunzip | zlib.Inflate | zlib.
   }
 }
 
+/** True for an address a client on the public internet can have (not private, loopback, …). */
+export function isPublicAddress(address: string): boolean {
+  const ip = parseIp(address);
+  return ip !== null && !isBogonRange(ipRangeName(ip));
+}
+
+/** dns.lookup that drops non-public addresses, and fails when none is left. */
+const publicLookup: LookupFunction = (hostname, options, callback) => {
+  dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+    if (err) return callback(err, '', 4);
+    const ok = (addresses as dns.LookupAddress[]).filter((a) => isPublicAddress(a.address));
+    if (ok.length === 0) {
+      const e = Object.assign(new Error(`${hostname} resolves only to non-public addresses`), { code: 'EBLOCKED' });
+      return callback(e, '', 4);
+    }
+    if (options.all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, ok);
+    callback(null, ok[0]!.address, ok[0]!.family);
+  });
+};
+
 function once(opts: HttpGetOptions, url: URL, deadline: number, headers: Record<string, string>): Promise<{ res: http.IncomingMessage; body: Buffer | null }> {
   return new Promise((resolve, reject) => {
     const lib = url.protocol === 'https:' ? https : http;
@@ -121,6 +150,7 @@ function once(opts: HttpGetOptions, url: URL, deadline: number, headers: Record<
         method: 'GET',
         headers: { Host: url.host, ...headers },
         agent: false,
+        ...(opts.publicOnly && !target ? { lookup: publicLookup } : {}),
       },
       (res) => {
         const status = res.statusCode ?? 0;
@@ -179,7 +209,9 @@ function once(opts: HttpGetOptions, url: URL, deadline: number, headers: Record<
     if (opts.signal?.aborted) onAbort();
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     req.on('close', () => opts.signal?.removeEventListener('abort', onAbort));
-    req.on('error', (e: NodeJS.ErrnoException) => fail(new HttpGetError('network', `${url.host}: ${e.code ?? ''} ${e.message}`.trim())));
+    req.on('error', (e: NodeJS.ErrnoException) =>
+      fail(e.code === 'EBLOCKED' ? new HttpGetError('blocked', e.message) : new HttpGetError('network', `${url.host}: ${e.code ?? ''} ${e.message}`.trim())),
+    );
     req.end();
   });
 }
@@ -197,6 +229,10 @@ export async function httpGet(opts: HttpGetOptions): Promise<HttpGetResult> {
   let redirectsLeft = opts.maxRedirects ?? 0;
   for (;;) {
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new HttpGetError('bad_url', `${url.protocol} URLs are not fetched`);
+    if (opts.publicOnly && !opts.connect) {
+      const literal = url.hostname.replace(/^\[|\]$/g, '');
+      if (parseIp(literal) !== null && !isPublicAddress(literal)) throw new HttpGetError('blocked', `${url.hostname} is not a public address`);
+    }
     const headers: Record<string, string> = {
       'User-Agent': opts.userAgent,
       Accept: opts.accept ?? '*/*',

@@ -426,10 +426,10 @@ export class DataRefresher {
   }
 
   /** GET with conditional headers when the output exists; `ok` or `not-modified`, else throws. */
-  private async fetchSource(url: string, st: SourceState, outputExists: boolean, maxBytes: number, headers: Record<string, string> = {}) {
+  private async fetchSource(url: string, st: SourceState, outputExists: boolean, maxBytes: number, headers: Record<string, string> = {}, publicOnly = false) {
     const conditional = outputExists && st.url === url;
     const r = await this.get({
-      url, maxBytes, headers, maxRedirects: 5,
+      url, maxBytes, headers, maxRedirects: 5, publicOnly,
       etag: conditional ? st.etag : null,
       lastModified: conditional ? st.lastModified : null,
     });
@@ -521,7 +521,9 @@ export class DataRefresher {
     const out = this.path(SELLERS_DIR, `${domain}.json`);
     const item = (result: ItemResult, detail: string): RefreshItem => ({ kind: 'sellers', name: domain, result, detail });
     try {
-      const r = await this.fetchSource(url, st, existsSync(out), this.opts.sources.sellers.maxBytes);
+      // A domain seen in traffic that names the host must not reach internal addresses.
+      const fromTraffic = st.origin === 'traffic' && this.opts.sources.sellers.urlTemplate.split('/')[2]!.includes('{domain}');
+      const r = await this.fetchSource(url, st, existsSync(out), this.opts.sources.sellers.maxBytes, {}, fromTraffic);
       st.url = url;
       let changed = false;
       if (r.kind === 'ok') {

@@ -3,7 +3,7 @@ import http from 'node:http';
 import { once } from 'node:events';
 import zlib from 'node:zlib';
 import type { AddressInfo } from 'node:net';
-import { HttpGetError, freshnessOf, httpGet } from '../../src/data/http-get.ts';
+import { HttpGetError, freshnessOf, httpGet, isPublicAddress } from '../../src/data/http-get.ts';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
@@ -136,4 +136,21 @@ t.test('freshness headers', async (t) => {
   t.equal(freshnessOf({ 'cache-control': 'no-cache', expires: 'Thu, 01 Jan 1970 00:20:00 GMT' }, now), 1_200_000);
   t.equal(freshnessOf({ expires: 'garbage' }, now), now);
   t.equal(freshnessOf({}, now), null);
+});
+
+t.test('publicOnly: no loopback, private or link-local address, also after a redirect', async (t) => {
+  const base = await serve(t, (req, res) => {
+    res.writeHead(200).end('internal data');
+  });
+  const port = new URL(base).port;
+  t.equal(await failure(httpGet({ url: `${base}/x`, userAgent: UA, maxBytes: 100, publicOnly: true })), 'blocked', 'loopback literal');
+  t.equal(await failure(httpGet({ url: `http://localhost:${port}/x`, userAgent: UA, maxBytes: 100, publicOnly: true })), 'blocked', 'a name resolving to loopback');
+  t.equal(await failure(httpGet({ url: 'http://[fe80::1]/x', userAgent: UA, maxBytes: 100, publicOnly: true })), 'blocked', 'link-local IPv6');
+  t.equal(await failure(httpGet({ url: 'http://169.254.169.254/latest/meta-data/', userAgent: UA, maxBytes: 100, publicOnly: true })), 'blocked', 'cloud metadata address');
+  for (const a of ['127.0.0.1', '10.1.2.3', '192.168.0.1', '172.16.5.5', '100.64.0.1', '::1', 'fe80::1', 'fc00::1', '0.0.0.0', '::ffff:10.0.0.1']) {
+    t.notOk(isPublicAddress(a), `${a} is not public`);
+  }
+  for (const a of ['8.8.8.8', '2001:4860:4860::8888', '81.2.69.142']) t.ok(isPublicAddress(a), `${a} is public`);
+  const viaHook = await httpGet({ url: `http://127.0.0.1:${port}/x`, userAgent: UA, maxBytes: 100 });
+  t.equal(viaHook.kind, 'ok', 'without publicOnly loopback is allowed (operator-named sources)');
 });
