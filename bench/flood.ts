@@ -1,0 +1,304 @@
+// Flood benchmark: ivtd under the key cardinality of real bidder traffic, against its own
+// repeated-key throughput measured by the same client in the same run.
+//
+// On one ivtd server (`--threads 2` by default), with Debian's wrk and the Lua generator
+// of bench/flood-script.ts:
+//   repeated     a small set of IPs, uids, IFAs and UAs over and over (the baseline);
+//   ua-version   a known UA shape with never-seen version digits on every request;
+//   ua-shape     a never-seen UA shape on every request;
+//   flood        a new IP, uid and IFA on every request, UAs from 20 000 generated
+//                real-shaped strings, 2 000 publishers, 5 000 apps (`--seconds`, 90 s);
+// printing the server's RSS over time (VmRSS of its process), throughput ratios against
+// repeated, and the in-thread p99 (ivtd_lookup_duration_seconds on /metrics). Then, on fresh
+// servers with --threads 2 and --threads 1: one uid at 30 lookups/s spread over 16
+// connections, and the p_hist the responses carry after `--phist-seconds` (20 s).
+//
+// The server: this checkout (default), `--checkout DIR` (another checkout, run through its
+// own tsx) or `--ivtd PATH` (a built binary). `--baseline-checkout DIR` / `--baseline-ivtd
+// PATH` measures a second server first with the same client, and prints new/old ratios.
+//   node --import tsx bench/flood.ts [--seconds 90] [--phase-seconds 20] [--threads 2]
+//        [--connections 32] [--client-threads 1] [--phist-seconds 20] [--rss-every 3]
+//        [--rss-limit 6144] [--skip-phist] [--checkout DIR | --ivtd PATH]
+//        [--baseline-checkout DIR | --baseline-ivtd PATH]
+import { connect, type Socket } from 'node:net';
+import { FLOOD_MODES, floodScript, type FloodMode } from './flood-script.ts';
+import {
+  inThreadBuckets, inThreadLatency, numArg, rssMb, sleep, startBare, startIvtd, targetFromArgs, thisCheckout,
+  type InThreadLatency, type IvtdServer, type IvtdTarget,
+} from './processes.ts';
+import { generateUas, type GeneratedUa } from './ua-gen.ts';
+import { wrkAsync, wrkAvailable, type WrkResult } from './wrk.ts';
+
+const SECONDS = numArg('seconds', 90);
+const PHASE_SECONDS = numArg('phase-seconds', 20);
+const THREADS = numArg('threads', 2);
+const CONNECTIONS = numArg('connections', 32);
+const CLIENT_THREADS = numArg('client-threads', 1);
+const PHIST_SECONDS = numArg('phist-seconds', 20);
+const RSS_EVERY = numArg('rss-every', 3);
+const RSS_LIMIT_MB = numArg('rss-limit', 6144);
+const SKIP_PHIST = process.argv.includes('--skip-phist');
+/** RSS growth over the flood's second half above which memory counts as still growing. */
+const FLAT_TOLERANCE = 0.05;
+
+interface Phase {
+  mode: FloodMode | 'bare';
+  seconds: number;
+  rps: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+  inThread: InThreadLatency | null;
+}
+
+interface RssSample {
+  t: number;
+  mb: number;
+  /** Lookups/s since the previous sample, from the in-thread histogram's count. */
+  lps: number;
+}
+
+interface TargetResult {
+  label: string;
+  startup_rss_mb: number;
+  phases: Phase[];
+  rss: RssSample[];
+  rss_max_mb: number;
+  rss_second_half_growth_mb: number;
+  rss_second_half_growth_pct: number;
+  rss_flat: boolean;
+  rss_limit_hit: boolean;
+  ratios: { flood: number; ua_version: number; ua_shape: number; client_headroom: number };
+  p_hist: { threads_1: number; threads_2: number; diff: number } | null;
+}
+
+const ratio = (a: number, b: number) => +(a / b).toFixed(3);
+
+/** A few paths from each mode's generator must be answered 200 with a lookup body. */
+async function validate(server: IvtdServer, scripts: Map<FloodMode, string>): Promise<void> {
+  for (const [mode, script] of scripts) {
+    const r = await wrkAsync({ port: server.prebidPort, script, connections: 1, seconds: 1, scriptArgs: ['4', '1', '9'] });
+    const paths = r.scriptOutput.filter((l) => l.startsWith('@PATH ')).map((l) => l.slice(6));
+    if (paths.length === 0) throw new Error(`the ${mode} script printed no sample paths`);
+    for (const p of paths) {
+      const res = await fetch(`http://127.0.0.1:${server.prebidPort}${p}`);
+      const body = await res.text();
+      if (res.status !== 200 || !body.includes('"botRisk"')) throw new Error(`${mode} request refused (${res.status}): ${body}\n${p}`);
+    }
+    if (r.non2xx > 0) throw new Error(`${mode}: ${r.non2xx} of ${r.requests} requests got a non-2xx status`);
+  }
+}
+
+async function lookupCount(apiPort: number): Promise<number> {
+  return (await inThreadBuckets(apiPort)).get('+Inf') ?? NaN;
+}
+
+/** Tick callback while a phase runs: `running()` is false once wrk has finished. */
+type Tick = (abort: AbortController, running: () => boolean) => Promise<void>;
+
+async function runPhase(server: IvtdServer, mode: FloodMode, script: string, seconds: number, run: number, onTick?: Tick): Promise<{ phase: Phase; wrk: WrkResult }> {
+  const before = await inThreadBuckets(server.apiPort);
+  const abort = new AbortController();
+  const load = wrkAsync({ port: server.prebidPort, script, connections: CONNECTIONS, seconds, threads: CLIENT_THREADS, scriptArgs: ['0', String(CLIENT_THREADS), String(run)] }, abort.signal);
+  let finished = false;
+  void load.finally(() => (finished = true)).catch(() => undefined);
+  if (onTick) while (!finished) await onTick(abort, () => !finished);
+  const w = await load;
+  await sleep(1200); // lookup threads report their histogram once a second
+  const inThread = inThreadLatency(before, await inThreadBuckets(server.apiPort));
+  return {
+    wrk: w,
+    phase: { mode, seconds, rps: Math.round(w.rps), requests: w.requests, non2xx: w.non2xx, errors: w.errors, inThread: inThread.lookups > 0 ? inThread : null },
+  };
+}
+
+/** One uid (one IP, one UA) at `rate` lookups/s round-robin over `connections` sockets; p_hist of the last responses. */
+async function oneUidPHist(port: number, path: string, rate: number, connections: number, seconds: number): Promise<number> {
+  const socks: Socket[] = [];
+  const late: number[] = [];
+  const t0 = performance.now();
+  const bodies = (sock: Socket) => {
+    let buf = '';
+    sock.on('data', (d: Buffer) => {
+      buf += d.toString('latin1');
+      for (;;) {
+        const h = buf.indexOf('\r\n\r\n');
+        if (h < 0) return;
+        const len = Number(/content-length: *(\d+)/i.exec(buf.slice(0, h))?.[1] ?? 0);
+        if (buf.length < h + 4 + len) return;
+        const body = buf.slice(h + 4, h + 4 + len);
+        buf = buf.slice(h + 4 + len);
+        if (performance.now() - t0 < (seconds - 5) * 1000) continue;
+        const p = (JSON.parse(body) as { components?: { p_hist?: number } }).components?.p_hist;
+        if (typeof p === 'number') late.push(p);
+      }
+    });
+  };
+  for (let i = 0; i < connections; i++) {
+    const s = connect(port, '127.0.0.1');
+    s.setNoDelay(true);
+    bodies(s);
+    socks.push(s);
+  }
+  const total = Math.round(rate * seconds);
+  for (let i = 0; i < total; i++) {
+    const due = t0 + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 0) await sleep(wait);
+    socks[i % connections]!.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+  }
+  await sleep(500);
+  for (const s of socks) s.destroy();
+  if (late.length === 0) throw new Error('no p_hist in the responses of the last 5 s');
+  late.sort((a, b) => a - b);
+  return late[late.length >> 1]!; // median over the last 5 s
+}
+
+async function pHist(target: IvtdTarget): Promise<TargetResult['p_hist']> {
+  const out: Record<number, number> = {};
+  for (const threads of [2, 1]) {
+    const server = await startIvtd(target, { threads });
+    try {
+      const ua = encodeURIComponent('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36');
+      const path =
+        `/api/v1/ivt/lookup?schain=1.0,1!exchange1.example,1234,1,,,&p=${server.partnerId}&k=${server.key}&pub=pub-1&node=bidder-1` +
+        `&ip=81.2.69.142&ua=${ua}&uid=one-user-7c2f9a&sid=exchange1.example&adt=1&dvt=2&dmn=site1.example`;
+      out[threads] = await oneUidPHist(server.prebidPort, path, 30, 16, PHIST_SECONDS);
+    } finally {
+      await server.stop();
+    }
+  }
+  return { threads_1: out[1]!, threads_2: out[2]!, diff: +Math.abs(out[2]! - out[1]!).toFixed(3) };
+}
+
+async function measure(target: IvtdTarget, uas: GeneratedUa[]): Promise<TargetResult> {
+  console.log(`\n== ${target.label} (--threads ${THREADS})`);
+  const server = await startIvtd(target, { threads: THREADS });
+  const phases: Phase[] = [];
+  const rss: RssSample[] = [];
+  let limitHit = false;
+  let startupRss = NaN;
+  let headroom = NaN;
+  try {
+    await sleep(1000);
+    startupRss = rssMb(server.pid);
+    const scripts = new Map(FLOOD_MODES.map((m) => [m, floodScript(m, uas, server)] as const));
+    await validate(server, scripts);
+    await runPhase(server, 'repeated', scripts.get('repeated')!, 3, 1); // warm-up (JIT, caches)
+    const run = async (mode: FloodMode, seconds: number, n: number, onTick?: Tick) => {
+      const { phase } = await runPhase(server, mode, scripts.get(mode)!, seconds, n, onTick);
+      const it = phase.inThread ? `in-thread p99 ${phase.inThread.p99}` : 'no in-thread histogram';
+      console.log(`${mode.padEnd(10)} ${String(phase.rps).padStart(6)} req/s over ${seconds} s  ${it}  non-2xx ${phase.non2xx}  errors ${phase.errors}`);
+      phases.push(phase);
+      return phase;
+    };
+    const repeated = await run('repeated', PHASE_SECONDS, 2);
+    await run('ua-version', PHASE_SECONDS, 3);
+    await run('ua-shape', PHASE_SECONDS, 4);
+
+    // The flood, with the server's RSS and lookup rate sampled every RSS_EVERY seconds.
+    const t0 = performance.now();
+    let lastCount = await lookupCount(server.apiPort);
+    let lastT = 0;
+    rss.push({ t: 0, mb: rssMb(server.pid), lps: NaN });
+    await run('flood', SECONDS, 5, async (abort, running) => {
+      await sleep(RSS_EVERY * 1000);
+      if (!running()) return;
+      const t = (performance.now() - t0) / 1000;
+      const mb = rssMb(server.pid);
+      const count = await lookupCount(server.apiPort);
+      rss.push({ t: Math.round(t), mb, lps: Math.round((count - lastCount) / (t - lastT)) });
+      lastCount = count;
+      lastT = t;
+      if (mb > RSS_LIMIT_MB && !abort.signal.aborted) {
+        limitHit = true;
+        console.log(`RSS ${mb} MB passed --rss-limit ${RSS_LIMIT_MB}: stopping the flood early`);
+        abort.abort();
+      }
+    });
+    rss.push({ t: Math.round((performance.now() - t0) / 1000), mb: rssMb(server.pid), lps: NaN });
+
+    // Client headroom: the same client and script against a bare uWS handler.
+    const bare = await startBare(400);
+    try {
+      const w = await wrkAsync({ port: bare.port, script: scripts.get('repeated')!, connections: CONNECTIONS, seconds: Math.min(PHASE_SECONDS, 10), threads: CLIENT_THREADS, scriptArgs: ['0', String(CLIENT_THREADS), '6'] });
+      phases.push({ mode: 'bare', seconds: Math.min(PHASE_SECONDS, 10), rps: Math.round(w.rps), requests: w.requests, non2xx: w.non2xx, errors: w.errors, inThread: null });
+      headroom = ratio(w.rps, repeated.rps);
+      console.log(`bare uWS   ${String(Math.round(w.rps)).padStart(6)} req/s (same client and script): client headroom ${headroom}x the repeated rate`);
+    } finally {
+      await bare.stop();
+    }
+  } finally {
+    const code = await server.stop();
+    if (code !== 0) console.error(`ivtd exited with ${code}`);
+  }
+
+  const by = (m: Phase['mode']) => phases.find((p) => p.mode === m)!;
+  const mid = rss.reduce((best, s) => (Math.abs(s.t - rss.at(-1)!.t / 2) < Math.abs(best.t - rss.at(-1)!.t / 2) ? s : best), rss[0]!);
+  const last = rss.at(-1)!;
+  const growth = last.mb - mid.mb;
+  const result: TargetResult = {
+    label: target.label,
+    startup_rss_mb: startupRss,
+    phases,
+    rss,
+    rss_max_mb: Math.max(...rss.map((s) => s.mb)),
+    rss_second_half_growth_mb: growth,
+    rss_second_half_growth_pct: +((100 * growth) / mid.mb).toFixed(1),
+    rss_flat: growth <= FLAT_TOLERANCE * mid.mb,
+    rss_limit_hit: limitHit,
+    ratios: {
+      flood: ratio(by('flood').rps, by('repeated').rps),
+      ua_version: ratio(by('ua-version').rps, by('repeated').rps),
+      ua_shape: ratio(by('ua-shape').rps, by('repeated').rps),
+      client_headroom: headroom,
+    },
+    p_hist: null,
+  };
+  console.log(`RSS (MB)   start-up ${startupRss}; flood t=s:MB(lookups/s) ${rss.map((s) => `${s.t}:${s.mb}${Number.isNaN(s.lps) ? '' : `(${s.lps})`}`).join(' ')}`);
+  console.log(
+    `RSS        max ${result.rss_max_mb} MB; second half ${growth >= 0 ? '+' : ''}${growth} MB (${result.rss_second_half_growth_pct} %): ` +
+      `${result.rss_flat ? 'flat' : 'STILL GROWING'}${limitHit ? ' (flood stopped at --rss-limit)' : ''}  [target <= 512 MB, flat]`,
+  );
+  console.log(`ratios     flood/repeated ${result.ratios.flood} [>= 0.6]; ua-version/repeated ${result.ratios.ua_version}, ua-shape/repeated ${result.ratios.ua_shape} [>= 0.25]`);
+  if (!SKIP_PHIST) {
+    result.p_hist = await pHist(target);
+    console.log(`p_hist     one uid at 30/s over 16 connections, after ${PHIST_SECONDS} s: --threads 2 ${result.p_hist!.threads_2} vs --threads 1 ${result.p_hist!.threads_1} (diff ${result.p_hist!.diff}) [equal within 0.05]`);
+  }
+  const bad = phases.filter((p) => p.non2xx + p.errors > 0.01 * p.requests);
+  if (bad.length) console.log(`WARNING    over 1 % failed requests in: ${bad.map((p) => p.mode).join(', ')} — figures are not comparable`);
+  return result;
+}
+
+async function main(): Promise<void> {
+  if (!wrkAvailable()) {
+    console.log('flood: skipped — needs Debian\'s wrk (apt-get install wrk): no Node client generates distinct keys fast enough on 2 cores');
+    return;
+  }
+  const target = targetFromArgs(process.argv) ?? thisCheckout();
+  const baseline = targetFromArgs(process.argv, 'baseline-');
+  const uas = generateUas(20_000);
+  console.log(`flood bench: ${SECONDS} s flood, ${PHASE_SECONDS} s per other phase, server --threads ${THREADS}, wrk -t${CLIENT_THREADS} -c${CONNECTIONS}, ${uas.length} generated UAs`);
+  const results: TargetResult[] = [];
+  if (baseline) results.push(await measure(baseline, uas));
+  results.push(await measure(target, uas));
+  const summary: Record<string, unknown> = {
+    bench: 'flood',
+    seconds: SECONDS,
+    phase_seconds: PHASE_SECONDS,
+    threads: THREADS,
+    client: { tool: 'wrk', threads: CLIENT_THREADS, connections: CONNECTIONS },
+    results,
+    targets: { rss_mb: '<= 512, flat', flood_ratio: '>= 0.6', ua_miss_ratio: '>= 0.25', p_hist_diff: '<= 0.05' },
+  };
+  if (baseline) {
+    const [old, now] = results as [TargetResult, TargetResult];
+    const rps = (r: TargetResult, m: Phase['mode']) => r.phases.find((p) => p.mode === m)!.rps;
+    const vs = Object.fromEntries(FLOOD_MODES.map((m) => [m, ratio(rps(now, m), rps(old, m))]));
+    summary.new_vs_baseline = { rps: vs, rss_max: ratio(now.rss_max_mb, old.rss_max_mb), startup_rss: ratio(now.startup_rss_mb, old.startup_rss_mb) };
+    console.log(`\nnew/baseline throughput ${FLOOD_MODES.map((m) => `${m} ${vs[m]}`).join(', ')}; max RSS ${now.rss_max_mb} vs ${old.rss_max_mb} MB`);
+  }
+  console.log(JSON.stringify(summary));
+}
+
+await main();
