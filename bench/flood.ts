@@ -15,12 +15,15 @@
 //
 // The server: this checkout (default), `--checkout DIR` (another checkout, run through its
 // own tsx) or `--ivtd PATH` (a built binary). `--baseline-checkout DIR` / `--baseline-ivtd
-// PATH` measures a second server first with the same client, and prints new/old ratios.
+// PATH` measures a second server with the same client, both running side by side and every
+// phase alternating between them (so a change in host load hits both alike), and prints
+// new/old ratios.
 //   node --import tsx bench/flood.ts [--seconds 90] [--phase-seconds 20] [--threads 2]
 //        [--connections 32] [--client-threads 1] [--phist-seconds 20] [--rss-every 3]
 //        [--rss-limit 6144] [--skip-phist] [--checkout DIR | --ivtd PATH]
 //        [--baseline-checkout DIR | --baseline-ivtd PATH]
 import { connect, type Socket } from 'node:net';
+import { loadavg } from 'node:os';
 import { FLOOD_MODES, floodScript, type FloodMode } from './flood-script.ts';
 import {
   inThreadBuckets, inThreadLatency, numArg, rssMb, sleep, startBare, startIvtd, targetFromArgs, thisCheckout,
@@ -171,123 +174,159 @@ async function pHist(target: IvtdTarget): Promise<TargetResult['p_hist']> {
   return { threads_1: out[1]!, threads_2: out[2]!, diff: +Math.abs(out[2]! - out[1]!).toFixed(3) };
 }
 
-async function measure(target: IvtdTarget, uas: GeneratedUa[]): Promise<TargetResult> {
-  console.log(`\n== ${target.label} (--threads ${THREADS})`);
+/** One target's server and what has been measured on it so far. */
+interface Subject {
+  target: IvtdTarget;
+  server: IvtdServer | null;
+  scripts: Map<FloodMode, string>;
+  startupRss: number;
+  phases: Phase[];
+  rss: RssSample[];
+  limitHit: boolean;
+}
+
+const phaseLine = (label: string, phase: Phase) => {
+  const it = phase.inThread ? `in-thread p99 ${phase.inThread.p99}` : 'no in-thread histogram';
+  return `${phase.mode.padEnd(10)} ${String(phase.rps).padStart(6)} req/s over ${phase.seconds} s  ${it}  non-2xx ${phase.non2xx}  errors ${phase.errors}  [${label}]`;
+};
+
+async function start(target: IvtdTarget, uas: GeneratedUa[]): Promise<Subject> {
   const server = await startIvtd(target, { threads: THREADS });
-  const phases: Phase[] = [];
-  const rss: RssSample[] = [];
-  let limitHit = false;
-  let startupRss = NaN;
-  let headroom = NaN;
   try {
     await sleep(1000);
-    startupRss = rssMb(server.pid);
+    const startupRss = rssMb(server.pid);
     const scripts = new Map(FLOOD_MODES.map((m) => [m, floodScript(m, uas, server)] as const));
     await validate(server, scripts);
     await runPhase(server, 'repeated', scripts.get('repeated')!, 3, 1); // warm-up (JIT, caches)
-    const run = async (mode: FloodMode, seconds: number, n: number, onTick?: Tick) => {
-      const { phase } = await runPhase(server, mode, scripts.get(mode)!, seconds, n, onTick);
-      const it = phase.inThread ? `in-thread p99 ${phase.inThread.p99}` : 'no in-thread histogram';
-      console.log(`${mode.padEnd(10)} ${String(phase.rps).padStart(6)} req/s over ${seconds} s  ${it}  non-2xx ${phase.non2xx}  errors ${phase.errors}`);
-      phases.push(phase);
-      return phase;
-    };
-    const repeated = await run('repeated', PHASE_SECONDS, 2);
-    await run('ua-version', PHASE_SECONDS, 3);
-    await run('ua-shape', PHASE_SECONDS, 4);
+    return { target, server, scripts, startupRss, phases: [], rss: [], limitHit: false };
+  } catch (e) {
+    await server.stop();
+    throw e;
+  }
+}
 
-    // The flood, with the server's RSS and lookup rate sampled every RSS_EVERY seconds.
+/** The flood on one subject, with its server's RSS and lookup rate sampled every RSS_EVERY seconds; stops the server after. */
+async function flood(s: Subject): Promise<void> {
+  const server = s.server!;
+  try {
     const t0 = performance.now();
     let lastCount = await lookupCount(server.apiPort);
     let lastT = 0;
-    rss.push({ t: 0, mb: rssMb(server.pid), lps: NaN });
-    await run('flood', SECONDS, 5, async (abort, running) => {
+    s.rss.push({ t: 0, mb: rssMb(server.pid), lps: NaN });
+    const { phase } = await runPhase(server, 'flood', s.scripts.get('flood')!, SECONDS, 5, async (abort, running) => {
       await sleep(RSS_EVERY * 1000);
       if (!running()) return;
       const t = (performance.now() - t0) / 1000;
       const mb = rssMb(server.pid);
       const count = await lookupCount(server.apiPort);
-      rss.push({ t: Math.round(t), mb, lps: Math.round((count - lastCount) / (t - lastT)) });
+      s.rss.push({ t: Math.round(t), mb, lps: Math.round((count - lastCount) / (t - lastT)) });
       lastCount = count;
       lastT = t;
       if (mb > RSS_LIMIT_MB && !abort.signal.aborted) {
-        limitHit = true;
+        s.limitHit = true;
         console.log(`RSS ${mb} MB passed --rss-limit ${RSS_LIMIT_MB}: stopping the flood early`);
         abort.abort();
       }
     });
-    rss.push({ t: Math.round((performance.now() - t0) / 1000), mb: rssMb(server.pid), lps: NaN });
-
-    // Client headroom: the same client and script against a bare uWS handler.
-    const bare = await startBare(400);
-    try {
-      const w = await wrkAsync({ port: bare.port, script: scripts.get('repeated')!, connections: CONNECTIONS, seconds: Math.min(PHASE_SECONDS, 10), threads: CLIENT_THREADS, scriptArgs: ['0', String(CLIENT_THREADS), '6'] });
-      phases.push({ mode: 'bare', seconds: Math.min(PHASE_SECONDS, 10), rps: Math.round(w.rps), requests: w.requests, non2xx: w.non2xx, errors: w.errors, inThread: null });
-      headroom = ratio(w.rps, repeated.rps);
-      console.log(`bare uWS   ${String(Math.round(w.rps)).padStart(6)} req/s (same client and script): client headroom ${headroom}x the repeated rate`);
-    } finally {
-      await bare.stop();
-    }
+    s.rss.push({ t: Math.round((performance.now() - t0) / 1000), mb: rssMb(server.pid), lps: NaN });
+    s.phases.push(phase);
+    console.log(phaseLine(s.target.label, phase));
   } finally {
+    s.server = null;
     const code = await server.stop();
     if (code !== 0) console.error(`ivtd exited with ${code}`);
   }
+}
 
-  const by = (m: Phase['mode']) => phases.find((p) => p.mode === m)!;
-  const mid = rss.reduce((best, s) => (Math.abs(s.t - rss.at(-1)!.t / 2) < Math.abs(best.t - rss.at(-1)!.t / 2) ? s : best), rss[0]!);
-  const last = rss.at(-1)!;
-  const growth = last.mb - mid.mb;
-  const result: TargetResult = {
-    label: target.label,
-    startup_rss_mb: startupRss,
-    phases,
+function summarise(s: Subject, headroomRps: number): TargetResult {
+  const by = (m: Phase['mode']) => s.phases.find((p) => p.mode === m)!;
+  const { rss } = s;
+  const end = rss.at(-1)!;
+  const mid = rss.reduce((best, x) => (Math.abs(x.t - end.t / 2) < Math.abs(best.t - end.t / 2) ? x : best), rss[0]!);
+  const growth = end.mb - mid.mb;
+  const r: TargetResult = {
+    label: s.target.label,
+    startup_rss_mb: s.startupRss,
+    phases: s.phases,
     rss,
-    rss_max_mb: Math.max(...rss.map((s) => s.mb)),
+    rss_max_mb: Math.max(...rss.map((x) => x.mb)),
     rss_second_half_growth_mb: growth,
     rss_second_half_growth_pct: +((100 * growth) / mid.mb).toFixed(1),
     rss_flat: growth <= FLAT_TOLERANCE * mid.mb,
-    rss_limit_hit: limitHit,
+    rss_limit_hit: s.limitHit,
     ratios: {
       flood: ratio(by('flood').rps, by('repeated').rps),
       ua_version: ratio(by('ua-version').rps, by('repeated').rps),
       ua_shape: ratio(by('ua-shape').rps, by('repeated').rps),
-      client_headroom: headroom,
+      client_headroom: ratio(headroomRps, by('repeated').rps),
     },
     p_hist: null,
   };
-  console.log(`RSS (MB)   start-up ${startupRss}; flood t=s:MB(lookups/s) ${rss.map((s) => `${s.t}:${s.mb}${Number.isNaN(s.lps) ? '' : `(${s.lps})`}`).join(' ')}`);
+  console.log(`\n== ${s.target.label} (--threads ${THREADS})`);
+  console.log(`RSS (MB)   start-up ${s.startupRss}; flood t=s:MB(lookups/s) ${rss.map((x) => `${x.t}:${x.mb}${Number.isNaN(x.lps) ? '' : `(${x.lps})`}`).join(' ')}`);
   console.log(
-    `RSS        max ${result.rss_max_mb} MB; second half ${growth >= 0 ? '+' : ''}${growth} MB (${result.rss_second_half_growth_pct} %): ` +
-      `${result.rss_flat ? 'flat' : 'STILL GROWING'}${limitHit ? ' (flood stopped at --rss-limit)' : ''}  [target <= 512 MB, flat]`,
+    `RSS        max ${r.rss_max_mb} MB; second half ${growth >= 0 ? '+' : ''}${growth} MB (${r.rss_second_half_growth_pct} %): ` +
+      `${r.rss_flat ? 'flat' : 'STILL GROWING'}${s.limitHit ? ' (flood stopped at --rss-limit)' : ''}  [target <= 512 MB, flat]`,
   );
-  console.log(`ratios     flood/repeated ${result.ratios.flood} [>= 0.6]; ua-version/repeated ${result.ratios.ua_version}, ua-shape/repeated ${result.ratios.ua_shape} [>= 0.25]`);
-  if (!SKIP_PHIST) {
-    result.p_hist = await pHist(target);
-    console.log(`p_hist     one uid at 30/s over 16 connections, after ${PHIST_SECONDS} s: --threads 2 ${result.p_hist!.threads_2} vs --threads 1 ${result.p_hist!.threads_1} (diff ${result.p_hist!.diff}) [equal within 0.05]`);
-  }
-  const bad = phases.filter((p) => p.non2xx + p.errors > 0.01 * p.requests);
+  console.log(`ratios     flood/repeated ${r.ratios.flood} [>= 0.6]; ua-version/repeated ${r.ratios.ua_version}, ua-shape/repeated ${r.ratios.ua_shape} [>= 0.25]; client headroom ${r.ratios.client_headroom}x`);
+  const bad = s.phases.filter((p) => p.non2xx + p.errors > 0.01 * p.requests);
   if (bad.length) console.log(`WARNING    over 1 % failed requests in: ${bad.map((p) => p.mode).join(', ')} — figures are not comparable`);
-  return result;
+  return r;
 }
 
 async function main(): Promise<void> {
   if (!wrkAvailable()) {
-    console.log('flood: skipped — needs Debian\'s wrk (apt-get install wrk): no Node client generates distinct keys fast enough on 2 cores');
+    console.log("flood: skipped — needs Debian's wrk (apt-get install wrk): no Node client generates distinct keys fast enough on 2 cores");
     return;
   }
   const target = targetFromArgs(process.argv) ?? thisCheckout();
   const baseline = targetFromArgs(process.argv, 'baseline-');
   const uas = generateUas(20_000);
+  const load0 = loadavg()[0]!;
   console.log(`flood bench: ${SECONDS} s flood, ${PHASE_SECONDS} s per other phase, server --threads ${THREADS}, wrk -t${CLIENT_THREADS} -c${CONNECTIONS}, ${uas.length} generated UAs`);
-  const results: TargetResult[] = [];
-  if (baseline) results.push(await measure(baseline, uas));
-  results.push(await measure(target, uas));
+  // With a baseline, both servers run side by side and every phase alternates between them,
+  // so a change in the host's load hits both alike.
+  const subjects: Subject[] = [];
+  try {
+    for (const t of baseline ? [baseline, target] : [target]) subjects.push(await start(t, uas));
+    for (const [i, mode] of (['repeated', 'ua-version', 'ua-shape'] as const).entries()) {
+      for (const s of subjects) {
+        const { phase } = await runPhase(s.server!, mode, s.scripts.get(mode)!, PHASE_SECONDS, 2 + i);
+        s.phases.push(phase);
+        console.log(phaseLine(s.target.label, phase));
+      }
+    }
+    for (const s of subjects) await flood(s);
+  } finally {
+    for (const s of subjects) await s.server?.stop();
+  }
+
+  // Client headroom: the same client and script against a bare uWS handler.
+  const bare = await startBare(400);
+  let headroom: number;
+  try {
+    const w = await wrkAsync({ port: bare.port, script: subjects[0]!.scripts.get('repeated')!, connections: CONNECTIONS, seconds: Math.min(PHASE_SECONDS, 10), threads: CLIENT_THREADS, scriptArgs: ['0', String(CLIENT_THREADS), '6'] });
+    headroom = w.rps;
+    console.log(`bare uWS   ${String(Math.round(w.rps)).padStart(6)} req/s (same client, repeated script)`);
+  } finally {
+    await bare.stop();
+  }
+
+  const results = subjects.map((s) => summarise(s, headroom));
+  if (!SKIP_PHIST) {
+    for (const r of results) {
+      r.p_hist = await pHist(subjects.find((s) => s.target.label === r.label)!.target);
+      console.log(`p_hist     one uid at 30/s over 16 connections, after ${PHIST_SECONDS} s: --threads 2 ${r.p_hist!.threads_2} vs --threads 1 ${r.p_hist!.threads_1} (diff ${r.p_hist!.diff}) [equal within 0.05]  [${r.label}]`);
+    }
+  }
   const summary: Record<string, unknown> = {
     bench: 'flood',
     seconds: SECONDS,
     phase_seconds: PHASE_SECONDS,
     threads: THREADS,
     client: { tool: 'wrk', threads: CLIENT_THREADS, connections: CONNECTIONS },
+    // The machine may be shared: other work shows up in every figure.
+    load_average_1m: { start: +load0.toFixed(2), end: +loadavg()[0]!.toFixed(2) },
     results,
     targets: { rss_mb: '<= 512, flat', flood_ratio: '>= 0.6', ua_miss_ratio: '>= 0.25', p_hist_diff: '<= 0.05' },
   };
@@ -296,7 +335,7 @@ async function main(): Promise<void> {
     const rps = (r: TargetResult, m: Phase['mode']) => r.phases.find((p) => p.mode === m)!.rps;
     const vs = Object.fromEntries(FLOOD_MODES.map((m) => [m, ratio(rps(now, m), rps(old, m))]));
     summary.new_vs_baseline = { rps: vs, rss_max: ratio(now.rss_max_mb, old.rss_max_mb), startup_rss: ratio(now.startup_rss_mb, old.startup_rss_mb) };
-    console.log(`\nnew/baseline throughput ${FLOOD_MODES.map((m) => `${m} ${vs[m]}`).join(', ')}; max RSS ${now.rss_max_mb} vs ${old.rss_max_mb} MB`);
+    console.log(`\nnew/baseline throughput ${FLOOD_MODES.map((m) => `${m} ${vs[m]}`).join(', ')}; max RSS ${now.rss_max_mb} vs ${old.rss_max_mb} MB; start-up RSS ${now.startup_rss_mb} vs ${old.startup_rss_mb} MB`);
   }
   console.log(JSON.stringify(summary));
 }
