@@ -16,11 +16,12 @@
 // The server: this checkout (default), `--checkout DIR` (another checkout, run through its
 // own tsx) or `--ivtd PATH` (a built binary). `--baseline-checkout DIR` / `--baseline-ivtd
 // PATH` measures a second server with the same client, both running side by side and every
-// phase alternating between them (so a change in host load hits both alike), and prints
-// new/old ratios.
+// phase cut into `--slices` (4) slices alternating between them (so a change in host load
+// hits both alike), and prints new/old ratios. The flood's RSS series is then over each
+// server's own flood time.
 //   node --import tsx bench/flood.ts [--seconds 90] [--phase-seconds 20] [--threads 2]
 //        [--connections 32] [--client-threads 1] [--phist-seconds 20] [--rss-every 3]
-//        [--rss-limit 6144] [--skip-phist] [--checkout DIR | --ivtd PATH]
+//        [--rss-limit 6144] [--slices N] [--skip-phist] [--checkout DIR | --ivtd PATH]
 //        [--baseline-checkout DIR | --baseline-ivtd PATH]
 import { connect, type Socket } from 'node:net';
 import { loadavg } from 'node:os';
@@ -30,7 +31,7 @@ import {
   type InThreadLatency, type IvtdServer, type IvtdTarget,
 } from './processes.ts';
 import { generateUas, type GeneratedUa } from './ua-gen.ts';
-import { wrkAsync, wrkAvailable, type WrkResult } from './wrk.ts';
+import { wrkAsync, wrkAvailable } from './wrk.ts';
 
 const SECONDS = numArg('seconds', 90);
 const PHASE_SECONDS = numArg('phase-seconds', 20);
@@ -41,6 +42,8 @@ const PHIST_SECONDS = numArg('phist-seconds', 20);
 const RSS_EVERY = numArg('rss-every', 3);
 const RSS_LIMIT_MB = numArg('rss-limit', 6144);
 const SKIP_PHIST = process.argv.includes('--skip-phist');
+/** Slices per non-flood phase, alternating between servers when a baseline is measured too. */
+const SLICES = numArg('slices', targetFromArgs(process.argv, 'baseline-') ? 4 : 1);
 /** RSS growth over the flood's second half above which memory counts as still growing. */
 const FLAT_TOLERANCE = 0.05;
 
@@ -94,25 +97,6 @@ async function validate(server: IvtdServer, scripts: Map<FloodMode, string>): Pr
 
 async function lookupCount(apiPort: number): Promise<number> {
   return (await inThreadBuckets(apiPort)).get('+Inf') ?? NaN;
-}
-
-/** Tick callback while a phase runs: `running()` is false once wrk has finished. */
-type Tick = (abort: AbortController, running: () => boolean) => Promise<void>;
-
-async function runPhase(server: IvtdServer, mode: FloodMode, script: string, seconds: number, run: number, onTick?: Tick): Promise<{ phase: Phase; wrk: WrkResult }> {
-  const before = await inThreadBuckets(server.apiPort);
-  const abort = new AbortController();
-  const load = wrkAsync({ port: server.prebidPort, script, connections: CONNECTIONS, seconds, threads: CLIENT_THREADS, scriptArgs: ['0', String(CLIENT_THREADS), String(run)] }, abort.signal);
-  let finished = false;
-  void load.finally(() => (finished = true)).catch(() => undefined);
-  if (onTick) while (!finished) await onTick(abort, () => !finished);
-  const w = await load;
-  await sleep(1200); // lookup threads report their histogram once a second
-  const inThread = inThreadLatency(before, await inThreadBuckets(server.apiPort));
-  return {
-    wrk: w,
-    phase: { mode, seconds, rps: Math.round(w.rps), requests: w.requests, non2xx: w.non2xx, errors: w.errors, inThread: inThread.lookups > 0 ? inThread : null },
-  };
 }
 
 /** One uid (one IP, one UA) at `rate` lookups/s round-robin over `connections` sockets; p_hist of the last responses. */
@@ -197,7 +181,8 @@ async function start(target: IvtdTarget, uas: GeneratedUa[]): Promise<Subject> {
     const startupRss = rssMb(server.pid);
     const scripts = new Map(FLOOD_MODES.map((m) => [m, floodScript(m, uas, server)] as const));
     await validate(server, scripts);
-    await runPhase(server, 'repeated', scripts.get('repeated')!, 3, 1); // warm-up (JIT, caches)
+    // Warm-up (JIT, caches).
+    await wrkAsync({ port: server.prebidPort, script: scripts.get('repeated')!, connections: CONNECTIONS, seconds: 3, threads: CLIENT_THREADS, scriptArgs: ['0', String(CLIENT_THREADS), '1'] });
     return { target, server, scripts, startupRss, phases: [], rss: [], limitHit: false };
   } catch (e) {
     await server.stop();
@@ -205,36 +190,75 @@ async function start(target: IvtdTarget, uas: GeneratedUa[]): Promise<Subject> {
   }
 }
 
-/** The flood on one subject, with its server's RSS and lookup rate sampled every RSS_EVERY seconds; stops the server after. */
-async function flood(s: Subject): Promise<void> {
-  const server = s.server!;
+/**
+ * The flood, in `SLICES` slices alternating between the subjects (one block without a
+ * baseline). Each server's RSS and lookup rate are sampled every RSS_EVERY seconds of its
+ * own flood time (t = seconds of flood it has received). Stops every server after.
+ */
+async function floodPhase(subjects: Subject[]): Promise<void> {
+  const sliceSeconds = Math.max(RSS_EVERY, Math.round(SECONDS / SLICES));
+  const st = await Promise.all(
+    subjects.map(async (s) => {
+      const before = await inThreadBuckets(s.server!.apiPort);
+      s.rss.push({ t: 0, mb: rssMb(s.server!.pid), lps: NaN });
+      return { before, floodT: 0, lastT: 0, lastCount: before.get('+Inf') ?? NaN, requests: 0, non2xx: 0, errors: 0 };
+    }),
+  );
   try {
-    const t0 = performance.now();
-    let lastCount = await lookupCount(server.apiPort);
-    let lastT = 0;
-    s.rss.push({ t: 0, mb: rssMb(server.pid), lps: NaN });
-    const { phase } = await runPhase(server, 'flood', s.scripts.get('flood')!, SECONDS, 5, async (abort, running) => {
-      await sleep(RSS_EVERY * 1000);
-      if (!running()) return;
-      const t = (performance.now() - t0) / 1000;
-      const mb = rssMb(server.pid);
-      const count = await lookupCount(server.apiPort);
-      s.rss.push({ t: Math.round(t), mb, lps: Math.round((count - lastCount) / (t - lastT)) });
-      lastCount = count;
-      lastT = t;
-      if (mb > RSS_LIMIT_MB && !abort.signal.aborted) {
-        s.limitHit = true;
-        console.log(`RSS ${mb} MB passed --rss-limit ${RSS_LIMIT_MB}: stopping the flood early`);
-        abort.abort();
+    for (let k = 0; k < SLICES; k++) {
+      const order = subjects.map((_, i) => i);
+      if (k % 2) order.reverse();
+      for (const i of order) {
+        const s = subjects[i]!;
+        const x = st[i]!;
+        const server = s.server!;
+        if (s.limitHit) continue;
+        const abort = new AbortController();
+        const t0 = performance.now();
+        let finished = 0;
+        const load = wrkAsync(
+          { port: server.prebidPort, script: s.scripts.get('flood')!, connections: CONNECTIONS, seconds: sliceSeconds, threads: CLIENT_THREADS, scriptArgs: ['0', String(CLIENT_THREADS), String(5 + k)] },
+          abort.signal,
+        );
+        void load.finally(() => (finished = performance.now())).catch(() => undefined);
+        while (!finished) {
+          await Promise.race([sleep(RSS_EVERY * 1000), load.catch(() => undefined)]);
+          if (finished) break;
+          const t = x.floodT + (performance.now() - t0) / 1000;
+          const mb = rssMb(server.pid);
+          const count = await lookupCount(server.apiPort);
+          s.rss.push({ t: Math.round(t), mb, lps: Math.round((count - x.lastCount) / (t - x.lastT)) });
+          x.lastCount = count;
+          x.lastT = t;
+          if (mb > RSS_LIMIT_MB && !abort.signal.aborted) {
+            s.limitHit = true;
+            console.log(`RSS ${mb} MB passed --rss-limit ${RSS_LIMIT_MB}: stopping the flood early [${s.target.label}]`);
+            abort.abort();
+          }
+        }
+        const w = await load;
+        x.floodT += (finished - t0) / 1000;
+        x.requests += w.requests;
+        x.non2xx += w.non2xx;
+        x.errors += w.errors;
       }
-    });
-    s.rss.push({ t: Math.round((performance.now() - t0) / 1000), mb: rssMb(server.pid), lps: NaN });
-    s.phases.push(phase);
-    console.log(phaseLine(s.target.label, phase));
+    }
+    await sleep(1200); // lookup threads report their histogram once a second
+    for (const [i, s] of subjects.entries()) {
+      const x = st[i]!;
+      s.rss.push({ t: Math.round(x.floodT), mb: rssMb(s.server!.pid), lps: NaN });
+      const inThread = inThreadLatency(x.before, await inThreadBuckets(s.server!.apiPort));
+      const phase: Phase = { mode: 'flood', seconds: Math.round(x.floodT), rps: Math.round(x.requests / x.floodT), requests: x.requests, non2xx: x.non2xx, errors: x.errors, inThread: inThread.lookups > 0 ? inThread : null };
+      s.phases.push(phase);
+      console.log(phaseLine(s.target.label, phase));
+    }
   } finally {
-    s.server = null;
-    const code = await server.stop();
-    if (code !== 0) console.error(`ivtd exited with ${code}`);
+    for (const s of subjects) {
+      const server = s.server;
+      s.server = null;
+      const code = await server?.stop();
+      if (code !== undefined && code !== 0) console.error(`ivtd exited with ${code} [${s.target.label}]`);
+    }
   }
 }
 
@@ -274,6 +298,35 @@ function summarise(s: Subject, headroomRps: number): TargetResult {
   return r;
 }
 
+/**
+ * One phase on every subject, in `SLICES` slices alternating between the subjects (so a
+ * drift in the host's load is shared), summed: requests over the phase's seconds.
+ */
+async function slicedPhase(subjects: Subject[], mode: FloodMode, run: number): Promise<[Subject, Phase][]> {
+  const sliceSeconds = Math.max(1, Math.round(PHASE_SECONDS / SLICES));
+  const before = await Promise.all(subjects.map((s) => inThreadBuckets(s.server!.apiPort)));
+  const sums = subjects.map(() => ({ requests: 0, non2xx: 0, errors: 0 }));
+  for (let k = 0; k < SLICES; k++) {
+    const order = subjects.map((_, i) => i);
+    if (k % 2) order.reverse();
+    for (const i of order) {
+      const s = subjects[i]!;
+      const w = await wrkAsync({ port: s.server!.prebidPort, script: s.scripts.get(mode)!, connections: CONNECTIONS, seconds: sliceSeconds, threads: CLIENT_THREADS, scriptArgs: ['0', String(CLIENT_THREADS), String(run * 100 + k)] });
+      sums[i]!.requests += w.requests;
+      sums[i]!.non2xx += w.non2xx;
+      sums[i]!.errors += w.errors;
+    }
+  }
+  await sleep(1200); // lookup threads report their histogram once a second
+  return Promise.all(
+    subjects.map(async (s, i): Promise<[Subject, Phase]> => {
+      const inThread = inThreadLatency(before[i]!, await inThreadBuckets(s.server!.apiPort));
+      const seconds = sliceSeconds * SLICES;
+      return [s, { mode, seconds, rps: Math.round(sums[i]!.requests / seconds), ...sums[i]!, inThread: inThread.lookups > 0 ? inThread : null }];
+    }),
+  );
+}
+
 async function main(): Promise<void> {
   if (!wrkAvailable()) {
     console.log("flood: skipped — needs Debian's wrk (apt-get install wrk): no Node client generates distinct keys fast enough on 2 cores");
@@ -290,13 +343,12 @@ async function main(): Promise<void> {
   try {
     for (const t of baseline ? [baseline, target] : [target]) subjects.push(await start(t, uas));
     for (const [i, mode] of (['repeated', 'ua-version', 'ua-shape'] as const).entries()) {
-      for (const s of subjects) {
-        const { phase } = await runPhase(s.server!, mode, s.scripts.get(mode)!, PHASE_SECONDS, 2 + i);
+      for (const [s, phase] of await slicedPhase(subjects, mode, 2 + i)) {
         s.phases.push(phase);
         console.log(phaseLine(s.target.label, phase));
       }
     }
-    for (const s of subjects) await flood(s);
+    await floodPhase(subjects);
   } finally {
     for (const s of subjects) await s.server?.stop();
   }
