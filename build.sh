@@ -2,14 +2,14 @@
 # Builds dist/ivtd: one Linux x86-64 executable (Node 20 SEA) carrying the bundled app,
 # its native addons and its data. No network; needs only `npm ci` having run.
 #   ./build.sh                              # entry src/cli/main.ts -> dist/ivtd
-#   IVTD_ENTRY=src/runtime/probe.ts IVTD_OUT=dist/probe/ivtd-probe ./build.sh
+#   IVTD_ENTRY=tools/probe.ts IVTD_OUT=dist/probe/ivtd-probe ./build.sh
 #   IVTD_ROLES=lookup,other ./build.sh        # worker roles to bundle (src/runtime/asset-table.ts)
 # What gets embedded: src/runtime/asset-table.ts.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 if [[ -z "${IVTD_ENTRY:-}" ]]; then
-  if [[ -f src/cli/main.ts ]]; then IVTD_ENTRY=src/cli/main.ts; else IVTD_ENTRY=src/runtime/probe.ts; fi
+  if [[ -f src/cli/main.ts ]]; then IVTD_ENTRY=src/cli/main.ts; else IVTD_ENTRY=tools/probe.ts; fi
 fi
 OUT="${IVTD_OUT:-dist/ivtd}"
 WORK="$OUT.build"
@@ -20,18 +20,18 @@ NODE="$(node -p process.execPath)"
 [[ "$(node -p process.versions.node.split\(\".\"\)[0])" == 20 ]] || { echo "build.sh: needs Node 20, found $(node --version)" >&2; exit 1; }
 grep -qa "$FUSE" "$NODE" || { echo "build.sh: $NODE has no SEA fuse $FUSE" >&2; exit 1; }
 
-if [[ "$IVTD_ENTRY" != src/runtime/probe.ts ]]; then
+if [[ "$IVTD_ENTRY" != tools/probe.ts ]]; then
   # Generated inputs the app embeds (data/generated/ is not in git, so a fresh clone has
   # none): the ASN range table, only when missing (it depends only on the pinned
   # @ip-location-db/asn), and the dashboard, always (cheap, and never stale).
   echo "generate data/generated/ (ASN table if missing, dashboard)" >&2
-  node --import tsx src/data/build-asn.ts --if-missing >&2
-  node --import tsx src/dashboard/build.ts >&2
+  node --import tsx tools/build-asn.ts --if-missing >&2
+  node --import tsx tools/build-dashboard.ts >&2
 fi
 
 echo "bundle $IVTD_ENTRY + assets -> $WORK" >&2
 # Worker roles (WORKER_ROLES) to include; default: the app's roles, or 'probe' for the probe entry.
-node --import tsx src/runtime/build-sea.ts --entry "$IVTD_ENTRY" --work "$WORK" --roles "${IVTD_ROLES:-}" >/dev/null
+node --import tsx tools/build-sea.ts --entry "$IVTD_ENTRY" --work "$WORK" --roles "${IVTD_ROLES:-}" >/dev/null
 
 echo "sea blob" >&2
 node --experimental-sea-config "$WORK/sea-config.json" >/dev/null

@@ -4,6 +4,9 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { DEFAULT_PORTS } from './enums.ts';
+import { ROLES } from './fleet/roles.ts';
+import { parseClickHouseUrl } from './fleet/url.ts';
+import { parseWholeNumber } from './whole-number.ts';
 
 type Kind = 'string' | 'int' | 'path';
 
@@ -24,6 +27,7 @@ export const OPTIONS = {
   apiPort: { flag: 'api-port', kind: 'int', default: DEFAULT_PORTS.api, help: 'Account API + dashboard + /metrics port.', min: 0, max: 65535 },
   reportingPort: { flag: 'reporting-port', kind: 'int', default: DEFAULT_PORTS.reporting, help: 'Reporting API port.', min: 0, max: 65535 },
   threads: { flag: 'threads', kind: 'int', default: 1, help: 'Lookup worker threads sharing the pre-bid port.', min: 1, max: 64 },
+  memoryBudget: { flag: 'memory-budget', kind: 'int', default: 256, help: 'MB that lookup history, verdict caches and pending reporting counts take together, whatever the traffic (split in README).', min: 32, max: 1048576 },
   config: { flag: 'config', kind: 'path', default: undefined, help: 'JSON config file (keys are the camelCase option names).' },
   mmdbCountry: { flag: 'mmdb-country', kind: 'path', default: undefined, help: 'MaxMind GeoIP2/GeoLite2-Country (or compatible) MMDB instead of the embedded country db.' },
   mmdbAsn: { flag: 'mmdb-asn', kind: 'path', default: undefined, help: 'MaxMind GeoIP2/GeoLite2-ASN MMDB instead of the embedded ASN range table.' },
@@ -36,6 +40,8 @@ export const OPTIONS = {
   reportRate: { flag: 'report-rate', kind: 'int', default: 10, help: 'Reporting API requests per second per customer (token bucket refill).', min: 1, max: 100000 },
   reportBurst: { flag: 'report-burst', kind: 'int', default: 20, help: 'Reporting API burst size per customer (token bucket capacity).', min: 1, max: 100000 },
   logLevel: { flag: 'log-level', kind: 'string', default: 'info', help: 'pino log level: fatal, error, warn, info, debug, trace.' },
+  clickhouseUrl: { flag: 'clickhouse-url', kind: 'string', default: undefined, help: 'Fleet mode: http://[user[:password]@]host:port[/database] of the ClickHouse shared by the fleet (database default ivtd, created if missing). README "Fleet".' },
+  role: { flag: 'role', kind: 'string', default: 'all', help: 'all: lookups, accounts, dashboard and reporting; edge: lookups only (+ /metrics on --api-port), keys from ClickHouse; needs --clickhouse-url.' },
 } as const satisfies Record<string, OptionSpec>;
 
 export type OptionKey = keyof typeof OPTIONS;
@@ -47,6 +53,7 @@ export interface Config {
   apiPort: number;
   reportingPort: number;
   threads: number;
+  memoryBudget: number;
   config: string | undefined;
   mmdbCountry: string | undefined;
   mmdbAsn: string | undefined;
@@ -59,6 +66,8 @@ export interface Config {
   reportRate: number;
   reportBurst: number;
   logLevel: string;
+  clickhouseUrl: string | undefined;
+  role: string;
 }
 
 export class ConfigError extends Error {}
@@ -72,8 +81,8 @@ function coerce(key: OptionKey, raw: unknown, from: string): string | number | u
   if (raw === undefined || raw === null) return undefined;
   if (spec.kind === 'int') {
     const s = String(raw);
-    if (!/^-?\d+$/.test(s)) throw new ConfigError(`${from}: ${spec.flag} must be a whole number, got "${s}"`);
-    const n = Number(s);
+    const n = parseWholeNumber(s);
+    if (n === undefined) throw new ConfigError(`${from}: ${spec.flag} must be a whole number, got "${s}"`);
     if ((spec.min !== undefined && n < spec.min) || (spec.max !== undefined && n > spec.max)) {
       throw new ConfigError(`${from}: ${spec.flag} must be between ${spec.min} and ${spec.max}, got ${n}`);
     }
@@ -149,7 +158,23 @@ export function resolveConfig(
   if (flags.dataDir === undefined && !env[envName('dataDir')] && file.dataDir === undefined && env.STATE_DIRECTORY) {
     out.dataDir = resolve(env.STATE_DIRECTORY.split(':')[0]!);
   }
+  checkFleet(out.role as string, out.clickhouseUrl as string | undefined);
   return out as unknown as Config;
+}
+
+/** --role and --clickhouse-url belong together: a known role, a well-formed URL, and an edge only with one. */
+function checkFleet(role: string, url: string | undefined): void {
+  if (!(ROLES as readonly string[]).includes(role)) throw new ConfigError(`role must be one of ${ROLES.join(', ')}, got "${role}"`);
+  if (role === 'edge' && url === undefined) {
+    throw new ConfigError('--role edge needs --clickhouse-url: an edge takes its keys from the fleet and sends its counts there');
+  }
+  if (url !== undefined) {
+    try {
+      parseClickHouseUrl(url);
+    } catch (e) {
+      throw new ConfigError((e as Error).message);
+    }
+  }
 }
 
 /** Help text for every option, generated from OPTIONS. */

@@ -49,10 +49,6 @@ export class HttpError extends Error {
   }
 }
 
-export function errorJson(code: ErrorCode, message: string): string {
-  return JSON.stringify({ error: code, message } satisfies ErrorBody);
-}
-
 /** Names HTTP statuses for uWS, which wants the whole status line text. */
 export const STATUS_TEXT: Record<number, string> = {
   200: '200 OK',

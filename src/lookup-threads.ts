@@ -1,35 +1,82 @@
 // The main thread's side of the pre-bid listener: starts the lookup threads, pushes keys
-// and data to them, collects their count deltas, and stops them in order. What runs inside
-// the threads is in src/prebid.
+// and data to them, collects their count deltas, supervises them, and stops them in
+// order. What runs inside the threads is in src/prebid.
+//
+// Supervision: a thread that fails on an error nothing caught closes its sockets and ends
+// (src/prebid/worker.ts); a new one is started here after a backoff and given the current
+// keys and data. While no thread is alive, the main thread holds the port with a listener
+// that answers 503 to everything, so /health-check says what is true. A thread that runs
+// out of its heap limit cannot close its sockets first: Node then ends the whole process,
+// and the service manager restarts it (the systemd unit has Restart=on-failure).
+import uWS from 'uWebSockets.js';
 import { createServer, type AddressInfo } from 'node:net';
 import type { Worker } from 'node:worker_threads';
-import type { DataBundle } from './data/bundle.ts';
-import type { CountRow } from './prebid/counts.ts';
-import type { KeyRecord } from './prebid/keys.ts';
+import { forThreads, type DataBundle } from './data/bundle.ts';
+import { STATUS_TEXT } from './errors.ts';
+import type { LookupMemory } from './memory/budget.ts';
+import type { CountRow } from './reporting/tuple.ts';
+import type { NewTuple } from './reporting/tuple-dictionary.ts';
+import type { BotIpRow } from './fleet/bot-ips.ts';
+import type { LiveKey } from './prebid/keys.ts';
 import type { FromWorker, LookupStats, LookupWorkerInit, ToWorker } from './prebid/messages.ts';
+import { HEALTH_PATH } from './prebid/worker.ts';
 import { startWorker } from './runtime/worker-entry.ts';
 
 export interface LookupServerOptions {
   host: string;
   port: number;
   threads: number;
-  maxTuples?: number;
+  /** The shared tables every thread opens (allocated once by the main thread). */
+  memory: LookupMemory;
   countsIntervalMs?: number;
   onCounts: (rows: CountRow[], stats: LookupStats) => void;
+  /** Tuples a thread added to the shared counts (their values, for the flush). */
+  onTuples?: (announced: NewTuple[]) => void;
+  /** A fleet host: threads keep their bot-heavy IPs and report them here. */
+  onBotIps?: (rows: BotIpRow[]) => void;
+  /** A thread failed or ended unexpectedly (logged by the caller). */
   onWorkerError?: (index: number, err: Error) => void;
+  /** A replacement thread is serving again. */
+  onRestart?: (index: number, restarts: number) => void;
+  /** First and longest wait before starting a replacement thread, ms. */
+  restartDelayMs?: { min: number; max: number };
 }
 
+/** A thread that served this long before failing starts its backoff from the beginning. */
+const STABLE_MS = 60_000;
+const RESTART_DELAY = { min: 250, max: 30_000 };
+
 interface Slot {
-  worker: Worker;
   index: number;
+  worker: Worker | null;
+  /** Listening (it may still be waiting for its data: then it answers 503). */
+  live: boolean;
+  startedAt: number;
+  /** Consecutive short-lived failures (the backoff exponent). */
+  failures: number;
+  restartTimer: NodeJS.Timeout | null;
+}
+
+/**
+ * V8 heap limits of a lookup thread: old space for its share of counts and key memo, the
+ * data lists and code, with room; a small young generation (a lookup's garbage dies young).
+ */
+export function lookupHeapLimits(memory: LookupMemory): { maxOldGenerationSizeMb: number; maxYoungGenerationSizeMb: number } {
+  const mb = (memory.threadCountsBytes + memory.keyMemoEntries * 1024) / (1 << 20);
+  return { maxOldGenerationSizeMb: Math.ceil(192 + 3 * mb), maxYoungGenerationSizeMb: 4 };
 }
 
 export class LookupServer {
   private slots: Slot[] = [];
-  private nextDataId = 1;
   private pending = new Map<string, { resolve: (v: FromWorker) => void }>();
+  /** What every thread must have: the live keys and the data last loaded everywhere. */
+  private keys: LiveKey[] = [];
+  private data: { bundle: DataBundle; id: number } | null = null;
+  private fallback: { app: uWS.TemplatedApp; socket: uWS.us_listen_socket | null } | null = null;
   port = 0;
   listening = false;
+  /** Threads started to replace failed ones, since start. */
+  restarts = 0;
 
   constructor(private readonly opts: LookupServerOptions) {}
 
@@ -37,13 +84,19 @@ export class LookupServer {
    * Starts every thread; resolves with the bound port once all listen. Until `reload`
    * hands them data, the threads answer lookups and /health-check with 503.
    */
-  async start(keys: KeyRecord[]): Promise<number> {
+  async start(keys: LiveKey[]): Promise<number> {
+    this.keys = keys;
     let port = this.opts.port;
-    // uSockets shares a port across threads only when it is given explicitly: with several
-    // threads, an ephemeral port (0) is chosen here first.
-    if (port === 0 && this.opts.threads > 1) port = await freePort(this.opts.host);
+    // uSockets sets SO_REUSEPORT and SO_REUSEADDR only on a port given explicitly: without
+    // them threads cannot share the port, and a replacement thread (or the 503 listener)
+    // cannot bind it while old connections linger in TIME-WAIT. So port 0 is resolved here.
+    if (port === 0) port = await freePort(this.opts.host);
     try {
-      for (let i = 0; i < this.opts.threads; i++) port = await this.spawn(i, port, keys);
+      for (let i = 0; i < this.opts.threads; i++) {
+        const slot: Slot = { index: i, worker: null, live: false, startedAt: 0, failures: 0, restartTimer: null };
+        this.slots.push(slot);
+        port = await this.launch(slot, port);
+      }
     } catch (e) {
       await this.stop().catch(() => undefined);
       throw e;
@@ -53,40 +106,140 @@ export class LookupServer {
     return port;
   }
 
-  private spawn(index: number, port: number, keys: KeyRecord[]): Promise<number> {
+  /** Lookup threads listening now. */
+  get liveThreads(): number {
+    let n = 0;
+    for (const s of this.slots) if (s.live) n++;
+    return n;
+  }
+
+  get threads(): number {
+    return this.slots.length;
+  }
+
+  private launch(slot: Slot, port: number): Promise<number> {
     const init: LookupWorkerInit = {
-      index,
+      index: slot.index,
       host: this.opts.host,
       port,
-      keys,
-      maxTuples: this.opts.maxTuples ?? 50_000,
+      keys: this.keys,
+      memory: this.opts.memory,
+      trackBotIps: this.opts.onBotIps !== undefined,
       countsIntervalMs: this.opts.countsIntervalMs ?? 1000,
     };
     // The same way from a checkout and inside the binary (src/runtime/worker-entry.ts).
-    const worker = startWorker('lookup', init);
-    const slot: Slot = { worker, index };
-    this.slots.push(slot);
+    const worker = startWorker('lookup', init, { resourceLimits: lookupHeapLimits(this.opts.memory) });
+    slot.worker = worker;
+    slot.startedAt = Date.now();
     return new Promise((resolve, reject) => {
       const onFirst = (m: FromWorker) => {
-        if (m.type === 'listening') resolve(m.port);
-        else if (m.type === 'listen-failed') reject(new Error(`lookup thread ${index}: ${m.message}`));
-        else return;
+        if (m.type === 'listening') {
+          slot.live = true;
+          this.closeFallback();
+          resolve(m.port);
+        } else if (m.type === 'listen-failed') {
+          // It holds no socket: ending it is safe, and a replacement is then scheduled.
+          void worker.terminate();
+          reject(new Error(`lookup thread ${slot.index}: ${m.message}`));
+        } else return;
         worker.off('message', onFirst);
       };
       worker.on('message', onFirst);
       worker.on('message', (m: FromWorker) => this.onMessage(m));
       worker.once('error', (e) => {
         reject(e);
-        this.opts.onWorkerError?.(index, e);
+        this.opts.onWorkerError?.(slot.index, e);
       });
       worker.once('exit', (code) => {
-        if (this.listening && code !== 0) this.opts.onWorkerError?.(index, new Error(`lookup thread ${index} exited with code ${code}`));
+        reject(new Error(`lookup thread ${slot.index} exited with code ${code} before listening`));
+        this.onExit(slot, worker, code);
       });
     });
   }
 
+  private onExit(slot: Slot, worker: Worker, code: number): void {
+    if (slot.worker !== worker) return;
+    slot.worker = null;
+    slot.live = false;
+    if (!this.listening) return; // stopping, or still starting (start() fails instead)
+    this.opts.onWorkerError?.(slot.index, new Error(`lookup thread ${slot.index} ended (exit code ${code}); starting a new one`));
+    if (this.liveThreads === 0) this.openFallback();
+    this.scheduleRestart(slot);
+  }
+
+  private scheduleRestart(slot: Slot): void {
+    const { min, max } = this.opts.restartDelayMs ?? RESTART_DELAY;
+    if (Date.now() - slot.startedAt > STABLE_MS) slot.failures = 0;
+    const delay = Math.min(max, min * 2 ** slot.failures);
+    slot.failures++;
+    slot.restartTimer = setTimeout(() => void this.restart(slot), delay);
+  }
+
+  private async restart(slot: Slot): Promise<void> {
+    slot.restartTimer = null;
+    if (!this.listening) return;
+    try {
+      await this.launch(slot, this.port);
+      if (this.data) {
+        const a = await this.ask(slot, { type: 'data', id: this.data.id, bundle: forThreads(this.data.bundle) }, `data:${this.data.id}:${slot.index}`, 30_000);
+        if (a === null || a.type !== 'data-ok') throw new Error(`lookup thread ${slot.index} could not load the data again: ${a && a.type === 'data-failed' ? a.message : 'no answer'}`);
+      }
+      this.restarts++;
+      this.opts.onRestart?.(slot.index, this.restarts);
+    } catch (e) {
+      this.opts.onWorkerError?.(slot.index, e as Error);
+      // A thread that started and failed again has its own exit handler; one that never
+      // started needs the next attempt scheduled here.
+      if (slot.worker === null && this.listening && slot.restartTimer === null) this.scheduleRestart(slot);
+    }
+  }
+
+  /** While no thread is alive, the main thread keeps the port and answers 503. */
+  private openFallback(): void {
+    if (this.fallback !== null || this.port === 0) return;
+    const app = uWS.App().any('/*', (res, req) => {
+      const health = req.getUrl() === HEALTH_PATH;
+      res.cork(() => {
+        res.writeStatus(STATUS_TEXT[503]!);
+        if (health) res.end(undefined, true);
+        else {
+          res.writeHeader('Content-Type', 'application/json').end(
+            JSON.stringify({ error: 'unavailable', message: 'No lookup thread is running; a new one is starting. Retry in a moment or on another instance.' }),
+            true,
+          );
+        }
+      });
+    });
+    const fb: { app: uWS.TemplatedApp; socket: uWS.us_listen_socket | null } = { app, socket: null };
+    this.fallback = fb;
+    // The failed thread may not have let go of the port yet: try again until it has.
+    const listen = () => {
+      if (this.fallback !== fb) return;
+      app.listen(this.opts.host, this.port, (ls) => {
+        if (this.fallback === fb && ls) fb.socket = ls;
+        else if (ls) uWS.us_listen_socket_close(ls);
+        else setTimeout(listen, 250);
+      });
+    };
+    listen();
+  }
+
+  private closeFallback(): void {
+    const fb = this.fallback;
+    if (fb === null) return;
+    this.fallback = null;
+    if (fb.socket) uWS.us_listen_socket_close(fb.socket);
+    // Closes kept-alive connections too (exists in v20.30, missing from its typings).
+    (fb.app as unknown as { close(): void }).close();
+  }
+
   private onMessage(m: FromWorker): void {
+    if (m.type === 'counts' || m.type === 'stopped') {
+      this.opts.onTuples?.(m.announced);
+      if (m.botIps.length > 0) this.opts.onBotIps?.(m.botIps);
+    }
     if (m.type === 'counts') this.opts.onCounts(m.rows, m.stats);
+    else if (m.type === 'fatal') this.opts.onWorkerError?.(m.index, new Error(`lookup thread ${m.index} failed: ${m.message}`));
     const key = m.type === 'data-ok' || m.type === 'data-failed' ? `data:${m.id}:${m.index}` : m.type === 'stopped' ? `stop:${m.index}` : '';
     if (key) {
       const p = this.pending.get(key);
@@ -99,6 +252,7 @@ export class LookupServer {
 
   private ask(slot: Slot, msg: ToWorker, key: string, timeoutMs: number): Promise<FromWorker | null> {
     return new Promise((resolve) => {
+      if (slot.worker === null) return resolve(null);
       const timer = setTimeout(() => {
         this.pending.delete(key);
         resolve(null);
@@ -113,22 +267,33 @@ export class LookupServer {
     });
   }
 
-  pushKeys(keys: KeyRecord[]): void {
-    for (const s of this.slots) s.worker.postMessage({ type: 'keys', keys } satisfies ToWorker);
+  pushKeys(keys: LiveKey[]): void {
+    this.keys = keys;
+    for (const s of this.slots) s.worker?.postMessage({ type: 'keys', keys } satisfies ToWorker);
   }
 
-  /** Sends data to every thread (first load or reload); resolves with the failures (empty when all swapped). */
-  async reload(bundle: DataBundle): Promise<string[]> {
-    const id = this.nextDataId++;
-    const answers = await Promise.all(
-      this.slots.map((s) => this.ask(s, { type: 'data', id, bundle }, `data:${id}:${s.index}`, 30_000)),
-    );
+  /**
+   * Sends data to every thread (first load or reload) as load number `id` (the data
+   * generation); resolves with the failures (empty when all swapped). A thread started
+   * later is given the last data every thread accepted.
+   */
+  async reload(bundle: DataBundle, id: number): Promise<string[]> {
+    const live = this.slots.filter((s) => s.worker !== null);
+    const posted = forThreads(bundle);
+    const answers = await Promise.all(live.map((s) => this.ask(s, { type: 'data', id, bundle: posted }, `data:${id}:${s.index}`, 30_000)));
     const failures: string[] = [];
     answers.forEach((a, i) => {
-      if (a === null) failures.push(`lookup thread ${i} did not answer the reload`);
-      else if (a.type === 'data-failed') failures.push(`lookup thread ${i}: ${a.message}`);
+      const index = live[i]!.index;
+      if (a === null) failures.push(`lookup thread ${index} did not answer the reload`);
+      else if (a.type === 'data-failed') failures.push(`lookup thread ${index}: ${a.message}`);
     });
+    if (failures.length === 0) this.data = { bundle, id };
     return failures;
+  }
+
+  /** Fault injection for tests: thread `index` fails as an uncaught bug would. */
+  crashThread(index: number): void {
+    this.slots[index]?.worker?.postMessage({ type: 'crash' } satisfies ToWorker);
   }
 
   /**
@@ -138,19 +303,23 @@ export class LookupServer {
    */
   async stop(timeoutMs = 5000, exitWaitMs = 5000): Promise<void> {
     this.listening = false;
-    const exits = this.slots.map((s) => new Promise<void>((r) => {
+    this.closeFallback();
+    for (const s of this.slots) if (s.restartTimer) clearTimeout(s.restartTimer);
+    const running = this.slots.filter((s): s is Slot & { worker: Worker } => s.worker !== null);
+    const exits = running.map((s) => new Promise<void>((r) => {
       if (s.worker.threadId === -1) r();
       else s.worker.once('exit', () => r());
     }));
-    const answers = await Promise.all(this.slots.map((s) => this.ask(s, { type: 'stop' }, `stop:${s.index}`, timeoutMs)));
+    const answers = await Promise.all(running.map((s) => this.ask(s, { type: 'stop' }, `stop:${s.index}`, timeoutMs)));
     for (const a of answers) if (a && a.type === 'stopped') this.opts.onCounts(a.rows, a.stats);
     await Promise.all(
       exits.map((exited, i) => {
+        const s = running[i]!;
         let timer: NodeJS.Timeout | undefined;
         const late = new Promise<void>((r) => {
           timer = setTimeout(() => {
-            this.opts.onWorkerError?.(i, new Error(`lookup thread ${i} still had open connections after ${exitWaitMs} ms; terminating it`));
-            void this.slots[i]?.worker.terminate();
+            this.opts.onWorkerError?.(s.index, new Error(`lookup thread ${s.index} still had open connections after ${exitWaitMs} ms; terminating it`));
+            void s.worker.terminate();
             r();
           }, exitWaitMs);
         });
@@ -158,10 +327,6 @@ export class LookupServer {
       }),
     );
     this.slots = [];
-  }
-
-  get threads(): number {
-    return this.slots.length;
   }
 }
 

@@ -5,9 +5,12 @@ import { diffConfig, type Config } from './config.ts';
 import { versionInfo } from './ops/version.ts';
 import { describeBundle, loadBundle, type DataBundle } from './data/bundle.ts';
 import { log } from './log.ts';
+import { allocateLookupMemory, describePlan, planMemory } from './memory/budget.ts';
+import { SharedCounts } from './reporting/shared-counts.ts';
+import { TupleDictionary } from './reporting/tuple-dictionary.ts';
 import { buildLookupData } from './prebid/data.ts';
-import type { CountRow } from './prebid/counts.ts';
-import { LookupEngine } from './prebid/lookup.ts';
+import type { CountRow } from './reporting/tuple.ts';
+import { LookupEngine } from './prebid/pipeline.ts';
 import type { LookupStats } from './prebid/messages.ts';
 import { mountExplainRoute } from './account/explain-route.ts';
 import { LookupServer } from './lookup-threads.ts';
@@ -18,13 +21,18 @@ import { mountReportRoute } from './reporting/api.ts';
 import { openReporting } from './reporting/service.ts';
 import { ServiceMetrics } from './ops/metrics.ts';
 import { Store } from './store/db.ts';
-import { activePrebidKeys, ensureFirstCustomer } from './store/customers.ts';
+import { activePrebidKeys } from './store/api-keys.ts';
+import { ensureFirstCustomer } from './store/customers.ts';
+import { startFleet, type Fleet } from './fleet/fleet.ts';
+import type { BotIpRow } from './fleet/bot-ips.ts';
+import { BotIpTally } from './prebid/bot-ip-tracker.ts';
+import { EDGE_PROVISIONING_REFUSAL, startEdgeMetrics } from './fleet/edge.ts';
 
 export interface RunningServer {
   config: Config;
   store: Store;
   ports: { prebid: number; api: number; reporting: number };
-  /** Main-thread engine over the same data, for the admin-side explain tool. */
+  /** Main-thread engine over the same data and shared state, for the admin-side explain tool. */
   explainEngine(): LookupEngine;
   reload(): Promise<{ ok: boolean; errors: string[] }>;
   refreshKeys(): Promise<void>;
@@ -36,11 +44,17 @@ export interface RunningServer {
   reporting?: { flush(): Promise<void> };
   /** Prometheus metrics, served as GET /metrics on the account API port. */
   metrics: ServiceMetrics;
+  /** The lookup threads' supervisor (thread counts, fault injection in tests). */
+  lookups: LookupServer;
+  /** This host's part in a fleet (--clickhouse-url), else null. */
+  fleet: Fleet | null;
 }
 
 export interface StartOptions {
   /** Print the first customer's credentials to stdout (serve does; tests don't). */
   announceFirstCustomer?: boolean;
+  /** Fleet bot-IP exchange period in ms (tests; default one minute). */
+  botIpIntervalMs?: number;
 }
 
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
@@ -49,42 +63,118 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const cleanup: Array<() => Promise<void> | void> = [() => store.close()];
   try {
     log.info({ path: store.path, schema: await store.schemaVersion() }, 'store opened');
-    const first = await ensureFirstCustomer(store);
+    // A fleet edge has no customers of its own: its keys come from ClickHouse.
+    const edge = config.role === 'edge';
+    const first = edge ? null : await ensureFirstCustomer(store);
 
     // Assigned once the data is loaded (below), before anything reads them.
     let bundle: DataBundle;
     let built: ReturnType<typeof buildLookupData>;
     let engine: LookupEngine;
 
+    // One budget for everything that grows with traffic, allocated once (src/memory/budget.ts).
+    const plan = planMemory(config.memoryBudget, config.threads);
+    const memory = allocateLookupMemory(plan);
+    // Each load of the data files is numbered; the shared IP verdict cache keys on it.
+    let dataGeneration = 1;
+
+    // Fleet mode (--clickhouse-url, src/fleet): counts and reports through ClickHouse, keys
+    // published (role all) or pulled (role edge). Closed after the writer's last flush.
+    // Reporting counts live in the shared table; the dictionary knows each tuple's values,
+    // and whichever writer flushes (DuckDB rollups, or the fleet's spool) drains them.
+    const tuples = new TupleDictionary();
+    const sharedCounts = new SharedCounts(memory.counts);
+    const drainSharedCounts = () => tuples.drain(sharedCounts, Date.now());
+    let onFleetKeys = () => {};
+    const botIpTally = new BotIpTally();
+    const fleet = config.clickhouseUrl
+      ? await startFleet({
+          config,
+          store,
+          pendingBytes: Math.floor(plan.pendingCountsBytes / 3),
+          tupleSeed: memory.counts.seed,
+          source: drainSharedCounts,
+          readKeys: () => activePrebidKeys(store),
+          onKeysPulled: () => onFleetKeys(),
+          botIps: {
+            // This host's bot-heavy IPs of the last period, from every lookup thread...
+            local: () => botIpTally.take(),
+            // ...and the fleet's set, keyed as history keys IPs, into shared memory.
+            onFleetSet: (ips) => {
+              const history = engine.sources.history;
+              const keys = ips.map((ip) => {
+                const k = history.keysFor({ ip, uid: '', ifa: '', ua: '' });
+                return [k.ipHi, k.ipLo] as const;
+              });
+              engine.sources.fleetBotIps.replace(keys);
+            },
+            ...(opts.botIpIntervalMs ? { intervalMs: opts.botIpIntervalMs } : {}),
+          },
+        })
+      : null;
+    if (fleet) cleanup.unshift(() => fleet.close());
+    const readKeys = async () => (edge && fleet ? fleet.edgeKeys() : activePrebidKeys(store));
+
     const countSinks: RunningServer['countSinks'] = [];
     // The writer's final flush must run after lookups.stop (which delivers the last
     // counts) and before store.close: unshifted here, it stays behind all later steps.
-    const reporting = await openReporting(config, store);
+    const reporting = await openReporting(config, store, {
+      pendingBytes: Math.floor(plan.pendingCountsBytes / 3),
+      storeBytes: plan.storeBytes,
+      tupleSeed: memory.counts.seed,
+      source: drainSharedCounts,
+      backend: fleet ? { writer: fleet.writer, source: fleet.reportSource } : undefined,
+    });
     countSinks.push((rows) => reporting.writer.add(rows));
     cleanup.unshift(() => reporting.writer.close());
     const metrics = new ServiceMetrics({
       threads: config.threads,
+      liveThreads: () => lookups.liveThreads,
+      threadRestarts: () => lookups.restarts,
       bundle: () => bundle,
       keysLoaded: () => engine.keys.size,
       flushStats: () => reporting.writer.stats(),
+      memory: () => {
+        const src = engine.sources;
+        return {
+          parts: {
+            history: plan.historyBytes,
+            ua_cache: plan.uaCacheBytes,
+            ip_cache: plan.ipCacheBytes,
+            shared_counts: plan.sharedCountsBytes,
+            thread_counts: plan.threadCountsBytes * plan.threads,
+            pending_counts: plan.pendingCountsBytes,
+            store: plan.storeBytes,
+          },
+          occupancy: { ...src.history.occupancy(), uas: src.uaCache.occupancy(), ip_verdicts: src.ipCache.occupancy(), tuples: sharedCounts.occupancy() },
+        };
+      },
     });
     countSinks.push((_rows, stats) => metrics.recordLookups(stats));
+    // At most one line per thread per second, never per request.
+    countSinks.push((_rows, stats) => {
+      if (stats.lastError) log.error({ failed: stats.byStatus[500] ?? 0, err: stats.lastError }, 'lookups failed with an internal error (answered 500)');
+    });
     reporting.engine.observers.push((seconds) => metrics.observeReportQuery(seconds));
     const lookups = new LookupServer({
       host: config.host,
       port: config.prebidPort,
       threads: config.threads,
+      memory,
+      onTuples: (announced) => tuples.add(announced),
+      ...(fleet ? { onBotIps: (rows: BotIpRow[]) => botIpTally.add(rows) } : {}),
       onCounts: (rows, stats) => {
         for (const sink of countSinks) sink(rows, stats);
       },
       onWorkerError: (index, err) => log.error({ thread: index, err: err.message }, 'lookup thread failed'),
+      onRestart: (index, restarts) => log.warn({ thread: index, restarts }, 'lookup thread replaced and serving again'),
     });
 
     // Pushed only when the live set changed: a push replaces each thread's key table and
     // empties its memo of verified keys. Expiry itself is checked per lookup.
     let pushedKeys = '';
     const refreshKeys = async () => {
-      const keys = await activePrebidKeys(store);
+      const keys = await readKeys();
       const fingerprint = JSON.stringify(keys);
       if (fingerprint === pushedKeys) return;
       pushedKeys = fingerprint;
@@ -94,8 +184,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     /** Fire-and-forget refresh for hooks (CLI, dashboard rotation, timer); failures are logged. */
     const refreshKeysSoon = () => {
       refreshKeys().catch((e: Error) => log.error({ err: e.message }, 'key refresh failed'));
+      fleet?.keysChanged();
     };
-    const keys = await activePrebidKeys(store);
+    onFleetKeys = refreshKeysSoon;
+    const keys = await readKeys();
     pushedKeys = JSON.stringify(keys);
     // The port opens first and answers 503 (lookups and /health-check) until the data is in.
     const prebidPort = await lookups.start(keys);
@@ -103,15 +195,23 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     log.info({ host: config.host, port: prebidPort }, 'pre-bid port open; lookups answer 503 until the data is loaded');
 
     bundle = loadBundle(config);
-    built = buildLookupData(bundle);
+    built = buildLookupData(bundle, dataGeneration);
+    bundle.sellersIndex = built.data.sellers.index;
     for (const f of describeBundle(bundle)) log.info(f, 'data file loaded');
     for (const w of built.warnings) log.warn({ warning: w }, 'data warning');
-    engine = new LookupEngine(built.data);
+    engine = new LookupEngine(built.data, memory);
     engine.keys.replace(keys);
-    const failures = await lookups.reload(bundle);
-    if (failures.length) throw new Error(`lookup threads could not load the data: ${failures.join('; ')}`);
-    log.info({ host: config.host, port: prebidPort, threads: config.threads }, 'pre-bid lookups listening');
-
+    const src = engine.sources;
+    log.info(
+      describePlan(plan, {
+        ...src.history.capacity,
+        uas: src.uaCache.capacity,
+        ipVerdicts: src.ipCache.capacity,
+        tupleSlots: sharedCounts.capacity,
+        tuplesPerCustomerHour: sharedCounts.perCustomerHour,
+      }),
+      'memory budget: history, caches and pending counts stay within it',
+    );
     // Drops keys whose grace period ended (the threads also check expiry per lookup).
     const keyTimer = setInterval(refreshKeysSoon, 5000);
     keyTimer.unref();
@@ -121,13 +221,20 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       dataDir: config.dataDir,
       store,
       onKeysChanged: refreshKeysSoon,
+      refuse: edge ? EDGE_PROVISIONING_REFUSAL : undefined,
     });
     cleanup.unshift(() => control.close());
+    fleet?.registerMetrics(metrics.registry);
 
     // The dashboard learns the bound ports at request time (ephemeral ports in tests).
     const boundPorts = { prebid: prebidPort, api: config.apiPort, reporting: config.reportingPort };
+    if (edge) {
+      const metricsOnly = await startEdgeMetrics(config.host, config.apiPort, metrics);
+      cleanup.unshift(() => metricsOnly.close());
+      Object.assign(boundPorts, { api: metricsOnly.port, reporting: 0 });
+    }
     const dashboardPorts = () => boundPorts;
-    const api = await startAccountApi({
+    const api = edge ? null : await startAccountApi({
       config,
       store,
       mount: (router, sessions) => {
@@ -138,26 +245,35 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       },
       onKeysChanged: refreshKeysSoon,
     });
-    cleanup.unshift(() => api.close());
+    if (api) cleanup.unshift(() => api.close());
 
-    const reportingApi = await reporting.listen();
-    cleanup.unshift(() => reportingApi.close());
+    const reportingApi = edge ? null : await reporting.listen();
+    if (reportingApi) cleanup.unshift(() => reportingApi.close());
+
+    // Last: the data push is what turns /health-check to 200, so health means every listener is open.
+    const failures = await lookups.reload(bundle, dataGeneration);
+    if (failures.length) throw new Error(`lookup threads could not load the data: ${failures.join('; ')}`);
+    log.info({ host: config.host, port: prebidPort, threads: config.threads }, 'pre-bid lookups listening');
 
     const running: RunningServer = {
       config,
       store,
-      ports: Object.assign(boundPorts, { api: api.port, reporting: reportingApi.port }),
+      ports: api && reportingApi ? Object.assign(boundPorts, { api: api.port, reporting: reportingApi.port }) : boundPorts,
       countSinks,
       bundle,
       reporting: { flush: () => reporting.writer.flush() },
       metrics,
+      lookups,
+      fleet,
       explainEngine: () => engine,
       refreshKeys,
       async reload() {
         let next: DataBundle;
+        const generation = dataGeneration + 1;
         try {
           next = loadBundle(config);
-          const b = buildLookupData(next);
+          const b = buildLookupData(next, generation);
+          next.sellersIndex = b.data.sellers.index;
           for (const w of b.warnings) log.warn({ warning: w }, 'data warning');
           built = b;
         } catch (e) {
@@ -165,11 +281,12 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
           log.error({ err: msg }, 'reload refused: keeping the data already loaded');
           return { ok: false, errors: [msg] };
         }
-        const failures = await lookups.reload(next);
+        const failures = await lookups.reload(next, generation);
         if (failures.length) {
           for (const f of failures) log.error({ err: f }, 'reload failed on a lookup thread');
           return { ok: false, errors: failures };
         }
+        dataGeneration = generation;
         bundle = next;
         running.bundle = next;
         // Same swap as the lookup threads: new data, same keys and history.

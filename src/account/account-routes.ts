@@ -4,9 +4,12 @@
 import { OPTIONS } from '../config.ts';
 import { HttpError } from '../errors.ts';
 import { readJsonObject, sendJson, type Router } from '../http/router.ts';
-import { StoreError, findCustomer, rotateKey } from '../store/customers.ts';
+import { listLiveKeys, rotateKey } from '../store/api-keys.ts';
+import { findCustomer } from '../store/customer-ref.ts';
 import type { Queryable, Store } from '../store/db.ts';
 import { KEY_KINDS, type KeyKind } from '../store/secrets.ts';
+import { StoreError } from '../store/store-error.ts';
+import { isWholeNumberIn } from '../whole-number.ts';
 import { FieldError, refuseUnknownFields } from './field-error.ts';
 import type { SessionGuard } from './session.ts';
 
@@ -22,19 +25,9 @@ export interface AccountKey {
 }
 
 /** The customer's keys that still work, oldest first within each kind. */
-async function liveKeys(q: Queryable, customerId: string): Promise<AccountKey[]> {
-  const rows = await q.all<{ kind: KeyKind; key_prefix: string; created_at: Date; expires_at: Date | null }>(
-    `SELECT kind, key_prefix, created_at, expires_at FROM api_keys
-     WHERE customer_id = $cid AND (expires_at IS NULL OR expires_at > epoch_ms($now::BIGINT))
-     ORDER BY kind, created_at`,
-    { cid: customerId, now: Date.now() },
-  );
-  return rows.map((r) => ({
-    kind: r.kind,
-    prefix: r.key_prefix,
-    created_at: r.created_at.toISOString(),
-    expires_at: r.expires_at ? r.expires_at.toISOString() : null,
-  }));
+async function accountKeys(q: Queryable, customerId: string): Promise<AccountKey[]> {
+  const keys = await listLiveKeys(q, customerId);
+  return keys.map((k) => ({ kind: k.kind, prefix: k.key_prefix, created_at: k.created_at, expires_at: k.expires_at }));
 }
 
 export function mountAccountRoutes(
@@ -52,7 +45,7 @@ export function mountAccountRoutes(
       partner_id: c.partner_id,
       name: c.name,
       username: s.username,
-      keys: await liveKeys(store, c.customer_id),
+      keys: await accountKeys(store, c.customer_id),
     });
   });
 
@@ -64,7 +57,7 @@ export function mountAccountRoutes(
     if (!KEY_KINDS.includes(kind as KeyKind)) throw new FieldError('kind', 'kind must be "prebid" or "reporting".');
     const grace = body.grace_seconds ?? deps.defaultGraceSeconds;
     const max = OPTIONS.keyGrace.max;
-    if (typeof grace !== 'number' || !Number.isSafeInteger(grace) || grace < 0 || grace > max) {
+    if (!isWholeNumberIn(grace, 0, max)) {
       throw new FieldError('grace_seconds', `grace_seconds must be a whole number from 0 to ${max}.`);
     }
     let r;

@@ -5,6 +5,7 @@ import type { Config } from '../config.ts';
 import { Router, listen, type Listener } from '../http/router.ts';
 import { log } from '../log.ts';
 import type { Store } from '../store/db.ts';
+import { HOUR_MS } from '../time.ts';
 import { AccessTokens } from './access-tokens.ts';
 import { mountAccountRoutes } from './account-routes.ts';
 import { mountAuthRoutes } from './auth-routes.ts';
@@ -16,7 +17,7 @@ import { pruneSessions } from './sessions.ts';
 
 /** Path families where every request needs a valid Bearer token, matched or not. */
 export const BEARER_PREFIXES = ['/v1/project', '/v1/account'] as const;
-const PRUNE_INTERVAL_MS = 60 * 60_000;
+const PRUNE_INTERVAL_MS = HOUR_MS;
 
 export interface AccountApiOptions {
   config: Config;

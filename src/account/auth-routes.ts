@@ -3,7 +3,8 @@
 import type { Config } from '../config.ts';
 import { HttpError } from '../errors.ts';
 import { readForm, readJsonObject, sendJson, type Ctx, type Router } from '../http/router.ts';
-import { findUserForLogin } from '../store/customers.ts';
+import { tooManyRequests } from '../http/throttle.ts';
+import { findUserForLogin } from '../store/logins.ts';
 import type { Store } from '../store/db.ts';
 import { PASSWORD_MAX, verifyPasswordOrDummy } from '../store/secrets.ts';
 import type { AccessTokens } from './access-tokens.ts';
@@ -78,7 +79,7 @@ export function mountAuthRoutes(router: Router, deps: AuthDeps): void {
 
     const wait = throttle.retryAfter(username, ctx.ip);
     if (wait > 0) {
-      throw new HttpError('rate_limited', `Too many failed logins; try again in ${wait} seconds.`, 429, { 'Retry-After': String(wait) });
+      throw tooManyRequests(`Too many failed logins; try again in ${wait} seconds.`, wait);
     }
     // Unknown users are checked against a dummy hash: the same work and the same answer.
     const user = await findUserForLogin(store, username);

@@ -6,7 +6,7 @@ import type { SessionGuard } from './session.ts';
 import { HttpError } from '../errors.ts';
 import { sendJson, type Router } from '../http/router.ts';
 import type { Store } from '../store/db.ts';
-import type { LookupEngine } from '../prebid/lookup.ts';
+import type { LookupEngine } from '../prebid/pipeline.ts';
 
 export const EXPLAIN_PATH = '/v1/account/explain';
 

@@ -2,16 +2,18 @@
 // client address; past the allowance the key is locked, and every failure after a lock
 // doubles the next one. Kept in memory: a restart forgets the counts.
 import ipaddr from 'ipaddr.js';
+import { ThrottleTable } from '../http/throttle.ts';
+import { MINUTE_MS } from '../time.ts';
 
 /** Failures allowed per username before it is locked. */
 export const USER_FAILURES_ALLOWED = 5;
 /** Failures allowed per client address; higher, as one NAT can front many people. */
 export const ADDRESS_FAILURES_ALLOWED = 20;
 /** Counts are forgotten after this long with neither a failure nor a lock. */
-export const FAILURE_WINDOW_MS = 5 * 60_000;
+export const FAILURE_WINDOW_MS = 5 * MINUTE_MS;
 /** Length of the first lock; it doubles with each failure after it, up to MAX_LOCK_MS. */
 export const FIRST_LOCK_MS = 30_000;
-export const MAX_LOCK_MS = 15 * 60_000;
+export const MAX_LOCK_MS = 15 * MINUTE_MS;
 /** Keys tracked per table at most; the least recently failed are dropped first. */
 export const MAX_TRACKED_KEYS = 100_000;
 
@@ -23,12 +25,15 @@ interface Entry {
 
 /** Failure counts and locks for one kind of key. */
 export class FailureThrottle {
-  private readonly entries = new Map<string, Entry>();
+  // Least recently failed keys are dropped first.
+  private readonly entries: ThrottleTable<Entry>;
 
   constructor(
     private readonly allowed: number,
-    private readonly now: () => number = Date.now,
-  ) {}
+    now: () => number = Date.now,
+  ) {
+    this.entries = new ThrottleTable(MAX_TRACKED_KEYS, now);
+  }
 
   private live(key: string, now: number): Entry | undefined {
     const e = this.entries.get(key);
@@ -41,13 +46,13 @@ export class FailureThrottle {
 
   /** Milliseconds until `key` may try again; 0 when it may now. */
   retryAfterMs(key: string): number {
-    const now = this.now();
+    const now = this.entries.now();
     const e = this.live(key, now);
     return e && e.lockedUntil > now ? e.lockedUntil - now : 0;
   }
 
   fail(key: string): void {
-    const now = this.now();
+    const now = this.entries.now();
     const e = this.live(key, now) ?? { failures: 0, last: now, lockedUntil: 0 };
     e.failures++;
     e.last = now;
@@ -55,10 +60,7 @@ export class FailureThrottle {
       const lock = Math.min(MAX_LOCK_MS, FIRST_LOCK_MS * 2 ** Math.min(30, e.failures - this.allowed));
       e.lockedUntil = now + lock;
     }
-    // Re-insert so Map order is least recently failed first, for eviction.
-    this.entries.delete(key);
     this.entries.set(key, e);
-    if (this.entries.size > MAX_TRACKED_KEYS) this.entries.delete(this.entries.keys().next().value!);
   }
 
   clear(key: string): void {

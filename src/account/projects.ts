@@ -1,7 +1,8 @@
 // Scanning projects in the store. Every query is scoped by customer_id: another
 // customer's project is indistinguishable from a missing one.
 import { randomUUID } from 'node:crypto';
-import type { Queryable } from '../store/db.ts';
+import { isoTime, type Queryable } from '../store/db.ts';
+import { isUuid } from '../uuid.ts';
 import type { ProjectFields } from './project-fields.ts';
 
 export interface Project extends ProjectFields {
@@ -10,11 +11,9 @@ export interface Project extends ProjectFields {
   updated_at: string;
 }
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** The canonical (lowercase) form of a project id, or undefined when it cannot be one. */
 export function projectId(raw: string): string | undefined {
-  return UUID_RE.test(raw) ? raw.toLowerCase() : undefined;
+  return isUuid(raw) ? raw.toLowerCase() : undefined;
 }
 
 const COLUMNS =
@@ -32,8 +31,8 @@ function toProject(r: Record<string, unknown>): Project {
     alert_pixel: (r.alert_pixel as string | null) ?? null,
     locations: locations === '' ? [] : locations.split(','),
     creative_id: (r.creative_id as string | null) ?? null,
-    created_at: (r.created_at as Date).toISOString(),
-    updated_at: (r.updated_at as Date).toISOString(),
+    created_at: isoTime(r.created_at),
+    updated_at: isoTime(r.updated_at),
   };
 }
 

@@ -4,12 +4,14 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, OPTIONS, optionsHelp, resolveConfig, type Config } from '../config.ts';
 import { DB_FILE, Store, StoreLockedError } from '../store/db.ts';
-import { StoreError, type CustomerListing } from '../store/customers.ts';
+import type { CustomerListing } from '../store/customers.ts';
+import { StoreError } from '../store/store-error.ts';
 import { parseArgs, UsageError } from './args.ts';
 import { ControlError, ControlUnavailableError, sendControl } from './control.ts';
 import { runOperation, type OperationName, type OperationResult } from './operations.ts';
 import { DEFAULT_BINARY, UnitError, systemdUnit } from '../ops/systemd.ts';
 import { formatVersion, versionInfo } from '../ops/version.ts';
+import { isWholeNumberIn, parseWholeNumber } from '../whole-number.ts';
 import pkg from '../../package.json' with { type: 'json' };
 
 export interface CliIO {
@@ -71,10 +73,11 @@ function parseGrace(ctx: Context): number {
   const v = ctx.flags.get('grace');
   if (v === undefined) return ctx.config.keyGrace;
   const max = OPTIONS.keyGrace.max;
-  if (typeof v !== 'string' || !/^\d+$/.test(v) || Number(v) > max) {
+  const n = typeof v === 'string' ? parseWholeNumber(v) : undefined;
+  if (!isWholeNumberIn(n, 0, max)) {
     throw new UsageError(`--grace must be a whole number of seconds from 0 to ${max}, got "${String(v)}"`);
   }
-  return Number(v);
+  return n;
 }
 
 function keyLine(k: CustomerListing['keys'][number]): string {

@@ -6,7 +6,7 @@ import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, statSync, unlinkS
 import net from 'node:net';
 import { join } from 'node:path';
 import type { Store } from '../store/db.ts';
-import { STORE_ERROR_CODES, StoreError, type StoreErrorCode } from '../store/customers.ts';
+import { STORE_ERROR_CODES, StoreError, type StoreErrorCode } from '../store/store-error.ts';
 import { log } from '../log.ts';
 import { isOperationName, runOperation, type OperationHooks, type OperationName, type OperationResult } from './operations.ts';
 
@@ -89,17 +89,10 @@ function safeHooks(opts: ControlServerOptions): OperationHooks {
         log.error({ err: e }, 'control: onKeysChanged failed');
       }
     },
-    usersChanged(username) {
-      try {
-        opts.onUsersChanged?.(username);
-      } catch (e) {
-        log.error({ err: e, username }, 'control: onUsersChanged failed');
-      }
-    },
   };
 }
 
-async function handleLine(line: string, store: Store, hooks: OperationHooks): Promise<Response> {
+async function handleLine(line: string, store: Store, hooks: OperationHooks, refuse?: string): Promise<Response> {
   let req: unknown;
   try {
     req = JSON.parse(line);
@@ -111,6 +104,7 @@ async function handleLine(line: string, store: Store, hooks: OperationHooks): Pr
   const id = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;
   if (typeof cmd !== 'string') return errorResponse(id, 'bad_request', 'request needs a "cmd" string');
   if (!isOperationName(cmd)) return errorResponse(id, 'unknown_command', `unknown command "${cmd}"`);
+  if (refuse !== undefined) return errorResponse(id, 'invalid', refuse);
   if (!args || typeof args !== 'object' || Array.isArray(args)) return errorResponse(id, 'bad_request', '"args" must be a JSON object');
   try {
     const result = await runOperation(store, cmd, args as Record<string, unknown>, hooks);
@@ -122,7 +116,7 @@ async function handleLine(line: string, store: Store, hooks: OperationHooks): Pr
   }
 }
 
-function serveConnection(socket: net.Socket, store: Store, hooks: OperationHooks): void {
+function serveConnection(socket: net.Socket, store: Store, hooks: OperationHooks, refuse?: string): void {
   let buffered = '';
   let queue: Promise<void> = Promise.resolve();
   socket.setEncoding('utf8');
@@ -148,7 +142,7 @@ function serveConnection(socket: net.Socket, store: Store, hooks: OperationHooks
       if (Buffer.byteLength(line) > MAX_LINE_BYTES) return tooLarge();
       if (line.trim() === '') continue;
       // One at a time per connection, so responses come back in request order.
-      queue = queue.then(() => handleLine(line, store, hooks).then(send));
+      queue = queue.then(() => handleLine(line, store, hooks, refuse).then(send));
     }
     if (Buffer.byteLength(buffered) > MAX_LINE_BYTES) tooLarge();
   });
@@ -158,7 +152,8 @@ export interface ControlServerOptions {
   dataDir: string;
   store: Store;
   onKeysChanged: () => void;
-  onUsersChanged?: (username: string) => void;
+  /** When set, every command is refused with this message (a fleet edge provisions nothing). */
+  refuse?: string;
 }
 
 /** Listens on `<dataDir>/ivtd.sock` (mode 0600). Refuses to start when another server answers there. */
@@ -172,7 +167,7 @@ export async function startControlServer(opts: ControlServerOptions): Promise<{ 
   const server = net.createServer((socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
-    serveConnection(socket, opts.store, hooks);
+    serveConnection(socket, opts.store, hooks, opts.refuse);
   });
   try {
     await removeStaleSocket(path, addr.address);

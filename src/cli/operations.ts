@@ -1,25 +1,24 @@
 // The provisioning operations, in one table used by both paths: the CLI running them on a
 // store it opened itself, and the control socket running them inside a live server.
 // Arguments arrive as parsed JSON from the socket, so each operation checks their types.
+import { rotateKey } from '../store/api-keys.ts';
+import { createCustomer, listCustomers } from '../store/customers.ts';
 import type { Store } from '../store/db.ts';
-import {
-  StoreError,
-  addUser,
-  createCustomer,
-  listCustomers,
-  rotateKey,
-  setPassword,
-  setUserDisabled,
-} from '../store/customers.ts';
+import { StoreError } from '../store/store-error.ts';
+import { addUser, setPassword, setUserDisabled } from '../store/users.ts';
 import { OPTIONS } from '../config.ts';
+import { isWholeNumberIn } from '../whole-number.ts';
 
-/** What a running server refreshes after an operation changed keys or users. */
+/**
+ * What a running server refreshes after an operation: the lookup threads hold the live
+ * pre-bid keys in memory. User changes need no hook: sessions are checked against the
+ * store on every request, so a disabled user or a new password ends them at once.
+ */
 export interface OperationHooks {
   keysChanged(): void;
-  usersChanged(username: string): void;
 }
 
-export const NO_HOOKS: OperationHooks = { keysChanged() {}, usersChanged() {} };
+export const NO_HOOKS: OperationHooks = { keysChanged() {} };
 
 type Args = Record<string, unknown>;
 
@@ -38,16 +37,14 @@ function kind(args: Args): 'prebid' | 'reporting' {
 function graceSeconds(args: Args): number {
   const v = args.graceSeconds;
   const max = OPTIONS.keyGrace.max;
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0 || v > max) {
+  if (!isWholeNumberIn(v, 0, max)) {
     throw new StoreError('invalid', `grace must be a whole number of seconds from 0 to ${max}`);
   }
   return v;
 }
 
-async function setDisabled(store: Store, args: Args, disabled: boolean, hooks: OperationHooks) {
-  const r = await setUserDisabled(store, { username: str(args, 'username'), disabled });
-  hooks.usersChanged(r.username);
-  return r;
+function setDisabled(store: Store, args: Args, disabled: boolean) {
+  return setUserDisabled(store, { username: str(args, 'username'), disabled });
 }
 
 export const OPERATIONS = {
@@ -68,13 +65,10 @@ export const OPERATIONS = {
   },
   'user.add': async (store: Store, args: Args) =>
     addUser(store, { customer: str(args, 'customer'), username: str(args, 'username'), password: str(args, 'password') }),
-  'user.passwd': async (store: Store, args: Args, hooks: OperationHooks) => {
-    const r = await setPassword(store, { username: str(args, 'username'), password: str(args, 'password') });
-    hooks.usersChanged(r.username);
-    return r;
-  },
-  'user.disable': (store: Store, args: Args, hooks: OperationHooks) => setDisabled(store, args, true, hooks),
-  'user.enable': (store: Store, args: Args, hooks: OperationHooks) => setDisabled(store, args, false, hooks),
+  'user.passwd': async (store: Store, args: Args) =>
+    setPassword(store, { username: str(args, 'username'), password: str(args, 'password') }),
+  'user.disable': (store: Store, args: Args) => setDisabled(store, args, true),
+  'user.enable': (store: Store, args: Args) => setDisabled(store, args, false),
 } satisfies Record<string, (store: Store, args: Args, hooks: OperationHooks) => Promise<unknown>>;
 
 export type OperationName = keyof typeof OPERATIONS;

@@ -2,7 +2,7 @@
 // time) and the content-hashed files (cached for a year), all under a strict CSP, plus
 // GET /dashboard-config.json telling the page where this server's other ports are.
 // Inside the single executable the files come from the embedded assets; in a checkout
-// from data/generated/dashboard/ (built by src/dashboard/build.ts).
+// from data/generated/dashboard/ (built by tools/build-dashboard.ts).
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -48,7 +48,7 @@ const TYPES: Record<string, string> = {
   woff2: 'font/woff2',
 };
 
-/** Files whose names carry a content hash (build.ts: name-XXXXXXXX.ext) never change. */
+/** Files whose names carry a content hash (tools/build-dashboard.ts: name-XXXXXXXX.ext) never change. */
 const HASHED = /-[A-Z0-9]{8}\.[a-z0-9]+$/;
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
@@ -147,7 +147,7 @@ function serveStatic(ctx: Ctx, files: Map<string, StaticFile>): void {
   }
   const name = ctx.path === '/' || ctx.path === '/index.html' ? 'index.html' : ctx.path.slice(1);
   if (files.size === 0 && name === 'index.html') {
-    throw new HttpError('unavailable', 'The dashboard is not built. Run: node --import tsx src/dashboard/build.ts');
+    throw new HttpError('unavailable', 'The dashboard is not built. Run: npm run build:dashboard');
   }
   const file = SAFE_NAME.test(name) ? files.get(name) : undefined;
   if (!file) throw new HttpError('not_found', `No such endpoint: ${ctx.path}.`);

@@ -1,10 +1,12 @@
-// Finds and reads every data file a lookup needs, on the main thread, into shared memory
-// that the lookup threads can read without copying. Precedence per file: an explicit
-// flag (--mmdb-*) > a file of the same name in <data-dir> > the embedded default.
+// Finds and reads every data file a lookup needs, on the main thread, so that no thread
+// holds a copy of its own: a file from disk is read once into shared memory; inside the
+// binary an embedded file is not copied at all (each thread reads the executable's own
+// pages, see forThreads/fromMainThread). Precedence per file: an explicit flag (--mmdb-*) >
+// a file of the same name in <data-dir> > the embedded default.
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config.ts';
-import { listAssets, readAsset } from '../runtime/assets.ts';
+import { listAssets, readAsset, readAssetInPlace } from '../runtime/assets.ts';
 
 export interface DataFile {
   /** Logical name, e.g. 'hosting-asns.txt'. */
@@ -12,8 +14,10 @@ export interface DataFile {
   /** Where it came from: a path, or 'embedded:<asset>'. */
   source: string;
   bytes: Uint8Array;
-  /** Last-modified time of the file (ISO), or null for embedded data. */
+  /** Last-modified time of the file (ISO, truncated to the millisecond), or null for embedded data. */
   modified: string | null;
+  /** The embedded asset, when `bytes` are the executable's own pages (no copy). */
+  asset?: string;
 }
 
 export interface DataBundle {
@@ -26,6 +30,8 @@ export interface DataBundle {
   hostingOrgPatterns: DataFile;
   badIfas: DataFile;
   sellers: DataFile[];
+  /** The sellers files compiled once by the main thread (shared memory); threads use it instead of the files. */
+  sellersIndex?: Uint8Array;
   loadedAt: string;
 }
 
@@ -54,23 +60,48 @@ function fromPath(name: string, path: string): DataFile {
   try {
     const st = statSync(path);
     if (!st.isFile()) throw new Error('not a regular file');
-    return { name, source: path, bytes: shared(readFileSync(path)), modified: st.mtime.toISOString() };
+    // Truncated, like `ls --full-time`: fs.Stats#mtime rounds to the nearest millisecond instead.
+    return { name, source: path, bytes: shared(readFileSync(path)), modified: new Date(Math.floor(st.mtimeMs)).toISOString() };
   } catch (e) {
     throw new DataLoadError(`cannot read ${name} from ${path}: ${(e as Error).message}`);
   }
 }
 
 function fromAsset(name: string, asset: string): DataFile {
-  let bytes: Uint8Array;
   try {
-    bytes = readAsset(asset);
+    const inPlace = readAssetInPlace(asset);
+    // Typed-array views (the ASN table) need aligned bytes: an unaligned asset is copied once.
+    if (inPlace !== null && inPlace.byteOffset % 8 === 0) return { name, source: `embedded:${asset}`, bytes: inPlace, modified: null, asset };
+    return { name, source: `embedded:${asset}`, bytes: shared(inPlace ?? readAsset(asset)), modified: null };
   } catch (e) {
     throw new DataLoadError(
       `embedded data ${asset} is missing (${(e as Error).message}); from a checkout run \`npm run build:data\``,
     );
   }
-  return { name, source: `embedded:${asset}`, bytes: shared(bytes), modified: null };
 }
+
+const NO_BYTES = new Uint8Array(0);
+
+function mapFiles(b: DataBundle, f: (file: DataFile) => DataFile): DataBundle {
+  const one = (x: DataFile | null) => (x === null ? null : f(x));
+  return {
+    ...b,
+    asnBin: one(b.asnBin), asnMmdb: one(b.asnMmdb), countryMmdb: f(b.countryMmdb), anonymousIpMmdb: one(b.anonymousIpMmdb),
+    hostingAsns: f(b.hostingAsns), vpnAsns: f(b.vpnAsns), hostingOrgPatterns: f(b.hostingOrgPatterns), badIfas: f(b.badIfas),
+    sellers: b.sellers.map(f),
+  };
+}
+
+/** The bundle as posted to a lookup thread: shared bytes travel as they are, embedded ones by name. */
+export function forThreads(b: DataBundle): DataBundle {
+  return mapFiles(b, (f) => (f.asset !== undefined ? { ...f, bytes: NO_BYTES } : f));
+}
+
+/** In a lookup thread: the embedded files' bytes again, from the executable's pages. */
+export function fromMainThread(b: DataBundle): DataBundle {
+  return mapFiles(b, (f) => (f.asset !== undefined ? { ...f, bytes: readAssetInPlace(f.asset)! } : f));
+}
+
 
 function overridable(dataDir: string, name: string, asset: string): DataFile {
   const p = join(dataDir, name);

@@ -23,10 +23,15 @@ export interface MetricsSources {
   /** The data the lookups serve now (replaced on reload). */
   bundle(): DataBundle;
   threads: number;
+  /** Lookup threads listening now, and replacement threads started since start (supervision). */
+  liveThreads?(): number;
+  threadRestarts?(): number;
   /** Pre-bid keys the lookup threads accept now. */
   keysLoaded(): number;
   /** The reporting writer, once reporting runs. */
   flushStats?(): FlushStats | null;
+  /** Bytes of each part of the memory budget (fixed at start), and how full each shared table is (0..1). */
+  memory?(): { parts: Record<string, number>; occupancy: Record<string, number> };
 }
 
 interface Sample {
@@ -65,6 +70,10 @@ export class ServiceMetrics {
   private readonly requests: Counter<'status'>;
   private readonly bands: Counter<'band'>;
   private readonly overflowed: Counter;
+  private readonly cacheLookups: Counter<'cache' | 'result'>;
+  /** Latest V8 heap of each lookup thread (used, reserved). */
+  private readonly threadHeaps = new Map<number, [number, number]>();
+  private readonly lockTimeouts: Counter;
   /** Lookup latency: per-bucket (not cumulative) counts, last slot is +Inf. */
   private readonly latency = new Array<number>(LATENCY_BUCKETS_US.length + 1).fill(0);
   private latencySumUs = 0;
@@ -79,6 +88,22 @@ export class ServiceMetrics {
     this.requests = new Counter({ name: 'ivtd_lookup_requests_total', help: 'Requests on the pre-bid port by HTTP status (health checks excluded).', labelNames: ['status'], registers: [r] });
     this.bands = new Counter({ name: 'ivtd_lookups_total', help: 'Answered lookups by botRisk band.', labelNames: ['band'], registers: [r] });
     this.overflowed = new Counter({ name: 'ivtd_lookup_overflow_transactions_total', help: 'Transactions whose free-text dimensions were folded into __overflow__ (too many distinct tuples).', registers: [r] });
+    this.cacheLookups = new Counter({ name: 'ivtd_verdict_cache_lookups_total', help: 'Shared UA and IP verdict cache lookups by result (a miss parses the UA or reads the IP databases).', labelNames: ['cache', 'result'], registers: [r] });
+    this.lockTimeouts = new Counter({ name: 'ivtd_shared_lock_timeouts_total', help: 'Shared-table updates that went ahead after waiting the spin limit for a bucket lock (should stay near 0).', registers: [r] });
+    register(r, 'ivtd_lookup_thread_heap_bytes', 'V8 heap of each lookup thread (state used or reserved), reported once a second.', 'gauge', () =>
+      [...this.threadHeaps].flatMap(([thread, [used, total]]) => [
+        { value: used, labels: { thread: String(thread), state: 'used' } },
+        { value: total, labels: { thread: String(thread), state: 'reserved' } },
+      ]),
+    );
+    register(r, 'ivtd_memory_budget_bytes', 'The memory budget (--memory-budget) by part: fixed at start, whatever the traffic.', 'gauge', () => {
+      const m = sources.memory?.();
+      return m ? Object.entries(m.parts).map(([part, value]) => ({ value, labels: { part } })) : [];
+    });
+    register(r, 'ivtd_shared_table_occupancy_ratio', 'Share of the slots of each shared table in use (history and verdict caches; sampled).', 'gauge', () => {
+      const m = sources.memory?.();
+      return m ? Object.entries(m.occupancy).map(([table, value]) => ({ value, labels: { table } })) : [];
+    });
 
     const bucketSamples = (name: string, boundsSec: readonly number[], counts: readonly number[], sum: number): Sample[] => {
       const out: Sample[] = [];
@@ -100,6 +125,10 @@ export class ServiceMetrics {
     );
 
     register(r, 'ivtd_lookup_threads', 'Lookup worker threads (--threads).', 'gauge', () => [{ value: sources.threads }]);
+    register(r, 'ivtd_lookup_threads_live', 'Lookup threads listening now (below ivtd_lookup_threads while a failed one is being replaced).', 'gauge', () => [
+      { value: sources.liveThreads?.() ?? sources.threads },
+    ]);
+    register(r, 'ivtd_lookup_thread_restarts_total', 'Lookup threads started to replace one that failed.', 'counter', () => [{ value: sources.threadRestarts?.() ?? 0 }]);
     register(r, 'ivtd_prebid_keys_loaded', 'Pre-bid API keys the lookup threads accept.', 'gauge', () => [{ value: sources.keysLoaded() }]);
 
     const info = versionInfo();
@@ -151,6 +180,12 @@ export class ServiceMetrics {
     for (let i = 0; i < this.latency.length; i++) this.latency[i]! += stats.latency[i] ?? 0;
     this.latencySumUs += stats.latencySumUs;
     if (stats.overflowed > 0) this.overflowed.inc(stats.overflowed);
+    this.cacheLookups.inc({ cache: 'ua', result: 'hit' }, stats.uaHits);
+    this.cacheLookups.inc({ cache: 'ua', result: 'miss' }, stats.uaMisses);
+    this.cacheLookups.inc({ cache: 'ip', result: 'hit' }, stats.ipHits);
+    this.cacheLookups.inc({ cache: 'ip', result: 'miss' }, stats.ipMisses);
+    if (stats.contended > 0) this.lockTimeouts.inc(stats.contended);
+    if (stats.heapTotal > 0) this.threadHeaps.set(stats.thread, [stats.heapUsed, stats.heapTotal]);
   }
 
   /** Hook for the reporting engine: one call per query. */

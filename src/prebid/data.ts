@@ -1,14 +1,23 @@
 // Builds the in-memory lookup structures from a data bundle. Runs on the main thread
 // first (so a bad file is refused before any lookup thread sees it) and then on each
-// lookup thread, which owns its copy.
+// lookup thread. The file bytes are SharedArrayBuffers: the ASN table and the MaxMind
+// readers are views on them, so every thread reads the same bytes; only the small lists
+// are parsed per thread.
 import type { DataBundle, DataFile } from '../data/bundle.ts';
 import { IfaList } from '../signals/ifa.ts';
-import { loadIpIntel } from '../signals/ip.ts';
-import { SellersRegistry } from '../signals/schain.ts';
-import { UaAnalyzer } from '../signals/ua.ts';
-import type { LookupData } from './lookup.ts';
+import { loadIpIntel, type IpIntel } from '../signals/ip-intel.ts';
+import { SellersRegistry } from '../signals/sellers.ts';
 
 const text = (f: DataFile): string => Buffer.from(f.bytes.buffer, f.bytes.byteOffset, f.bytes.byteLength).toString('utf8');
+
+/** Everything a lookup reads that comes from data files; swapped whole on reload. */
+export interface LookupData {
+  ip: IpIntel;
+  sellers: SellersRegistry;
+  badIfas: IfaList;
+  /** Which load this is (the main thread numbers them); shared caches key on it. */
+  generation: number;
+}
 
 export interface BuiltData {
   data: LookupData;
@@ -27,7 +36,7 @@ function step<T>(file: DataFile | null, fn: () => T): T {
 }
 
 /** Throws DataBuildError naming the file when a file is unusable. */
-export function buildLookupData(b: DataBundle, ua?: UaAnalyzer): BuiltData {
+export function buildLookupData(b: DataBundle, generation: number): BuiltData {
   const warnings: string[] = [];
   const ip = step(b.asnBin ?? b.asnMmdb ?? b.countryMmdb, () =>
     loadIpIntel({
@@ -41,7 +50,14 @@ export function buildLookupData(b: DataBundle, ua?: UaAnalyzer): BuiltData {
     }),
   );
   const badIfas = step(b.badIfas, () => IfaList.parse(text(b.badIfas), b.badIfas.source));
-  const { registry, errors } = SellersRegistry.fromFiles(b.sellers.map((f) => ({ name: f.name, text: text(f) })));
-  for (const e of errors) warnings.push(`sellers: ${e}`);
-  return { data: { ip, ua: ua ?? new UaAnalyzer(), sellers: registry, badIfas }, warnings };
+  let registry: SellersRegistry;
+  if (b.sellersIndex !== undefined) {
+    // A lookup thread: the main thread parsed the files and compiled the index once.
+    registry = SellersRegistry.fromIndex(b.sellersIndex);
+  } else {
+    const parsed = SellersRegistry.fromFiles(b.sellers.map((f) => ({ name: f.name, text: text(f) })));
+    registry = parsed.registry;
+    for (const e of parsed.errors) warnings.push(`sellers: ${e}`);
+  }
+  return { data: { ip, sellers: registry, badIfas, generation }, warnings };
 }

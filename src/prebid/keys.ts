@@ -1,9 +1,12 @@
 // Pre-bid API keys as the lookup thread sees them: partner → hashed keys, pushed by the
-// main thread whenever keys change. Verified raw keys are memoised so the steady state
-// costs one Map lookup instead of a SHA-256 per request.
+// main thread whenever the live set changes. Verified raw keys are memoised so the steady
+// state costs one Map lookup instead of a SHA-256 per request; the memo is bounded (its
+// size comes from the memory budget) and holds copies, never slices of a request.
 import { hashKey } from '../store/secrets.ts';
+import { ownString } from '../reporting/tuple.ts';
 
-export interface KeyRecord {
+/** A key that works now or until its grace period ends, as the store lists it. */
+export interface LiveKey {
   customer_id: string;
   partner_id: string;
   key_hash: string; // sha256 hex of the key
@@ -16,14 +19,16 @@ interface Entry {
   expiresAt: number; // ms, Infinity for current keys
 }
 
-const MEMO_MAX = 4096;
+/** Longest key looked up: anything longer cannot be a key we issued. */
+export const MAX_KEY_LENGTH = 256;
 
 export class KeyTable {
   private byHash = new Map<string, Entry>();
   private memo = new Map<string, Entry>();
-  loaded = false;
 
-  replace(records: KeyRecord[]): void {
+  constructor(private readonly memoMax = 4096) {}
+
+  replace(records: readonly LiveKey[]): void {
     const next = new Map<string, Entry>();
     for (const r of records) {
       next.set(r.key_hash, {
@@ -34,19 +39,18 @@ export class KeyTable {
     }
     this.byHash = next;
     this.memo = new Map();
-    this.loaded = true;
   }
 
   /** The customer id when `key` is a live key of `partnerId`, else null. */
   authorize(partnerId: string, key: string, now: number): string | null {
     let e = this.memo.get(key);
     if (e === undefined) {
-      if (key.length > 256) return null;
+      if (key.length > MAX_KEY_LENGTH) return null;
       e = this.byHash.get(hashKey(key));
       if (e === undefined) return null;
       // Only live keys are memoised; the memo is bounded and reset when full.
-      if (this.memo.size >= MEMO_MAX) this.memo.clear();
-      this.memo.set(key, e);
+      if (this.memo.size >= this.memoMax) this.memo.clear();
+      this.memo.set(ownString(key), e);
     }
     if (e.partnerId !== partnerId || e.expiresAt <= now) return null;
     return e.customerId;

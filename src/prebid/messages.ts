@@ -1,26 +1,46 @@
 // Messages between the main thread and the lookup threads.
 import type { DataBundle } from '../data/bundle.ts';
-import type { CountRow } from './counts.ts';
-import type { KeyRecord } from './keys.ts';
+import type { LookupMemory } from '../memory/budget.ts';
+import type { CountRow } from '../reporting/tuple.ts';
+import type { NewTuple } from '../reporting/tuple-dictionary.ts';
+import type { BotIpRow } from '../fleet/bot-ips.ts';
+import type { LiveKey } from './keys.ts';
 
 export interface LookupWorkerInit {
   index: number;
   host: string;
   port: number;
-  keys: KeyRecord[];
-  maxTuples: number;
+  keys: LiveKey[];
+  /** The process's shared tables (history, caches) and this thread's share of the budget. */
+  memory: LookupMemory;
+  /** A fleet host: keep and report this thread's bot-heavy IPs. */
+  trackBotIps?: boolean;
   /** Milliseconds between count flushes to the main thread. */
   countsIntervalMs: number;
 }
 
 /** Per-thread lookup statistics since the last report (for /metrics). */
 export interface LookupStats {
+  /** The lookup thread these figures come from. */
+  thread: number;
   byStatus: Record<string, number>;
   byBand: Record<string, number>;
   /** Latency histogram bucket counts, bounds in LATENCY_BUCKETS_US. */
   latency: number[];
   latencySumUs: number;
   overflowed: number;
+  /** Shared-cache hits and misses of this thread (UA and IP verdicts). */
+  uaHits: number;
+  uaMisses: number;
+  ipHits: number;
+  ipMisses: number;
+  /** Times a shared-table lock was not acquired within its spin limit. */
+  contended: number;
+  /** Message of the last request that failed with 500 in this interval ('' if none). */
+  lastError: string;
+  /** This thread's V8 heap at the end of the interval: used and reserved bytes. */
+  heapUsed: number;
+  heapTotal: number;
 }
 
 /** Upper bounds (µs) of the lookup latency histogram buckets; a last bucket is +Inf. */
@@ -28,13 +48,18 @@ export const LATENCY_BUCKETS_US = [10, 25, 50, 100, 250, 500, 1000, 2500, 10000]
 
 export type ToWorker =
   | { type: 'data'; id: number; bundle: DataBundle }
-  | { type: 'keys'; keys: KeyRecord[] }
-  | { type: 'stop' };
+  | { type: 'keys'; keys: LiveKey[] }
+  | { type: 'stop' }
+  /** Fault injection (tests of the supervision): the thread fails as an uncaught bug would. */
+  | { type: 'crash' };
 
 export type FromWorker =
   | { type: 'listening'; index: number; port: number }
   | { type: 'listen-failed'; index: number; message: string }
   | { type: 'data-ok'; index: number; id: number }
   | { type: 'data-failed'; index: number; id: number; message: string }
-  | { type: 'counts'; index: number; rows: CountRow[]; stats: LookupStats }
-  | { type: 'stopped'; index: number; rows: CountRow[]; stats: LookupStats };
+  /** Once a second: tuples this thread added to the shared counts, its own rows (shared table full), figures. */
+  | { type: 'counts'; index: number; announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; stats: LookupStats }
+  | { type: 'stopped'; index: number; announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; stats: LookupStats }
+  /** The thread hit an error nothing caught, closed its sockets and is ending. */
+  | { type: 'fatal'; index: number; message: string };

@@ -1,6 +1,7 @@
 // One-pass scanner for the raw lookup query string (spec 4.4 rules 2-4). It reads the
 // still-encoded text once, rejects what the contract forbids, and decodes only the values
 // of known parameters into a reused slot array. No URLSearchParams, no per-parameter objects.
+import { isHexDigit, percentDecode } from '../http/percent.ts';
 import { PARAM_COUNT, PARAM_NAMES, paramIndex } from './params.ts';
 
 export interface ScanError {
@@ -10,14 +11,11 @@ export interface ScanError {
 
 const AMP = 0x26, EQ = 0x3d, PCT = 0x25, PLUS = 0x2b, HASH = 0x23, AT = 0x40, SEMI = 0x3b;
 
-function isHex(c: number): boolean {
-  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
-}
-
 /**
- * Scans `query` into `out` (length PARAM_COUNT; cleared here). Returns null on success or
- * the first contract violation. Values keep their raw form in `raw` for checks that are
- * about encoding (e.g. schain decoding).
+ * One scanner per lookup thread. `scan(query)` fills `values` (decoded) and `raw` (as sent)
+ * by parameter slot (params.ts), both cleared first, and returns null on success or the
+ * first contract violation. `raw` serves checks that are about encoding (schain decoding).
+ * Both hold the current request's strings only until the next scan.
  */
 export class QueryScanner {
   readonly values: (string | undefined)[] = new Array(PARAM_COUNT).fill(undefined);
@@ -70,7 +68,7 @@ export class QueryScanner {
       for (let i = eq + 1; i < end; i++) {
         const c = q.charCodeAt(i);
         if (c === PCT) {
-          if (i + 2 >= end || !isHex(q.charCodeAt(i + 1)) || !isHex(q.charCodeAt(i + 2))) {
+          if (i + 2 >= end || !isHexDigit(q.charCodeAt(i + 1)) || !isHexDigit(q.charCodeAt(i + 2))) {
             return { code: 'bad_encoding', message: `Parameter ${clip(rawName)} has broken percent-encoding.` };
           }
           needsDecode = true;
@@ -97,11 +95,11 @@ export class QueryScanner {
       this.values[idx] = rawValue;
       return null;
     }
-    try {
-      this.values[idx] = decodeURIComponent(rawValue.indexOf('+') === -1 ? rawValue : rawValue.replace(/\+/g, ' '));
-    } catch {
+    const decoded = percentDecode(rawValue.indexOf('+') === -1 ? rawValue : rawValue.replace(/\+/g, ' '));
+    if (decoded === null) {
       return { code: 'bad_encoding', message: `Parameter ${PARAM_NAMES[idx]} is not valid percent-encoded UTF-8.` };
     }
+    this.values[idx] = decoded;
     return null;
   }
 }

@@ -1,6 +1,7 @@
 // Turns scanned parameter values into a typed lookup request, enforcing the types and
 // conditional rules of spec 4.4. Pure and synchronous; reuses one request object.
 import { CTV_DEVICE_TYPES, RENDERED_AD_TYPES } from '../enums.ts';
+import { isUuid } from '../uuid.ts';
 import { P, PARAM_NAMES, REQUIRED } from './params.ts';
 
 export interface LookupRequest {
@@ -47,7 +48,6 @@ export interface ValidationError {
   message: string;
 }
 
-const UUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const DIM_RE = /^[1-9]\d{0,4}x[1-9]\d{0,4}$/;
 const GEO_RE = /^[A-Za-z]{2}$/;
 
@@ -76,7 +76,7 @@ export function validateAuth(v: (string | undefined)[], out: LookupRequest): Val
   if (!k) return { status: 401, code: 'unauthorized', message: 'Missing API key: pass the pre-bid key as query parameter k.' };
   const p = v[P.p];
   if (!p) return missing('p');
-  if (!UUID_RE.test(p)) return invalid('p', 'the partner ID must be a UUID');
+  if (!isUuid(p)) return invalid('p', 'the partner ID must be a UUID');
   out.key = k;
   out.partnerId = p.toLowerCase();
   return null;

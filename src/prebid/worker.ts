@@ -1,11 +1,17 @@
-// A lookup thread: its own uWebSockets.js app on the shared pre-bid port, its own copy
-// of the lookup data, history and counters. Nothing here waits on I/O or logs per request.
+// A lookup thread: its own uWebSockets.js app on the shared pre-bid port. History and the
+// verdict caches are the process's shared tables (init.memory); the data files' bytes are
+// shared too. Nothing here waits on I/O or logs per request.
 import uWS from 'uWebSockets.js';
 import type { MessagePort } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
+import { getHeapStatistics } from 'node:v8';
 import { STATUS_TEXT } from '../errors.ts';
+import { fromMainThread } from '../data/bundle.ts';
 import { buildLookupData } from './data.ts';
-import { LookupEngine } from './lookup.ts';
+import { LookupEngine } from './pipeline.ts';
+import type { CountRow } from '../reporting/tuple.ts';
+import type { NewTuple } from '../reporting/tuple-dictionary.ts';
+import type { BotIpRow } from '../fleet/bot-ips.ts';
 import { LATENCY_BUCKETS_US, type FromWorker, type LookupStats, type LookupWorkerInit, type ToWorker } from './messages.ts';
 
 export const LOOKUP_PATH = '/api/v1/ivt/lookup';
@@ -15,8 +21,18 @@ export const MAX_REQUEST_BYTES = 8192;
 
 const JSON_TYPE = 'application/json';
 
-function emptyStats(): LookupStats {
-  return { byStatus: {}, byBand: {}, latency: new Array(LATENCY_BUCKETS_US.length + 1).fill(0), latencySumUs: 0, overflowed: 0 };
+function emptyStats(thread: number): LookupStats {
+  return {
+    thread, byStatus: {}, byBand: {}, latency: new Array(LATENCY_BUCKETS_US.length + 1).fill(0), latencySumUs: 0, overflowed: 0,
+    uaHits: 0, uaMisses: 0, ipHits: 0, ipMisses: 0, contended: 0, lastError: '', heapUsed: 0, heapTotal: 0,
+  };
+}
+
+/** Cumulative counters of an engine whose per-interval deltas go into the stats. */
+function cumulative(e: LookupEngine | null): number[] {
+  if (e === null) return [0, 0, 0, 0, 0, 0];
+  const s = e.sources;
+  return [e.counts.folded + e.counts.local.folded, s.uaCache.hits, s.uaCache.misses, s.ipCache.hits, s.ipCache.misses, s.history.contended + e.counts.shared.contended];
 }
 
 export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void {
@@ -24,8 +40,9 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   // Null until the first data message: the port is open but lookups and health answer 503.
   let engine: LookupEngine | null = null;
   let keys = init.keys;
-  let stats = emptyStats();
+  let stats = emptyStats(init.index);
   let draining = false;
+  let lastError = '';
   let listenSocket: uWS.us_listen_socket | null = null;
 
   // While draining, every response closes its connection so the thread can exit once
@@ -45,7 +62,8 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     const method = req.getMethod();
     const url = req.getUrl();
     const query = req.getQuery() ?? '';
-    let size = method.length + url.length + query.length + 12; // "GET " + "?" + " HTTP/1.1\r\n"
+    // As sent: "GET /path?query HTTP/1.1\r\n", each header "name: value\r\n", then "\r\n".
+    let size = method.length + 1 + url.length + (query.length > 0 ? 1 + query.length : 0) + 11 + 2;
     req.forEach((k, v) => {
       size += k.length + v.length + 4;
     });
@@ -64,10 +82,17 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
         status = 503;
         fail(res, 503, 'unavailable', 'Lookup data is still loading; retry in a moment.');
       } else {
-        const out = engine.lookup(query, Date.now());
-        status = out.status;
-        if (out.band !== '') stats.byBand[out.band] = (stats.byBand[out.band] ?? 0) + 1;
-        reply(res, out.status, out.body);
+        try {
+          const out = engine.lookup(query, Date.now());
+          status = out.status;
+          if (out.band !== '') stats.byBand[out.band] = (stats.byBand[out.band] ?? 0) + 1;
+          reply(res, out.status, out.body);
+        } catch (e) {
+          // A bug must cost one answer, not the thread (and with it the process: see fatal()).
+          status = 500;
+          lastError = (e as Error).message;
+          fail(res, 500, 'internal', 'The lookup failed on an internal error; it has been counted. Retry, and report it if it persists.');
+        }
       }
     } else if (url === HEALTH_PATH) {
       status = draining || engine === null ? 503 : 200;
@@ -88,33 +113,72 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     stats.latencySumUs += us;
   });
 
-  let overflowReported = 0;
-  const flush = (): { rows: ReturnType<LookupEngine['counts']['drain']>; stats: LookupStats } => {
+  let reported = cumulative(null);
+  const flush = (): { announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; stats: LookupStats } => {
     const s = stats;
-    // Stats are deltas since the last report; the counter's own total is cumulative.
-    const overflowed = engine?.counts.overflowed ?? 0;
-    s.overflowed = overflowed - overflowReported;
-    overflowReported = overflowed;
-    stats = emptyStats();
-    return { rows: engine?.counts.drain() ?? [], stats: s };
+    // Stats are deltas since the last report; the engine's counters are cumulative.
+    const now = cumulative(engine);
+    const d = now.map((v, i) => v - reported[i]!);
+    [s.overflowed, s.uaHits, s.uaMisses, s.ipHits, s.ipMisses, s.contended] = d as [number, number, number, number, number, number];
+    reported = now;
+    s.lastError = lastError;
+    lastError = '';
+    const heap = getHeapStatistics();
+    s.heapUsed = heap.used_heap_size;
+    s.heapTotal = heap.total_heap_size;
+    stats = emptyStats(init.index);
+    const { announced, rows } = engine?.counts.take() ?? { announced: [], rows: [] };
+    return { announced, rows, botIps: engine?.botIps?.take() ?? [], stats: s };
   };
   const timer = setInterval(() => {
-    const { rows, stats: s } = flush();
-    post({ type: 'counts', index: init.index, rows, stats: s });
+    post({ type: 'counts', index: init.index, ...flush() });
   }, init.countsIntervalMs);
 
+  /**
+   * An error nothing caught. A thread that ends while it holds uWS sockets aborts the whole
+   * process, so close them all first, tell the main thread (which starts a new thread), then
+   * end this one.
+   */
+  let dying = false;
+  const fatal = (err: unknown) => {
+    if (dying) return;
+    dying = true;
+    draining = true;
+    clearInterval(timer);
+    try {
+      // The counts of this last second still reach reporting.
+      post({ type: 'counts', index: init.index, ...flush() });
+      post({ type: 'fatal', index: init.index, message: err instanceof Error ? `${err.message}` : String(err) });
+      if (listenSocket) uWS.us_listen_socket_close(listenSocket);
+      listenSocket = null;
+      (app as unknown as { close(): void }).close();
+    } finally {
+      setImmediate(() => process.exit(1));
+    }
+  };
+  process.on('uncaughtException', fatal);
+  process.on('unhandledRejection', fatal);
+
   port.on('message', (m: ToWorker) => {
+    if (m.type === 'crash') {
+      // Fault injection for the supervision test: fail the way a bug would, outside a request.
+      setImmediate(() => {
+        throw new Error('crash requested by the main thread');
+      });
+      return;
+    }
     if (m.type === 'keys') {
       keys = m.keys;
       engine?.keys.replace(keys);
     } else if (m.type === 'data') {
       try {
         // Built aside, then swapped in one assignment: lookups never see half-loaded data.
+        const data = buildLookupData(fromMainThread(m.bundle), m.id).data;
         if (engine === null) {
-          engine = new LookupEngine(buildLookupData(m.bundle).data, { maxTuples: init.maxTuples });
+          engine = new LookupEngine(data, init.memory, { trackBotIps: init.trackBotIps === true });
           engine.keys.replace(keys);
         } else {
-          engine.data = buildLookupData(m.bundle, engine.data.ua).data;
+          engine.data = data;
         }
         post({ type: 'data-ok', index: init.index, id: m.id });
       } catch (e) {
@@ -129,8 +193,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       // whole process. TemplatedApp.close() exists in v20.30 but is missing from its typings.
       (app as unknown as { close(): void }).close();
       clearInterval(timer);
-      const { rows, stats: s } = flush();
-      post({ type: 'stopped', index: init.index, rows, stats: s });
+      post({ type: 'stopped', index: init.index, ...flush() });
       // Nothing else to receive: let the thread end when its last socket closes.
       port.unref();
     }

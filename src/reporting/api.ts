@@ -3,9 +3,10 @@
 // ReportEngine for the authenticated customer only.
 import { HttpError } from '../errors.ts';
 import { Router, listen, sendJson, type Ctx, type Listener } from '../http/router.ts';
+import { tooManyRequests } from '../http/throttle.ts';
 import { log } from '../log.ts';
 import type { Store } from '../store/db.ts';
-import { verifyReportingKey } from '../store/customers.ts';
+import { verifyReportingKey } from '../store/api-keys.ts';
 import type { ReportEngine } from './engine.ts';
 import { RateLimiter } from './rate-limit.ts';
 
@@ -21,7 +22,7 @@ export interface SessionCheck {
 }
 
 function tooMany(seconds: number, what: string): HttpError {
-  return new HttpError('rate_limited', `Too many ${what}; retry in ${seconds} s.`, 429, { 'Retry-After': String(seconds) });
+  return tooManyRequests(`Too many ${what}; retry in ${seconds} s.`, seconds);
 }
 
 function unauthorized(): HttpError {

@@ -1,6 +1,7 @@
 // The one query engine behind the reporting API and the dashboard: a checked ReportQuery
-// becomes one parameterised GROUP BY over the customer's rollups. Identifiers in the SQL
-// come only from the dimension enums; every value is a bound parameter.
+// becomes one GROUP BY over the customer's rollups, run by a ReportSource: the embedded
+// DuckDB here (parameterised; identifiers only from the dimension enums), or ClickHouse
+// for a fleet (src/fleet/reports.ts). Queueing, timing and the response shape are shared.
 import { timestampValue, type DuckDBValue } from '@duckdb/node-api';
 import type { Dimension } from '../enums.ts';
 import type { Store } from '../store/db.ts';
@@ -45,6 +46,21 @@ export interface ReportEngineOptions {
 /** Observers of each report's execution time in seconds (queueing excluded), e.g. /metrics. */
 export type QueryObserver = (seconds: number) => void;
 
+/**
+ * Rows of one report as a store returns them: each grouped dimension under its name (date
+ * as a Date or 'YYYY-MM-DD'), the sums as `total`, `givt`, `sivt`; and the number of
+ * groups before limit/offset.
+ */
+export interface SourceRows {
+  rows: Record<string, unknown>[];
+  totalRows: number;
+}
+
+/** Where reports are computed: one method, one customer, one checked query. */
+export interface ReportSource {
+  fetch(customerId: string, q: ReportQuery): Promise<SourceRows>;
+}
+
 interface Built {
   sql: string;
   params: DuckDBValue[];
@@ -52,7 +68,7 @@ interface Built {
 
 /** Output value of a grouped dimension: date as YYYY-MM-DD, numbers for hour/adt/dvt. */
 function dimensionValue(d: Dimension, v: unknown): string | number {
-  if (d === 'date') return formatDate((v as Date).getTime());
+  if (d === 'date') return v instanceof Date ? formatDate(v.getTime()) : String(v);
   if (typeof v === 'bigint') return Number(v);
   return v as string | number;
 }
@@ -60,13 +76,16 @@ function dimensionValue(d: Dimension, v: unknown): string | number {
 export class ReportEngine {
   private readonly now: () => number;
   private readonly gate: ConcurrencyGate;
+  private readonly source: ReportSource;
 
+  /** `from`: the DuckDB store (rollup tables of migration 20) or another ReportSource. */
   constructor(
-    private readonly store: Store,
+    from: Store | ReportSource,
     private readonly opts: ReportEngineOptions,
   ) {
     this.now = opts.now ?? Date.now;
     this.gate = new ConcurrencyGate(opts.maxConcurrent ?? 1, opts.maxQueued ?? 64);
+    this.source = 'fetch' in from ? from : new DuckDbReportSource(from, opts.useDailyRollups);
   }
 
   /** Checks the parameters (HttpError 400/422) and runs the report for one customer. */
@@ -92,20 +111,7 @@ export class ReportEngine {
   }
 
   private async executeTimed(customerId: string, q: ReportQuery): Promise<Report> {
-    const { sql, params } = this.build(customerId, q);
-    // A connection of its own: a report never queues behind the writer's transaction.
-    const conn = await this.store.connection();
-    let raw: Record<string, unknown>[];
-    let totalRows: number;
-    try {
-      raw = await conn.all(sql, params);
-      if (q.groupBy.length === 0) totalRows = 1;
-      else if (raw.length > 0) totalRows = Number(raw[0]!.total_rows);
-      else if (q.offset === 0) totalRows = 0;
-      else totalRows = await this.countGroups(conn, customerId, q);
-    } finally {
-      conn.close();
-    }
+    const { rows: raw, totalRows } = await this.source.fetch(customerId, q);
     const rows = raw.map((r) => this.toRow(q.groupBy, r));
     return {
       meta: {
@@ -118,6 +124,47 @@ export class ReportEngine {
       },
       rows,
     };
+  }
+
+  private toRow(groupBy: readonly Dimension[], r: Record<string, unknown>): ReportRow {
+    const dims: Partial<Record<Dimension, string | number>> = {};
+    for (const d of groupBy) dims[d] = dimensionValue(d, r[d]);
+    const total = Number(r.total ?? 0);
+    const givt = Number(r.givt ?? 0);
+    const sivt = Number(r.sivt ?? 0);
+    return {
+      ...dims,
+      total_transactions: total,
+      valid_transactions: total - givt - sivt,
+      invalid_transactions: givt + sivt,
+      sivt_transactions: sivt,
+      givt_transactions: givt,
+    };
+  }
+}
+
+/** Reports from the embedded DuckDB: one parameterised statement per report. */
+export class DuckDbReportSource implements ReportSource {
+  constructor(
+    private readonly store: Store,
+    private readonly useDailyRollups = true,
+  ) {}
+
+  async fetch(customerId: string, q: ReportQuery): Promise<SourceRows> {
+    const { sql, params } = this.build(customerId, q);
+    // A connection of its own: a report never queues behind the writer's transaction.
+    const conn = await this.store.connection();
+    try {
+      const rows = await conn.all(sql, params);
+      let totalRows: number;
+      if (q.groupBy.length === 0) totalRows = 1;
+      else if (rows.length > 0) totalRows = Number(rows[0]!.total_rows);
+      else if (q.offset === 0) totalRows = 0;
+      else totalRows = await this.countGroups(conn, customerId, q);
+      return { rows, totalRows };
+    } finally {
+      conn.close();
+    }
   }
 
   private where(customerId: string, q: ReportQuery, params: DuckDBValue[]): string {
@@ -139,7 +186,7 @@ export class ReportEngine {
   private build(customerId: string, q: ReportQuery): Built {
     const params: DuckDBValue[] = [];
     const where = this.where(customerId, q, params);
-    const table = tableFor(q.groupBy, this.opts.useDailyRollups);
+    const table = tableFor(q.groupBy, this.useDailyRollups);
     if (q.groupBy.length === 0) {
       // One total row (zeros when nothing matched); offset ≥ 1 pages past it.
       params.push(q.limit, q.offset);
@@ -163,23 +210,7 @@ export class ReportEngine {
     const params: DuckDBValue[] = [];
     const where = this.where(customerId, q, params);
     const keys = q.groupBy.map((d) => groupExpression(d)).join(', ');
-    const r = await conn.one<{ n: bigint }>(`SELECT count(*) AS n FROM (SELECT 1 FROM ${tableFor(q.groupBy, this.opts.useDailyRollups)} WHERE ${where} GROUP BY ${keys})`, params);
+    const r = await conn.one<{ n: bigint }>(`SELECT count(*) AS n FROM (SELECT 1 FROM ${tableFor(q.groupBy, this.useDailyRollups)} WHERE ${where} GROUP BY ${keys})`, params);
     return Number(r?.n ?? 0);
-  }
-
-  private toRow(groupBy: readonly Dimension[], r: Record<string, unknown>): ReportRow {
-    const dims: Partial<Record<Dimension, string | number>> = {};
-    for (const d of groupBy) dims[d] = dimensionValue(d, r[d]);
-    const total = Number(r.total ?? 0);
-    const givt = Number(r.givt ?? 0);
-    const sivt = Number(r.sivt ?? 0);
-    return {
-      ...dims,
-      total_transactions: total,
-      valid_transactions: total - givt - sivt,
-      invalid_transactions: givt + sivt,
-      sivt_transactions: sivt,
-      givt_transactions: givt,
-    };
   }
 }

@@ -1,7 +1,7 @@
 // Bounds how many reports run at once (each DuckDB query takes a core), so a burst of
 // reports queues instead of taking the lookup threads' CPU. Past `maxQueued` waiting,
 // a report is refused with 429 rather than queued without end.
-import { HttpError } from '../errors.ts';
+import { tooManyRequests } from '../http/throttle.ts';
 
 export class ConcurrencyGate {
   private active = 0;
@@ -16,7 +16,7 @@ export class ConcurrencyGate {
     if (this.active < this.limit) this.active++;
     else {
       if (this.waiting.length >= this.maxQueued) {
-        throw new HttpError('rate_limited', 'Reporting is busy with other reports; retry in a second.', 429, { 'Retry-After': '1' });
+        throw tooManyRequests('Reporting is busy with other reports; retry in a second.', 1);
       }
       // The finishing report hands its slot straight to the next in line.
       await new Promise<void>((resolve) => this.waiting.push(resolve));

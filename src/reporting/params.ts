@@ -4,7 +4,9 @@
 // of range (422: limit, offset, date order, retention, enumeration values).
 import { AD_TYPES, DEVICE_TYPES, DIMENSIONS, ENVIRONMENTS, FILTERS, type Dimension, type Filter } from '../enums.ts';
 import { HttpError } from '../errors.ts';
-import { DAY_MS, oldestKeptDayMs } from './retention.ts';
+import { DAY_MS } from '../time.ts';
+import { parseWholeNumber } from '../whole-number.ts';
+import { oldestKeptDayMs } from './retention.ts';
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 1000;
@@ -61,8 +63,9 @@ export function formatDate(ms: number): string {
 
 function wholeNumber(name: string, raw: string | null, fallback: number): number {
   if (raw === null) return fallback;
-  if (!/^-?\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw outOfRange(`${name} must be a whole number, got "${raw}".`);
-  return Number(raw);
+  const n = parseWholeNumber(raw);
+  if (n === undefined) throw outOfRange(`${name} must be a whole number, got "${raw}".`);
+  return n;
 }
 
 function filterValues(f: Filter, raw: string): Array<string | number> {

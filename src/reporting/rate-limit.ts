@@ -1,6 +1,6 @@
 // Token buckets per key (customer ID, client IP): `burst` requests at once, refilled at
-// `ratePerSecond`. Idle keys age out of a bounded LRU, where a fresh bucket is full anyway.
-import { LRUCache } from 'lru-cache';
+// `ratePerSecond`. Idle keys age out of the bounded table, where a fresh bucket is full anyway.
+import { ThrottleTable } from '../http/throttle.ts';
 
 interface Bucket {
   tokens: number;
@@ -8,27 +8,23 @@ interface Bucket {
 }
 
 export class RateLimiter {
-  private readonly buckets: LRUCache<string, Bucket>;
+  private readonly buckets: ThrottleTable<Bucket>;
 
   constructor(
     readonly ratePerSecond: number,
     readonly burst: number,
     maxKeys = 10_000,
-    private readonly now: () => number = Date.now,
+    now: () => number = Date.now,
   ) {
-    this.buckets = new LRUCache({ max: maxKeys });
+    this.buckets = new ThrottleTable(maxKeys, now);
   }
 
   private refill(key: string): Bucket {
-    const t = this.now();
-    const b = this.buckets.get(key);
-    if (!b) {
-      const fresh = { tokens: this.burst, atMs: t };
-      this.buckets.set(key, fresh);
-      return fresh;
-    }
+    const t = this.buckets.now();
+    const b = this.buckets.get(key) ?? { tokens: this.burst, atMs: t };
     b.tokens = Math.min(this.burst, b.tokens + ((t - b.atMs) / 1000) * this.ratePerSecond);
     b.atMs = t;
+    this.buckets.set(key, b);
     return b;
   }
 

@@ -4,13 +4,30 @@ import { availableParallelism } from 'node:os';
 import type { Config } from '../config.ts';
 import type { Listener } from '../http/router.ts';
 import type { Store } from '../store/db.ts';
+import type { FlushStats } from '../ops/metrics.ts';
 import { startReportingApi } from './api.ts';
-import { ReportEngine } from './engine.ts';
+import { ReportEngine, type ReportSource } from './engine.ts';
 import { RateLimiter } from './rate-limit.ts';
+import type { CountRow } from './tuple.ts';
 import { RollupWriter } from './writer.ts';
 
+/** The count sink and its flushes: RollupWriter (DuckDB) or the fleet's spool writer. */
+export interface CountWriter {
+  /** The rows become the writer's (it may keep them as they are). */
+  add(rows: CountRow[]): void;
+  flush(): Promise<void>;
+  close(): Promise<void>;
+  stats(): FlushStats;
+}
+
+/** Where counts and reports go instead of DuckDB (fleet mode, src/fleet). */
+export interface ReportingBackend {
+  writer: CountWriter;
+  source: ReportSource;
+}
+
 export interface Reporting {
-  writer: RollupWriter;
+  writer: CountWriter;
   engine: ReportEngine;
   limiter: RateLimiter;
   /** Starts the Basic-auth listener on config.reportingPort. */
@@ -25,16 +42,29 @@ export function storeThreads(lookupThreads: number, cores = availableParallelism
   return Math.max(1, cores - lookupThreads - 1);
 }
 
-export async function openReporting(config: Config, store: Store): Promise<Reporting> {
-  // A global DuckDB setting: it bounds every query of this instance. A query uses the
+export async function openReporting(
+  config: Config,
+  store: Store,
+  opts: { pendingBytes: number; storeBytes: number; tupleSeed: number; source?: () => CountRow[]; backend?: ReportingBackend | undefined },
+): Promise<Reporting> {
+  // Global DuckDB settings: they bound every query of this instance. A query uses the
   // shared pool plus its calling thread, so reports also run one at a time (the engine's
   // default) to stay within these cores.
   await store.run(`SET threads = ${storeThreads(config.threads)}`);
-  const writer = await RollupWriter.open(store, {
-    flushIntervalMs: config.flushInterval * 1000,
-    retentionDays: config.retentionDays,
-  });
-  const engine = new ReportEngine(store, { retentionDays: config.retentionDays });
+  // DuckDB's default is 80 % of the machine's RAM; it is part of the memory budget here.
+  await store.run(`SET memory_limit = '${Math.floor(opts.storeBytes / 1048576)}MB'`);
+  // Rollup rows have no order to keep; DuckDB then buffers less while inserting.
+  await store.run('SET preserve_insertion_order = false');
+  const writer =
+    opts.backend?.writer ??
+    (await RollupWriter.open(store, {
+      flushIntervalMs: config.flushInterval * 1000,
+      retentionDays: config.retentionDays,
+      maxPendingBytes: opts.pendingBytes,
+      tupleSeed: opts.tupleSeed,
+      ...(opts.source ? { source: opts.source } : {}),
+    }));
+  const engine = new ReportEngine(opts.backend?.source ?? store, { retentionDays: config.retentionDays });
   const limiter = new RateLimiter(config.reportRate, config.reportBurst);
   return {
     writer,

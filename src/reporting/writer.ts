@@ -7,16 +7,21 @@
 import { timestampValue } from '@duckdb/node-api';
 import { TUPLE_DIMENSIONS } from '../enums.ts';
 import { log } from '../log.ts';
-import type { CountRow } from '../prebid/counts.ts';
-import type { Queryable, Store } from '../store/db.ts';
+import { inTransaction, type Queryable, type Store } from '../store/db.ts';
 import { INTEGER_DIMENSIONS, KEY_COLUMNS_SQL, ROLLUP_COLUMNS, ROLLUP_TABLES, SUMS_SQL, columnType, type Granularity } from './columns.ts';
-import { PendingCounts } from './pending.ts';
-import { DAY_MS, oldestKeptDayMs } from './retention.ts';
+import { TupleCounts, type CountRow } from './tuple.ts';
+import { DAY_MS, HOUR_MS, MINUTE_MS, dayStart, hourStart } from '../time.ts';
+import { oldestKeptDayMs } from './retention.ts';
 
-const HOUR_MS = 3_600_000;
-/** Rows per staged chunk (bounds the JSON building between awaits); one transaction per flush. */
-const CHUNK_ROWS = 5_000;
+/**
+ * Rows per chunk, each chunk its own transaction (its hourly and daily rows together): a
+ * commit then needs little of DuckDB's memory limit, and the JSON built between awaits
+ * stays small.
+ */
+const CHUNK_ROWS = 2_000;
 const CLOSE_ATTEMPTS = 3;
+/** Pending-count bytes when no memory plan sets them (tests, tools). */
+const DEFAULT_PENDING_BYTES = 64 << 20;
 
 export interface RollupWriterOptions {
   /** Milliseconds between flushes (config.flushInterval × 1000). */
@@ -24,8 +29,12 @@ export interface RollupWriterOptions {
   retentionDays: number;
   /** Milliseconds between compaction passes over the hours written since the last one. */
   compactIntervalMs?: number;
-  /** Cap on distinct pending tuples before folding into the overflow value. */
-  maxPendingTuples?: number;
+  /** Bytes the pending counts may take before new tuples fold into the overflow value. */
+  maxPendingBytes?: number;
+  /** The process's tuple hash seed (LookupMemory.counts.seed), so folded ids agree with the threads'. */
+  tupleSeed?: number;
+  /** Rows to write at each flush besides those added: the shared counts, drained (tuple-dictionary.ts). */
+  source?: () => CountRow[];
   /** Clock, for tests of retention. */
   now?: () => number;
 }
@@ -59,8 +68,9 @@ function batchJson(rows: readonly CountRow[]): string {
   for (const r of rows) {
     cols.c!.push(r.customerId);
     cols.h!.push(r.hour * 1000);
+    const dims = r.dims; // once: drained rows split their values on each read
     for (let i = 0; i < dimCols.length; i++) {
-      const v = r.dims[i] ?? '';
+      const v = dims[i] ?? '';
       dimCols[i]!.push(numeric[i] ? Number(v) || 0 : v);
     }
     cols.t!.push(r.total);
@@ -85,7 +95,7 @@ export interface WriterStats {
 }
 
 export class RollupWriter {
-  private readonly pending: PendingCounts;
+  private readonly pending: TupleCounts;
   private readonly now: () => number;
   /** Periods (start ms) per granularity that received rows since their last compaction. */
   private readonly touched: Record<Granularity, Set<number>> = { hour: new Set(), day: new Set() };
@@ -99,7 +109,7 @@ export class RollupWriter {
     private readonly conn: Queryable & { close(): void },
     private readonly opts: RollupWriterOptions,
   ) {
-    this.pending = new PendingCounts(opts.maxPendingTuples);
+    this.pending = new TupleCounts(opts.maxPendingBytes ?? DEFAULT_PENDING_BYTES, { seed: opts.tupleSeed ?? 0 });
     this.now = opts.now ?? Date.now;
   }
 
@@ -110,7 +120,7 @@ export class RollupWriter {
     w.touch(w.now() - HOUR_MS);
     w.touch(w.now());
     w.every(opts.flushIntervalMs, () => w.flush());
-    w.every(opts.compactIntervalMs ?? 10 * 60_000, () => w.compact());
+    w.every(opts.compactIntervalMs ?? 10 * MINUTE_MS, () => w.compact());
     w.every(DAY_MS, () => w.enforceRetention());
     w.enforceRetention().catch(() => undefined);
     return w;
@@ -125,8 +135,8 @@ export class RollupWriter {
   }
 
   private touch(ms: number): void {
-    this.touched.hour.add(ms - (ms % HOUR_MS));
-    this.touched.day.add(ms - (ms % DAY_MS));
+    this.touched.hour.add(hourStart(ms));
+    this.touched.day.add(dayStart(ms));
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
@@ -135,42 +145,50 @@ export class RollupWriter {
     return next;
   }
 
-  /** Count sink: merges deltas in memory; never touches the database. */
-  add(rows: readonly CountRow[]): void {
-    if (rows.length > 0) this.pending.add(rows);
+  /** Count sink: merges deltas in memory (the rows become the writer's); never touches the database. */
+  add(rows: CountRow[]): void {
+    if (rows.length > 0) this.pending.addRows(rows);
   }
 
   stats(): WriterStats {
     return { ...this.counters, pendingTuples: this.pending.size, foldedTuples: this.pending.folded };
   }
 
-  /** Writes every pending row in one transaction; on failure the rows stay pending and it rejects. */
+  /**
+   * Writes every pending row, a chunk per transaction; on failure the rows not written stay
+   * pending (a chunk is written whole or not at all) and it rejects.
+   */
   flush(): Promise<void> {
     return this.serial(async () => {
       const rows = this.pending.take();
+      const drained = this.opts.source?.();
+      if (drained && drained.length > 0) for (const r of drained) rows.push(r);
       if (rows.length === 0) {
         this.counters.lastFlushAt = Date.now();
         return;
       }
+      let written = 0;
       try {
-        await this.inTransaction(async () => {
-          for (let i = 0; i < rows.length; i += CHUNK_ROWS) {
-            await this.conn.run(STAGE_SQL, [batchJson(rows.slice(i, i + CHUNK_ROWS))]);
+        for (; written < rows.length; written += CHUNK_ROWS) {
+          const chunk = rows.slice(written, written + CHUNK_ROWS);
+          await inTransaction(this.conn, async () => {
+            await this.conn.run(STAGE_SQL, [batchJson(chunk)]);
             await this.conn.run(HOURLY_INSERT_SQL);
             await this.conn.run(DAILY_INSERT_SQL);
             await this.conn.run('DROP TABLE flush_batch');
-          }
-        });
+          });
+          for (const r of chunk) this.touch(r.hour);
+        }
       } catch (e) {
-        this.pending.add(rows);
+        this.pending.addRows(rows.slice(written));
         this.counters.failedFlushes++;
-        log.error({ err: (e as Error).message, tuples: rows.length }, 'reporting flush failed; keeping the counts for the next flush');
+        this.counters.rowsWritten += written;
+        log.error({ err: (e as Error).message, tuples: rows.length - written }, 'reporting flush failed; keeping the counts for the next flush');
         throw e;
       }
       this.counters.flushes++;
       this.counters.rowsWritten += rows.length;
       this.counters.lastFlushAt = Date.now();
-      for (const r of rows) this.touch(r.hour);
     });
   }
 
@@ -200,7 +218,7 @@ export class RollupWriter {
 
   private compactPeriod(g: Granularity, startMs: number): Promise<boolean> {
     const table = ROLLUP_TABLES[g];
-    return this.inTransaction(async () => {
+    return inTransaction(this.conn, async () => {
       const p = periodParam(startMs);
       await this.conn.run(
         `CREATE TEMP TABLE rollup_compact AS SELECT ${KEY_COLUMNS_SQL}, ${SUMS_SQL} FROM ${table} WHERE period_start = $1 GROUP BY ALL`,
@@ -244,24 +262,13 @@ export class RollupWriter {
     });
   }
 
-  private async inTransaction<T>(fn: () => Promise<T>): Promise<T> {
-    await this.conn.run('BEGIN TRANSACTION');
-    try {
-      const out = await fn();
-      await this.conn.run('COMMIT');
-      return out;
-    } catch (e) {
-      await this.conn.run('ROLLBACK').catch(() => undefined);
-      throw e;
-    }
-  }
-
   /** Stops the timers and writes everything still pending (the SIGTERM/SIGINT path). */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
-    for (let attempt = 1; this.pending.size > 0; attempt++) {
+    // The shared counts are drained by the first flush; what fails stays pending and is retried.
+    for (let attempt = 1; attempt === 1 || this.pending.size > 0; attempt++) {
       try {
         await this.flush();
       } catch {

@@ -25,7 +25,7 @@ export const DATA_ASSETS: readonly DataAsset[] = [
   { key: 'mmdb/country.mmdb', from: 'node_modules/@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb' },
   // Its package's version is the country data's date (`ivtd --version`, src/ops/version.ts).
   { key: 'meta/country-mmdb.package.json', from: 'node_modules/@ip-location-db/geo-whois-asn-country-mmdb/package.json', optional: true },
-  // The built dashboard (src/dashboard/build.ts), served on the account API port.
+  // The built dashboard (tools/build-dashboard.ts), served on the account API port.
   { key: 'data/generated/dashboard/', recursive: true, optional: true },
 ];
 
@@ -60,7 +60,8 @@ export type WorkerRole = 'lookup' | 'probe';
 /** Worker thread code, repo-relative. Each file does its work at top level (reads workerData/parentPort). */
 export const WORKER_ROLES: Readonly<Record<WorkerRole, string>> = {
   lookup: 'src/prebid/worker-main.ts',
-  probe: 'src/runtime/probe-worker.ts',
+  // The build pipeline's self-test (tools/probe.ts, test/runtime/sea.test.ts), never in the app's binary.
+  probe: 'tools/probe-worker.ts',
 };
 
 /** Keys the build adds for the runtime itself. */

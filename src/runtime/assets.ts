@@ -56,6 +56,17 @@ export function readAsset(key: string): Uint8Array {
   }
 }
 
+/**
+ * Bytes of an embedded file without a copy: inside the binary, a view of the executable's
+ * own mapped memory, the same pages for every thread (read-only: never write to it); from
+ * a checkout, the file read (null when not in the binary, so callers copy as they need).
+ */
+export function readAssetInPlace(key: string): Uint8Array | null {
+  if (!isSea()) return null;
+  if (!seaManifest().assets.includes(key)) throw new AssetError(`no embedded asset ${key}`);
+  return new Uint8Array(sea.getRawAsset(key) as ArrayBuffer);
+}
+
 /** Keys of the embedded files under a prefix, e.g. listAssets('data/sellers/'), sorted. */
 export function listAssets(prefix: string): string[] {
   const keys = isSea() ? seaManifest().assets : [...collectDataAssets(repoRoot()).keys()];

@@ -1,6 +1,6 @@
 // Top level of the bundle (and so of the single binary): the main thread runs the CLI
 // entry; a worker thread started by startWorker() runs the code of its role instead.
-// 'ivtd:main' and 'ivtd:workers' are virtual modules supplied by build-sea.ts.
+// 'ivtd:main' and 'ivtd:workers' are virtual modules supplied by tools/build-sea.ts.
 import { isMainThread, workerData } from 'node:worker_threads';
 import { workerModules } from 'ivtd:workers';
 import { ROLE_FIELD } from './worker-entry.ts';

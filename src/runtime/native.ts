@@ -1,5 +1,5 @@
 // Native addons (uWebSockets.js, DuckDB). The bundle replaces the packages' JS loaders with
-// loadNative() (see build-sea.ts), so app code keeps its normal imports in both modes.
+// loadNative() (see tools/build-sea.ts), so app code keeps its normal imports in both modes.
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import * as sea from 'node:sea';

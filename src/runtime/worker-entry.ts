@@ -13,7 +13,7 @@ export type { WorkerRole } from './asset-table.ts';
 /** workerData field that tells the bundle's top level which role to run. */
 export const ROLE_FIELD = '__ivtdRole';
 
-// Replaced by `true` when esbuild bundles (build-sea.ts); absent from a checkout.
+// Replaced by `true` when esbuild bundles (tools/build-sea.ts); absent from a checkout.
 declare const IVTD_BUNDLED: boolean | undefined;
 const bundled = typeof IVTD_BUNDLED !== 'undefined' && IVTD_BUNDLED;
 

@@ -1,6 +1,6 @@
 // IP range -> ASN table, held as typed arrays and searched by binary search.
 //
-// File format of data/generated/asn.bin (written by src/data/build-asn.ts, version 1).
+// File format of data/generated/asn.bin (written by tools/build-asn.ts, version 1).
 // Every integer is a little-endian uint32; every section starts on a 4-byte boundary.
 //
 //   header (32 bytes)
@@ -21,7 +21,7 @@
 //   orgAsn   u32[orgCount]      ASN numbers, ascending (org index -> ASN)
 //   orgOff   u32[orgCount + 1]  byte offsets of each org name in the blob
 //   strings  u8[strBytes]       UTF-8 org names, zero-padded to a multiple of 4
-import type { ParsedIp } from './ip.ts';
+import type { ParsedIp } from './ip-address.ts';
 
 export interface AsnHit {
   readonly asn: number;

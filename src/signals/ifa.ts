@@ -2,8 +2,9 @@
 // list (placeholders, SDK defaults, documentation examples) read from a text file, one
 // lowercase UUID per line, `#` starts a comment.
 
+import { isUuid } from '../uuid.ts';
+
 export const ZERO_IFA = '00000000-0000-0000-0000-000000000000';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const IFA_MACRO = /[{}[\]$%]|^__|__$/;
 /** Errors listed in one thrown message before the rest are summarised. */
 const MAX_REPORTED_ERRORS = 20;
@@ -26,7 +27,7 @@ export class IfaList {
       const entry = (hash >= 0 ? line.slice(0, hash) : line).trim().toLowerCase();
       if (entry === '') continue;
       const where = `${fileName}:${n + 1}`;
-      if (!UUID.test(entry)) {
+      if (!isUuid(entry)) {
         errors.push(`${where}: "${entry.slice(0, 60)}" is not an IFA (a UUID of 8-4-4-4-12 hex digits)`);
       } else if (entry === ZERO_IFA) {
         errors.push(`${where}: the all-zero IFA means limited ad tracking, not fraud; remove it`);
@@ -62,7 +63,7 @@ export function ifaMalformed(ifa: string): string {
   if (ifa.length === 0) return 'empty';
   if (IFA_MACRO.test(ifa)) return 'macro';
   if (ifa.length !== 36) return 'length';
-  if (!UUID.test(ifa)) return 'not_uuid';
+  if (!isUuid(ifa)) return 'not_uuid';
   if (ifa !== ZERO_IFA) {
     const first = ifa.charCodeAt(0) | 0x20;
     let same = true;

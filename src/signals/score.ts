@@ -6,7 +6,6 @@ import type { HistoryFacts } from './history.ts';
 
 export interface ScoreInputs {
   // hard, deterministic
-  ipInvalid: boolean;
   ipBogon: boolean;
   uaMalformed: boolean;
   ifaMalformed: boolean;
@@ -42,11 +41,12 @@ export interface ScoreResult {
   confidence: number;
   /** Reason codes of every signal that contributed, in component order. */
   reasons: string[];
+  /** The reason that contributed most ('' when none did): the transaction's category (category.ts). */
+  leading: string;
 }
 
 /** Hard, deterministic facts: each is near-certain invalid traffic on its own. */
 export const HARD_WEIGHTS = {
-  ip_invalid: 0.99,
   ip_bogon: 0.95,
   ua_malformed: 0.95,
   ifa_known_bad: 0.97,
@@ -135,37 +135,38 @@ export function bandOf(score: number): Band {
 
 export function score(i: ScoreInputs): ScoreResult {
   const reasons: string[] = [];
+  leadCode = '';
+  leadWeight = 0;
   // Each component is a noisy-OR: q is the probability that no fired signal is right.
   let q = 1;
-  if (i.ipInvalid) { q *= 1 - HARD_WEIGHTS.ip_invalid; reasons.push('ip_invalid'); }
-  if (i.ipBogon) { q *= 1 - HARD_WEIGHTS.ip_bogon; reasons.push('ip_bogon'); }
-  if (i.uaMalformed) { q *= 1 - HARD_WEIGHTS.ua_malformed; reasons.push('ua_malformed'); }
-  if (i.ifaKnownBad) { q *= 1 - HARD_WEIGHTS.ifa_known_bad; reasons.push('ifa_known_bad'); }
-  if (i.ifaMalformed) { q *= 1 - HARD_WEIGHTS.ifa_malformed; reasons.push('ifa_malformed'); }
-  if (i.deviceImpossible) { q *= 1 - HARD_WEIGHTS.device_impossible; reasons.push('device_impossible'); }
+  if (i.ipBogon) { q *= 1 - HARD_WEIGHTS.ip_bogon; fire(reasons, 'ip_bogon', HARD_WEIGHTS.ip_bogon); }
+  if (i.uaMalformed) { q *= 1 - HARD_WEIGHTS.ua_malformed; fire(reasons, 'ua_malformed', HARD_WEIGHTS.ua_malformed); }
+  if (i.ifaKnownBad) { q *= 1 - HARD_WEIGHTS.ifa_known_bad; fire(reasons, 'ifa_known_bad', HARD_WEIGHTS.ifa_known_bad); }
+  if (i.ifaMalformed) { q *= 1 - HARD_WEIGHTS.ifa_malformed; fire(reasons, 'ifa_malformed', HARD_WEIGHTS.ifa_malformed); }
+  if (i.deviceImpossible) { q *= 1 - HARD_WEIGHTS.device_impossible; fire(reasons, 'device_impossible', HARD_WEIGHTS.device_impossible); }
   const pHard = 1 - q;
 
   q = 1;
-  if (i.declaredBot) { q *= 1 - GIVT_WEIGHTS.ua_declared_bot; reasons.push('ua_declared_bot'); }
-  if (i.automation) { q *= 1 - GIVT_WEIGHTS.ua_headless; reasons.push('ua_headless'); }
-  if (i.ipHosting) { q *= 1 - GIVT_WEIGHTS.asn_hosting; reasons.push('asn_hosting'); }
+  if (i.declaredBot) { q *= 1 - GIVT_WEIGHTS.ua_declared_bot; fire(reasons, 'ua_declared_bot', GIVT_WEIGHTS.ua_declared_bot); }
+  if (i.automation) { q *= 1 - GIVT_WEIGHTS.ua_headless; fire(reasons, 'ua_headless', GIVT_WEIGHTS.ua_headless); }
+  if (i.ipHosting) { q *= 1 - GIVT_WEIGHTS.asn_hosting; fire(reasons, 'asn_hosting', GIVT_WEIGHTS.asn_hosting); }
   const pGivt = 1 - q;
 
   q = 1;
-  if (i.ipTor) { q *= 1 - SIVT_WEIGHTS.ip_tor; reasons.push('ip_tor'); }
-  if (i.ipProxy) { q *= 1 - SIVT_WEIGHTS.ip_proxy; reasons.push('ip_proxy'); }
-  if (i.ipVpn) { q *= 1 - SIVT_WEIGHTS.ip_vpn; reasons.push('ip_vpn'); }
-  if (i.uaInconsistent) { q *= 1 - SIVT_WEIGHTS.ua_inconsistent; reasons.push('ua_inconsistent'); }
-  if (i.geoMismatch) { q *= 1 - SIVT_WEIGHTS.geo_mismatch; reasons.push('geo_mismatch'); }
+  if (i.ipTor) { q *= 1 - SIVT_WEIGHTS.ip_tor; fire(reasons, 'ip_tor', SIVT_WEIGHTS.ip_tor); }
+  if (i.ipProxy) { q *= 1 - SIVT_WEIGHTS.ip_proxy; fire(reasons, 'ip_proxy', SIVT_WEIGHTS.ip_proxy); }
+  if (i.ipVpn) { q *= 1 - SIVT_WEIGHTS.ip_vpn; fire(reasons, 'ip_vpn', SIVT_WEIGHTS.ip_vpn); }
+  if (i.uaInconsistent) { q *= 1 - SIVT_WEIGHTS.ua_inconsistent; fire(reasons, 'ua_inconsistent', SIVT_WEIGHTS.ua_inconsistent); }
+  if (i.geoMismatch) { q *= 1 - SIVT_WEIGHTS.geo_mismatch; fire(reasons, 'geo_mismatch', SIVT_WEIGHTS.geo_mismatch); }
   if (i.schainPresent) {
     // An unparseable chain says nothing about verification or completeness.
-    if (!i.schainValid) { q *= 1 - SIVT_WEIGHTS.schain_invalid; reasons.push('schain_invalid'); }
+    if (!i.schainValid) { q *= 1 - SIVT_WEIGHTS.schain_invalid; fire(reasons, 'schain_invalid', SIVT_WEIGHTS.schain_invalid); }
     else {
-      if (!i.schainVerified) { q *= 1 - SIVT_WEIGHTS.schain_unverified; reasons.push('schain_unverified'); }
-      if (!i.schainComplete) { q *= 1 - SIVT_WEIGHTS.schain_incomplete; reasons.push('schain_incomplete'); }
+      if (!i.schainVerified) { q *= 1 - SIVT_WEIGHTS.schain_unverified; fire(reasons, 'schain_unverified', SIVT_WEIGHTS.schain_unverified); }
+      if (!i.schainComplete) { q *= 1 - SIVT_WEIGHTS.schain_incomplete; fire(reasons, 'schain_incomplete', SIVT_WEIGHTS.schain_incomplete); }
     }
   }
-  if (i.zeroIfa) { q *= 1 - SIVT_WEIGHTS.ifa_zero; reasons.push('ifa_zero'); }
+  if (i.zeroIfa) { q *= 1 - SIVT_WEIGHTS.ifa_zero; fire(reasons, 'ifa_zero', SIVT_WEIGHTS.ifa_zero); }
   const pSivt = 1 - q;
 
   const h = i.history;
@@ -193,11 +194,24 @@ export function score(i: ScoreInputs): ScoreResult {
     band: bandOf(s),
     confidence: round4(confidenceOf(i, Math.max(pHard, pGivt))),
     reasons,
+    leading: leadCode,
   };
 }
 
+// The leading reason of the score() in progress: the signal that contributed most.
+let leadCode = '';
+let leadWeight = 0;
+
+function fire(reasons: string[], code: string, weight: number): void {
+  reasons.push(code);
+  if (weight > leadWeight) {
+    leadWeight = weight;
+    leadCode = code;
+  }
+}
+
 function histTerm(q: number, p: number, code: string, reasons: string[]): number {
-  if (p >= HIST_REASON_MIN) reasons.push(code);
+  if (p >= HIST_REASON_MIN) fire(reasons, code, p);
   return q * (1 - p);
 }
 

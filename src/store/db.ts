@@ -12,12 +12,30 @@ export const DB_FILE = 'ivtd.duckdb';
 
 export class StoreLockedError extends Error {}
 
+/** A TIMESTAMP column as read by Queryable (a Date), as ISO text. */
+export function isoTime(value: unknown): string {
+  return (value as Date).toISOString();
+}
+
 /** A query runner: the store itself, or one transaction of it. */
 export interface Queryable {
   run(sql: string, params?: Params): Promise<void>;
   /** Rows as plain JS objects (BIGINT → bigint, TIMESTAMP → Date, DATE → DuckDBDateValue via JS conversion). */
   all<T extends Row = Row>(sql: string, params?: Params): Promise<T[]>;
   one<T extends Row = Row>(sql: string, params?: Params): Promise<T | undefined>;
+}
+
+/** Runs fn inside BEGIN/COMMIT on `q`'s connection; rolls back and rethrows if it throws. */
+export async function inTransaction<T>(q: Queryable, fn: () => Promise<T>): Promise<T> {
+  await q.run('BEGIN TRANSACTION');
+  try {
+    const out = await fn();
+    await q.run('COMMIT');
+    return out;
+  } catch (e) {
+    await q.run('ROLLBACK').catch(() => undefined);
+    throw e;
+  }
 }
 
 class ConnectionRunner implements Queryable {
@@ -68,15 +86,7 @@ export class Store extends ConnectionRunner {
     const conn = await this.instance.connect();
     const q = new ConnectionRunner(conn);
     try {
-      await q.run('BEGIN TRANSACTION');
-      try {
-        const out = await fn(q);
-        await q.run('COMMIT');
-        return out;
-      } catch (e) {
-        await q.run('ROLLBACK').catch(() => undefined);
-        throw e;
-      }
+      return await inTransaction(q, () => fn(q));
     } finally {
       conn.closeSync();
     }

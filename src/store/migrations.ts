@@ -146,4 +146,29 @@ export const MIGRATIONS: Migration[] = [
        )`,
     ],
   },
+  {
+    version: 40,
+    name: 'fleet: delivery spool and the last-known pre-bid key set (src/fleet)',
+    // Used only with --clickhouse-url. The spool holds rollup batches until ClickHouse has
+    // both tables' copy of them: one row per batch, rows as JSON; seq orders delivery;
+    // attempted is set before the first INSERT (a batch never attempted may be merged). fleet_keys is an edge's copy of the fleet's key set, so an edge that
+    // restarts while ClickHouse is away still serves (version 0 rows: none pulled yet).
+    statements: [
+      `CREATE TABLE fleet_spool (
+         batch_id    VARCHAR PRIMARY KEY,
+         seq         BIGINT NOT NULL,
+         created_at  TIMESTAMP NOT NULL DEFAULT current_timestamp,
+         rows_json   VARCHAR NOT NULL,
+         row_count   INTEGER NOT NULL,
+         attempted   BOOLEAN NOT NULL DEFAULT false
+       )`,
+      `CREATE TABLE fleet_keys (
+         version       BIGINT NOT NULL,
+         customer_id   VARCHAR NOT NULL,
+         partner_id    VARCHAR NOT NULL,
+         key_hash      VARCHAR NOT NULL,
+         expires_at_ms BIGINT
+       )`,
+    ],
+  },
 ];

@@ -1,7 +1,7 @@
 // POST /login, /refresh_token and /logout through the real account listener.
 import t from 'tap';
 import { decodeJwt } from 'jose';
-import { setPassword, setUserDisabled, addUser } from '../../src/store/customers.ts';
+import { setPassword, setUserDisabled, addUser } from '../../src/store/users.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { INVALID_SESSION, call, login } from './client.ts';
 

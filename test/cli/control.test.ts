@@ -4,8 +4,11 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } f
 import { tmpdir } from 'node:os';
 import net from 'node:net';
 import { join } from 'node:path';
+import { liveSessionUser, startSession } from '../../src/account/sessions.ts';
 import { Store } from '../../src/store/db.ts';
-import { activePrebidKeys, findUserForLogin, StoreError } from '../../src/store/customers.ts';
+import { activePrebidKeys } from '../../src/store/api-keys.ts';
+import { findUserForLogin } from '../../src/store/logins.ts';
+import { StoreError } from '../../src/store/store-error.ts';
 import { hashKey } from '../../src/store/secrets.ts';
 import {
   controlSocketPath,
@@ -28,18 +31,16 @@ interface Harness {
   dir: string;
   store: Store;
   keysChanged: number;
-  usersChanged: string[];
 }
 
 /** A control server on a temp data dir whose store is held open by this test process. */
 async function harness(t: Test, dir = t.testdir()): Promise<Harness> {
   const store = await Store.open(dir);
-  const h: Harness = { dir, store, keysChanged: 0, usersChanged: [] };
+  const h: Harness = { dir, store, keysChanged: 0 };
   const server = await startControlServer({
     dataDir: dir,
     store,
     onKeysChanged: () => h.keysChanged++,
-    onUsersChanged: (u) => h.usersChanged.push(u),
   });
   t.teardown(async () => {
     await server.close();
@@ -94,9 +95,12 @@ t.test('the CLI goes through the socket of a running server', async (t) => {
   t.equal(h.keysChanged, 2, 'onKeysChanged after key rotate');
   t.same((await activePrebidKeys(h.store)).map((k) => k.key_hash), [hashKey(r.key)]);
 
+  // A user change needs no hook: the server checks sessions against the store per request.
+  const session = await startSession(h.store, { user_id: (await findUserForLogin(h.store, 'alice'))!.user_id, refreshTtl: 3600 });
+  t.equal(await liveSessionUser(h.store, session!.owner), 'alice', 'a live dashboard session');
   const disabled = await runIvtd(['user', 'disable', '--username', 'ALICE', '--data-dir', h.dir]);
   t.equal(disabled.code, 0, disabled.stderr);
-  t.same(h.usersChanged, ['alice'], 'onUsersChanged with the stored username');
+  t.equal(await liveSessionUser(h.store, session!.owner), undefined, 'disabling through the socket ends the session at once');
   t.equal((await findUserForLogin(h.store, 'alice'))!.disabled, true);
 
   // Expected failures travel back as the same exit codes and messages.
@@ -106,7 +110,7 @@ t.test('the CLI goes through the socket of a running server', async (t) => {
   const bad = await runIvtd(['user', 'passwd', '--username', 'alice', '--password', 'short', '--data-dir', h.dir]);
   t.equal(bad.code, 2);
   t.match(bad.stderr, /at least 8/);
-  t.same(h.usersChanged, ['alice'], 'no hook for a failed command');
+  t.equal(h.keysChanged, 2, 'no hook for a failed command');
 });
 
 t.test('sendControl: results, store errors, and no server', async (t) => {

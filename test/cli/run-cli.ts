@@ -15,8 +15,13 @@ export function runIvtd(args: string[], opts: { stdin?: string; env?: Record<str
   const env: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('IVTD_')));
   delete env.STATE_DIRECTORY;
   Object.assign(env, opts.env);
+  return runProcess(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env, stdin: opts.stdin });
+}
+
+/** Runs a command to its end with `stdin` as its input; collects its output. */
+export function runProcess(command: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; stdin?: string }): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env });
+    const child = spawn(command, args, { cwd: opts.cwd, env: opts.env });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));

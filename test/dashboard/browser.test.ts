@@ -5,7 +5,9 @@ import t from 'tap';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { buildDashboard } from '../../src/dashboard/build.ts';
+import { buildDashboard } from '../../tools/build-dashboard.ts';
+import { utcDate } from '../../src/dashboard/ui/dates.ts';
+import { DAY_MS } from '../../src/time.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { DESKTOP, launchChromium, openPage, screenshots } from './browser.ts';
 
@@ -157,8 +159,8 @@ t.test('the dashboard with a signed-in customer', async (t) => {
     const base = lookupQueries(srv);
     const custom = Array.from({ length: 25 }, (_, i) => `${base[0]}&p1=v${String(i).padStart(2, '0')}`);
     custom.push(`${base[0]}&p1=${encodeURIComponent('x,"y" z')}`);
-    const today = new Date().toISOString().slice(0, 10);
-    const weekAgo = new Date(Date.now() - 6 * 86_400_000).toISOString().slice(0, 10);
+    const lastWeek = () => ({ today: utcDate(Date.now()), weekAgo: utcDate(Date.now() - 6 * DAY_MS) });
+    const { today, weekAgo } = lastWeek();
     const range = `start_date=${weekAgo}&end_date=${today}`;
     await recordLookups(srv, [...base, ...custom], range);
     const total = await report(srv, range);
@@ -166,8 +168,11 @@ t.test('the dashboard with a signed-in customer', async (t) => {
 
     await page.getByRole('link', { name: 'Analytics' }).click();
     await page.getByRole('heading', { name: 'Analytics', level: 1 }).waitFor();
-    t.equal(await page.getByLabel('Start date').inputValue(), weekAgo, 'default range: the last 7 days (UTC)');
-    t.equal(await page.getByLabel('End date').inputValue(), today);
+    // The page takes its clock when it opens: after midnight UTC, that is the next day's week.
+    const shownStart = await page.getByLabel('Start date').inputValue();
+    const expected = shownStart === weekAgo ? { today, weekAgo } : lastWeek();
+    t.equal(shownStart, expected.weekAgo, 'default range: the last 7 days (UTC)');
+    t.equal(await page.getByLabel('End date').inputValue(), expected.today);
 
     // Default: grouped by date.
     await page.locator('table.report tbody tr').first().waitFor();

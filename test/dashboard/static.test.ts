@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { request } from 'node:http';
 import { resolveConfig, type Config } from '../../src/config.ts';
-import { buildDashboard } from '../../src/dashboard/build.ts';
+import { buildDashboard } from '../../tools/build-dashboard.ts';
 import { CONTENT_SECURITY_POLICY, dashboardUrls, mountDashboard } from '../../src/dashboard/static.ts';
 import { listen, Router } from '../../src/http/router.ts';
 
@@ -137,7 +137,7 @@ t.test('not built yet', async (t) => {
   const port = await serve(empty);
   const r = await get(port, '/');
   t.equal(r.status, 503);
-  t.match(JSON.parse(r.body.toString()).message, /src\/dashboard\/build\.ts/, 'says how to build it');
+  t.match(JSON.parse(r.body.toString()).message, /npm run build:dashboard/, 'says how to build it');
   // A build that appears later is picked up without a restart.
   await buildDashboard({ outDir: empty });
   t.equal((await get(port, '/')).status, 200);

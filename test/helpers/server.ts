@@ -19,11 +19,11 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
-export async function startTestServer(overrides: Partial<Config> = {}, dataDir?: string): Promise<TestServer> {
-  const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'ivtd-test-'));
-  const config: Config = {
+/** The defaults with every port ephemeral, on 127.0.0.1, silent, over `dataDir`. */
+export function testConfig(dataDir: string, overrides: Partial<Config> = {}): Config {
+  return {
     ...resolveConfig({}, {}),
-    dataDir: dir,
+    dataDir,
     host: '127.0.0.1',
     prebidPort: 0,
     apiPort: 0,
@@ -31,6 +31,11 @@ export async function startTestServer(overrides: Partial<Config> = {}, dataDir?:
     logLevel: 'silent',
     ...overrides,
   };
+}
+
+export async function startTestServer(overrides: Partial<Config> = {}, dataDir?: string): Promise<TestServer> {
+  const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'ivtd-test-'));
+  const config = testConfig(dir, overrides);
   const server = await startServer(config);
   const password = 'correct horse battery';
   const c = await createCustomer(server.store, { name: 'Test Co', username: `tester${Math.random().toString(36).slice(2, 8)}`, password });

@@ -2,7 +2,7 @@
 // band, the latency histogram, data ages, reporting flushes, process RSS; and the
 // histogram arithmetic of ServiceMetrics on known inputs.
 import t from 'tap';
-import { statSync, writeFileSync } from 'node:fs';
+import { statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LATENCY_BUCKETS_US, type LookupStats } from '../../src/prebid/messages.ts';
 import { ServiceMetrics } from '../../src/ops/metrics.ts';
@@ -43,11 +43,20 @@ t.test('ServiceMetrics turns per-thread deltas into cumulative Prometheus series
   const bundle = loadBundle({ dataDir: '/nonexistent', mmdbCountry: undefined, mmdbAsn: undefined, mmdbAnonymousIp: undefined });
   const m = new ServiceMetrics({ threads: 3, bundle: () => bundle, keysLoaded: () => 7 });
   const stats = (latency: number[], sumUs: number): LookupStats => ({
+    thread: 0,
     byStatus: { '200': 2, '401': 1 },
     byBand: { low: 2, high: 1 },
     latency,
     latencySumUs: sumUs,
     overflowed: 0,
+    uaHits: 3,
+    uaMisses: 1,
+    ipHits: 2,
+    ipMisses: 2,
+    contended: 0,
+    lastError: '',
+    heapUsed: 0,
+    heapTotal: 0,
   });
   const width = LATENCY_BUCKETS_US.length + 1;
   const a = new Array<number>(width).fill(0);
@@ -92,6 +101,21 @@ t.test('flush lag follows the writer', async (t) => {
   t.ok(Math.abs(value(s, 'ivtd_reporting_flush_lag_seconds')! - 30) < 2, 'pending since the last flush 30 s ago');
   t.equal(value(s, 'ivtd_reporting_flushes_total', { result: 'failed' }), 2);
   t.equal(value(s, 'ivtd_reporting_pending_tuples'), 4);
+});
+
+t.test('a data file is dated by its modified time truncated to the millisecond, never rounded', async (t) => {
+  const dataDir = t.testdir({ 'hosting-asns.txt': 'AS64496  hosting  # test network\n' });
+  const list = join(dataDir, 'hosting-asns.txt');
+  // 1700000000.1236 s: 123.6 ms past the second, which rounding would make 124.
+  utimesSync(list, 1700000000, 1700000000.1236);
+  const mtimeMs = statSync(list).mtimeMs;
+  t.ok(mtimeMs % 1 >= 0.5, `the file system keeps sub-millisecond times (${mtimeMs})`);
+  const bundle = loadBundle({ dataDir, mmdbCountry: undefined, mmdbAsn: undefined, mmdbAnonymousIp: undefined });
+  t.equal(bundle.hostingAsns.modified, '2023-11-14T22:13:20.123Z', 'data file loaded: modified');
+  const m = new ServiceMetrics({ threads: 1, bundle: () => bundle, keysLoaded: () => 0 });
+  const s = parse(await m.text());
+  t.equal(value(s, 'ivtd_data_file_timestamp_seconds', { file: 'hosting-asns.txt', origin: 'file' }), 1700000000.123);
+  t.equal(value(s, 'ivtd_data_file_timestamp_seconds', { file: 'hosting-asns.txt', origin: 'file' }), Math.floor(mtimeMs) / 1000, 'the same rule as the test below');
 });
 
 t.test('GET /metrics on the account API port of a running server', async (t) => {

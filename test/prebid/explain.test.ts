@@ -38,5 +38,37 @@ t.test('explain a lookup on the account port', async (t) => {
   const otherToken = await login('other-co', 'other-password-1');
   const forbidden = await fetch(`${api}/v1/account/explain?${q(srv.customer.partner_id)}`, { headers: { authorization: `Bearer ${otherToken}` } });
   t.equal(forbidden.status, 403, "another customer's partner ID is refused");
-  t.ok(other.partner_id);
+  await srv.server.refreshKeys();
+  const own = await fetch(`${api}/v1/account/explain?${q(other.partner_id).replace(srv.customer.prebid_key, other.prebid_key)}`, { headers: { authorization: `Bearer ${otherToken}` } });
+  t.match(await own.json(), { status: 200, transaction: 'givt' }, 'while its own partner ID is explained');
+});
+
+t.test('explain answers what the lookup port answers, from the same history, and changes nothing', async (t) => {
+  const srv = await startTestServer({ threads: 2 });
+  t.teardown(() => srv.stop());
+  const api = `http://127.0.0.1:${srv.server.ports.api}`;
+  const login = await fetch(`${api}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ username: srv.customer.username, password: srv.customer.password }) });
+  const token = ((await login.json()) as { access_token: string }).access_token;
+  const chrome = (v: number) => encodeURIComponent(`Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/12${v}.0.0.0 Safari/537.36`);
+  const q = (v: number) => `p=${srv.customer.partner_id}&k=${srv.customer.prebid_key}&pub=p&node=n&ip=73.162.10.${20 + v}&ua=${chrome(v)}&uid=one-cookie&sid=s.example&adt=1&dvt=2`;
+  // One cookie, three browsers and three addresses within a minute: history has a say.
+  for (let v = 0; v < 3; v++) {
+    const r = await fetch(`${srv.prebid}/api/v1/ivt/lookup?${q(v)}`, { headers: { connection: 'close' } });
+    t.equal(r.status, 200);
+  }
+  const explain = async () => {
+    const r = await fetch(`${api}/v1/account/explain?${q(3)}`, { headers: { authorization: `Bearer ${token}` } });
+    return (await r.json()) as { response: { components: { p_hist: number }; botRisk: { confidence: number } }; reasons: string[]; signals: { history: { uidDistinctUas: number; uidSeen: number } } };
+  };
+  const first = await explain();
+  const second = await explain();
+  t.ok(first.response.components.p_hist > 0, `history counts (p_hist ${first.response.components.p_hist}, ${first.reasons.join(', ')})`);
+  t.equal(first.signals.history.uidDistinctUas, 4, "explain sees the lookup threads' three UAs plus its own");
+  t.same(second.response.components, first.response.components, 'a second explain sees the same history: the first wrote nothing');
+  const lookup = (await (await fetch(`${srv.prebid}/api/v1/ivt/lookup?${q(3)}`)).json()) as typeof first.response;
+  t.same(lookup.components, first.response.components, 'the lookup port then answers what explain said');
+  t.ok(Math.abs(lookup.botRisk.confidence - first.response.botRisk.confidence) < 0.001, 'confidence too (it decays by microseconds)');
+  t.ok(Math.abs(second.signals.history.uidSeen - first.signals.history.uidSeen) < 0.01, `explain counted nothing (${first.signals.history.uidSeen} then ${second.signals.history.uidSeen}: decay only)`);
+  const after = await explain();
+  t.ok(after.signals.history.uidSeen > first.signals.history.uidSeen + 0.9, `while the lookup was counted (${first.signals.history.uidSeen} -> ${after.signals.history.uidSeen})`);
 });

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadBundle } from '../../src/data/bundle.ts';
 import { LookupServer } from '../../src/lookup-threads.ts';
+import { allocateLookupMemory, planMemory } from '../../src/memory/budget.ts';
 
 t.test('503 until the lookup data is loaded, then 200', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'ivtd-startup-'));
@@ -14,7 +15,8 @@ t.test('503 until the lookup data is loaded, then 200', async (t) => {
   const partner = '0b8e9a7e-5b1c-4f7e-9d2a-1c3b5d7f9a2b';
   const key = 'ivp_startup-test-key';
   const keys = [{ customer_id: 'c1', partner_id: partner, key_hash: createHash('sha256').update(key).digest('hex'), expires_at_ms: null }];
-  const lookups = new LookupServer({ host: '127.0.0.1', port: 0, threads: 1, onCounts: () => undefined });
+  const memory = allocateLookupMemory(planMemory(32, 1));
+  const lookups = new LookupServer({ host: '127.0.0.1', port: 0, threads: 1, memory, onCounts: () => undefined });
   const port = await lookups.start(keys);
   t.teardown(() => lookups.stop());
 
@@ -27,7 +29,7 @@ t.test('503 until the lookup data is loaded, then 200', async (t) => {
   t.equal(early.status, 503);
   t.match(await early.json(), { error: 'unavailable', message: /loading/ });
 
-  t.same(await lookups.reload(loadBundle({ dataDir, mmdbCountry: undefined, mmdbAsn: undefined, mmdbAnonymousIp: undefined })), []);
+  t.same(await lookups.reload(loadBundle({ dataDir, mmdbCountry: undefined, mmdbAsn: undefined, mmdbAnonymousIp: undefined }), 1), []);
   t.equal((await fetch(`http://127.0.0.1:${port}/health-check`)).status, 200, 'healthy once the data is in');
   const ok = await fetch(url);
   t.equal(ok.status, 200, 'keys given at start apply once the data arrives');

@@ -6,16 +6,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TUPLE_DIMENSIONS, type TupleDimension } from '../../src/enums.ts';
 import { HttpError } from '../../src/errors.ts';
-import { OVERFLOW, TransactionCounter, type CountRow } from '../../src/prebid/counts.ts';
+import { OVERFLOW, TupleCounts, foldDims, tupleBytes, type CountRow } from '../../src/reporting/tuple.ts';
 import { ReportEngine } from '../../src/reporting/engine.ts';
-import { PendingCounts } from '../../src/reporting/pending.ts';
 import { RollupWriter } from '../../src/reporting/writer.ts';
 import { Store } from '../../src/store/db.ts';
+import { DAY_MS, HOUR_MS } from '../../src/time.ts';
 
-const HOUR = 3_600_000;
-const DAY = 86_400_000;
 const NOW = Date.now();
-const THIS_HOUR = NOW - (NOW % HOUR);
+const THIS_HOUR = NOW - (NOW % HOUR_MS);
 const TODAY = new Date(NOW).toISOString().slice(0, 10);
 
 /** A dims array in TUPLE_DIMENSIONS order from a few named values (the rest ''). */
@@ -40,7 +38,7 @@ async function openStore(t: Test): Promise<Store> {
 
 async function openWriter(t: Test, store: Store, extra: Partial<Parameters<typeof RollupWriter.open>[1]> = {}): Promise<RollupWriter> {
   // Long intervals: every flush in these tests is explicit.
-  const w = await RollupWriter.open(store, { flushIntervalMs: 3_600_000, retentionDays: 400, ...extra });
+  const w = await RollupWriter.open(store, { flushIntervalMs: HOUR_MS, retentionDays: 400, ...extra });
   t.teardown(() => w.close());
   return w;
 }
@@ -53,16 +51,22 @@ async function storedRows(store: Store, table: 'rollups_hourly' | 'rollups_daily
   return Number((await store.one<{ n: bigint }>(`SELECT count(*) AS n FROM ${table}`))!.n);
 }
 
-t.test('TransactionCounter folds hostile cardinality into the overflow value, counting every transaction', async (t) => {
-  const c = new TransactionCounter(3);
+/** A byte budget that holds `n` tuples like the widest of `samples` (budgets are bytes, not tuples). */
+function bytesFor(n: number, ...samples: string[][]): number {
+  return n * Math.max(...samples.map((d) => tupleBytes(d, 'cust')));
+}
+
+t.test('thread counts fold hostile cardinality into the overflow value, counting every transaction', async (t) => {
+  const c = new TupleCounts(bytesFor(3, dims({ p1: 'hostile-999', adt: '2' })), { seed: 1 });
   const env = TUPLE_DIMENSIONS.indexOf('env');
   for (let i = 0; i < 1000; i++) {
     const d = dims({ p1: `hostile-${i}`, adt: String(1 + (i % 2)) });
-    c.add('cust', THIS_HOUR, d, i % 10 === 0 ? 'givt' : i % 10 === 1 ? 'sivt' : 'valid');
+    c.count('cust', THIS_HOUR, d, i % 10 === 0 ? 'givt' : i % 10 === 1 ? 'sivt' : 'valid');
   }
   t.ok(c.size <= 3 + 2, 'memory bounded: the cap plus one overflow tuple per enumeration combination');
-  t.equal(c.overflowed, 997);
-  const rows = c.drain();
+  t.equal(c.folded, 997);
+  t.ok(c.bytes <= c.maxBytes + 2 * tupleBytes(foldDims(dims({})), 'cust'), 'within its bytes plus the overflow tuples');
+  const rows = c.take();
   t.same(
     rows.reduce((a, r) => [a[0]! + r.total, a[1]! + r.givt, a[2]! + r.sivt], [0, 0, 0]),
     [1000, 100, 100],
@@ -78,11 +82,11 @@ t.test('TransactionCounter folds hostile cardinality into the overflow value, co
   t.equal(c.size, 0, 'drained');
 });
 
-t.test('PendingCounts merges deltas and folds past its cap', async (t) => {
-  const p = new PendingCounts(2);
-  p.add([row('a', {}, 2, 1), row('a', {}, 3, 0, 1), row('a', { p1: 'x' }, 1)]);
+t.test('pending counts merge deltas and fold past their budget', async (t) => {
+  const p = new TupleCounts(bytesFor(2, row('a', { p1: 'x' }, 1).dims), { seed: 1 });
+  p.addRows([row('a', {}, 2, 1), row('a', {}, 3, 0, 1), row('a', { p1: 'x' }, 1)]);
   t.equal(p.size, 2, 'same tuple merged');
-  p.add([row('a', { p1: 'y' }, 4, 1, 1), row('a', { p1: 'z' }, 5), row('a', { p1: 'x' }, 1)]);
+  p.addRows([row('a', { p1: 'y' }, 4, 1, 1), row('a', { p1: 'z' }, 5), row('a', { p1: 'x' }, 1)]);
   t.equal(p.size, 3, 'y and z share one overflow tuple');
   t.equal(p.folded, 2);
   const rows = p.take();
@@ -150,8 +154,8 @@ t.test('hours of one day: hourly rows per hour, one daily row, the same totals',
   const store = await openStore(t);
   const w = await openWriter(t, store);
   const engine = new ReportEngine(store, { retentionDays: 400 });
-  const dayStart = NOW - (NOW % DAY);
-  w.add([row('a', {}, 1, 0, 0, dayStart), row('a', {}, 2, 1, 0, dayStart + 5 * HOUR), row('a', {}, 4, 0, 4, dayStart + 23 * HOUR)]);
+  const dayStart = NOW - (NOW % DAY_MS);
+  w.add([row('a', {}, 1, 0, 0, dayStart), row('a', {}, 2, 1, 0, dayStart + 5 * HOUR_MS), row('a', {}, 4, 0, 4, dayStart + 23 * HOUR_MS)]);
   await w.flush();
   t.equal(await storedRows(store), 3);
   t.equal(await storedRows(store, 'rollups_daily'), 1, 'merged per day as it is written');
@@ -163,7 +167,7 @@ t.test('hours of one day: hourly rows per hour, one daily row, the same totals',
 
 t.test('close() writes whatever is pending', async (t) => {
   const store = await openStore(t);
-  const w = await RollupWriter.open(store, { flushIntervalMs: 3_600_000, retentionDays: 400 });
+  const w = await RollupWriter.open(store, { flushIntervalMs: HOUR_MS, retentionDays: 400 });
   w.add([row('a', {}, 9, 0, 3)]);
   await w.close();
   const engine = new ReportEngine(store, { retentionDays: 400 });
@@ -172,11 +176,11 @@ t.test('close() writes whatever is pending', async (t) => {
 
 t.test('overflow tuples are reported as __overflow__ and totals stay exact', async (t) => {
   const store = await openStore(t);
-  const w = await openWriter(t, store, { maxPendingTuples: 5 });
+  const w = await openWriter(t, store, { maxPendingBytes: bytesFor(5, dims({ p1: 'p-999' })) });
   const engine = new ReportEngine(store, { retentionDays: 400 });
-  const counter = new TransactionCounter(10);
-  for (let i = 0; i < 500; i++) counter.add('a', THIS_HOUR, dims({ p1: `p-${i}` }), i < 50 ? 'sivt' : 'valid');
-  w.add(counter.drain());
+  const counter = new TupleCounts(bytesFor(10, dims({ p1: 'p-999' })), { seed: 1 });
+  for (let i = 0; i < 500; i++) counter.count('a', THIS_HOUR, dims({ p1: `p-${i}` }), i < 50 ? 'sivt' : 'valid');
+  w.add(counter.take());
   await w.flush();
   const total = await engine.run('a', day());
   t.same([total.rows[0]!.total_transactions, total.rows[0]!.sivt_transactions], [500, 50]);
@@ -218,27 +222,28 @@ t.test('a flush larger than one INSERT chunk is written whole', async (t) => {
 
 t.test('retention: old rows are deleted and cannot be asked for', async (t) => {
   const store = await openStore(t);
-  const w = await openWriter(t, store, { retentionDays: 30 });
-  const engine = new ReportEngine(store, { retentionDays: 30 });
-  const todayStart = NOW - (NOW % DAY);
+  // Both clocks pinned to NOW: a run that crosses midnight UTC must not move the window.
+  const w = await openWriter(t, store, { retentionDays: 30, now: () => NOW });
+  const engine = new ReportEngine(store, { retentionDays: 30, now: () => NOW });
+  const todayStart = NOW - (NOW % DAY_MS);
   w.add([
-    row('a', {}, 1, 0, 0, todayStart - 31 * DAY), // the day before the oldest kept day
-    row('a', {}, 2, 0, 0, todayStart - 30 * DAY), // the oldest kept day
+    row('a', {}, 1, 0, 0, todayStart - 31 * DAY_MS), // the day before the oldest kept day
+    row('a', {}, 2, 0, 0, todayStart - 30 * DAY_MS), // the oldest kept day
     row('a', {}, 4, 0, 0, THIS_HOUR),
   ]);
   await w.flush();
   t.equal(await w.enforceRetention(), 2, 'the hourly and the daily row past retention deleted');
   t.equal(await storedRows(store), 2);
   t.equal(await storedRows(store, 'rollups_daily'), 2);
-  const oldest = new Date(todayStart - 30 * DAY).toISOString().slice(0, 10);
+  const oldest = new Date(todayStart - 30 * DAY_MS).toISOString().slice(0, 10);
   const r = await engine.run('a', new URLSearchParams({ start_date: oldest, end_date: TODAY }));
   t.equal(r.rows[0]!.total_transactions, 6);
-  const tooOld = new Date(todayStart - 31 * DAY).toISOString().slice(0, 10);
+  const tooOld = new Date(todayStart - 31 * DAY_MS).toISOString().slice(0, 10);
   const refused = await engine.run('a', new URLSearchParams({ start_date: tooOld, end_date: TODAY })).catch((e: HttpError) => e);
   t.ok(refused instanceof HttpError && refused.status === 422, 'a day past retention is a 422');
 
   // The writer's clock decides; a writer opened later deletes on start.
-  const later = await openWriter(t, store, { retentionDays: 30, now: () => NOW + 29 * DAY });
+  const later = await openWriter(t, store, { retentionDays: 30, now: () => NOW + 29 * DAY_MS });
   await later.enforceRetention();
   t.equal(await storedRows(store), 1, 'only the row of today is left a month on');
   t.equal(await storedRows(store, 'rollups_daily'), 1);

@@ -80,7 +80,7 @@ t.before(async () => {
   const started = Date.now();
   const build = spawn(join(root, 'build.sh'), [], {
     cwd: root,
-    env: { ...process.env, IVTD_ENTRY: 'src/runtime/probe.ts', IVTD_OUT: 'dist/probe/ivtd-probe' },
+    env: { ...process.env, IVTD_ENTRY: 'tools/probe.ts', IVTD_OUT: 'dist/probe/ivtd-probe' },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let log = '';

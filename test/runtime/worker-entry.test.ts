@@ -2,7 +2,7 @@
 // (tsx registered inside the worker), loads uWebSockets.js and reads assets.
 import t from 'tap';
 import { once } from 'node:events';
-import type { ProbeWorkerData, ProbeWorkerMessage } from '../../src/runtime/probe-worker.ts';
+import type { ProbeWorkerData, ProbeWorkerMessage } from '../../tools/probe-worker.ts';
 import { startWorker } from '../../src/runtime/worker-entry.ts';
 import { freePort } from '../helpers/ports.ts';
 

@@ -2,8 +2,8 @@ import t from 'tap';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AsnTable, encodeAsnTable } from '../../src/signals/asn-table.ts';
-import { parseIp } from '../../src/signals/ip.ts';
-import { asnSourceDir, buildAsnTable, DEFAULT_OUT_DIR } from '../../src/data/build-asn.ts';
+import { parseIp } from '../../src/signals/ip-address.ts';
+import { asnSourceDir, buildAsnTable, DEFAULT_OUT_DIR } from '../../tools/build-asn.ts';
 
 const v4 = (s: string): number => s.split('.').reduce((n, o) => n * 256 + Number(o), 0);
 const v6 = (s: string): string => {

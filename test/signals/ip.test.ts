@@ -5,19 +5,13 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AsnTable } from '../../src/signals/asn-table.ts';
-import { asnSourceDir, buildAsnTable, DEFAULT_OUT_DIR } from '../../src/data/build-asn.ts';
-import {
-  AsnList,
-  formatIp,
-  IpIntel,
-  ipRangeName,
-  isBogonRange,
-  loadIpIntel,
-  parseIp,
-  parseOrgPatterns,
-  type IpIntelFiles,
-  type ParsedIp,
-} from '../../src/signals/ip.ts';
+import { asnSourceDir, buildAsnTable, DEFAULT_OUT_DIR } from '../../tools/build-asn.ts';
+import { AsnList } from '../../src/signals/asn-list.ts';
+import { formatIp, ipScratch, parseIp, parseIpInto, type ParsedIp } from '../../src/signals/ip-address.ts';
+import { IpCache } from '../../src/signals/ip-cache.ts';
+import { IpIntel, emptyIpVerdict, loadIpIntel, type IpIntelFiles } from '../../src/signals/ip-intel.ts';
+import { parseOrgPatterns } from '../../src/signals/org-patterns.ts';
+import { ipRangeName, isBogonRange } from '../../src/signals/special-ranges.ts';
 
 const DATA = fileURLToPath(new URL('../../data/', import.meta.url));
 const COUNTRY_MMDB = join(
@@ -271,19 +265,28 @@ function mmdbValue(v: MmdbValue): Buffer {
   return Buffer.concat([ctrl(7, entries.length), ...entries.flatMap(([k, x]) => [mmdbValue(k), mmdbValue(x)])]);
 }
 
-function buildMmdb(databaseType: string, records: [cidr: string, value: MmdbValue][]): Buffer {
+/** Bits of an address, most significant first (IPv4 inside an IPv6 tree as ::a.b.c.d). */
+function addressBits(addr: string, ipVersion: 4 | 6): number[] {
+  const p = parseIp(addr);
+  if (!p) throw new Error(`bad address ${addr}`);
+  const words = p.v === 4 ? (ipVersion === 4 ? [p.n] : [0, 0, 0, p.n]) : [...p.w];
+  return words.flatMap((w) => Array.from({ length: 32 }, (_, i) => (w >>> (31 - i)) & 1));
+}
+
+function buildMmdb(databaseType: string, records: [cidr: string, value: MmdbValue][], ipVersion: 4 | 6 = 4): Buffer {
   type Rec = { node: number } | { data: number } | null;
   const nodes: [Rec, Rec][] = [[null, null]];
   const data: Buffer[] = [];
   let dataLen = 0;
   for (const [cidr, value] of records) {
     const [addr, len] = cidr.split('/') as [string, string];
-    const n = addr.split('.').reduce((a, o) => a * 256 + Number(o), 0);
+    const bits = addressBits(addr, ipVersion);
+    const depthEnd = Number(len) + (ipVersion === 6 && !addr.includes(':') ? 96 : 0);
     let node = 0;
-    for (let depth = 0; depth < Number(len); depth++) {
-      const bit = (n >>> (31 - depth)) & 1;
+    for (let depth = 0; depth < depthEnd; depth++) {
+      const bit = bits[depth]!;
       const pair = nodes[node]!;
-      if (depth === Number(len) - 1) {
+      if (depth === depthEnd - 1) {
         pair[bit] = { data: dataLen };
       } else {
         const next = pair[bit];
@@ -308,7 +311,7 @@ function buildMmdb(databaseType: string, records: [cidr: string, value: MmdbValu
     });
   });
   const meta = mmdbValue({
-    node_count: count, record_size: 24, ip_version: 4, database_type: databaseType, languages: ['en'],
+    node_count: count, record_size: 24, ip_version: ipVersion, database_type: databaseType, languages: ['en'],
     binary_format_major_version: 2, binary_format_minor_version: 0, build_epoch: 1_700_000_000, description: { en: 'test' },
   });
   return Buffer.concat([tree, Buffer.alloc(16), ...data, Buffer.from('abcdef4d61784d696e642e636f6d', 'hex'), meta]);
@@ -341,19 +344,37 @@ t.test('IpIntel with the embedded data', async (t) => {
   t.match(intel.assess('192.168.1.1'), { valid: true, range: 'private', bogon: true, asn: 0, org: '', country: '', hosting: false });
   t.match(intel.assess('not an ip'), { valid: false, version: 0, range: '', bogon: false, asn: 0, country: '' });
 
-  // Cached: the same object comes back.
-  t.equal(intel.assess('8.8.8.8'), google);
+  // Uncached and pure: the same answer again.
+  t.same(intel.assess('8.8.8.8'), google);
 });
 
-t.test('IpIntel cache is bounded by cacheSize', async (t) => {
-  const intel = loadIpIntel({ ...realFiles(), cacheSize: 2 });
-  const a = intel.assess('8.8.8.8');
-  t.equal(intel.assess('8.8.8.8'), a);
-  intel.assess('1.1.1.1');
-  intel.assess('9.9.9.9'); // evicts 8.8.8.8
-  const again = intel.assess('8.8.8.8');
-  t.not(again, a, 'recomputed after eviction');
-  t.same(again, a);
+t.test('IpCache: the verdicts IpIntel gives, per data generation, within a fixed size', async (t) => {
+  const intel = loadIpIntel(realFiles());
+  const cache = IpCache.create(64 << 10);
+  const bytes = cache.bytes;
+  const ip = ipScratch();
+  const verdictOf = (s: string, gen = 1, intelOf = intel) => {
+    t.ok(parseIpInto(s, ip), s);
+    return { ...cache.verdict(ip, intelOf, gen, emptyIpVerdict()) };
+  };
+  const pick = ({ bogon, asn, country, hosting, vpn, proxy, tor }: ReturnType<IpIntel['assess']>) => ({ bogon, asn, country, hosting, vpn, proxy, tor });
+  for (const s of ['8.8.8.8', '3.5.140.2', '2.56.16.1', '23.129.64.1', '192.168.1.1', '2001:4860:4860::8888']) {
+    const first = verdictOf(s);
+    t.same(first, pick(intel.assess(s)), `${s}: the cache stores what IpIntel says`);
+    t.same(verdictOf(s), first, `${s}: and serves it back`);
+  }
+  t.ok(cache.hits >= 6 && cache.misses === 6, `hits ${cache.hits}, misses ${cache.misses}`);
+  t.same(verdictOf('::ffff:8.8.8.8'), verdictOf('8.8.8.8'), 'mapped IPv4 is the same address');
+
+  // A new data generation never sees the old verdicts.
+  t.equal(verdictOf('23.24.0.1').hosting, false, 'Comcast residential');
+  const listed = loadIpIntel({ ...realFiles(), hostingAsns: 'AS7922 cloud' });
+  t.equal(verdictOf('23.24.0.1', 1, listed).hosting, false, 'generation 1 still answers from its own data');
+  t.equal(verdictOf('23.24.0.1', 2, listed).hosting, true, 'generation 2 computes anew');
+
+  for (let k = 0; k < 20 * cache.capacity; k++) verdictOf(`11.${(k >> 16) & 255}.${(k >> 8) & 255}.${k & 255}`, 2, listed);
+  t.ok(cache.count() <= cache.capacity, `at most ${cache.capacity} entries (${cache.count()})`);
+  t.equal(cache.bytes, bytes, 'fixed size');
 });
 
 t.test('IpIntel logic with hand-made lists', async (t) => {
@@ -402,6 +423,31 @@ t.test('IpIntel with MaxMind-shaped databases', async (t) => {
   // Org rule over the ASN-MMDB's org name.
   const noAnon = loadIpIntel({ asnMmdb: asn, hostingAsns: '', vpnAsns: '', hostingOrgPatterns: '\\bhosting\\b' });
   t.match(noAnon.assess('8.8.8.8'), { asn: 64496, hosting: true, hostingSource: 'org-pattern' });
+});
+
+t.test('IPv6: an IPv4-only database is not asked; the Anonymous-IP database is asked even in special ranges', async (t) => {
+  // The same package ships an IPv4-only file; maxmind walks an IPv4 tree with the first
+  // 32 bits of an IPv6 address and answers with whatever IPv4 network that lands in.
+  const v4only = readFileSync(join(dirname(COUNTRY_MMDB), 'geo-whois-asn-country-ipv4.mmdb'));
+  const intel = loadIpIntel({ countryMmdb: v4only, hostingAsns: '', vpnAsns: '' });
+  t.match(intel.assess('8.8.8.8'), { country: 'US' });
+  t.match(intel.assess('::ffff:8.8.8.8'), { country: 'US' }, 'IPv4-mapped IPv6 is IPv4');
+  for (const ip of ['2a00:1450::1', '808:808::1', '2001:4860:4860::8888']) {
+    t.match(intel.assess(ip), { version: 6, country: '' }, `${ip}: nothing from an IPv4-only file`);
+  }
+
+  const anon = buildMmdb('GeoIP2-Anonymous-IP', [
+    ['abcd:1000::/112', { is_anonymous: true, is_anonymous_vpn: true }],
+    ['2001:db8:5::/48', { is_anonymous: true, is_tor_exit_node: true }],
+    ['81.2.69.0/24', { is_anonymous: true, is_public_proxy: true }],
+  ], 6);
+  const withAnon = loadIpIntel({ anonymousIpMmdb: anon, hostingAsns: '', vpnAsns: '' });
+  for (const ip of ['abcd:1000::', 'abcd:1000::8000', 'abcd:1000::ffff']) {
+    t.match(withAnon.assess(ip), { range: 'unassigned', bogon: true, vpn: true, vpnSource: 'anonymous-ip-db' }, `${ip}: listed though unassigned`);
+  }
+  t.match(withAnon.assess('2001:db8:5::1'), { range: 'documentation', tor: true });
+  t.match(withAnon.assess('81.2.69.160'), { proxy: true, vpn: false }, 'IPv4 in an IPv6 file');
+  t.match(withAnon.assess('abcd:1001::1'), { vpn: false, tor: false, proxy: false });
 });
 
 t.test('unusable inputs give clear errors', async (t) => {

@@ -1,13 +1,8 @@
 import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import {
-  SCHAIN_MAX_NODES,
-  SellersRegistry,
-  parseSchain,
-  type SchainResult,
-  type SupplyChain,
-} from '../../src/signals/schain.ts';
+import { SCHAIN_MAX_NODES, parseSchain, type SchainResult, type SupplyChain } from '../../src/signals/schain.ts';
+import { SellersRegistry } from '../../src/signals/sellers.ts';
 
 function chainOf(r: SchainResult): SupplyChain {
   if (!r.ok) throw new Error(`expected a chain, got ${r.error}`);
@@ -144,10 +139,10 @@ t.test('SellersRegistry.verify', async (t) => {
   t.ok(registry.has('exchange1.com'));
   t.ok(registry.has('EXCHANGE2.com'), 'asi compared case-insensitively');
   t.notOk(registry.has('exchange3.com'));
-  t.same([...(registry.sellerIds('exchange1.com') ?? [])].sort(), ['1234', '5678', '9001'], 'trimmed, numeric as text');
-  t.equal(registry.sellerIds('nope.com'), undefined);
-
   const verify = (raw: string) => registry.verify(chainOf(parseSchain(raw)));
+  for (const sid of ['1234', '5678', '9001']) t.ok(verify(`1.0,1!exchange1.com,${sid},1`), `${sid}: trimmed, numeric as text`);
+  t.notOk(registry.has('nope.com'));
+
   t.equal(verify('1.0,1!exchange1.com,1234,1,bid-request-1,publisher,publisher.com'), true, 'single known node');
   t.equal(verify('1.0,1!exchange1.com,1234,1!exchange2.com,abcd,1'), true, 'every node known');
   t.equal(verify('1.0,1!Exchange1.com,5678,1'), true, 'asi case-insensitive, seller_id trimmed');
@@ -175,8 +170,10 @@ t.test('bad sellers files are reported and skipped; the rest load', async (t) =>
     { name: 'README.md', text: '# not a sellers file' },
   ]);
   t.same(registry.domains(), ['empty-list.com', 'good.com', 'partly.com']);
-  t.same([...(registry.sellerIds('partly.com') ?? [])], ['ok-1']);
-  t.same([...(registry.sellerIds('good.com') ?? [])], ['abcd'], 'duplicate domain file did not replace the first');
+  const verify = (raw: string) => registry.verify(chainOf(parseSchain(raw)));
+  t.ok(verify('1.0,1!partly.com,ok-1,1'), 'the good entry of a partly bad file is kept');
+  t.ok(verify('1.0,1!good.com,abcd,1'));
+  t.notOk(verify('1.0,1!good.com,1234,1'), 'duplicate domain file did not replace the first');
   t.equal(registry.verify(chainOf(parseSchain('1.0,1!empty-list.com,1,1'))), false, 'file with no sellers verifies nothing');
   t.equal(errors.length, 7);
   const errorFor = (name: string) => errors.find((e) => e.startsWith(`${name}: `));
@@ -198,4 +195,28 @@ t.test('the embedded example sellers files are valid and verify the demo chain',
   t.ok(registry.size >= 1);
   t.equal(registry.verify(chainOf(parseSchain('1.0,1!exchange1.example,1234,1!exchange2.example,abcd,1'))), true);
   t.equal(registry.verify(chainOf(parseSchain('1.0,1!exchange1.example,9999,1'))), false);
+});
+
+t.test('a chain encoded once more with its commas left literal still has its escapes checked', async (t) => {
+  // encodeURI-style: % became %25, the delimiters stayed. The chain it carries has a broken escape.
+  t.match(parseSchain('1.0,1!exchange1.com,1234%25ZZ,1,,,'), { ok: false, error: 'bad_encoding' });
+  // The same chain with a well-formed escape decodes to its fields.
+  t.match(parseSchain('1.0,1!exchange1.com,1234,1,,Some%252C%2520Name,'), { ok: true, chain: { nodes: [{ sid: '1234', name: 'Some, Name' }] } });
+  t.match(parseSchain('1.0,1!exchange1.com,1234%ZZ,1,,,'), { ok: false, error: 'bad_encoding' }, 'and the raw broken escape too');
+});
+
+t.test('lookup threads verify against the main thread\'s compiled index, not their own copy', async (t) => {
+  const sellers = Array.from({ length: 50_000 }, (_, i) => ({ seller_id: `s-${i}`, seller_type: 'PUBLISHER' }));
+  const { registry } = SellersRegistry.fromFiles([{ name: 'big.example.json', text: JSON.stringify({ sellers }) }, { name: 'exchange1.com.json', text: EX1 }]);
+  t.ok(registry.index.buffer instanceof SharedArrayBuffer, 'the index lives in shared memory');
+  t.equal(registry.sellerCount, 50_003);
+  const thread = SellersRegistry.fromIndex(registry.index);
+  const verify = (r: SellersRegistry, raw: string) => r.verify(chainOf(parseSchain(raw)));
+  for (const raw of ['1.0,1!big.example,s-49999,1', '1.0,1!BIG.example,s-7,1', '1.0,1!big.example,s-50000,1', '1.0,1!exchange1.com,1234,1!big.example,s-1,1', '1.0,1!other.example,s-1,1']) {
+    t.equal(verify(thread, raw), verify(registry, raw), raw);
+  }
+  t.ok(verify(thread, '1.0,1!big.example,s-49999,1'));
+  t.notOk(verify(thread, '1.0,1!big.example,s-50000,1'));
+  t.ok(thread.has('big.example') && !thread.has('other.example'));
+  t.throws(() => SellersRegistry.fromIndex(registry.index.subarray(0, 40)), /truncated/);
 });

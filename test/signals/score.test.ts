@@ -22,7 +22,7 @@ type Flag = Exclude<keyof ScoreInputs, 'history'>;
 
 function clean(over: Partial<ScoreInputs> = {}): ScoreInputs {
   return {
-    ipInvalid: false, ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false,
+    ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false,
     deviceImpossible: false, declaredBot: false, automation: false, ipHosting: false, ipVpn: false,
     ipProxy: false, ipTor: false, uaInconsistent: false, geoMismatch: false, schainPresent: false,
     schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false,
@@ -39,12 +39,15 @@ const FACTS = Object.keys(NO_HISTORY) as (keyof HistoryFacts)[];
 
 t.test('the lead\'s four end-to-end scenarios', async (t) => {
   // Clean residential traffic, real browser UA, first time seen (history counted it once).
-  const h = new History();
+  const h = History.create();
   const first = {
-    ...h.observe({
-      ip: '81.2.69.142', uid: 'c0ffee-cookie', ifa: '', pub: 'pub1', now: Date.UTC(2026, 0, 1),
-      ua: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36',
-    }),
+    ...h.observe(
+      h.keysFor({
+        ip: '81.2.69.142', uid: 'c0ffee-cookie', ifa: '',
+        ua: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36',
+      }),
+      Date.UTC(2026, 0, 1),
+    ),
   };
   const c = score(clean({ history: first }));
   t.equal(c.band, 'low');
@@ -166,7 +169,7 @@ t.test('bands follow the thresholds of the rounded score', async (t) => {
 
 t.test('classifyTransaction', async (t) => {
   const res = (band: ScoreResult['band'], p_hard: number, p_givt: number, p_sivt: number, p_hist: number): ScoreResult =>
-    ({ p_hard, p_givt, p_sivt, p_hist, band, score: 0, confidence: 0, reasons: [] });
+    ({ p_hard, p_givt, p_sivt, p_hist, band, score: 0, confidence: 0, reasons: [], leading: '' });
   const table: [ScoreResult, string][] = [
     [res('low', 0, 0, 0, 0), 'valid'],
     [res('medium', 0.6, 0, 0.5, 0), 'valid'],

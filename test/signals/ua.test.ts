@@ -1,10 +1,8 @@
 import t from 'tap';
-import {
-  UaAnalyzer,
-  UA_MAX_LENGTH,
-  uaConsistency,
-  type UaInfo,
-} from '../../src/signals/ua.ts';
+import { uaConsistency } from '../../src/signals/device-consistency.ts';
+import { UaAnalyzer, UA_MAX_LENGTH, emptyVerdict, type UaInfo, type UaVerdict } from '../../src/signals/ua-analysis.ts';
+import { UaCache, UA_HASH, hashUa, normalizeUa } from '../../src/signals/ua-cache.ts';
+import { DAY_MS, HOUR_MS } from '../../src/time.ts';
 
 // Fixed clock so the version ceilings (Chrome ~170, Safari/iOS 28 in late 2026) are stable.
 const NOW = Date.UTC(2026, 10, 21);
@@ -165,24 +163,109 @@ t.test('version ceilings follow the clock: Chrome 160 is plausible in 2026, not 
   t.equal(new UaAnalyzer({ now: Date.UTC(2023, 0, 1) }).analyze(ua).malformedReason, 'impossible_version');
 });
 
-t.test('cache returns the same frozen object; too long UAs are not cached', async (t) => {
-  const a = new UaAnalyzer({ cacheSize: 2, now: NOW });
-  const first = a.analyze(UA.chromeWin);
+t.test('analyze returns frozen answers; too long and empty UAs are judged without parsing', async (t) => {
+  const first = analyzer.analyze(UA.chromeWin);
   t.ok(Object.isFrozen(first));
-  // A different string instance with the same content still hits.
-  const again = a.analyze((UA.chromeWin + ' ').trimEnd());
-  t.equal(again, first, 'same object from the cache');
-  t.equal(a.cached, 1);
-  a.analyze(UA.safariMac);
-  a.analyze(UA.roku); // evicts chromeWin (LRU, max 2)
-  t.equal(a.cached, 2);
-  t.not(a.analyze(UA.chromeWin), first, 'evicted entry is recomputed');
-  t.same(a.analyze(UA.chromeWin), first, 'with the same content');
-  a.analyze('y'.repeat(UA_MAX_LENGTH + 5));
-  t.equal(a.cached, 2, 'too long UA not cached');
+  t.same(analyzer.analyze((UA.chromeWin + ' ').trimEnd()), first, 'same content, same answer');
+  t.match(analyzer.analyze('y'.repeat(UA_MAX_LENGTH + 5)), { malformed: true, malformedReason: 'too_long' });
+  t.match(analyzer.analyze(''), { malformed: true, malformedReason: 'empty' });
   t.throws(() => {
     (first as { os: string }).os = 'hacked';
   }, 'frozen object rejects writes (strict mode)');
+});
+
+/** The fields of a full analysis the lookup path reads (the cached verdict has no version strings or engine). */
+function verdictFields(i: UaInfo | UaVerdict) {
+  return {
+    malformed: i.malformed, malformedReason: i.malformedReason, declaredBot: i.declaredBot, automation: i.automation,
+    automationReason: i.automationReason, appClient: i.appClient, os: i.os, browser: i.browser, device: i.device, webview: i.webview,
+  };
+}
+
+/** Every UA in this file: the named ones, the malformed cases and some variants. */
+function corpus(): string[] {
+  const out = new Set<string>(Object.values(UA));
+  for (const ua of Object.values(UA)) {
+    out.add(ua.replace(/(\/\d+\.)(\d+)/g, (_m, a: string, b: string) => a + String((Number(b) + 7) % 1000)));
+    out.add(ua + ' ExtraToken/1.2.3');
+  }
+  for (const extra of [
+    'Mozilla/5.0 (Windows NT 11.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36',
+    'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/999.0.0.0 Safari/537.36',
+    'Mozilla/5.0 (Linux; Android 40; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36',
+    'Mozilla/5.0 (Frobnicator; Qux 3) Zork', 'a/1.2.3.4', 'x/1.0', 'Mozilla/5.0', '${UA}', 'Opera/9.80 (Windows NT 6.1) Presto/2.12.388 Version/12.18',
+    'Mozilla/5.0 (Linux; Android 13; SM-T870 Build/TP1A.220624.014) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.6099.230 Safari/537.36',
+    'Mozilla/5.0 (iPad; CPU OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/120.0.6099.119 Mobile/15E148 Safari/604.1',
+    'Mozilla/5.0 (Linux; Android 12; Nexus 7 Build/ABC.123) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/110.0.5481.65 Safari/537.36',
+    'Mozilla/5.0 (Linux; Android 12; Nexus 5 Build/ABC.123) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/110.0.5481.65 Mobile Safari/537.36',
+    'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36 Edg/120.0.2210.91',
+    'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36 OPR/106.0.0.0',
+    'Mozilla/5.0 (Linux; U; Android 4.0.3; ko-kr; LG-L160L Build/IML74K) AppleWebkit/534.30 (KHTML, like Gecko) Version/4.0 Mobile Safari/534.30',
+    'Mozilla/5.0 (Macintosh; U; PPC Mac OS X; en) AppleWebKit/419.3 (KHTML, like Gecko) Safari/419.3',
+    'Mozilla/5.0 (compatible; MSIE 10.0; Windows NT 6.2; Trident/6.0)',
+    'Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 [FBAN/FBIOS;FBAV/440.0.0.32.106;FBBV/123]',
+    'facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)',
+  ]) out.add(extra);
+  return [...out];
+}
+
+t.test('normalising version digits changes no verdict (the shared cache is keyed on it)', async (t) => {
+  let normalised = 0;
+  for (const ua of corpus()) {
+    const n = normalizeUa(ua);
+    if (n !== ua) normalised++;
+    t.equal(n.length, ua.length, 'length kept');
+    t.same(verdictFields(analyzer.analyze(n)), verdictFields(analyzer.analyze(ua)), JSON.stringify(ua.slice(0, 70)));
+    hashUa(n, 1);
+    const direct = [UA_HASH[0], UA_HASH[1]];
+    hashUa(ua, 1);
+    t.same([UA_HASH[2], UA_HASH[3]], direct, 'the one-pass hash of the normalised form equals hashing normalizeUa()');
+  }
+  t.ok(normalised > 40, `most UAs have version digits to normalise (${normalised})`);
+  t.equal(normalizeUa('Chrome/142.0.7444.59 x'), 'Chrome/142.0.0000.00 x');
+  t.equal(normalizeUa('Build/12.1.A.1.205)'), 'Build/12.1.A.1.205)', 'tokens with letters are left alone');
+  t.equal(normalizeUa('Gecko/20100101 Firefox/125.0'), 'Gecko/20100101 Firefox/125.0');
+});
+
+t.test('the shared cache: one parse per normalised UA, verdicts equal to the full analysis', async (t) => {
+  const cache = UaCache.create(64 << 10, new UaAnalyzer());
+  const out = emptyVerdict();
+  for (const ua of corpus()) {
+    t.same(verdictFields(cache.verdict(ua, NOW, out)), verdictFields(analyzer.analyze(ua)), `miss: ${JSON.stringify(ua.slice(0, 60))}`);
+    t.same(verdictFields(cache.verdict(ua, NOW, out)), verdictFields(analyzer.analyze(ua)), `hit: ${JSON.stringify(ua.slice(0, 60))}`);
+  }
+  const misses = cache.misses;
+  cache.verdict(UA.chromeAndroid.replace('6367.82', '6367.91'), NOW, out);
+  t.equal(cache.misses, misses, 'another build of the same Chrome is a hit');
+  const before = cache.bytes;
+  for (let k = 0; k < 20 * cache.capacity; k++) cache.verdict(`Mozilla/5.0 (X11; Linux x86_64) Test${k}/1.0`, NOW, out);
+  t.ok(cache.count() <= cache.capacity, `at most ${cache.capacity} entries (${cache.count()})`);
+  t.equal(cache.bytes, before, 'fixed size');
+});
+
+t.test('a clock a year ahead: version ceilings follow the lookup, not the start', async (t) => {
+  // Chrome 175 is ahead of the ceiling in November 2026 and current a year later.
+  const ua = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/175.0.0.0 Safari/537.36';
+  const cache = UaCache.create(64 << 10, new UaAnalyzer({ now: NOW }));
+  const out = emptyVerdict();
+  t.equal(cache.verdict(ua, NOW, out).malformedReason, 'impossible_version', 'too new today');
+  const later = NOW + 365 * DAY_MS;
+  t.equal(cache.verdict(ua, later, out).malformed, false, 'the same process a year later accepts it');
+  t.equal(cache.verdict(UA.chromeWin, later, out).malformed, false, 'and still accepts older browsers');
+  const a = new UaAnalyzer();
+  t.equal(a.analyze(ua, NOW).malformedReason, 'impossible_version');
+  t.equal(a.analyze(ua, later).malformed, false, 'analyze judges at the time it is given');
+});
+
+t.test('cached verdicts expire after a day', async (t) => {
+  const cache = UaCache.create(64 << 10, new UaAnalyzer());
+  const out = emptyVerdict();
+  const t0 = Date.now();
+  cache.verdict(UA.safariMac, t0, out);
+  cache.verdict(UA.safariMac, t0 + 23 * HOUR_MS, out);
+  t.equal(cache.misses, 1, 'within a day: one examination');
+  cache.verdict(UA.safariMac, t0 + 25 * HOUR_MS, out);
+  t.equal(cache.misses, 2, 'after a day: examined again');
 });
 
 t.test('uaConsistency against dvt, app and ifa', async (t) => {

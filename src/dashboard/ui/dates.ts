@@ -1,6 +1,6 @@
 // Calendar dates as the reporting API takes them: `YYYY-MM-DD`, always UTC.
+import { DAY_MS } from '../../time.ts';
 
-const DAY_MS = 86_400_000;
 const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
 /** The UTC calendar date of an instant. */

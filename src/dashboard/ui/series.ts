@@ -1,6 +1,7 @@
 // Report rows grouped by date (or date,hour) turned into the chart's columns: one point per
 // day or hour of the range (gaps are zero, not skipped, so the x axis is honest), up to
 // the current hour, with the IVT rate per point.
+import { DAY_MS, HOUR_MS } from '../../time.ts';
 import { daysInRange, dateMs, type DateRange } from './dates.ts';
 
 export type Granularity = 'hour' | 'day';
@@ -43,9 +44,9 @@ export function groupByFor(g: Granularity): string {
 }
 
 export function buildSeries(rows: readonly TimeRow[], range: DateRange, g: Granularity, nowMs: number): Series {
-  const step = g === 'hour' ? 3_600_000 : 86_400_000;
+  const step = g === 'hour' ? HOUR_MS : DAY_MS;
   const first = dateMs(range.start);
-  const endOfRange = dateMs(range.end) + 86_400_000; // exclusive
+  const endOfRange = dateMs(range.end) + DAY_MS; // exclusive
   const last = Math.min(endOfRange, Math.floor(nowMs / step) * step + step);
   const n = Math.max(0, Math.ceil((last - first) / step));
   const s: Series = { x: [], total: [], valid: [], invalid: [], givt: [], sivt: [], rate: [] };
@@ -58,7 +59,7 @@ export function buildSeries(rows: readonly TimeRow[], range: DateRange, g: Granu
     s.sivt.push(0);
   }
   for (const r of rows) {
-    const at = dateMs(r.date) + (g === 'hour' ? (r.hour ?? 0) * 3_600_000 : 0);
+    const at = dateMs(r.date) + (g === 'hour' ? (r.hour ?? 0) * HOUR_MS : 0);
     const i = Math.floor((at - first) / step);
     if (!(i >= 0 && i < n)) continue;
     s.total[i]! += r.total_transactions;

@@ -6,10 +6,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { AsnTable } from '../../src/signals/asn-table.ts';
-import { compileAsnTable } from '../../src/data/build-asn.ts';
+import { compileAsnTable } from '../../tools/build-asn.ts';
 
 const run = promisify(execFile);
-const SCRIPT = fileURLToPath(new URL('../../src/data/build-asn.ts', import.meta.url));
+const SCRIPT = fileURLToPath(new URL('../../tools/build-asn.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 const at = (table: AsnTable, n: number): number | null => table.lookup({ v: 4, n })?.asn ?? null;

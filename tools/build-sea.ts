@@ -1,7 +1,7 @@
 // Build step of ./build.sh: bundles the app into one CommonJS file and writes the SEA
 // config (bundle + data assets + native addons + manifest). build.sh then makes the blob
 // and injects it into a copy of node.
-//   node --import tsx src/runtime/build-sea.ts --entry src/cli/main.ts --work dist/ivtd.build
+//   node --import tsx tools/build-sea.ts --entry src/cli/main.ts --work dist/ivtd.build
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
@@ -16,8 +16,8 @@ import {
   type NativeName,
   type SeaManifest,
   type WorkerRole,
-} from './asset-table.ts';
-import { collectDataAssets, repoRoot } from './assets.ts';
+} from '../src/runtime/asset-table.ts';
+import { collectDataAssets, repoRoot } from '../src/runtime/assets.ts';
 
 function sha256(...parts: Array<string | Uint8Array>): string {
   const h = createHash('sha256');
@@ -146,7 +146,7 @@ export async function prepareSea(root: string, entry: string, roles: readonly Wo
 function parseRoles(arg: string | undefined, entry: string, root: string): WorkerRole[] {
   const all = Object.keys(WORKER_ROLES) as WorkerRole[];
   if (arg === undefined || arg === '') {
-    return entry === join(root, 'src/runtime/probe.ts') ? ['probe'] : all.filter((r) => r !== 'probe');
+    return entry === join(root, 'tools/probe.ts') ? ['probe'] : all.filter((r) => r !== 'probe');
   }
   const roles = arg.split(',').map((r) => r.trim());
   for (const r of roles) if (!all.includes(r as WorkerRole)) throw new Error(`unknown worker role ${r} (known: ${all.join(', ')})`);

@@ -2,7 +2,7 @@
 // GET /ping. Proves addon loading and asset reads inside worker threads of the binary.
 import { parentPort, threadId, workerData } from 'node:worker_threads';
 import uWS from 'uWebSockets.js';
-import { isSea, readAsset } from './assets.ts';
+import { isSea, readAsset } from '../src/runtime/assets.ts';
 
 export interface ProbeWorkerData {
   host: string;

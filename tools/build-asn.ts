@@ -1,7 +1,7 @@
 // Builds data/generated/asn.bin (format: src/signals/asn-table.ts) from the
 // @ip-location-db/asn CSVs (`start,end,asn,org`, numeric addresses).
 //
-//   node --import tsx src/data/build-asn.ts [--if-missing] [--out DIR]
+//   node --import tsx tools/build-asn.ts [--if-missing] [--out DIR]
 //
 // Overlapping source rows are resolved deterministically: the narrowest range wins the
 // overlap (like a longest-prefix match); equal widths go to the earlier row. Adjacent
@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { AsnTable, encodeAsnTable } from '../signals/asn-table.ts';
+import { AsnTable, encodeAsnTable } from '../src/signals/asn-table.ts';
 
 const SOURCE_PACKAGE = '@ip-location-db/asn';
 const V4_FILE = 'asn-ipv4-num.csv';
@@ -251,29 +251,22 @@ export function asnSourceDir(): string {
   return dirname(createRequire(import.meta.url).resolve(`${SOURCE_PACKAGE}/package.json`));
 }
 
-export const DEFAULT_OUT_DIR = fileURLToPath(new URL('../../data/generated/', import.meta.url));
+export const DEFAULT_OUT_DIR = fileURLToPath(new URL('../data/generated/', import.meta.url));
 
-function main(argv: string[]): void {
-  let ifMissing = false;
-  let outDir = DEFAULT_OUT_DIR;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--if-missing') ifMissing = true;
-    else if (a === '--out' && argv[i + 1]) outDir = resolve(argv[++i] as string);
-    else throw new Error(`build-asn: unknown argument "${a}" (usage: build-asn.ts [--if-missing] [--out DIR])`);
-  }
+/**
+ * Writes asn.bin and asn.meta.json into `outDir`. With `ifMissing`, does nothing when both
+ * exist and are newer than the source CSVs. Returns what it did, as one line.
+ */
+export function writeAsnFiles(outDir: string, opts: { ifMissing?: boolean } = {}): { built: boolean; message: string } {
   const srcDir = asnSourceDir();
   const v4Path = join(srcDir, V4_FILE);
   const v6Path = join(srcDir, V6_FILE);
   const binPath = join(outDir, 'asn.bin');
   const metaPath = join(outDir, 'asn.meta.json');
 
-  if (ifMissing && existsSync(binPath) && existsSync(metaPath)) {
+  if (opts.ifMissing && existsSync(binPath) && existsSync(metaPath)) {
     const sourceTime = Math.max(statSync(v4Path).mtimeMs, statSync(v6Path).mtimeMs);
-    if (statSync(binPath).mtimeMs >= sourceTime) {
-      console.log(`asn table: ${binPath} is up to date`);
-      return;
-    }
+    if (statSync(binPath).mtimeMs >= sourceTime) return { built: false, message: `asn table: ${binPath} is up to date` };
   }
 
   const t0 = performance.now();
@@ -297,10 +290,24 @@ function main(argv: string[]): void {
   };
   writeFileSync(metaPath, `${JSON.stringify(meta, null, 2)}\n`);
   const ms = Math.round(performance.now() - t0);
-  console.log(
-    `asn table: wrote ${binPath} (${(bytes.byteLength / 1048576).toFixed(1)} MB: ${stats.v4Ranges} IPv4 + ${stats.v6Ranges} IPv6 ranges, ` +
+  return {
+    built: true,
+    message:
+      `asn table: wrote ${binPath} (${(bytes.byteLength / 1048576).toFixed(1)} MB: ${stats.v4Ranges} IPv4 + ${stats.v6Ranges} IPv6 ranges, ` +
       `${stats.orgs} ASNs, ${stats.overlappingRows} overlapping rows resolved) from ${pkg.name}@${pkg.version} in ${ms} ms`,
-  );
+  };
+}
+
+function main(argv: string[]): void {
+  let ifMissing = false;
+  let outDir = DEFAULT_OUT_DIR;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--if-missing') ifMissing = true;
+    else if (a === '--out' && argv[i + 1]) outDir = resolve(argv[++i] as string);
+    else throw new Error(`build-asn: unknown argument "${a}" (usage: build-asn.ts [--if-missing] [--out DIR])`);
+  }
+  console.log(writeAsnFiles(outDir, { ifMissing }).message);
 }
 
 const invokedAs = process.argv[1];

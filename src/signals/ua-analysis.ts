@@ -1,6 +1,9 @@
-// User-agent analysis for the pre-bid lookup: parse (ua-parser-js 1.x, MIT) behind an LRU
-// cache, flag malformed UAs, declared bots/tools (isbot) and browser automation, and check
-// the UA against the request's device type, app and IFA.
+// User-agent analysis: parse (ua-parser-js 1.x, MIT), flag malformed UAs, declared
+// bots/tools (isbot) and browser automation. Split in two so results can be shared:
+// `examine` gives the traits that depend only on the string (what the shared UA cache in
+// ua-cache.ts keeps), `judge` adds what depends on the clock (the "impossible version"
+// ceilings move every four weeks), evaluated per lookup. The UA against the request's
+// device type, app and IFA is device-consistency.ts.
 //
 // Decisions (kept here, where the rules live):
 // - `os` / `browser` are reporting dimensions: short lowercase family codes from a fixed
@@ -19,7 +22,7 @@
 
 import UAParser from 'ua-parser-js';
 import { isbot } from 'isbot';
-import { LRUCache } from 'lru-cache';
+import { DAY_MS } from '../time.ts';
 
 export type UaDevice =
   | 'desktop'
@@ -73,7 +76,6 @@ export type MalformedReason = (typeof MALFORMED_REASONS)[number];
 
 export const UA_MIN_LENGTH = 10;
 export const UA_MAX_LENGTH = 1024;
-export const DEFAULT_UA_CACHE_SIZE = 50_000;
 
 // Tokens that betray browser automation, first match wins. Runs on cache misses only.
 const AUTOMATION_PATTERNS: ReadonlyArray<readonly [RegExp, string]> = [
@@ -191,10 +193,6 @@ const BROWSER_FAMILIES: Readonly<Record<string, string>> = {
   PhantomJS: 'phantomjs',
   WebKit: 'webkit',
 };
-/** Families that mean "a desktop web browser" for the app-vs-UA check. */
-const DESKTOP_BROWSERS: ReadonlySet<string> = new Set([
-  'chrome', 'chromium', 'edge', 'firefox', 'safari', 'opera', 'yandex', 'ie', 'vivaldi', 'brave',
-]);
 // ua-parser browser names whose version follows Chrome's numbering (Opera runs ~14 below,
 // legacy EdgeHTML Edge 12-18).
 const CHROME_NUMBERED: ReadonlySet<string> = new Set([
@@ -205,18 +203,66 @@ const DEVICE_TYPES: ReadonlySet<string> = new Set([
   'mobile', 'tablet', 'smarttv', 'console', 'wearable', 'embedded',
 ]);
 
-const DAY_MS = 86_400_000;
 const MAX_VERSION_LENGTH = 32;
 
-/** Highest plausible major versions as of `now`, with margin for betas and nightlies. */
-interface VersionCeilings {
+/** Every `os` code the analysis can produce (the shared cache stores the index). */
+export const OS_CODES: readonly string[] = [...new Set(['unknown', 'other', 'roku', 'tvos', 'fireos', ...Object.values(OS_FAMILIES)])];
+/** Every `browser` code the analysis can produce. */
+export const BROWSER_CODES: readonly string[] = [...new Set(['unknown', 'other', 'webview', 'bot', 'app', ...Object.values(BROWSER_FAMILIES)])];
+/** Every device class, in a fixed order. */
+export const DEVICE_CODES: readonly UaDevice[] = ['unknown', 'desktop', 'mobile', 'tablet', 'smarttv', 'console', 'wearable', 'embedded'];
+
+/**
+ * What the analysis learns from the string alone: the same for every lookup with this UA,
+ * so it can be cached and shared. Versions are kept as majors (NaN when absent).
+ */
+export interface UaTraits {
+  /** The first malformed rule that fires before the version check, or ''. */
+  preReason: MalformedReason | '';
+  /** The last rule (a Mozilla/ string nothing could be read from) fires. */
+  unparseable: boolean;
+  /** "Windows NT x.y" names a Windows that does not exist. */
+  windowsNtBad: boolean;
+  declaredBot: boolean;
+  automation: boolean;
+  automationReason: string;
+  appClient: boolean;
+  os: string;
+  browser: string;
+  device: UaDevice;
+  webview: boolean;
+  browserMajor: number;
+  /** Blink engine major (it is the Chrome version whatever brand sits on top), else NaN. */
+  blinkMajor: number;
+  osMajor: number;
+  /** The browser's version follows Chrome's numbering (Chrome, Edge, Opera, WebView...). */
+  chromeNumbered: boolean;
+}
+
+/** Traits plus the verdict at the lookup's time: what the hot path reads. */
+export interface UaVerdict extends UaTraits {
+  malformed: boolean;
+  malformedReason: MalformedReason | '';
+}
+
+export function emptyVerdict(): UaVerdict {
+  return {
+    preReason: '', unparseable: false, windowsNtBad: false, declaredBot: false, automation: false,
+    automationReason: '', appClient: false, os: 'unknown', browser: 'unknown', device: 'unknown',
+    webview: false, browserMajor: NaN, blinkMajor: NaN, osMajor: NaN, chromeNumbered: false,
+    malformed: false, malformedReason: '',
+  };
+}
+
+/** Highest plausible major versions as of a day, with margin for betas and nightlies. */
+export interface VersionCeilings {
   chrome: number;
   firefox: number;
   apple: number;
   android: number;
 }
 
-function versionCeilings(now: number): VersionCeilings {
+export function versionCeilings(now: number): VersionCeilings {
   const year = new Date(now).getUTCFullYear();
   return {
     // Chrome 100 shipped 2022-03-29, Firefox 100 on 2022-05-03; both release every 4 weeks.
@@ -229,9 +275,47 @@ function versionCeilings(now: number): VersionCeilings {
   };
 }
 
+/** Ceilings memoised per UTC day (one per thread): computed from the lookup's own clock. */
+export class VersionClock {
+  private day = NaN;
+  private value: VersionCeilings = versionCeilings(0);
+  at(now: number): VersionCeilings {
+    const day = Math.floor(now / DAY_MS);
+    if (day !== this.day) {
+      this.day = day;
+      this.value = versionCeilings(now);
+    }
+    return this.value;
+  }
+}
+
+function impossibleVersion(t: UaTraits, c: VersionCeilings): boolean {
+  if (t.windowsNtBad) return true;
+  const major = t.browserMajor;
+  if (t.browser === 'firefox' && major > c.firefox) return true;
+  if (t.browser === 'safari' && major > c.apple) return true;
+  if (t.chromeNumbered && major > c.chrome) return true;
+  if (t.blinkMajor > c.chrome) return true;
+  if (t.os === 'ios' && t.osMajor > c.apple) return true;
+  if (t.os === 'android' && t.osMajor > c.android) return true;
+  return false;
+}
+
+/**
+ * The clock-dependent part: fills malformed/malformedReason of `v` from its traits and the
+ * ceilings of the lookup's day. The rules keep their order: the string rules, then the
+ * impossible version, then "unparseable".
+ */
+export function judge(v: UaVerdict, c: VersionCeilings): UaVerdict {
+  v.malformedReason = v.preReason !== '' ? v.preReason : impossibleVersion(v, c) ? 'impossible_version' : v.unparseable ? 'unparseable' : '';
+  v.malformed = v.malformedReason !== '';
+  return v;
+}
+
 function majorOf(version: string | undefined): number {
   if (!version) return NaN;
-  return parseInt(version, 10);
+  const n = parseInt(version, 10);
+  return Number.isNaN(n) ? NaN : Math.min(n, 65534);
 }
 
 function frozenInfo(partial: Partial<UaInfo>): UaInfo {
@@ -256,6 +340,16 @@ function frozenInfo(partial: Partial<UaInfo>): UaInfo {
 // Shared answers for UAs that are not parsed or cached at all.
 const EMPTY_INFO = frozenInfo({ malformed: true, malformedReason: 'empty' });
 const TOO_LONG_INFO = frozenInfo({ malformed: true, malformedReason: 'too_long' });
+
+/** Verdicts for strings never parsed: empty and over UA_MAX_LENGTH. */
+export function unparsedVerdict(ua: string, out: UaVerdict): UaVerdict | null {
+  if (ua.length !== 0 && ua.length <= UA_MAX_LENGTH) return null;
+  Object.assign(out, emptyVerdict());
+  out.preReason = ua.length === 0 ? 'empty' : 'too_long';
+  out.malformedReason = out.preReason;
+  out.malformed = true;
+  return out;
+}
 
 function controlCharReason(ua: string): '' | 'control_char' | 'invalid_char' {
   for (let i = 0; i < ua.length; i++) {
@@ -287,43 +381,52 @@ function clipVersion(v: string | undefined): string {
   return v.length > MAX_VERSION_LENGTH ? v.slice(0, MAX_VERSION_LENGTH) : v;
 }
 
+// The string rules that run before the version check; first match wins, cheapest and most
+// certain first.
+function preReasonOf(ua: string): MalformedReason | '' {
+  const ctrl = controlCharReason(ua);
+  if (ctrl !== '') return ctrl;
+  const trimmed = ua.trim();
+  if (trimmed.length === 0) return 'empty';
+  if (trimmed.length <= 32 && PLACEHOLDERS.has(trimmed.toLowerCase())) return 'placeholder';
+  if (MACRO.test(ua)) return 'placeholder';
+  if (trimmed.length < UA_MIN_LENGTH) return 'too_short';
+  // Encoded twice by the caller: real UAs have spaces (CFNetwork's "My%20App/1 CFNetwork/..." does too).
+  if (!ua.includes(' ') && /%(?:20|2F|28|3B)/i.test(ua)) return 'percent_encoded';
+  if (countMozillaTokens(ua) > 1) return 'duplicated_token';
+  return '';
+}
+
 export interface UaAnalyzerOptions {
-  /** LRU entries keyed by UA string (default 50 000; each entry ≤ 1 KB of key). */
-  cacheSize?: number;
-  /** Clock for the version ceilings (tests); default Date.now() at construction. */
+  /** A fixed clock for the version ceilings (tests); default Date.now() at each analysis. */
   now?: number;
 }
 
 export class UaAnalyzer {
-  private readonly cache: LRUCache<string, UaInfo>;
   private readonly parser = new UAParser();
-  private readonly ceilings: VersionCeilings;
+  private readonly clock: () => number;
+  private readonly ceilings = new VersionClock();
+  /** Parse details of the last inspect() beyond the traits (versions, engine). */
+  private browserVersion = '';
+  private osVersion = '';
+  private engine = 'unknown';
 
   constructor(opts: UaAnalyzerOptions = {}) {
-    this.cache = new LRUCache<string, UaInfo>({ max: Math.max(1, opts.cacheSize ?? DEFAULT_UA_CACHE_SIZE) });
-    this.ceilings = versionCeilings(opts.now ?? Date.now());
+    const fixed = opts.now;
+    this.clock = fixed === undefined ? Date.now : () => fixed;
   }
 
-  /** Entries currently cached. */
-  get cached(): number {
-    return this.cache.size;
+  /** Ceilings for a lookup at `now`. */
+  ceilingsAt(now: number): VersionCeilings {
+    return this.ceilings.at(now);
   }
 
-  /** Hot path: a cache hit is one map lookup; the returned object is frozen and shared. */
-  analyze(ua: string): UaInfo {
-    if (ua.length === 0) return EMPTY_INFO;
-    // Not parsed, not cached: a flood of distinct long strings must not evict real UAs.
-    if (ua.length > UA_MAX_LENGTH) return TOO_LONG_INFO;
-    const hit = this.cache.get(ua);
-    if (hit !== undefined) return hit;
-    // Copy before keeping: a slice of the request's query string would pin the whole query.
-    const key = (' ' + ua).slice(1);
-    const info = this.compute(key);
-    this.cache.set(key, info);
-    return info;
-  }
-
-  private compute(ua: string): UaInfo {
+  /**
+   * The clock-independent traits of `ua` (1 to UA_MAX_LENGTH characters) into `out`: one
+   * ua-parser pass, isbot and the automation patterns. The costly part of a UA; the shared
+   * cache runs it once per distinct (version-normalised) UA.
+   */
+  examine(ua: string, out: UaTraits): UaTraits {
     const p = this.parser.setUA(ua);
     const browser = p.getBrowser();
     const os = p.getOS();
@@ -340,7 +443,6 @@ export class UaAnalyzer {
         break;
       }
     }
-    const automation = automationReason !== '';
 
     const osName = osFamily(os.name, device.vendor, device.model, device.type);
     let deviceType: UaDevice = device.type && DEVICE_TYPES.has(device.type) ? (device.type as UaDevice) : 'unknown';
@@ -357,7 +459,7 @@ export class UaAnalyzer {
 
     let browserFamily = browser.name ? (BROWSER_FAMILIES[browser.name] ?? 'other') : 'unknown';
     if (webview && (browserFamily === 'webkit' || browserFamily === 'unknown')) browserFamily = 'webview';
-    if (declaredBot && !automation) browserFamily = 'bot';
+    if (declaredBot && automationReason === '') browserFamily = 'bot';
     else if (appClient && browserFamily === 'unknown') browserFamily = 'app';
 
     let osVersion = clipVersion(os.version);
@@ -365,149 +467,52 @@ export class UaAnalyzer {
       const m = /Roku\/DVP-(\d+(?:\.\d+)*)/.exec(ua);
       if (m?.[1]) osVersion = m[1];
     }
+    const windowsNt = osName === 'windows' ? WINDOWS_NT.exec(ua) : null;
 
-    const malformedReason = this.malformedReason(ua, browser, os, engine, device, declaredBot, browserFamily, osName);
+    out.preReason = preReasonOf(ua);
+    out.unparseable = ua.startsWith('Mozilla/') && !declaredBot && !browser.name && !os.name && !engine.name && !device.type;
+    out.windowsNtBad = windowsNt?.[1] !== undefined && !WINDOWS_NT_VERSIONS.has(windowsNt[1]);
+    out.declaredBot = declaredBot;
+    out.automation = automationReason !== '';
+    out.automationReason = automationReason;
+    out.appClient = appClient;
+    out.os = osName;
+    out.browser = browserFamily;
+    out.device = deviceType;
+    out.webview = webview;
+    out.browserMajor = majorOf(browser.version);
+    out.blinkMajor = engine.name === 'Blink' ? majorOf(engine.version) : NaN;
+    out.osMajor = majorOf(osVersion);
+    out.chromeNumbered = browser.name !== undefined && CHROME_NUMBERED.has(browser.name);
+    this.browserVersion = clipVersion(browser.version);
+    this.osVersion = osVersion;
+    this.engine = engine.name ? engine.name.toLowerCase() : 'unknown';
+    return out;
+  }
 
+  /**
+   * The whole analysis of one UA judged at `now` (default: this analyzer's clock), with
+   * full version strings and the engine: the admin side and tests. Uncached; the lookup
+   * path goes through UaCache.
+   */
+  analyze(ua: string, now: number = this.clock()): UaInfo {
+    if (ua.length === 0) return EMPTY_INFO;
+    if (ua.length > UA_MAX_LENGTH) return TOO_LONG_INFO;
+    const v = judge(this.examine(ua, emptyVerdict()) as UaVerdict, this.ceilings.at(now));
     return frozenInfo({
-      malformed: malformedReason !== '',
-      malformedReason,
-      declaredBot,
-      automation,
-      automationReason,
-      appClient,
-      os: osName,
-      osVersion,
-      browser: browserFamily,
-      browserVersion: clipVersion(browser.version),
-      device: deviceType,
-      engine: engine.name ? engine.name.toLowerCase() : 'unknown',
-      webview,
+      malformed: v.malformed,
+      malformedReason: v.malformedReason,
+      declaredBot: v.declaredBot,
+      automation: v.automation,
+      automationReason: v.automationReason,
+      appClient: v.appClient,
+      os: v.os,
+      osVersion: this.osVersion,
+      browser: v.browser,
+      browserVersion: this.browserVersion,
+      device: v.device,
+      engine: this.engine,
+      webview: v.webview,
     });
   }
-
-  // First matching rule wins; the order runs from cheapest and most certain to most inferred.
-  private malformedReason(
-    ua: string,
-    browser: UAParser.IBrowser,
-    os: UAParser.IOS,
-    engine: UAParser.IEngine,
-    device: UAParser.IDevice,
-    declaredBot: boolean,
-    browserFamily: string,
-    osName: string,
-  ): MalformedReason | '' {
-    const ctrl = controlCharReason(ua);
-    if (ctrl !== '') return ctrl;
-    const trimmed = ua.trim();
-    if (trimmed.length === 0) return 'empty';
-    if (trimmed.length <= 32 && PLACEHOLDERS.has(trimmed.toLowerCase())) return 'placeholder';
-    if (MACRO.test(ua)) return 'placeholder';
-    if (trimmed.length < UA_MIN_LENGTH) return 'too_short';
-    // Encoded twice by the caller: real UAs have spaces (CFNetwork's "My%20App/1 CFNetwork/..." does too).
-    if (!ua.includes(' ') && /%(?:20|2F|28|3B)/i.test(ua)) return 'percent_encoded';
-    if (countMozillaTokens(ua) > 1) return 'duplicated_token';
-    if (this.impossibleVersion(ua, browser, os, engine, browserFamily, osName)) return 'impossible_version';
-    if (
-      ua.startsWith('Mozilla/') &&
-      !declaredBot &&
-      !browser.name &&
-      !os.name &&
-      !engine.name &&
-      !device.type
-    ) {
-      return 'unparseable';
-    }
-    return '';
-  }
-
-  private impossibleVersion(
-    ua: string,
-    browser: UAParser.IBrowser,
-    os: UAParser.IOS,
-    engine: UAParser.IEngine,
-    browserFamily: string,
-    osName: string,
-  ): boolean {
-    const c = this.ceilings;
-    const major = majorOf(browser.version);
-    if (browserFamily === 'firefox' && major > c.firefox) return true;
-    if (browserFamily === 'safari' && major > c.apple) return true;
-    if (browser.name !== undefined && CHROME_NUMBERED.has(browser.name) && major > c.chrome) return true;
-    // Blink's version is the Chrome version, whatever brand sits on top.
-    if (engine.name === 'Blink' && majorOf(engine.version) > c.chrome) return true;
-    const osMajor = majorOf(os.version);
-    if (osName === 'ios' && osMajor > c.apple) return true;
-    if (osName === 'android' && osMajor > c.android) return true;
-    if (osName === 'windows') {
-      const m = WINDOWS_NT.exec(ua);
-      if (m?.[1] && !WINDOWS_NT_VERSIONS.has(m[1])) return true;
-    }
-    return false;
-  }
-}
-
-// ---- consistency with the other request signals ----------------------------------------
-
-export interface UaConsistency {
-  consistent: boolean;
-  /** '' when consistent, else a stable code such as 'dvt2_mobile_ua' or 'ifa_on_desktop'. */
-  reason: string;
-}
-
-const CONSISTENT: UaConsistency = Object.freeze({ consistent: true, reason: '' });
-const INCONSISTENT = new Map<string, UaConsistency>();
-function inconsistent(reason: string): UaConsistency {
-  let r = INCONSISTENT.get(reason);
-  if (r === undefined) {
-    r = Object.freeze({ consistent: false, reason });
-    INCONSISTENT.set(reason, r);
-  }
-  return r;
-}
-
-// Device classes the UA may not show for each dvt (spec 2.4). Conservative on purpose:
-// - tablets (1, 5) may send desktop UAs (iPadOS Safari says Macintosh, Android tablets
-//   default to desktop mode, Surface is Windows), so desktop is allowed there;
-// - phones (4) in "request desktop site" mode say Macintosh (iPhone) or X11 Linux
-//   (Android), so only Windows/ChromeOS desktops are refused;
-// - CTV-like dvt (3, 6, 7): only a plain Windows/macOS/ChromeOS desktop is refused; TV
-//   UAs vary too much (generic X11 Linux on some TVs, phone-like WebViews on sticks);
-// - DOOH (8) players run anything.
-function deviceMismatch(dvt: number, info: UaInfo): boolean {
-  const d = info.device;
-  switch (dvt) {
-    case 2:
-      return d === 'mobile' || d === 'tablet' || d === 'smarttv' || d === 'console' || d === 'wearable';
-    case 1:
-    case 5:
-      return d === 'smarttv' || d === 'console';
-    case 4:
-      return d === 'smarttv' || d === 'console' || (d === 'desktop' && (info.os === 'windows' || info.os === 'chromeos'));
-    case 3:
-    case 6:
-    case 7:
-      return d === 'desktop' && (info.os === 'windows' || info.os === 'macos' || info.os === 'chromeos');
-    default:
-      return false;
-  }
-}
-
-/**
- * Is the UA plausible for this device type, app and IFA? Unknown devices and unknown
- * dvt values are consistent (validation of dvt itself happens elsewhere).
- */
-export function uaConsistency(
-  info: UaInfo,
-  dvt: number,
-  app: string | undefined,
-  ifa: string | undefined,
-): UaConsistency {
-  if (deviceMismatch(dvt, info)) return inconsistent(`dvt${dvt}_${info.device}_ua`);
-  if (info.appClient && !app) return inconsistent('app_client_without_app');
-  if (info.device === 'desktop') {
-    // Desktops have no advertising ID; a desktop web browser is not an app.
-    if (ifa) return inconsistent('ifa_on_desktop');
-    if (app && !info.webview && DESKTOP_BROWSERS.has(info.browser)) return inconsistent('app_on_desktop_browser');
-  }
-  return CONSISTENT;
 }

@@ -1,7 +1,7 @@
 // Bundles the dashboard (src/dashboard/ui) into data/generated/dashboard/: index.html plus
 // content-hashed app-<HASH>.js, app-<HASH>.css and favicon-<HASH>.svg. The folder is
 // replaced as a whole, so a server reading it never sees half a build.
-//   node --import tsx src/dashboard/build.ts [--out DIR] [--dev]
+//   node --import tsx tools/build-dashboard.ts [--out DIR] [--dev]
 import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -9,8 +9,8 @@ import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const UI = join(HERE, 'ui');
-export const DEFAULT_OUT = resolve(HERE, '..', '..', 'data', 'generated', 'dashboard');
+const UI = join(HERE, '..', 'src', 'dashboard', 'ui');
+export const DEFAULT_OUT = resolve(HERE, '..', 'data', 'generated', 'dashboard');
 
 export interface BuiltFile {
   name: string;

@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Worker } from 'node:worker_threads';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { isSea, listAssets } from './assets.ts';
+import { isSea, listAssets } from '../src/runtime/assets.ts';
 import type { ProbeWorkerData, ProbeWorkerMessage } from './probe-worker.ts';
-import { startWorker } from './worker-entry.ts';
+import { startWorker } from '../src/runtime/worker-entry.ts';
 
 const print = (event: string, fields: object) => process.stdout.write(JSON.stringify({ event, ...fields }) + '\n');
 

@@ -1,0 +1,103 @@
+// Rollup batches: the unit that travels from a host to ClickHouse exactly once. A batch is
+// a list of count rows that all fall in one ClickHouse partition (one UTC month) and is
+// small enough to be one INSERT block, so ClickHouse writes it as one part: all of it or
+// none. Each table's INSERT of a batch also carries the batch's marker row, which is how a
+// retry learns whether the batch is already in (src/fleet/delivery.ts).
+import { TUPLE_DIMENSIONS } from '../enums.ts';
+import { INTEGER_DIMENSIONS, type Granularity } from '../reporting/columns.ts';
+import { tupleKey, type CountRow } from '../reporting/tuple.ts';
+import { dayStart } from '../time.ts';
+import { toStoredString } from './sql.ts';
+
+/**
+ * Rows per batch. Far below ClickHouse's max_insert_block_size (1,048,576 rows) and its
+ * squashing thresholds on current releases, so one batch is always one block.
+ */
+export const BATCH_ROWS = 10_000;
+
+/** customer_id of marker rows: not a UUID, so no report (always one customer) counts one. */
+export const MARKER_CUSTOMER = '#batch';
+
+export interface Batch {
+  batchId: string;
+  rows: CountRow[];
+}
+
+/** The UTC month (YYYYMM) holding `ms`: the ClickHouse partition of a row (toYYYYMM). */
+export function monthOf(ms: number): number {
+  const d = new Date(ms);
+  return d.getUTCFullYear() * 100 + d.getUTCMonth() + 1;
+}
+
+/** Splits rows into batches of at most `maxRows`, each within one UTC month. */
+export function toBatches(rows: readonly CountRow[], newId: () => string, maxRows = BATCH_ROWS): Batch[] {
+  const byMonth = new Map<number, CountRow[]>();
+  for (const r of rows) {
+    const m = monthOf(r.hour);
+    let list = byMonth.get(m);
+    if (!list) byMonth.set(m, (list = []));
+    list.push(r);
+  }
+  const out: Batch[] = [];
+  for (const m of [...byMonth.keys()].sort((a, b) => a - b)) {
+    const list = byMonth.get(m)!;
+    for (let i = 0; i < list.length; i += maxRows) out.push({ batchId: newId(), rows: list.slice(i, i + maxRows) });
+  }
+  return out;
+}
+
+/** The batch's rows at a granularity: as they are for hours, summed per UTC day for days. */
+export function rowsAt(g: Granularity, rows: readonly CountRow[]): CountRow[] {
+  if (g === 'hour') return rows.slice();
+  const days = new Map<string, CountRow>();
+  for (const r of rows) {
+    const day = dayStart(r.hour);
+    const key = tupleKey(r.customerId, day, r.dims);
+    const d = days.get(key);
+    if (d) {
+      d.total += r.total;
+      d.givt += r.givt;
+      d.sivt += r.sivt;
+    } else {
+      days.set(key, { customerId: r.customerId, hour: day, dims: r.dims, total: r.total, givt: r.givt, sivt: r.sivt });
+    }
+  }
+  return [...days.values()];
+}
+
+/** period_start (epoch seconds) of the batch's marker in a table: its first row's period there. */
+export function markerPeriodSeconds(g: Granularity, batch: Batch): number {
+  const first = batch.rows[0];
+  if (!first) throw new Error(`batch ${batch.batchId} has no rows`);
+  return Math.floor((g === 'hour' ? first.hour : dayStart(first.hour)) / 1000);
+}
+
+const NUMERIC = TUPLE_DIMENSIONS.map((d) => INTEGER_DIMENSIONS.has(d));
+
+/** One ClickHouse row object (JSONEachRow) of a count row. */
+function chRow(customerId: string, periodSeconds: number, dims: readonly string[], total: number, givt: number, sivt: number): Record<string, string | number> {
+  const o: Record<string, string | number> = { customer_id: toStoredString(customerId), period_start: periodSeconds };
+  for (let i = 0; i < TUPLE_DIMENSIONS.length; i++) {
+    const v = dims[i] ?? '';
+    o[TUPLE_DIMENSIONS[i]!] = NUMERIC[i] ? Number(v) || 0 : toStoredString(v);
+  }
+  o.total = total;
+  o.givt = givt;
+  o.sivt = sivt;
+  return o;
+}
+
+/** The marker row of a batch in a table: pub = batch id, total 1 (a zero row would be merged away). */
+export function markerRow(g: Granularity, batch: Batch): Record<string, string | number> {
+  const dims = TUPLE_DIMENSIONS.map((d) => (d === 'pub' ? batch.batchId : ''));
+  return chRow(MARKER_CUSTOMER, markerPeriodSeconds(g, batch), dims, 1, 0, 0);
+}
+
+/** The INSERT body of a batch for one table: its rows at that granularity, then its marker. */
+export function insertRows(g: Granularity, batch: Batch): Array<Record<string, string | number>> {
+  const out = rowsAt(g, batch.rows).map((r) => chRow(r.customerId, Math.floor(r.hour / 1000), r.dims, r.total, r.givt, r.sivt));
+  out.push(markerRow(g, batch));
+  return out;
+}
+
+export const GRANULARITIES: readonly Granularity[] = ['hour', 'day'];

@@ -1,0 +1,95 @@
+// Fleet-wide IP reputation, the ClickHouse side. `ipBotActivity` means "this IP was used
+// frequently by bots recently"; one host sees only its sliver of the traffic. Once a minute
+// each host publishes its bot-heavy IPs (its own bounded top-K, chosen by the lookup
+// threads from their history) and pulls the fleet's set back; the lookup threads consult
+// that set per lookup. Both sides are bounded:
+//
+//   publish: at most BOT_IPS.perHost rows per host per minute (the most invalid lookups
+//            first); a row is an IP address (v4 or v6) with its lookups and invalid lookups
+//            in that minute; anything else is dropped.
+//   rule:    an IP is in the fleet set when, summed over every host's rows of the last
+//            BOT_IPS.windowMinutes minutes, invalid ≥ BOT_IPS.minInvalid and
+//            invalid ≥ BOT_IPS.minShare × lookups.
+//   pull:    at most BOT_IPS.fleetMax IPs, the most invalid lookups first.
+//
+// With publication and pulls each minute, an IP that bots use on one host is flagged on
+// every host within about two minutes. Rows older than BOT_IPS.keepDays days are dropped
+// (whole daily partitions) by the full instance.
+import { isIP } from 'node:net';
+import type { ClickHouse } from './clickhouse.ts';
+import { sqlInt, sqlString } from './sql.ts';
+
+export const BOT_IPS = {
+  perHost: 1000,
+  fleetMax: 10_000,
+  windowMinutes: 10,
+  minInvalid: 10,
+  minShare: 0.5,
+  keepDays: 2,
+  /** Publication and pull period (ms). */
+  intervalMs: 60_000,
+} as const;
+
+export interface BotIpRow {
+  ip: string;
+  lookups: number;
+  invalid: number;
+}
+
+/** The rows a host may publish: valid IPs, sane counts, the BOT_IPS.perHost most invalid. */
+export function boundBotIps(rows: readonly BotIpRow[], perHost: number = BOT_IPS.perHost): BotIpRow[] {
+  const ok = rows.filter(
+    (r) =>
+      typeof r.ip === 'string' &&
+      r.ip.length <= 45 &&
+      isIP(r.ip) !== 0 &&
+      Number.isSafeInteger(r.lookups) &&
+      Number.isSafeInteger(r.invalid) &&
+      r.invalid > 0 &&
+      r.lookups >= r.invalid,
+  );
+  ok.sort((a, b) => b.invalid - a.invalid || b.lookups - a.lookups);
+  return ok.slice(0, perHost).map((r) => ({ ip: r.ip.toLowerCase(), lookups: r.lookups, invalid: r.invalid }));
+}
+
+/** Publishes this host's bot-heavy IPs for the current minute (one INSERT). Returns the rows sent. */
+export async function publishBotIps(ch: ClickHouse, host: string, rows: readonly BotIpRow[], now = Date.now()): Promise<number> {
+  const kept = boundBotIps(rows);
+  if (kept.length === 0) return 0;
+  const minute = Math.floor(now / 60_000) * 60;
+  await ch.insert(
+    'bot_ips',
+    kept.map((r) => ({ minute, host, ip: r.ip, lookups: r.lookups, invalid: r.invalid })),
+  );
+  return kept.length;
+}
+
+/** The fleet's bot-heavy IPs now, by the rule above (at most BOT_IPS.fleetMax, most invalid first). */
+export async function pullFleetBotIps(ch: ClickHouse, now = Date.now()): Promise<string[]> {
+  const since = Math.floor(now / 60_000) * 60 - (BOT_IPS.windowMinutes - 1) * 60;
+  const rows = await ch.rows<{ ip: string }>(
+    `SELECT ip FROM bot_ips WHERE minute >= toDateTime(${sqlInt(since)}) ` +
+      `GROUP BY ip HAVING sum(invalid) >= ${sqlInt(BOT_IPS.minInvalid)} AND sum(invalid) >= ${BOT_IPS.minShare} * sum(lookups) ` +
+      `ORDER BY sum(invalid) DESC, ip LIMIT ${sqlInt(BOT_IPS.fleetMax)}`,
+    'fleet bot IPs',
+  );
+  return rows.map((r) => r.ip);
+}
+
+/** Drops daily partitions of bot_ips older than BOT_IPS.keepDays (full instance, daily). */
+export async function dropOldBotIps(ch: ClickHouse, now = Date.now()): Promise<number> {
+  const oldest = new Date(now - BOT_IPS.keepDays * 86_400_000);
+  const keep = oldest.getUTCFullYear() * 10_000 + (oldest.getUTCMonth() + 1) * 100 + oldest.getUTCDate();
+  const parts = await ch.rows<{ partition: string }>(
+    `SELECT DISTINCT partition FROM system.parts WHERE database = ${sqlString(ch.database)} AND table = 'bot_ips' AND active`,
+    'bot IP partitions',
+  );
+  let dropped = 0;
+  for (const p of parts) {
+    const day = Number(p.partition);
+    if (!Number.isSafeInteger(day) || day >= keep) continue;
+    await ch.command(`ALTER TABLE bot_ips DROP PARTITION ${sqlInt(day)}`, 'bot IP retention');
+    dropped++;
+  }
+  return dropped;
+}

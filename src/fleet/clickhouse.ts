@@ -1,0 +1,162 @@
+// The fleet's ClickHouse connection: the HTTP interface through @clickhouse/client, with
+// what ClickHouse 18.16 supports and current releases keep: statements as text (values
+// only through ./sql.ts), JSONEachRow inserts, JSONEachRow and JSON (for
+// rows_before_limit_at_least) results. Every failure becomes a FleetError that says
+// whether ClickHouse answered (the statement failed) or could not be reached.
+import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
+import { sqlIdentifier } from './sql.ts';
+import type { ClickHouseTarget } from './url.ts';
+
+/** ClickHouse exception codes ivtd reacts to. */
+export const CH_CODES = {
+  /** A query with this query_id is still running (replace_running_query = 0, the default). */
+  QUERY_WITH_SAME_ID_IS_ALREADY_RUNNING: 216,
+} as const;
+
+export class FleetError extends Error {
+  constructor(
+    message: string,
+    /** ClickHouse answered with this exception code (the statement itself failed). */
+    readonly chCode: number | null,
+    /** The request may or may not have taken effect (no answer, or the answer was cut). */
+    readonly uncertain: boolean,
+  ) {
+    super(message);
+    this.name = 'FleetError';
+  }
+}
+
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/** One line of the server's exception, e.g. "Code: 60 … Table ivtd.x doesn't exist". */
+function firstLine(s: string): string {
+  const line = s.split('\n').find((l) => l.trim() !== '') ?? s;
+  return line.length > 400 ? line.slice(0, 400) + '…' : line;
+}
+
+function asFleetError(e: unknown, what: string, display: string): FleetError {
+  if (e instanceof FleetError) return e;
+  const err = e as Error & { code?: string };
+  const m = /Code: (\d+)/.exec(err.message ?? '');
+  if (m) return new FleetError(`ClickHouse ${display}: ${what} failed: ${firstLine(err.message)}`, Number(m[1]), false);
+  if (err.code && NOT_SENT.has(err.code)) {
+    return new FleetError(`ClickHouse ${display} is unreachable (${err.code}) during ${what}`, null, false);
+  }
+  return new FleetError(`ClickHouse ${display}: ${what} got no clear answer: ${err.message}`, null, true);
+}
+
+export interface ClickHouseOptions {
+  /** Milliseconds before a request counts as failed (default 30 s). */
+  requestTimeoutMs?: number;
+}
+
+export interface ReportResult<T> {
+  data: T[];
+  /** Rows the statement had before LIMIT/OFFSET (exact with GROUP BY). */
+  rowsBeforeLimit: number | undefined;
+}
+
+export class ClickHouse {
+  private readonly client: ClickHouseClient;
+  private readonly db: string;
+  /** Aborted by close(): ends requests in flight and queued ones (a hanging server holds them for the timeout). */
+  private readonly aborter = new AbortController();
+
+  constructor(
+    readonly target: ClickHouseTarget,
+    private readonly opts: ClickHouseOptions = {},
+  ) {
+    this.db = sqlIdentifier(target.database);
+    this.client = this.makeClient(this.db);
+  }
+
+  private makeClient(database: string): ClickHouseClient {
+    return createClient({
+      url: this.target.origin,
+      username: this.target.username,
+      password: this.target.password,
+      database,
+      request_timeout: this.opts.requestTimeoutMs ?? 30_000,
+      max_open_connections: 4,
+      application: 'ivtd',
+      // Failures are reported by the callers, once, in ivtd's log.
+      log: { level: ClickHouseLogLevel.OFF },
+    });
+  }
+
+  get database(): string {
+    return this.db;
+  }
+
+  /** Creates the database when missing (through the always-present `system` database). */
+  async ensureDatabase(): Promise<void> {
+    const boot = this.makeClient('system');
+    try {
+      await boot.command({ query: `CREATE DATABASE IF NOT EXISTS ${this.db}`, abort_signal: this.aborter.signal });
+    } catch (e) {
+      throw asFleetError(e, 'CREATE DATABASE', this.target.display);
+    } finally {
+      await boot.close();
+    }
+  }
+
+  /** A SELECT as rows of objects (UInt64/Int64 arrive as strings: ClickHouse quotes them in JSON). */
+  async rows<T>(sql: string, what = 'query'): Promise<T[]> {
+    try {
+      const rs = await this.client.query({ query: sql, format: 'JSONEachRow', abort_signal: this.aborter.signal });
+      return await rs.json<T>();
+    } catch (e) {
+      throw asFleetError(e, what, this.target.display);
+    }
+  }
+
+  /** A SELECT in FORMAT JSON: rows plus rows_before_limit_at_least. */
+  async report<T>(sql: string): Promise<ReportResult<T>> {
+    try {
+      const rs = await this.client.query({ query: sql, format: 'JSON', abort_signal: this.aborter.signal });
+      const j = await rs.json<T>();
+      const before = (j as { rows_before_limit_at_least?: number }).rows_before_limit_at_least;
+      return { data: j.data, rowsBeforeLimit: before === undefined ? undefined : Number(before) };
+    } catch (e) {
+      throw asFleetError(e, 'report query', this.target.display);
+    }
+  }
+
+  /** A statement without a result (DDL, ALTER, INSERT … SELECT). */
+  async command(sql: string, what = 'statement'): Promise<void> {
+    try {
+      await this.client.command({ query: sql, abort_signal: this.aborter.signal });
+    } catch (e) {
+      throw asFleetError(e, what, this.target.display);
+    }
+  }
+
+  /**
+   * One INSERT of `rows` as one JSONEachRow body. With `queryId`, ClickHouse refuses a
+   * second statement under the same id while the first still runs (the delivery relies on it).
+   */
+  async insert(table: string, rows: readonly object[], queryId?: string): Promise<void> {
+    try {
+      await this.client.insert({
+        table: `${this.db}.${sqlIdentifier(table)}`,
+        values: rows as object[],
+        format: 'JSONEachRow',
+        abort_signal: this.aborter.signal,
+        ...(queryId === undefined ? {} : { query_id: queryId }),
+      });
+    } catch (e) {
+      throw asFleetError(e, `INSERT INTO ${table}`, this.target.display);
+    }
+  }
+
+  /** True when the server answers /ping. */
+  async ping(): Promise<boolean> {
+    const r = await this.client.ping();
+    return r.success;
+  }
+
+  async close(): Promise<void> {
+    this.aborter.abort();
+    await this.client.close();
+  }
+}

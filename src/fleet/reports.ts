@@ -1,0 +1,73 @@
+// Reports computed by ClickHouse: the fleet's ReportSource. Same tables, columns and
+// semantics as the DuckDB source (src/reporting/engine.ts), so the API, the dashboard and
+// their tests do not know which store answered. Values reach the SQL only through
+// ./sql.ts; names only from the dimension enums.
+import type { Dimension } from '../enums.ts';
+import { HttpError } from '../errors.ts';
+import { log } from '../log.ts';
+import { tableFor } from '../reporting/columns.ts';
+import type { ReportSource, SourceRows } from '../reporting/engine.ts';
+import type { ReportQuery } from '../reporting/params.ts';
+import { FleetError, type ClickHouse } from './clickhouse.ts';
+import { sqlIdentifier, sqlInt, sqlList, sqlString } from './sql.ts';
+
+/** The grouping expression of a dimension; hours and dates are UTC (the column's zone). */
+function groupExpression(d: Dimension): string {
+  if (d === 'date') return 'toDate(period_start)';
+  if (d === 'hour') return 'toHour(period_start)';
+  return sqlIdentifier(d);
+}
+
+// Aliases that name no column: ClickHouse resolves aliases before columns, and
+// `sum(total) AS total` would be read as a cyclic alias by older releases.
+const SUMS = 'sum(total) AS sum_total, sum(givt) AS sum_givt, sum(sivt) AS sum_sivt';
+
+/** The WHERE clause of a report: one customer, the date window, the filters. */
+export function reportWhere(customerId: string, q: ReportQuery): string {
+  const parts = [
+    `customer_id = ${sqlString(customerId)}`,
+    `period_start >= toDateTime(${sqlInt(Math.floor(q.fromMs / 1000))})`,
+    `period_start < toDateTime(${sqlInt(Math.floor(q.toMs / 1000))})`,
+  ];
+  for (const f of q.filters) parts.push(`${sqlIdentifier(f.dimension)} IN ${sqlList(f.values)}`);
+  return parts.join(' AND ');
+}
+
+/** The whole statement of a report (exported for tests that read it). */
+export function reportSql(customerId: string, q: ReportQuery, useDailyRollups = true): string {
+  const table = tableFor(q.groupBy, useDailyRollups);
+  const where = reportWhere(customerId, q);
+  const page = `LIMIT ${sqlInt(q.limit)} OFFSET ${sqlInt(q.offset)}`;
+  if (q.groupBy.length === 0) return `SELECT ${SUMS} FROM ${table} WHERE ${where} ${page}`;
+  const aliases = q.groupBy.map((d) => `g_${d}`);
+  const keys = q.groupBy.map((d, i) => `${groupExpression(d)} AS ${aliases[i]}`).join(', ');
+  const order = aliases.join(', ');
+  return `SELECT ${keys}, ${SUMS} FROM ${table} WHERE ${where} GROUP BY ${order} ORDER BY ${order} ${page}`;
+}
+
+export class ClickHouseReportSource implements ReportSource {
+  constructor(
+    private readonly ch: ClickHouse,
+    private readonly useDailyRollups = true,
+  ) {}
+
+  async fetch(customerId: string, q: ReportQuery): Promise<SourceRows> {
+    let data: Record<string, unknown>[];
+    let before: number | undefined;
+    try {
+      ({ data, rowsBeforeLimit: before } = await this.ch.report<Record<string, unknown>>(reportSql(customerId, q, this.useDailyRollups)));
+    } catch (e) {
+      if (!(e instanceof FleetError)) throw e;
+      log.error({ err: e.message }, 'report query on ClickHouse failed');
+      throw new HttpError('unavailable', 'Reports come from the fleet store (ClickHouse), which did not answer; retry in a minute.', 503, { 'Retry-After': '30' });
+    }
+    const rows = data.map((r) => {
+      const out: Record<string, unknown> = { total: r.sum_total, givt: r.sum_givt, sivt: r.sum_sivt };
+      for (const d of q.groupBy) out[d] = r[`g_${d}`];
+      return out;
+    });
+    // With GROUP BY, rows_before_limit_at_least is the exact number of groups.
+    const totalRows = q.groupBy.length === 0 ? 1 : (before ?? rows.length + q.offset);
+    return { rows, totalRows };
+  }
+}

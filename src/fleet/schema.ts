@@ -1,0 +1,118 @@
+// The fleet's tables in ClickHouse, versioned like the DuckDB migrations
+// (src/store/migrations.ts): applied in order, recorded in schema_migrations, never edited
+// once released. ClickHouse has no transactions, so every statement is idempotent
+// (IF NOT EXISTS) and a migration interrupted halfway is simply run again. Two hosts
+// migrating at once do the same harmless work twice.
+//
+// The DDL is the single-server form and keeps to what ClickHouse 18.16 and current
+// releases both accept (ENGINE = …MergeTree() PARTITION BY … ORDER BY …, plain types).
+// docs/fleet.md gives the replicated-cluster form (ReplicatedMergeTree + Distributed).
+import type { ClickHouse } from './clickhouse.ts';
+import { FleetError } from './clickhouse.ts';
+
+export interface ClickHouseMigration {
+  version: number;
+  name: string;
+  statements: string[];
+}
+
+/** Rollup columns, same names and order as the DuckDB tables (migration 20 there). */
+const ROLLUP_COLUMNS_DDL = `
+  customer_id  String,
+  period_start DateTime('UTC'),
+  pub     String,
+  sid     String,
+  app     String,
+  dmn     String,
+  node    String,
+  adt     Int16,
+  geo     String,
+  dvt     Int16,
+  os      String,
+  browser String,
+  env     String,
+  cmp     String,
+  adv     String,
+  p1      String,
+  p2      String,
+  p3      String,
+  p4      String,
+  p5      String,
+  total   UInt64,
+  givt    UInt64,
+  sivt    UInt64`;
+
+/** Every key column: rows equal in all of them are summed by the merges (SummingMergeTree). */
+const ROLLUP_KEY = '(customer_id, period_start, pub, sid, app, dmn, node, adt, geo, dvt, os, browser, env, cmp, adv, p1, p2, p3, p4, p5)';
+
+export const CLICKHOUSE_MIGRATIONS: ClickHouseMigration[] = [
+  {
+    version: 1,
+    name: 'rollups, delivery markers, key sets, bot IPs',
+    statements: [
+      // Hourly and daily rollups, as in DuckDB. A delivered batch also carries one marker
+      // row (customer_id '#batch', pub = batch id, total 1) in the same INSERT block: it
+      // lands with the batch or not at all, and tells a retry whether the batch is in.
+      // Reports always filter on a real customer_id, so markers are never counted.
+      `CREATE TABLE IF NOT EXISTS rollups_hourly (${ROLLUP_COLUMNS_DDL}
+       ) ENGINE = SummingMergeTree() PARTITION BY toYYYYMM(period_start) ORDER BY ${ROLLUP_KEY}`,
+      `CREATE TABLE IF NOT EXISTS rollups_daily (${ROLLUP_COLUMNS_DDL}
+       ) ENGINE = SummingMergeTree() PARTITION BY toYYYYMM(period_start) ORDER BY ${ROLLUP_KEY}`,
+      // Each publication of the live pre-bid key set is one INSERT under a new version; a
+      // row with key_hash '' marks the version (so an empty set is a set too). Hashes
+      // only: ClickHouse never sees a key. expires_at_ms 0 = no end.
+      `CREATE TABLE IF NOT EXISTS prebid_keys (
+         version       UInt64,
+         published_at  DateTime('UTC'),
+         customer_id   String,
+         partner_id    String,
+         key_hash      String,
+         expires_at_ms Int64
+       ) ENGINE = MergeTree() PARTITION BY toYYYYMM(published_at) ORDER BY (version, key_hash)`,
+      // Each host's bot-heavy IPs, once a minute (bounded top-K), read back fleet-wide.
+      `CREATE TABLE IF NOT EXISTS bot_ips (
+         minute  DateTime('UTC'),
+         host    String,
+         ip      String,
+         lookups UInt64,
+         invalid UInt64
+       ) ENGINE = MergeTree() PARTITION BY toYYYYMMDD(minute) ORDER BY (minute, ip)`,
+    ],
+  },
+];
+
+export const CLICKHOUSE_SCHEMA_VERSION = Math.max(...CLICKHOUSE_MIGRATIONS.map((m) => m.version));
+
+const LEDGER = `CREATE TABLE IF NOT EXISTS schema_migrations (
+  version    UInt32,
+  name       String,
+  applied_at DateTime('UTC')
+) ENGINE = MergeTree() ORDER BY version`;
+
+export async function clickhouseSchemaVersion(ch: ClickHouse): Promise<number> {
+  const r = await ch.rows<{ v: number | string }>('SELECT max(version) AS v FROM schema_migrations', 'schema version');
+  return Number(r[0]?.v ?? 0);
+}
+
+/**
+ * Creates the database and applies the migrations it lacks. Refuses a database whose
+ * schema is newer than this ivtd knows (an older binary must not write into it).
+ */
+export async function migrateClickHouse(ch: ClickHouse): Promise<number> {
+  await ch.ensureDatabase();
+  await ch.command(LEDGER, 'CREATE TABLE schema_migrations');
+  const current = await clickhouseSchemaVersion(ch);
+  if (current > CLICKHOUSE_SCHEMA_VERSION) {
+    throw new FleetError(
+      `ClickHouse database ${ch.database} has schema version ${current}, newer than this ivtd knows (${CLICKHOUSE_SCHEMA_VERSION}); upgrade ivtd on this host`,
+      null,
+      false,
+    );
+  }
+  for (const m of CLICKHOUSE_MIGRATIONS) {
+    if (m.version <= current) continue;
+    for (const stmt of m.statements) await ch.command(stmt, `migration ${m.version}`);
+    await ch.insert('schema_migrations', [{ version: m.version, name: m.name, applied_at: Math.floor(Date.now() / 1000) }]);
+  }
+  return CLICKHOUSE_SCHEMA_VERSION;
+}

@@ -1,0 +1,135 @@
+// One memory budget (`--memory-budget`, MB) for everything that grows with traffic:
+// lookup history, the UA and IP verdict caches, the reporting counts waiting in the
+// lookup threads and on the main thread, and the small per-thread caches. The split is
+// fixed shares of the budget (SHARES, written in the startup log and README); each part
+// is allocated once at that size, so memory stays flat whatever the traffic.
+// The tables in shared memory (history and caches) exist once per process, whatever
+// `--threads`; the per-thread parts are divided among the threads.
+import { TUPLE_SLOT_BYTES, allocateSharedCounts, type SharedCountsMemory } from '../reporting/shared-counts.ts';
+import { TYPICAL_ENTRY_BYTES } from '../reporting/tuple-dictionary.ts';
+import { allocateFleetBotIps, type FleetBotIpMemory } from '../signals/fleet-bot-ips.ts';
+import { allocateHistory, type HistoryMemory } from '../signals/history.ts';
+import { allocateIpCache, type IpCacheMemory } from '../signals/ip-cache.ts';
+import { allocateUaCache, type UaCacheMemory } from '../signals/ua-cache.ts';
+import { randomSeed } from './hash.ts';
+
+const MB = 1 << 20;
+
+/** Shares of the budget. They add up to 1. */
+export const SHARES = {
+  /** History of IPs, uids and IFAs (shared by all lookup threads). */
+  history: 0.45,
+  /** Verdicts per user agent (shared). */
+  uaCache: 0.04,
+  /** Verdicts per IP address (shared). */
+  ipCache: 0.04,
+  /** Reporting counts of the hour's tuples, counted in place by every lookup thread (shared). */
+  sharedCounts: 0.03,
+  /** A lookup thread's own counts when the shared table is full (all threads together). */
+  threadCounts: 0.02,
+  /** Main thread: the values of the tuples in the shared table, and rows waiting to be written again. */
+  pendingCounts: 0.13,
+  /** Small per-thread caches: verified API keys (all threads together). */
+  threadCaches: 0.02,
+  /** DuckDB's buffer pool (its memory_limit): rollup writes and reports. It spills to disk past it. */
+  store: 0.2,
+  /** Given to no table: room for the garbage collector around the parts held in JS heaps. */
+  headroom: 0.07,
+} as const;
+
+export const MIN_BUDGET_MB = 32;
+/** DuckDB below this fails to commit a flush of a busy hour ("failed to pin block"): checked here. */
+export const STORE_MIN_MB = 48;
+
+export interface MemoryPlan {
+  budgetMb: number;
+  threads: number;
+  historyBytes: number;
+  uaCacheBytes: number;
+  ipCacheBytes: number;
+  sharedCountsBytes: number;
+  /** Per lookup thread. */
+  threadCountsBytes: number;
+  pendingCountsBytes: number;
+  /** DuckDB's memory_limit (at least STORE_MIN_MB: less fails large commits). */
+  storeBytes: number;
+  /** Verified API keys each lookup thread remembers. */
+  keyMemoEntries: number;
+}
+
+/** Bytes one remembered API key takes at most (a 256-character key, its entry and map slot). */
+const KEY_MEMO_ENTRY_BYTES = 1024;
+
+export function planMemory(budgetMb: number, threads: number): MemoryPlan {
+  const bytes = budgetMb * MB;
+  return {
+    budgetMb,
+    threads,
+    historyBytes: Math.floor(bytes * SHARES.history),
+    uaCacheBytes: Math.floor(bytes * SHARES.uaCache),
+    ipCacheBytes: Math.floor(bytes * SHARES.ipCache),
+    sharedCountsBytes: Math.floor(bytes * SHARES.sharedCounts),
+    threadCountsBytes: Math.floor((bytes * SHARES.threadCounts) / threads),
+    pendingCountsBytes: Math.floor(bytes * SHARES.pendingCounts),
+    storeBytes: Math.max(STORE_MIN_MB * MB, Math.floor(bytes * SHARES.store)),
+    keyMemoEntries: Math.max(64, Math.floor((bytes * SHARES.threadCaches) / threads / KEY_MEMO_ENTRY_BYTES)),
+  };
+}
+
+/** The shared memory every lookup thread opens (posted to each thread; SharedArrayBuffers are shared, not copied). */
+export interface LookupMemory {
+  readonly history: HistoryMemory;
+  readonly uaCache: UaCacheMemory;
+  readonly ipCache: IpCacheMemory;
+  readonly counts: SharedCountsMemory;
+  /** The fleet's bot-heavy IPs (fixed size, about 1 MB; empty without a fleet). */
+  readonly fleetBotIps: FleetBotIpMemory;
+  readonly threadCountsBytes: number;
+  readonly keyMemoEntries: number;
+}
+
+/**
+ * How many new reporting tuples one customer may add per hour: as many as the main
+ * thread's dictionary can hold for two hours in two thirds of the pending share (the rest
+ * is for rows waiting to be written again), and as the shared table has slots for.
+ */
+export function tuplesPerCustomerHour(plan: MemoryPlan): number {
+  const byDictionary = Math.floor((plan.pendingCountsBytes * 2) / 3 / TYPICAL_ENTRY_BYTES / 2);
+  const bySlots = Math.floor(plan.sharedCountsBytes / TUPLE_SLOT_BYTES / 2);
+  return Math.max(1000, Math.min(byDictionary, bySlots));
+}
+
+/** Allocates the shared tables of a plan (the main thread does this once per process). */
+export function allocateLookupMemory(plan: MemoryPlan, opts: { seed?: number; epoch?: number } = {}): LookupMemory {
+  const seed = opts.seed ?? randomSeed();
+  const epoch = opts.epoch ?? Date.now();
+  return {
+    history: allocateHistory(plan.historyBytes, { seed, epoch }),
+    uaCache: allocateUaCache(plan.uaCacheBytes, seed ^ 0x7a11ce, epoch),
+    ipCache: allocateIpCache(plan.ipCacheBytes, seed ^ 0x1bad1dea),
+    fleetBotIps: allocateFleetBotIps(),
+    counts: allocateSharedCounts(plan.sharedCountsBytes, seed ^ 0x7091e5, tuplesPerCustomerHour(plan)),
+    threadCountsBytes: plan.threadCountsBytes,
+    keyMemoEntries: plan.keyMemoEntries,
+  };
+}
+
+/** The plan in MB with table capacities, for the startup log and /metrics. */
+export function describePlan(
+  plan: MemoryPlan,
+  capacity: { ips: number; uids: number; ifas: number; uas: number; ipVerdicts: number; tupleSlots: number; tuplesPerCustomerHour: number },
+): Record<string, unknown> {
+  const mb = (b: number) => Math.round((b / MB) * 10) / 10;
+  return {
+    budgetMb: plan.budgetMb,
+    historyMb: mb(plan.historyBytes),
+    uaCacheMb: mb(plan.uaCacheBytes),
+    ipCacheMb: mb(plan.ipCacheBytes),
+    sharedCountsMb: mb(plan.sharedCountsBytes),
+    threadCountsMb: mb(plan.threadCountsBytes * plan.threads),
+    pendingCountsMb: mb(plan.pendingCountsBytes),
+    storeMb: mb(plan.storeBytes),
+    keyMemoEntriesPerThread: plan.keyMemoEntries,
+    capacity,
+  };
+}

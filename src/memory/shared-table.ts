@@ -1,0 +1,150 @@
+// A fixed-size hash table in shared memory, used by every lookup thread at once (history,
+// the UA and IP verdict caches). Its size is set once from the memory budget and never
+// changes, whatever the traffic.
+//
+// Layout: `buckets` buckets of `bucketSlots` slots, each slot `slotWords` 32-bit words;
+// words 0-1 of a slot are the key (a seeded 64-bit hash, see hash.ts; 0,0 = empty) and
+// the rest belong to the table's owner. Each bucket has one lock word. A thread locks the
+// bucket, finds or claims the slot, reads and updates it, and unlocks: a few hundred
+// nanoseconds. A lock that stays taken longer (its holder preempted by the OS, or a thread
+// that died inside the section) is not waited for beyond SPIN_LIMIT checks (a few µs):
+// the thread goes ahead unlocked, and the worst outcome is one lost or mixed update of an
+// approximate counter, never a wait or a crash.
+
+export interface SharedTableMemory {
+  readonly slots: SharedArrayBuffer;
+  readonly locks: SharedArrayBuffer;
+  readonly slotWords: number;
+  readonly bucketSlots: number;
+}
+
+/** Lock checks before going ahead without the lock (~2-5 µs). */
+export const SPIN_LIMIT = 2000;
+
+export class SharedTable {
+  readonly u32: Uint32Array;
+  readonly i32: Int32Array;
+  readonly f32: Float32Array;
+  readonly f64: Float64Array;
+  readonly locks: Int32Array;
+  readonly buckets: number;
+  readonly slotWords: number;
+  readonly bucketSlots: number;
+  /** Times this thread went ahead without a lock (exported as a metric). */
+  contended = 0;
+
+  /** Shared memory for a table of at most `bytes` (slots and locks together). */
+  static allocate(bytes: number, slotWords: number, bucketSlots = 8): SharedTableMemory {
+    if (slotWords < 2 || slotWords % 2 !== 0) throw new Error('slotWords must be even and at least 2 (key words, 8-byte alignment)');
+    const perBucket = bucketSlots * slotWords * 4 + 4;
+    const buckets = Math.max(1, Math.floor(bytes / perBucket));
+    return {
+      slots: new SharedArrayBuffer(buckets * bucketSlots * slotWords * 4),
+      locks: new SharedArrayBuffer(buckets * 4),
+      slotWords,
+      bucketSlots,
+    };
+  }
+
+  constructor(mem: SharedTableMemory) {
+    this.u32 = new Uint32Array(mem.slots);
+    this.i32 = new Int32Array(mem.slots);
+    this.f32 = new Float32Array(mem.slots);
+    this.f64 = new Float64Array(mem.slots);
+    this.locks = new Int32Array(mem.locks);
+    this.buckets = this.locks.length;
+    this.slotWords = mem.slotWords;
+    this.bucketSlots = mem.bucketSlots;
+  }
+
+  /** Slots in the table (the most keys it can hold). */
+  get capacity(): number {
+    return this.buckets * this.bucketSlots;
+  }
+
+  /** Bytes of shared memory behind the table (fixed at creation). */
+  get bytes(): number {
+    return this.u32.byteLength + this.locks.byteLength;
+  }
+
+  /** Bucket of a key, from its high word (multiply-shift: any bucket count, no modulo). */
+  bucketOf(hi: number): number {
+    return Math.floor((hi / 4294967296) * this.buckets);
+  }
+
+  lock(b: number): void {
+    const L = this.locks;
+    if (Atomics.compareExchange(L, b, 0, 1) === 0) return;
+    for (let i = 0; i < SPIN_LIMIT; i++) {
+      if (Atomics.load(L, b) === 0 && Atomics.compareExchange(L, b, 0, 1) === 0) return;
+    }
+    this.contended++;
+  }
+
+  unlock(b: number): void {
+    Atomics.store(this.locks, b, 0);
+  }
+
+  /** First word of the slot holding key (hi, lo) in bucket b, or -1. Call with b locked. */
+  find(b: number, hi: number, lo: number): number {
+    const u = this.u32;
+    const w = this.slotWords;
+    let base = b * this.bucketSlots * w;
+    for (let s = 0; s < this.bucketSlots; s++, base += w) {
+      if (u[base] === hi && u[base + 1] === lo) return base;
+    }
+    return -1;
+  }
+
+  /**
+   * A slot of bucket b for a new key: an empty one, else the one whose `keep(base)` is
+   * lowest (the least worth keeping); -1 when every slot's keep() is Infinity (none may go).
+   * Call with b locked, after find() missed.
+   */
+  pick(b: number, keep: (base: number) => number): number {
+    const u = this.u32;
+    const w = this.slotWords;
+    let victim = -1;
+    let victimKeep = Infinity;
+    for (let s = 0, base = b * this.bucketSlots * w; s < this.bucketSlots; s++, base += w) {
+      if (u[base] === 0 && u[base + 1] === 0) return base;
+      const k = keep(base);
+      if (k < victimKeep) {
+        victimKeep = k;
+        victim = base;
+      }
+    }
+    return victim;
+  }
+
+  /** Gives slot `base` to key (hi, lo), the rest of the slot zeroed; returns base. */
+  assign(base: number, hi: number, lo: number): number {
+    const u = this.u32;
+    u.fill(0, base + 2, base + this.slotWords);
+    u[base] = hi;
+    u[base + 1] = lo;
+    return base;
+  }
+
+  /** pick() then assign(): for tables whose keep() never refuses. */
+  claim(b: number, hi: number, lo: number, keep: (base: number) => number): number {
+    return this.assign(this.pick(b, keep), hi, lo);
+  }
+
+  /** Share of slots in use, estimated from the first `sampleBuckets` buckets (metrics: cheap at any size). */
+  occupancy(sampleBuckets = 4096): number {
+    const u = this.u32;
+    const slots = Math.min(this.buckets, sampleBuckets) * this.bucketSlots;
+    let used = 0;
+    for (let s = 0, base = 0; s < slots; s++, base += this.slotWords) if (u[base] !== 0 || u[base + 1] !== 0) used++;
+    return slots === 0 ? 0 : used / slots;
+  }
+
+  /** Keys currently held (a full scan: tests, never per lookup). */
+  count(): number {
+    const u = this.u32;
+    let n = 0;
+    for (let base = 0; base < u.length; base += this.slotWords) if (u[base] !== 0 || u[base + 1] !== 0) n++;
+    return n;
+  }
+}

@@ -1,0 +1,19 @@
+// Step 4 of a lookup: the spec 2.2 response, written straight to JSON text (numbers are
+// already rounded by the score; every field is a number or a boolean, so no escaping).
+import type { ScoreResult } from '../signals/score.ts';
+import type { LookupSignals } from './signals.ts';
+
+/** `uaValid`: false when the UA is malformed, automated or inconsistent with the request. */
+export function uaValid(s: LookupSignals): boolean {
+  return !(s.uaMalformed || s.automation || s.uaInconsistent);
+}
+
+export function responseJson(s: LookupSignals, r: ScoreResult): string {
+  return (
+    `{"botRisk":{"score":${r.score},"band":"${r.band}","confidence":${r.confidence}},` +
+    `"components":{"p_hard":${r.p_hard},"p_givt":${r.p_givt},"p_sivt":${r.p_sivt},"p_hist":${r.p_hist}},` +
+    `"ipReputation":{"ipBotActivity":${s.ipBotActivity},"ipHosting":${s.ipHosting},"ipVpn":${s.ipVpn || s.ipProxy || s.ipTor}},` +
+    `"uaValid":${uaValid(s)},` +
+    `"schain":{"valid":${s.schainValid},"verified":${s.schainVerified},"complete":${s.schainCompleteFlag}}}`
+  );
+}

@@ -1,0 +1,145 @@
+// Step 2 of a lookup: from a validated request to the signals, one plain object per
+// thread (reused), that the score, the response, the reporting dimensions and the admin
+// explain all read. Every source is memory: the shared IP and UA verdict caches, the
+// shared history, the loaded data.
+import type { LookupMemory } from '../memory/budget.ts';
+import { uaConsistency } from '../signals/device-consistency.ts';
+import { FleetBotIps } from '../signals/fleet-bot-ips.ts';
+import { History, emptyKeys, ipBotActivity, type HistoryFacts, type HistoryKeys } from '../signals/history.ts';
+import { ifaMalformed, isZeroIfa } from '../signals/ifa.ts';
+import { asParsed, ipScratch, parseIpInto, type IpScratch } from '../signals/ip-address.ts';
+import { IpCache } from '../signals/ip-cache.ts';
+import { emptyIpVerdict, type IpVerdict } from '../signals/ip-intel.ts';
+import { parseSchain } from '../signals/schain.ts';
+import type { ScoreInputs } from '../signals/score.ts';
+import { UaAnalyzer, emptyVerdict, judge, unparsedVerdict, type UaVerdict } from '../signals/ua-analysis.ts';
+import { UaCache, UA_HASH, hashUa, normalizeUa } from '../signals/ua-cache.ts';
+import type { LookupData } from './data.ts';
+import type { LookupRequest } from './validate.ts';
+
+/** The flags the score reads, plus the facts behind them. */
+export interface LookupSignals extends ScoreInputs {
+  readonly ip: IpVerdict;
+  readonly ua: UaVerdict;
+  /** '' when the UA fits dvt/app/ifa, else the rule that failed (device-consistency.ts). */
+  uaConsistency: string;
+  /** The supply chain's complete flag as sent: 0 or 1 (0 when absent or invalid). */
+  schainCompleteFlag: 0 | 1;
+  /** '' when the chain parsed (or none was sent), else the parse error code. */
+  schainError: string;
+  ipBotActivity: boolean;
+  /** The IP is in the fleet's bot-heavy set (a fleet host only; src/fleet/bot-ips.ts). */
+  ipFleetBot: boolean;
+}
+
+export function emptySignals(): LookupSignals {
+  return {
+    ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false,
+    declaredBot: false, automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false,
+    uaInconsistent: false, geoMismatch: false, schainPresent: false, schainValid: false, schainVerified: false,
+    schainComplete: false, zeroIfa: false, history: undefined as unknown as HistoryFacts,
+    ip: emptyIpVerdict(), ua: emptyVerdict(), uaConsistency: '', schainCompleteFlag: 0, schainError: '',
+    ipBotActivity: false, ipFleetBot: false,
+  };
+}
+
+/**
+ * `observe`: the lookup path (shared caches, history counts this lookup).
+ * `peek`: the admin explain (no cache, history read as the lookup would see it, nothing written).
+ */
+export type GatherMode = 'observe' | 'peek';
+
+/** One thread's view of the shared memory, and its scratch space. */
+export class SignalSources {
+  readonly history: History;
+  readonly uaCache: UaCache;
+  readonly ipCache: IpCache;
+  readonly fleetBotIps: FleetBotIps;
+  readonly analyzer = new UaAnalyzer();
+  private readonly ipAddr: IpScratch = ipScratch();
+  private readonly keys: HistoryKeys = emptyKeys();
+  private readonly signals: LookupSignals = emptySignals();
+
+  constructor(memory: LookupMemory) {
+    this.history = new History(memory.history);
+    this.uaCache = new UaCache(memory.uaCache, this.analyzer);
+    this.ipCache = new IpCache(memory.ipCache);
+    this.fleetBotIps = new FleetBotIps(memory.fleetBotIps);
+  }
+
+  /** The parsed client IP of the last gather() (valid until the next one). */
+  get lastIp(): IpScratch {
+    return this.ipAddr;
+  }
+
+  /**
+   * Gathers the signals of one request, or returns null when its `ip` is not an address.
+   * The returned object is reused: read it before the next call. After an `observe`,
+   * call recordOutcome() with the request-level verdict.
+   */
+  gather(req: LookupRequest, data: LookupData, now: number, mode: GatherMode): LookupSignals | null {
+    const ipAddr = this.ipAddr;
+    if (!parseIpInto(req.ip, ipAddr)) return null;
+    const s = this.signals;
+    const ip = s.ip;
+    const ua = s.ua;
+    let uaHashLo: number;
+    if (mode === 'observe') {
+      this.ipCache.verdict(ipAddr, data.ip, data.generation, ip);
+      this.uaCache.verdict(req.ua, now, ua);
+      uaHashLo = this.uaCache.exactLo;
+    } else {
+      data.ip.verdict(asParsed(ipAddr), ip);
+      hashUa(req.ua, this.uaCache.memory.seed);
+      uaHashLo = UA_HASH[1]!;
+      if (unparsedVerdict(req.ua, ua) === null) judge(this.analyzer.examine(normalizeUa(req.ua), ua) as UaVerdict, this.analyzer.ceilingsAt(now));
+    }
+
+    s.uaConsistency = uaConsistency(ua, req.dvt, req.app || undefined, req.ifa || undefined).reason;
+
+    s.schainPresent = req.schainRaw !== undefined && req.schainRaw !== '';
+    s.schainValid = false;
+    s.schainVerified = false;
+    s.schainCompleteFlag = 0;
+    s.schainError = '';
+    if (s.schainPresent) {
+      const r = parseSchain(req.schainRaw!);
+      if (r.ok) {
+        s.schainValid = true;
+        s.schainCompleteFlag = r.chain.complete;
+        s.schainVerified = data.sellers.verify(r.chain);
+      } else {
+        s.schainError = r.error;
+      }
+    }
+    s.schainComplete = s.schainCompleteFlag === 1;
+
+    const hasIfa = req.ifa !== '';
+    s.ipBogon = ip.bogon;
+    s.uaMalformed = ua.malformed;
+    s.ifaMalformed = hasIfa && ifaMalformed(req.ifa) !== '';
+    s.ifaKnownBad = hasIfa && data.badIfas.has(req.ifa);
+    s.zeroIfa = hasIfa && isZeroIfa(req.ifa);
+    // A desktop browser UA cannot be an in-app or CTV device with an advertising ID.
+    s.deviceImpossible = ua.device === 'desktop' && hasIfa && req.app !== '' && req.dvt !== 2;
+    s.declaredBot = ua.declaredBot;
+    s.automation = ua.automation;
+    s.ipHosting = ip.hosting;
+    s.ipVpn = ip.vpn;
+    s.ipProxy = ip.proxy;
+    s.ipTor = ip.tor;
+    s.uaInconsistent = s.uaConsistency !== '';
+    s.geoMismatch = req.geo !== '' && ip.country !== '' && req.geo !== ip.country;
+
+    const keys = this.history.keysOf(asParsed(ipAddr), req.uid, req.ifa, uaHashLo, this.keys);
+    s.history = mode === 'observe' ? this.history.observe(keys, now) : this.history.peek(keys, now);
+    s.ipFleetBot = this.fleetBotIps.has(keys.ipHi, keys.ipLo);
+    s.ipBotActivity = s.ipFleetBot || ipBotActivity(s.history);
+    return s;
+  }
+
+  /** Feeds the request-level outcome of the last observed lookup back into history. */
+  recordOutcome(invalid: boolean): void {
+    this.history.recordOutcome(this.keys, invalid);
+  }
+}

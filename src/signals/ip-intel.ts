@@ -1,0 +1,201 @@
+// IP intelligence for the pre-bid lookup: ASN/org, country, hosting and VPN/proxy/Tor
+// flags from the loaded data (ASN table or MaxMind files, curated lists, org-name rules).
+import type { AnonymousIPResponse, AsnResponse, CountryResponse, Reader } from 'maxmind';
+import { AsnTable } from './asn-table.ts';
+import { AsnList } from './asn-list.ts';
+import { formatIp, parseIp, type ParsedIp } from './ip-address.ts';
+import { mmdbGet, openMmdb } from './mmdb.ts';
+import { parseOrgPatterns } from './org-patterns.ts';
+import { ipRangeName, isBogonRange } from './special-ranges.ts';
+
+export interface IpAssessment {
+  readonly valid: boolean;
+  readonly version: 4 | 6 | 0;
+  /** ipRangeName(): 'unicast', 'private', 'documentation', ... ('' when invalid). */
+  readonly range: string;
+  readonly bogon: boolean;
+  readonly asn: number;
+  readonly org: string;
+  /** ISO 3166-1 alpha-2, uppercase, or ''. */
+  readonly country: string;
+  readonly hosting: boolean;
+  readonly vpn: boolean;
+  readonly proxy: boolean;
+  readonly tor: boolean;
+  /** Why hosting is set: 'anonymous-ip-db' | 'asn-list' | 'org-pattern' | ''. */
+  readonly hostingSource: string;
+  /** Why vpn/proxy/tor is set: 'anonymous-ip-db' | 'asn-list' | ''. */
+  readonly vpnSource: string;
+}
+
+const INVALID: IpAssessment = Object.freeze({
+  valid: false, version: 0, range: '', bogon: false, asn: 0, org: '', country: '',
+  hosting: false, vpn: false, proxy: false, tor: false, hostingSource: '', vpnSource: '',
+});
+
+/** Categories of data/vpn-asns.txt and the flag each one sets. */
+const VPN_CATEGORIES: ReadonlyMap<string, 'vpn' | 'proxy' | 'tor'> = new Map([
+  ['vpn', 'vpn'], // the VPN provider's own network
+  ['vpn-host', 'vpn'], // hosting whose space is predominantly leased to VPN services
+  ['proxy', 'proxy'],
+  ['tor', 'tor'],
+] as const);
+
+/** Country DBs come as MaxMind's `country.iso_code` or ip-location-db's flat `country_code`. */
+type CountryRecord = CountryResponse & { readonly country_code?: string };
+
+export interface IpIntelSources {
+  asnTable: AsnTable | null;
+  /** When given, used instead of asnTable (e.g. GeoLite2-ASN / GeoIP2-ISP). */
+  asnMmdb: Reader<AsnResponse> | null;
+  countryMmdb: Reader<CountryResponse> | null;
+  anonymousIpMmdb: Reader<AnonymousIPResponse> | null;
+  hostingAsns: AsnList;
+  vpnAsns: AsnList;
+  hostingOrgPatterns: RegExp[];
+  /** Org names matching these are never flagged by hostingOrgPatterns. */
+  hostingOrgExclusions?: RegExp[];
+}
+
+/** What the lookup path needs of an IP: the flags, ASN and country (IpVerdict is reused per thread). */
+export interface IpVerdict {
+  bogon: boolean;
+  asn: number;
+  country: string;
+  hosting: boolean;
+  vpn: boolean;
+  proxy: boolean;
+  tor: boolean;
+}
+
+export function emptyIpVerdict(): IpVerdict {
+  return { bogon: false, asn: 0, country: '', hosting: false, vpn: false, proxy: false, tor: false };
+}
+
+/**
+ * IP intelligence over one data set (ASN table or MMDB, country MMDB, optional
+ * Anonymous-IP MMDB, curated lists). Immutable once built; a reload builds a new one.
+ * The lookup path reaches it through the shared IpCache (ip-cache.ts); `assess` is the
+ * whole answer with its sources, for the admin side and tests.
+ */
+export class IpIntel {
+  // Org-name rule result per ASN: the org of an ASN does not change within one data set.
+  private readonly orgRuleByAsn = new Map<number, boolean>();
+
+  constructor(private readonly src: IpIntelSources) {
+    for (const c of src.vpnAsns.categories()) {
+      if (!VPN_CATEGORIES.has(c)) {
+        throw new Error(`vpn ASN list: unknown category "${c}" (expected one of ${[...VPN_CATEGORIES.keys()].join(', ')})`);
+      }
+    }
+  }
+
+  /** Assessment of one client IP string (uncached). */
+  assess(ipString: string): IpAssessment {
+    const ip = parseIp(ipString);
+    return ip === null ? INVALID : this.assessParsed(ip);
+  }
+
+  /** Assessment of a parsed address (uncached): every database and list is consulted. */
+  assessParsed(ip: ParsedIp): IpAssessment {
+    const range = ipRangeName(ip);
+    const bogon = isBogonRange(range);
+    let asn = 0;
+    let org = '';
+    let country = '';
+    const { asnMmdb, asnTable, countryMmdb, anonymousIpMmdb } = this.src;
+    const key = asnMmdb || countryMmdb || anonymousIpMmdb ? formatIp(ip) : '';
+    if (!bogon) {
+      if (asnMmdb) {
+        const r = mmdbGet(asnMmdb, ip, key);
+        asn = r?.autonomous_system_number ?? 0;
+        org = r?.autonomous_system_organization ?? '';
+      } else if (asnTable) {
+        const r = asnTable.lookup(ip);
+        if (r) ({ asn, org } = r);
+      }
+      if (countryMmdb) {
+        const r = mmdbGet(countryMmdb, ip, key) as CountryRecord | null;
+        const cc = r ? (r.country?.iso_code ?? r.country_code ?? r.registered_country?.iso_code ?? '') : '';
+        country = /^[A-Za-z]{2}$/.test(cc) ? cc.toUpperCase() : '';
+      }
+    }
+    // The Anonymous-IP database is asked for special ranges too: an operator's MaxMind file
+    // may list them (MaxMind's own test data puts VPN exits in unassigned IPv6), whereas the
+    // ASN and country sources hold junk for private space.
+    const anon: AnonymousIPResponse | null = anonymousIpMmdb ? mmdbGet(anonymousIpMmdb, ip, key) : null;
+
+    let hostingSource = '';
+    if (anon?.is_hosting_provider) hostingSource = 'anonymous-ip-db';
+    else if (asn !== 0 && this.src.hostingAsns.has(asn)) hostingSource = 'asn-list';
+    else if (asn !== 0 && this.orgLooksLikeHosting(asn, org)) hostingSource = 'org-pattern';
+
+    const category = asn !== 0 ? this.src.vpnAsns.category(asn) : undefined;
+    const listed = category !== undefined ? VPN_CATEGORIES.get(category) : undefined;
+    const dbVpn = anon?.is_anonymous_vpn === true;
+    const dbProxy = anon?.is_public_proxy === true || anon?.is_residential_proxy === true;
+    const dbTor = anon?.is_tor_exit_node === true;
+    const vpn = dbVpn || listed === 'vpn';
+    const proxy = dbProxy || listed === 'proxy';
+    const tor = dbTor || listed === 'tor';
+    const vpnSource = dbVpn || dbProxy || dbTor ? 'anonymous-ip-db' : listed ? 'asn-list' : '';
+
+    return {
+      valid: true, version: ip.v, range, bogon, asn, org, country,
+      hosting: hostingSource !== '', vpn, proxy, tor, hostingSource, vpnSource,
+    };
+  }
+
+  /** The lookup path's part of assessParsed (what IpCache stores). */
+  verdict(ip: ParsedIp, out: IpVerdict): IpVerdict {
+    const a = this.assessParsed(ip);
+    out.bogon = a.bogon;
+    out.asn = a.asn;
+    out.country = a.country;
+    out.hosting = a.hosting;
+    out.vpn = a.vpn;
+    out.proxy = a.proxy;
+    out.tor = a.tor;
+    return out;
+  }
+
+  private orgLooksLikeHosting(asn: number, org: string): boolean {
+    let v = this.orgRuleByAsn.get(asn);
+    if (v === undefined) {
+      const { hostingOrgPatterns: inc, hostingOrgExclusions: exc = [] } = this.src;
+      v = org !== '' && inc.some((re) => re.test(org)) && !exc.some((re) => re.test(org));
+      this.orgRuleByAsn.set(asn, v);
+    }
+    return v;
+  }
+}
+
+export interface IpIntelFiles {
+  asnBin?: Uint8Array;
+  countryMmdb?: Uint8Array;
+  asnMmdb?: Uint8Array;
+  anonymousIpMmdb?: Uint8Array;
+  hostingAsns: string;
+  vpnAsns: string;
+  hostingOrgPatterns?: string;
+}
+
+/** Builds an IpIntel from file contents; throws a descriptive Error for any unusable input. */
+export function loadIpIntel(files: IpIntelFiles): IpIntel {
+  const patterns = parseOrgPatterns(files.hostingOrgPatterns ?? '', 'hosting-org-patterns.txt');
+  return new IpIntel({
+    asnTable: files.asnBin ? AsnTable.fromBytes(files.asnBin) : null,
+    asnMmdb: files.asnMmdb ? openMmdb<AsnResponse>(files.asnMmdb, 'ASN MMDB', (r) => r.autonomous_system_number) : null,
+    countryMmdb: files.countryMmdb
+      ? openMmdb<CountryResponse>(files.countryMmdb, 'country MMDB', (r) => {
+          const c = r as CountryRecord;
+          return c.country ?? c.country_code ?? c.registered_country;
+        })
+      : null,
+    anonymousIpMmdb: files.anonymousIpMmdb ? openMmdb<AnonymousIPResponse>(files.anonymousIpMmdb, 'anonymous-IP MMDB') : null,
+    hostingAsns: AsnList.parse(files.hostingAsns, 'hosting-asns.txt'),
+    vpnAsns: AsnList.parse(files.vpnAsns, 'vpn-asns.txt'),
+    hostingOrgPatterns: patterns.include,
+    hostingOrgExclusions: patterns.exclude,
+  });
+}

@@ -1,0 +1,43 @@
+// Spec 4.4 rule 1: the request line plus headers may be 8 KB; one byte more is 413. Sizes
+// are counted as sent on the wire, with raw sockets so nothing is added by a client.
+import t from 'tap';
+import { connect } from 'node:net';
+import { MAX_REQUEST_BYTES } from '../../src/prebid/worker.ts';
+import { startTestServer } from '../helpers/server.ts';
+
+function raw(port: number, request: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const sock = connect(port, '127.0.0.1', () => sock.write(request));
+    let buf = '';
+    sock.setEncoding('latin1');
+    sock.on('data', (d) => {
+      buf += d;
+      const m = /^HTTP\/1\.1 (\d{3})/.exec(buf);
+      if (m) {
+        sock.destroy();
+        resolve(Number(m[1]));
+      }
+    });
+    sock.on('error', reject);
+  });
+}
+
+t.test('8192 bytes are served, 8193 are refused with 413', async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.stop());
+  const port = srv.server.ports.prebid;
+  const ua = encodeURIComponent('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36');
+  const path = `/api/v1/ivt/lookup?p=${srv.customer.partner_id}&k=${srv.customer.prebid_key}&pub=p&node=n&ip=73.162.10.20&ua=${ua}&uid=u&sid=s.example&adt=1&dvt=2`;
+  const sized = (total: number, withQuery = true) => {
+    const target = withQuery ? path : '/health-check';
+    const head = `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: `;
+    const tail = '\r\n\r\n';
+    const req = head + 'p'.repeat(total - head.length - tail.length) + tail;
+    t.equal(Buffer.byteLength(req), total);
+    return req;
+  };
+  t.equal(await raw(port, sized(MAX_REQUEST_BYTES)), 200, 'exactly 8192 bytes: answered');
+  t.equal(await raw(port, sized(MAX_REQUEST_BYTES + 1)), 413, '8193 bytes: too large');
+  t.equal(await raw(port, sized(MAX_REQUEST_BYTES, false)), 200, 'without a query string too');
+  t.equal(await raw(port, sized(MAX_REQUEST_BYTES + 1, false)), 413);
+});

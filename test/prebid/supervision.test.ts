@@ -1,0 +1,91 @@
+// Lookup threads are supervised: a thread that fails on an uncaught error closes its
+// sockets and ends, the process stays up, a new thread is started after a backoff with the
+// current keys and data, and while no thread is alive /health-check answers 503.
+import t from 'tap';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadBundle } from '../../src/data/bundle.ts';
+import { LookupServer } from '../../src/lookup-threads.ts';
+import { allocateLookupMemory, planMemory } from '../../src/memory/budget.ts';
+import { startTestServer } from '../helpers/server.ts';
+
+const partner = '0b8e9a7e-5b1c-4f7e-9d2a-1c3b5d7f9a2b';
+const key = 'ivp_supervision-test-key';
+const keys = [{ customer_id: 'c1', partner_id: partner, key_hash: createHash('sha256').update(key).digest('hex'), expires_at_ms: null }];
+const UA = encodeURIComponent('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36');
+const lookupPath = (p: string, k: string) => `/api/v1/ivt/lookup?p=${p}&k=${k}&pub=p&node=n&ip=73.162.10.20&ua=${UA}&uid=u&sid=s.example&adt=1&dvt=2`;
+
+async function status(url: string): Promise<number> {
+  try {
+    const r = await fetch(url, { headers: { connection: 'close' } });
+    await r.arrayBuffer();
+    return r.status;
+  } catch {
+    return 0; // connection refused
+  }
+}
+
+async function until(what: string, cond: () => Promise<boolean> | boolean, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond()) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out waiting for: ${what}`);
+}
+
+t.test('one thread: crash, 503 while none is alive, replaced with keys and data', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'ivtd-supervision-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const errors: string[] = [];
+  const restarts: number[] = [];
+  const lookups = new LookupServer({
+    host: '127.0.0.1', port: 0, threads: 1, memory: allocateLookupMemory(planMemory(32, 1)),
+    onCounts: () => undefined,
+    onWorkerError: (_i, e) => errors.push(e.message),
+    onRestart: (_i, n) => restarts.push(n),
+    restartDelayMs: { min: 1500, max: 1500 },
+  });
+  const port = await lookups.start(keys);
+  t.teardown(() => lookups.stop());
+  const base = `http://127.0.0.1:${port}`;
+  t.same(await lookups.reload(loadBundle({ dataDir, mmdbCountry: undefined, mmdbAsn: undefined, mmdbAnonymousIp: undefined }), 1), []);
+  t.equal(await status(`${base}${lookupPath(partner, key)}`), 200);
+  t.equal(lookups.liveThreads, 1);
+
+  lookups.crashThread(0);
+  await until('the thread is gone', () => lookups.liveThreads === 0);
+  t.match(errors.join('\n'), /crash requested by the main thread/, 'the failure is reported with its message');
+  await until('the main thread answers for the port', async () => (await status(`${base}/health-check`)) === 503);
+  t.equal(await status(`${base}/health-check`), 503, 'health says the truth: up, cannot serve lookups');
+  const refused = await fetch(`${base}${lookupPath(partner, key)}`, { headers: { connection: 'close' } });
+  t.equal(refused.status, 503);
+  t.match(await refused.json(), { error: 'unavailable', message: /No lookup thread/ });
+
+  await until('a new thread serves', async () => (await status(`${base}/health-check`)) === 200);
+  t.equal(lookups.liveThreads, 1);
+  t.same(restarts, [1], 'one replacement');
+  t.equal(await status(`${base}${lookupPath(partner, key)}`), 200, 'the replacement has the keys and the data');
+});
+
+t.test('two threads: one crashes, the other keeps answering, the count is exported', async (t) => {
+  const srv = await startTestServer({ threads: 2 });
+  t.teardown(() => srv.stop());
+  const live = async () => {
+    const text = await (await fetch(`${srv.api}/metrics`)).text();
+    return Number(/^ivtd_lookup_threads_live (\d+)/m.exec(text)?.[1]);
+  };
+  t.equal(await live(), 2);
+  srv.server.lookups.crashThread(1);
+  await until('one thread left', () => srv.server.lookups.liveThreads === 1);
+  t.equal(await live(), 1, 'ivtd_lookup_threads_live shows the loss');
+  const statuses = new Set<number>();
+  for (let i = 0; i < 20; i++) statuses.add(await status(`${srv.prebid}${lookupPath(srv.customer.partner_id, srv.customer.prebid_key)}`));
+  t.same([...statuses], [200], 'every lookup answered by the thread still alive');
+  await until('replaced', () => srv.server.lookups.liveThreads === 2 && srv.server.lookups.restarts === 1);
+  t.equal(await live(), 2);
+  const restarts = /^ivtd_lookup_thread_restarts_total (\d+)/m.exec(await (await fetch(`${srv.api}/metrics`)).text())?.[1];
+  t.equal(restarts, '1');
+});
