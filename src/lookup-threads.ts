@@ -18,7 +18,7 @@ import type { CountRow } from './reporting/tuple.ts';
 import type { NewTuple } from './reporting/tuple-dictionary.ts';
 import type { BotIpRow } from './fleet/bot-ips.ts';
 import type { LiveKey } from './prebid/keys.ts';
-import type { FromWorker, LookupStats, LookupWorkerInit, ToWorker } from './prebid/messages.ts';
+import type { FromWorker, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from './prebid/messages.ts';
 import { HEALTH_PATH } from './prebid/worker.ts';
 import { startWorker } from './runtime/worker-entry.ts';
 
@@ -34,6 +34,8 @@ export interface LookupServerOptions {
   onTuples?: (announced: NewTuple[]) => void;
   /** A fleet host: threads keep their bot-heavy IPs and report them here. */
   onBotIps?: (rows: BotIpRow[]) => void;
+  /** The data refresher crawls: threads sample the domains and selling systems they see and report them here. */
+  onSeen?: (seen: SeenValues) => void;
   /** A thread failed or ended unexpectedly (logged by the caller). */
   onWorkerError?: (index: number, err: Error) => void;
   /** A replacement thread is serving again. */
@@ -41,6 +43,13 @@ export interface LookupServerOptions {
   /** First and longest wait before starting a replacement thread, ms. */
   restartDelayMs?: { min: number; max: number };
 }
+
+/**
+ * Distinct domains (and apps, and selling systems) a thread reports per flush (a second by
+ * default) for the crawl: the refresher keeps the most recent few thousand, so a thread
+ * need not send more than that in a second.
+ */
+export const SEEN_SAMPLE_PER_FLUSH = 1000;
 
 /** A thread that served this long before failing starts its backoff from the beginning. */
 const STABLE_MS = 60_000;
@@ -126,6 +135,7 @@ export class LookupServer {
       memory: this.opts.memory,
       trackBotIps: this.opts.onBotIps !== undefined,
       countsIntervalMs: this.opts.countsIntervalMs ?? 1000,
+      seenSample: this.opts.onSeen ? SEEN_SAMPLE_PER_FLUSH : 0,
     };
     // The same way from a checkout and inside the binary (src/runtime/worker-entry.ts).
     const worker = startWorker('lookup', init, { resourceLimits: lookupHeapLimits(this.opts.memory) });
@@ -237,6 +247,7 @@ export class LookupServer {
     if (m.type === 'counts' || m.type === 'stopped') {
       this.opts.onTuples?.(m.announced);
       if (m.botIps.length > 0) this.opts.onBotIps?.(m.botIps);
+      if (m.seen !== null) this.opts.onSeen?.(m.seen);
     }
     if (m.type === 'counts') this.opts.onCounts(m.rows, m.stats);
     else if (m.type === 'fatal') this.opts.onWorkerError?.(m.index, new Error(`lookup thread ${m.index} failed: ${m.message}`));

@@ -11,7 +11,7 @@ import { TupleDictionary } from './reporting/tuple-dictionary.ts';
 import { buildLookupData } from './prebid/data.ts';
 import type { CountRow } from './reporting/tuple.ts';
 import { LookupEngine } from './prebid/pipeline.ts';
-import type { LookupStats } from './prebid/messages.ts';
+import type { LookupStats, SeenValues } from './prebid/messages.ts';
 import { mountExplainRoute } from './account/explain-route.ts';
 import { LookupServer } from './lookup-threads.ts';
 import { startControlServer } from './cli/control.ts';
@@ -55,6 +55,13 @@ export interface RunningServer {
    * with --data-refresh; noteDomainsSeen / noteAppsSeen / noteSellersSeen feed the crawl.
    */
   refresher: DataRefresher | null;
+}
+
+/** Values the lookup threads saw, to the refresher's bounded crawl lists. */
+function noteSeen(r: DataRefresher, seen: SeenValues): void {
+  if (seen.sites.length > 0) r.noteDomainsSeen(seen.sites);
+  if (seen.apps.length > 0) r.noteAppsSeen(seen.apps);
+  if (seen.systems.length > 0) r.noteSellersSeen(seen.systems);
 }
 
 export interface StartOptions {
@@ -182,6 +189,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       memory,
       onTuples: (announced) => tuples.add(announced),
       ...(fleet ? { onBotIps: (rows: BotIpRow[]) => botIpTally.add(rows) } : {}),
+      // The crawl of ads.txt and sellers.json follows traffic only when the server refreshes.
+      ...(refresher && config.dataRefresh > 0 ? { onSeen: (seen: SeenValues) => noteSeen(refresher!, seen) } : {}),
       onCounts: (rows, stats) => {
         for (const sink of countSinks) sink(rows, stats);
       },

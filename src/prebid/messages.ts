@@ -17,6 +17,18 @@ export interface LookupWorkerInit {
   trackBotIps?: boolean;
   /** Milliseconds between count flushes to the main thread. */
   countsIntervalMs: number;
+  /** Distinct values of each kind a thread samples per flush for the data refresher's crawl (0: none). */
+  seenSample?: number;
+}
+
+/** Values seen in traffic since the last flush, bounded (src/prebid/seen-sample.ts). */
+export interface SeenValues {
+  /** Site domains (`dmn`). */
+  sites: string[];
+  /** App bundle IDs (`app`). */
+  apps: string[];
+  /** Advertising-system domains: `sid` and the supply chain's `asi`. */
+  systems: string[];
 }
 
 /** Per-thread lookup statistics since the last report (for /metrics). */
@@ -59,7 +71,7 @@ export type FromWorker =
   | { type: 'data-ok'; index: number; id: number }
   | { type: 'data-failed'; index: number; id: number; message: string }
   /** Once a second: tuples this thread added to the shared counts, its own rows (shared table full), figures. */
-  | { type: 'counts'; index: number; announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; stats: LookupStats }
-  | { type: 'stopped'; index: number; announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; stats: LookupStats }
+  | { type: 'counts'; index: number; announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats }
+  | { type: 'stopped'; index: number; announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats }
   /** The thread hit an error nothing caught, closed its sockets and is ending. */
   | { type: 'fatal'; index: number; message: string };

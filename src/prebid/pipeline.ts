@@ -23,6 +23,9 @@ import { QueryScanner } from './query.ts';
 import { responseJson } from './response.ts';
 import { BotIpTracker } from './bot-ip-tracker.ts';
 import { SignalSources } from './signals.ts';
+import { SeenSample } from './seen-sample.ts';
+import type { SeenValues } from './messages.ts';
+import type { AdsTxtVerdict } from '../signals/ads-txt.ts';
 import { emptyRequest, validateAuth, validateRequest, type LookupRequest } from './validate.ts';
 
 export interface LookupOutcome {
@@ -44,6 +47,8 @@ export interface Explanation {
     uaConsistency: string;
     schainError: string;
     fleetBotIp: boolean;
+    /** The ads.txt / app-ads.txt verdict on the seller, with its reason. */
+    adsTxt: AdsTxtVerdict;
     history: HistoryFacts;
   } | null;
 }
@@ -60,6 +65,8 @@ export class LookupEngine {
   readonly sources: SignalSources;
   /** A fleet host's bot-heavy IPs of the moment (null when not in a fleet). */
   readonly botIps: BotIpTracker | null;
+  /** Domains, apps and selling systems seen, for the data refresher's crawl (null when it does not crawl). */
+  private readonly seen: { sites: SeenSample; apps: SeenSample; systems: SeenSample } | null;
   private readonly scanner = new QueryScanner();
   private readonly req: LookupRequest = emptyRequest();
   private readonly dims: string[] = new Array(TUPLE_DIMENSIONS.length).fill('');
@@ -68,9 +75,11 @@ export class LookupEngine {
   constructor(
     public data: LookupData,
     memory: LookupMemory,
-    opts: { trackBotIps?: boolean } = {},
+    opts: { trackBotIps?: boolean; seenSample?: number } = {},
   ) {
     this.botIps = opts.trackBotIps ? new BotIpTracker() : null;
+    const n = opts.seenSample ?? 0;
+    this.seen = n > 0 ? { sites: new SeenSample(n), apps: new SeenSample(n), systems: new SeenSample(n) } : null;
     this.sources = new SignalSources(memory);
     this.keys = new KeyTable(memory.keyMemoEntries);
     this.counts = new ThreadCounts(memory.counts, memory.threadCountsBytes);
@@ -87,8 +96,27 @@ export class LookupEngine {
     const invalidEvidence = outcomeForHistory(r);
     this.sources.recordOutcome(invalidEvidence);
     if (this.botIps !== null) this.botIps.note(this.req.ip, invalidEvidence);
+    if (this.seen !== null) this.noteSeen();
     this.counts.count(this.customerId, hourStart(now), fillDimensions(this.req, s, this.dims), classifyTransaction(r), now);
     return { status: 200, body: responseJson(s, r), band: r.band };
+  }
+
+  /** A Set probe per value; the samples are bounded per flush. */
+  private noteSeen(): void {
+    const seen = this.seen!;
+    const req = this.req;
+    if (req.app !== '') seen.apps.add(req.app);
+    else seen.sites.add(req.dmn);
+    seen.systems.add(req.sid);
+    const nodes = this.sources.lastNodes;
+    if (nodes !== null) for (let i = 0; i < nodes.length; i++) seen.systems.add(nodes[i]!.asi);
+  }
+
+  /** The values sampled since the last call (null when this engine does not sample). */
+  takeSeen(): SeenValues | null {
+    const seen = this.seen;
+    if (seen === null) return null;
+    return { sites: seen.sites.drain(), apps: seen.apps.drain(), systems: seen.systems.drain() };
   }
 
   /** What lookup() would answer now, with its reasons and signals; changes nothing. */
@@ -111,6 +139,7 @@ export class LookupEngine {
         uaConsistency: s.uaConsistency,
         schainError: s.schainError,
         fleetBotIp: s.ipFleetBot,
+        adsTxt: s.adsTxt,
         history: { ...s.history },
       };
     }

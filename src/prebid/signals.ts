@@ -10,7 +10,8 @@ import { ifaMalformed, isZeroIfa } from '../signals/ifa.ts';
 import { asParsed, ipScratch, parseIpInto, type IpScratch } from '../signals/ip-address.ts';
 import { IpCache } from '../signals/ip-cache.ts';
 import { emptyIpVerdict, type IpVerdict } from '../signals/ip-intel.ts';
-import { parseSchain } from '../signals/schain.ts';
+import { parseSchain, type SchainNode } from '../signals/schain.ts';
+import { ADS_TXT_RESULT, type AdsTxtVerdict } from '../signals/ads-txt.ts';
 import type { ScoreInputs } from '../signals/score.ts';
 import { UaAnalyzer, emptyVerdict, judge, unparsedVerdict, type UaVerdict } from '../signals/ua-analysis.ts';
 import { UaCache, UA_HASH, hashUa, normalizeUa } from '../signals/ua-cache.ts';
@@ -30,6 +31,8 @@ export interface LookupSignals extends ScoreInputs {
   ipBotActivity: boolean;
   /** The IP is in the fleet's bot-heavy set (a fleet host only; src/fleet/bot-ips.ts). */
   ipFleetBot: boolean;
+  /** ads.txt / app-ads.txt verdict on the seller (sellerUnauthorized is its `unauthorized`). */
+  adsTxt: AdsTxtVerdict;
 }
 
 export function emptySignals(): LookupSignals {
@@ -37,9 +40,9 @@ export function emptySignals(): LookupSignals {
     ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false,
     declaredBot: false, automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false,
     uaInconsistent: false, geoMismatch: false, schainPresent: false, schainValid: false, schainVerified: false,
-    schainComplete: false, zeroIfa: false, history: undefined as unknown as HistoryFacts,
+    schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: undefined as unknown as HistoryFacts,
     ip: emptyIpVerdict(), ua: emptyVerdict(), uaConsistency: '', schainCompleteFlag: 0, schainError: '',
-    ipBotActivity: false, ipFleetBot: false,
+    ipBotActivity: false, ipFleetBot: false, adsTxt: ADS_TXT_RESULT.no_domain,
   };
 }
 
@@ -59,6 +62,8 @@ export class SignalSources {
   private readonly ipAddr: IpScratch = ipScratch();
   private readonly keys: HistoryKeys = emptyKeys();
   private readonly signals: LookupSignals = emptySignals();
+  /** The nodes of the last gather()'s supply chain (null when none parsed). */
+  lastNodes: SchainNode[] | null = null;
 
   constructor(memory: LookupMemory) {
     this.history = new History(memory.history);
@@ -102,9 +107,11 @@ export class SignalSources {
     s.schainVerified = false;
     s.schainCompleteFlag = 0;
     s.schainError = '';
+    let nodes: SchainNode[] | null = null;
     if (s.schainPresent) {
       const r = parseSchain(req.schainRaw!);
       if (r.ok) {
+        nodes = r.chain.nodes;
         s.schainValid = true;
         s.schainCompleteFlag = r.chain.complete;
         s.schainVerified = data.sellers.verify(r.chain);
@@ -113,6 +120,10 @@ export class SignalSources {
       }
     }
     s.schainComplete = s.schainCompleteFlag === 1;
+    // The crawl's in-memory result only: a publisher not crawled yet is `unknown`, never held against the request.
+    s.adsTxt = data.adsTxt.authorize(req.dmn, req.app, req.sid, req.pub, nodes);
+    this.lastNodes = nodes;
+    s.sellerUnauthorized = s.adsTxt.verdict === 'unauthorized';
 
     const hasIfa = req.ifa !== '';
     s.ipBogon = ip.bogon;
@@ -128,6 +139,7 @@ export class SignalSources {
     s.ipVpn = ip.vpn;
     s.ipProxy = ip.proxy;
     s.ipTor = ip.tor;
+    s.ipRelay = ip.relay;
     s.uaInconsistent = s.uaConsistency !== '';
     s.geoMismatch = req.geo !== '' && ip.country !== '' && req.geo !== ip.country;
 

@@ -19,12 +19,16 @@ export interface ScoreInputs {
   ipVpn: boolean;
   ipProxy: boolean;
   ipTor: boolean;
+  /** An iCloud Private Relay egress (published ranges): real users behind it, so weak. */
+  ipRelay: boolean;
   uaInconsistent: boolean;
   geoMismatch: boolean;
   schainPresent: boolean;
   schainValid: boolean;
   schainVerified: boolean;
   schainComplete: boolean;
+  /** The publisher's ads.txt / app-ads.txt does not authorise the seller (unknown is false). */
+  sellerUnauthorized: boolean;
   zeroIfa: boolean;
   // history
   history: HistoryFacts;
@@ -67,10 +71,12 @@ export const SIVT_WEIGHTS = {
   ip_proxy: 0.55,
   ip_vpn: 0.5,
   ua_inconsistent: 0.5,
+  seller_unauthorized: 0.4,
   schain_invalid: 0.35,
   geo_mismatch: 0.25,
   schain_unverified: 0.2,
   schain_incomplete: 0.1,
+  ip_relay: 0.1,
   ifa_zero: 0.1,
 } as const;
 
@@ -156,6 +162,7 @@ export function score(i: ScoreInputs): ScoreResult {
   if (i.ipTor) { q *= 1 - SIVT_WEIGHTS.ip_tor; fire(reasons, 'ip_tor', SIVT_WEIGHTS.ip_tor); }
   if (i.ipProxy) { q *= 1 - SIVT_WEIGHTS.ip_proxy; fire(reasons, 'ip_proxy', SIVT_WEIGHTS.ip_proxy); }
   if (i.ipVpn) { q *= 1 - SIVT_WEIGHTS.ip_vpn; fire(reasons, 'ip_vpn', SIVT_WEIGHTS.ip_vpn); }
+  if (i.ipRelay) { q *= 1 - SIVT_WEIGHTS.ip_relay; fire(reasons, 'ip_relay', SIVT_WEIGHTS.ip_relay); }
   if (i.uaInconsistent) { q *= 1 - SIVT_WEIGHTS.ua_inconsistent; fire(reasons, 'ua_inconsistent', SIVT_WEIGHTS.ua_inconsistent); }
   if (i.geoMismatch) { q *= 1 - SIVT_WEIGHTS.geo_mismatch; fire(reasons, 'geo_mismatch', SIVT_WEIGHTS.geo_mismatch); }
   if (i.schainPresent) {
@@ -166,6 +173,7 @@ export function score(i: ScoreInputs): ScoreResult {
       if (!i.schainComplete) { q *= 1 - SIVT_WEIGHTS.schain_incomplete; fire(reasons, 'schain_incomplete', SIVT_WEIGHTS.schain_incomplete); }
     }
   }
+  if (i.sellerUnauthorized) { q *= 1 - SIVT_WEIGHTS.seller_unauthorized; fire(reasons, 'seller_unauthorized', SIVT_WEIGHTS.seller_unauthorized); }
   if (i.zeroIfa) { q *= 1 - SIVT_WEIGHTS.ifa_zero; fire(reasons, 'ifa_zero', SIVT_WEIGHTS.ifa_zero); }
   const pSivt = 1 - q;
 

@@ -13,7 +13,7 @@ t.test("a transaction's category is its leading reason's", async (t) => {
   const base = {
     ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false, declaredBot: false,
     automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, geoMismatch: false,
-    schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, history: NO_HISTORY,
+    schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: NO_HISTORY,
   };
   const r = score({ ...base, ipHosting: true, geoMismatch: true, declaredBot: true });
   t.equal(r.leading, 'ua_declared_bot', 'the strongest signal leads');

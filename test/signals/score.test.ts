@@ -26,7 +26,7 @@ function clean(over: Partial<ScoreInputs> = {}): ScoreInputs {
     deviceImpossible: false, declaredBot: false, automation: false, ipHosting: false, ipVpn: false,
     ipProxy: false, ipTor: false, uaInconsistent: false, geoMismatch: false, schainPresent: false,
     schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false,
-    history: NO_HISTORY,
+    ipRelay: false, sellerUnauthorized: false, history: NO_HISTORY,
     ...over,
   };
 }
