@@ -29,6 +29,7 @@ import { BotIpTally } from './prebid/bot-ip-tracker.ts';
 import { EDGE_PROVISIONING_REFUSAL, startEdgeMetrics } from './fleet/edge.ts';
 import { refresherFor, type DataRefresher } from './data/refresh.ts';
 import { SourcesError } from './data/sources.ts';
+import type { HttpGetOptions } from './data/http-get.ts';
 
 export interface RunningServer {
   config: Config;
@@ -69,6 +70,8 @@ export interface StartOptions {
   announceFirstCustomer?: boolean;
   /** Fleet bot-IP exchange period in ms (tests; default one minute). */
   botIpIntervalMs?: number;
+  /** Tests: where the data refresher connects for a URL (a local server playing every host). */
+  dataConnect?: HttpGetOptions['connect'];
 }
 
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
@@ -147,7 +150,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     let refresher: DataRefresher | null = null;
     let reloadData: () => Promise<{ ok: boolean; errors: string[] }> = async () => ({ ok: false, errors: ['not started yet'] });
     try {
-      refresher = refresherFor(config, { onChanged: () => reloadData(), log });
+      refresher = refresherFor(config, { onChanged: () => reloadData(), log, ...(opts.dataConnect ? { connect: opts.dataConnect } : {}) });
     } catch (e) {
       if (!(e instanceof SourcesError) || config.dataRefresh > 0) throw e;
       log.warn({ err: e.message }, 'sources file unusable: no data refresh status until it is fixed');

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolveConfig, type Config } from '../../src/config.ts';
-import { startServer, type RunningServer } from '../../src/server.ts';
+import { startServer, type RunningServer, type StartOptions } from '../../src/server.ts';
 import { createCustomer } from '../../src/store/customers.ts';
 
 export interface TestServer {
@@ -33,10 +33,10 @@ export function testConfig(dataDir: string, overrides: Partial<Config> = {}): Co
   };
 }
 
-export async function startTestServer(overrides: Partial<Config> = {}, dataDir?: string): Promise<TestServer> {
+export async function startTestServer(overrides: Partial<Config> = {}, dataDir?: string, opts: StartOptions = {}): Promise<TestServer> {
   const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'ivtd-test-'));
   const config = testConfig(dir, overrides);
-  const server = await startServer(config);
+  const server = await startServer(config, opts);
   const password = 'correct horse battery';
   const c = await createCustomer(server.store, { name: 'Test Co', username: `tester${Math.random().toString(36).slice(2, 8)}`, password });
   await server.refreshKeys();
