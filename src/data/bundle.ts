@@ -5,7 +5,8 @@
 // a file of the same name in <data-dir> > the embedded default.
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Config } from '../config.ts';
+import { OPTIONS, type Config } from '../config.ts';
+import { planMemory } from '../memory/budget.ts';
 import { listAssets, readAsset, readAssetInPlace } from '../runtime/assets.ts';
 import { RangeSetBuilder, addRangeList, type CompiledRanges } from '../signals/ip-ranges.ts';
 import { buildAdsTxtIndex, type AdsTxtBuildStats } from '../signals/ads-txt-build.ts';
@@ -173,7 +174,7 @@ function loadRanges(dataDir: string): DataBundle['ipRanges'] {
   return { compiled: builder.build({ shared: true }), files };
 }
 
-function loadAdsTxt(dataDir: string, sellers: DataFile[], warnings: string[]): DataBundle['adsTxt'] {
+function loadAdsTxt(dataDir: string, sellers: DataFile[], warnings: string[], maxRecords: number): DataBundle['adsTxt'] {
   const { files, warnings: readWarnings } = readAdsTxtFiles(dataDir, Date.now());
   const appDevelopers = optional(dataDir, 'app-developers.txt', undefined);
   const built = buildAdsTxtIndex({
@@ -181,12 +182,13 @@ function loadAdsTxt(dataDir: string, sellers: DataFile[], warnings: string[]): D
     sellers: sellers.map((f) => ({ name: f.name, text: () => text(f) })),
     appDevelopers: appDevelopers ? { name: appDevelopers.source, text: text(appDevelopers) } : null,
     shared: true,
+    maxRecords,
   });
   warnings.push(...readWarnings, ...built.warnings);
   return { compiled: built.compiled, stats: built.stats, source: join(dataDir, ADS_TXT_DIR) };
 }
 
-export function loadBundle(cfg: Pick<Config, 'dataDir' | 'mmdbCountry' | 'mmdbAsn' | 'mmdbAnonymousIp'>): DataBundle {
+export function loadBundle(cfg: Pick<Config, 'dataDir' | 'mmdbCountry' | 'mmdbAsn' | 'mmdbAnonymousIp'> & Partial<Pick<Config, 'memoryBudget'>>): DataBundle {
   const dd = cfg.dataDir;
   // A flag names a file; otherwise a MaxMind download in the data dir (ivtd data update) is used.
   const asnMmdb = optional(dd, 'asn.mmdb', cfg.mmdbAsn);
@@ -216,7 +218,8 @@ export function loadBundle(cfg: Pick<Config, 'dataDir' | 'mmdbCountry' | 'mmdbAs
     badIfas: overridable(dd, 'bad-ifas.txt', EMBEDDED.badIfas),
     sellers: sellerFiles,
     ipRanges: loadRanges(dd),
-    adsTxt: loadAdsTxt(dd, sellerFiles, warnings),
+    // Capped by the memory budget's share (the threads' count does not matter for it).
+    adsTxt: loadAdsTxt(dd, sellerFiles, warnings, planMemory(cfg.memoryBudget ?? OPTIONS.memoryBudget.default, 1).adsTxtRecords),
     warnings,
     loadedAt: new Date().toISOString(),
   };

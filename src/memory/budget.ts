@@ -33,8 +33,13 @@ export const SHARES = {
   threadCaches: 0.02,
   /** DuckDB's buffer pool (its memory_limit): rollup writes and reports. It spills to disk past it. */
   store: 0.2,
+  /**
+   * The ads.txt / app-ads.txt index (shared): its size follows the domains seen in traffic,
+   * so it is capped here (records past the cap are not loaded; their sellers answer unknown).
+   */
+  adsTxt: 0.04,
   /** Given to no table: room for the garbage collector around the parts held in JS heaps. */
-  headroom: 0.07,
+  headroom: 0.03,
 } as const;
 
 export const MIN_BUDGET_MB = 32;
@@ -55,7 +60,16 @@ export interface MemoryPlan {
   storeBytes: number;
   /** Verified API keys each lookup thread remembers. */
   keyMemoEntries: number;
+  /** ads.txt records the index may hold (its share / ADS_TXT_RECORD_BYTES). */
+  adsTxtRecords: number;
 }
+
+/**
+ * Bytes one ads.txt record takes in the compiled index, upper estimate: its (file, seller)
+ * pair (hash slots, host, seller, code: about 25 bytes) and a share of the seller keys and
+ * their strings, which the files mostly have in common (the same exchanges everywhere).
+ */
+export const ADS_TXT_RECORD_BYTES = 48;
 
 /** Bytes one remembered API key takes at most (a 256-character key, its entry and map slot). */
 const KEY_MEMO_ENTRY_BYTES = 1024;
@@ -73,6 +87,7 @@ export function planMemory(budgetMb: number, threads: number): MemoryPlan {
     pendingCountsBytes: Math.floor(bytes * SHARES.pendingCounts),
     storeBytes: Math.max(STORE_MIN_MB * MB, Math.floor(bytes * SHARES.store)),
     keyMemoEntries: Math.max(64, Math.floor((bytes * SHARES.threadCaches) / threads / KEY_MEMO_ENTRY_BYTES)),
+    adsTxtRecords: Math.floor((bytes * SHARES.adsTxt) / ADS_TXT_RECORD_BYTES),
   };
 }
 
@@ -130,6 +145,7 @@ export function describePlan(
     pendingCountsMb: mb(plan.pendingCountsBytes),
     storeMb: mb(plan.storeBytes),
     keyMemoEntriesPerThread: plan.keyMemoEntries,
+    adsTxtRecords: plan.adsTxtRecords,
     capacity,
   };
 }

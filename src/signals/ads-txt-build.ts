@@ -51,6 +51,8 @@ export interface AdsTxtBuildStats {
   apps: number;
   malformedLines: number;
   truncatedFiles: number;
+  /** Files not loaded because the index was full (maxRecords). */
+  overCap: number;
   bytes: number;
 }
 
@@ -191,12 +193,17 @@ export function buildAdsTxtIndex(input: {
   /** Contents of app-developers.txt, if any. */
   appDevelopers?: { text: string; name: string } | null;
   shared?: boolean;
+  /**
+   * Records loaded at most, over all files (the memory budget's share): a file that would
+   * pass it is not loaded and its sellers answer unknown. Files earlier in `files` win.
+   */
+  maxRecords?: number;
 }): AdsTxtBuild {
   const shared = input.shared ?? false;
   const warnings: string[] = [];
   const stats: AdsTxtBuildStats = {
     files: 0, ok: 0, noSellerAuthorized: 0, noFile: 0, unavailable: 0, records: 0, pairs: 0, sellerKeys: 0, apps: 0,
-    malformedLines: 0, truncatedFiles: 0, bytes: 0,
+    malformedLines: 0, truncatedFiles: 0, overCap: 0, bytes: 0,
   };
 
   // Strings go to one pool; offsets are assigned as they are added.
@@ -212,6 +219,9 @@ export function buildAdsTxtIndex(input: {
   // Hosts
   const hostIndex = new Map<string, number>(); // `${kind}:${host}`
   const hosts: Array<{ kind: number; host: string; status: number; parsed: ParsedAdsTxt | null }> = [];
+  const maxRecords = input.maxRecords ?? Infinity;
+  let loaded = 0;
+  let overCap = 0;
   for (const f of input.files) {
     const host = f.host.toLowerCase();
     if (!isDomainName(host)) {
@@ -240,10 +250,23 @@ export function buildAdsTxtIndex(input: {
         }
       }
     }
+    if (parsed !== null && parsed.records.length > 0) {
+      if (loaded + parsed.records.length > maxRecords) {
+        overCap++;
+        status = HOST_STATUS.unavailable;
+        parsed = null;
+      } else {
+        loaded += parsed.records.length;
+      }
+    }
     hostIndex.set(key, hosts.length);
     hosts.push({ kind: KIND[f.kind], host, status, parsed });
   }
   stats.files = hosts.length;
+  stats.overCap = overCap;
+  if (overCap > 0) {
+    warnings.push(`ads.txt index full at ${loaded} records (its share of --memory-budget holds ${maxRecords}): ${overCap} files not loaded, their sellers answer unknown; raise --memory-budget or lower adsTxt.fromTraffic`);
+  }
 
   // Seller keys and pairs. DIRECT lines wait for the sellers.json facts.
   const sellerIndex = new Map<string, Map<string, number>>(); // system -> account -> key

@@ -8,6 +8,7 @@ import {
   parseAdsTxt,
 } from '../../src/signals/ads-txt.ts';
 import { buildAdsTxtIndex, parseAppDevelopers, rootDomain, type AdsTxtFileInput } from '../../src/signals/ads-txt-build.ts';
+import { ADS_TXT_RECORD_BYTES, planMemory } from '../../src/memory/budget.ts';
 
 t.test('parser: records, variables, comments, extensions', async (t) => {
   const p = parseAdsTxt(
@@ -239,6 +240,21 @@ t.test('every reason has a verdict; results are shared frozen objects', async (t
   t.equal(ADS_TXT_RESULT.unavailable.verdict, 'unknown');
 });
 
+t.test('the index holds at most maxRecords (the memory budget share); the rest answer unknown', async (t) => {
+  const lines = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `exchange1.example, ${tag}-${i}, RESELLER`).join('\n');
+  const b = buildAdsTxtIndex({
+    files: [file('first.example', lines(60, 'a')), file('big.example', lines(50, 'b')), file('small.example', lines(30, 'c'))],
+    maxRecords: 100,
+  });
+  t.match(b.stats, { records: 90, overCap: 1, ok: 2, unavailable: 1 });
+  t.match(b.warnings.join('\n'), /ads\.txt index full at 90 records \(its share of --memory-budget holds 100\): 1 files not loaded/);
+  const idx = AdsTxtIndex.fromCompiled(b.compiled);
+  t.equal(idx.authorize('first.example', '', 'exchange1.example', 'a-5', null), ADS_TXT_RESULT.reseller);
+  t.equal(idx.authorize('big.example', '', 'exchange1.example', 'b-5', null), ADS_TXT_RESULT.unavailable, 'not loaded: unknown, never held against the request');
+  t.equal(idx.authorize('small.example', '', 'exchange1.example', 'c-5', null), ADS_TXT_RESULT.reseller, 'a smaller file still fits');
+  t.equal(planMemory(256, 2).adsTxtRecords, Math.floor((256 * 1048576 * 0.04) / ADS_TXT_RECORD_BYTES), 'the cap follows --memory-budget');
+});
+
 t.test('scale and cost: 2000 files x 300 lines', async (t) => {
   const files: AdsTxtFileInput[] = [];
   for (let f = 0; f < 2000; f++) {
@@ -252,6 +268,7 @@ t.test('scale and cost: 2000 files x 300 lines', async (t) => {
   const idx = AdsTxtIndex.fromCompiled(b.compiled);
   t.equal(b.stats.records, 600_000);
   t.comment(`build ${buildMs.toFixed(0)} ms, ${b.stats.pairs} pairs, ${b.stats.sellerKeys} seller keys, ${(b.stats.bytes / 1e6).toFixed(1)} MB`);
+  t.ok(b.stats.bytes / b.stats.records <= ADS_TXT_RECORD_BYTES, `${(b.stats.bytes / b.stats.records).toFixed(1)} bytes per record: within the memory budget's estimate`);
   t.equal(idx.authorize('www.pub17.example', '', 'ssp3.example', `acct-${(17 * 7 + 3) % 5000}`, null).verdict, 'authorized');
   const n = 500_000;
   const t1 = performance.now();
