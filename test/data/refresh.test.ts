@@ -340,3 +340,93 @@ t.test('one refresh at a time per data dir', async (t) => {
   const both = await Promise.all([r.runOnce({ all: true }), r.runOnce({ all: true })]);
   t.equal(both.length, 2);
 });
+
+// Every published format, sellers.json, a MaxMind download and ads.txt, each through the
+// same failures: a page instead of the file, JSON of the wrong shape (or text where JSON
+// belongs), the connection dropped mid-body, a complete answer holding a cut file, and a
+// file over the size limit. Each time the source fails with a reason and the last good
+// copy stays, on disk and in what the bundle loads.
+t.test('each format: broken, truncated and oversized answers keep the last good copy', async (t) => {
+  const w = await web(t);
+  const dir = tempDir(t);
+  const formats: Array<{ name: string; format: string; file: string; category?: string }> = [
+    { name: 'aws', format: 'aws-ip-ranges', file: 'aws-ip-ranges.json' },
+    { name: 'gcp', format: 'gcp-cloud', file: 'gcp-cloud.json' },
+    { name: 'azure', format: 'azure-service-tags', file: 'azure-service-tags.json' },
+    { name: 'oracle', format: 'oracle-ip-ranges', file: 'oracle-public-ip-ranges.json' },
+    { name: 'cloudflare', format: 'cidr-list', file: 'cloudflare-ips-v4', category: 'hosting' },
+    { name: 'digitalocean', format: 'cidr-list', file: 'digitalocean-geofeed.csv', category: 'hosting' },
+    { name: 'tor', format: 'tor-exit-list', file: 'torbulkexitlist' },
+    { name: 'tor-addresses', format: 'tor-exit-list', file: 'tor-exit-addresses' },
+    { name: 'icloud-relay', format: 'apple-private-relay', file: 'egress-ip-ranges.csv' },
+  ];
+  const sellersDoc = JSON.stringify({ version: '1.0', sellers: [{ seller_id: 'pub-1', seller_type: 'PUBLISHER', domain: 'news.example' }, { seller_id: 'int-7', seller_type: 'INTERMEDIARY' }, { seller_id: 'p-3', seller_type: 'PUBLISHER' }] });
+  const adsTxt = 'exchange1.example, pub-1, DIRECT\nexchange1.example, int-7, RESELLER\nexchange2.example, 99, RESELLER\n';
+  const good = () => {
+    for (const f of formats) w.set(`/${f.name}`, fixture(f.file));
+    w.set('/sellers/exchange1.example.json', sellersDoc);
+    w.set('news.example/ads.txt', { body: adsTxt, headers: { 'Content-Type': 'text/plain' } });
+  };
+  good();
+  const sources = parseSources(JSON.stringify({
+    sources: formats.map((f) => ({ name: f.name, format: f.format, url: `${w.base}/${f.name}`, maxBytes: 1024, ...(f.category ? { category: f.category } : {}) })),
+    sellers: { domains: ['exchange1.example'], url: `${w.base}/sellers/{domain}.json`, maxBytes: 1024 },
+    adsTxt: { domains: ['news.example'], maxBytes: 1024, rate: 100, schemes: ['http'] },
+  }), 'sources.json');
+  let clock = Date.now();
+  const r = new DataRefresher({ dataDir: dir, sources, connect: w.connect, now: () => clock });
+  const first = await r.runOnce({ all: true });
+  t.same(first.items.filter((i) => i.result !== 'changed').map((i) => `${i.name}: ${i.detail}`), [], 'every file good at first');
+  t.match(first.adsTxt, { crawled: 1, changed: 1, failed: 0 });
+  const outputs = [...formats.map((f) => join(dir, 'ranges', `${f.name}.txt`)), join(dir, 'sellers', 'exchange1.example.json'), join(dir, 'ads-txt', 'site', 'news.example.txt')];
+  const saved = outputs.map((p) => readFileSync(p, 'utf8'));
+  const probe = () => {
+    const b = bundleOf(dir);
+    const ranges = IpRanges.fromCompiled(b.ipRanges.compiled);
+    return JSON.stringify([
+      ['198.18.0.9', '198.18.20.1', '198.18.64.1', '198.18.97.1', '198.18.129.1', '2001:db8:e000::5', '203.0.113.8', '192.0.2.33'].map((ip) => ranges.lookup(parseIp(ip)!)),
+      b.ipRanges.files.map((f) => f.entries),
+      b.adsTxt.stats.records,
+      b.sellers.map((f) => f.name).sort(),
+    ]);
+  };
+  const answersBefore = probe();
+
+  const page = '<!DOCTYPE html><html><head><title>Maintenance</title></head><body>Back soon</body></html>\n';
+  const cases: Array<[string, (body: string) => Partial<import('../helpers/fake-web.ts').Route>]> = [
+    ['an HTML page', () => ({ body: page, headers: { 'Content-Type': 'text/html' } })],
+    ['JSON of another shape', () => ({ body: '{"status": "ok", "items": []}', headers: { 'Content-Type': 'application/json' } })],
+    ['the connection dropped mid-body', (body) => ({ body, truncateTo: Math.floor(body.length / 2) })],
+    ['a cut file', (body) => ({ body: body.slice(0, Math.floor(body.length * 0.3)) })],
+    ['a file over the size limit', (body) => ({ body: body.endsWith('}\n') || body.endsWith('}') ? `${body}${' '.repeat(1100)}` : `${body}${'# padding\n'.repeat(110)}` })],
+  ];
+  for (const [what, route] of cases) {
+    for (const f of formats) w.set(`/${f.name}`, { ...route(fixture(f.file)) });
+    w.set('/sellers/exchange1.example.json', { ...route(sellersDoc) });
+    w.set('news.example/ads.txt', { headers: { 'Content-Type': 'text/plain' }, ...route(adsTxt) });
+    clock += 8 * 86_400_000; // past the ads.txt expiry: everything is fetched again
+    const report = await r.runOnce({ all: true });
+    for (const item of report.items) t.equal(item.result, 'failed', `${what}: ${item.kind} ${item.name} fails (${item.detail})`);
+    t.equal(report.items.length, formats.length + 1, `${what}: every source tried`);
+    t.match(report.adsTxt, { crawled: 1, failed: 1, changed: 0 }, `${what}: ads.txt fails too`);
+    t.equal(report.changed, false, `${what}: nothing to reload`);
+    outputs.forEach((p, i) => t.equal(readFileSync(p, 'utf8'), saved[i], `${what}: ${p.slice(dir.length + 1)} kept`));
+    const st = r.status();
+    t.ok(st.sources.every((s) => s.status === 'failed' && s.error !== null), `${what}: status names each failure`);
+    t.equal(probe(), answersBefore, `${what}: the loaded data answers as before`);
+    good();
+    clock += 60_000;
+    await r.runOnce({ all: true }); // recovered: the next failure starts from a good state
+  }
+
+  // A MaxMind download: dropped mid-body, and over its size limit.
+  const tarball = zlib.gzipSync(makeTar([{ name: 'GeoLite2-Country_20240528/GeoLite2-Country.mmdb', data: COUNTRY_MMDB }]));
+  const mm = (maxBytes?: number) => parseSources(JSON.stringify({ sources: [{ name: 'country', format: 'maxmind', edition: 'GeoLite2-Country', url: `${w.base}/mm.tar.gz`, ...(maxBytes ? { maxBytes } : {}) }] }), 'sources.json', { accountId: '1', licenseKey: 'k' });
+  w.set('/mm.tar.gz', { body: tarball });
+  t.match((await new DataRefresher({ dataDir: dir, sources: mm() }).runOnce({ all: true })).items[0], { result: 'changed' });
+  w.set('/mm.tar.gz', { body: tarball, truncateTo: Math.floor(tarball.length / 2) });
+  t.match((await new DataRefresher({ dataDir: dir, sources: mm() }).runOnce({ all: true })).items[0], { result: 'failed', detail: /connection closed before the whole body arrived/ });
+  w.set('/mm.tar.gz', { body: tarball });
+  t.match((await new DataRefresher({ dataDir: dir, sources: mm(4096) }).runOnce({ all: true })).items[0], { result: 'failed', detail: /over the 4096-byte limit/ });
+  t.ok(readFileSync(join(dir, 'country.mmdb')).equals(COUNTRY_MMDB), 'the last good database stays');
+});
