@@ -9,6 +9,8 @@
 // main thread by ads-txt-build.ts, shared with every lookup thread without copying), so
 // authorize() allocates nothing and costs a few hash probes.
 
+import { fmix32 } from '../memory/hash.ts';
+
 // ---------------------------------------------------------------------------------------
 // Parsing
 
@@ -286,15 +288,8 @@ function hashStart(seed: number): number {
   return Math.imul(FNV_OFFSET ^ seed, FNV_PRIME);
 }
 
-/** Final avalanche so linear probing spreads (murmur3 fmix32). */
-function finish(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
+/** Final avalanche so linear probing spreads. */
+const finish = fmix32;
 
 export function pairHash(host: number, seller: number): number {
   return finish(Math.imul(host + 1, 0x9e3779b1) ^ seller);
