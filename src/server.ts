@@ -27,6 +27,8 @@ import { startFleet, type Fleet } from './fleet/fleet.ts';
 import type { BotIpRow } from './fleet/bot-ips.ts';
 import { BotIpTally } from './prebid/bot-ip-tracker.ts';
 import { EDGE_PROVISIONING_REFUSAL, startEdgeMetrics } from './fleet/edge.ts';
+import { PolicyService, type PolicySource, type PolicyUpdate } from './policy/service.ts';
+import { policyVersions, readPolicy } from './store/policies.ts';
 
 export interface RunningServer {
   config: Config;
@@ -48,6 +50,8 @@ export interface RunningServer {
   lookups: LookupServer;
   /** This host's part in a fleet (--clickhouse-url), else null. */
   fleet: Fleet | null;
+  /** Customers' compiled policies (src/policy). */
+  policies: PolicyService;
 }
 
 export interface StartOptions {
@@ -170,6 +174,22 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       onRestart: (index, restarts) => log.warn({ thread: index, restarts }, 'lookup thread replaced and serving again'),
     });
 
+    // Customers' policies: compiled once each into shared memory, within the budget's policy
+    // share; pushed to the threads when the API or the CLI changes one, and checked every 5 s.
+    const policySource: PolicySource = {
+      versions: () => policyVersions(store),
+      read: (customerId) => readPolicy(store, customerId),
+    };
+    let engineReady = false;
+    const policies = new PolicyService(policySource, plan.policyBytes, (updates: PolicyUpdate[]) => {
+      lookups.pushPolicies(updates);
+      if (engineReady) engine.policies.apply(updates);
+    });
+    await policies.refresh();
+    const refreshPoliciesSoon = () => {
+      policies.refresh().catch((e: Error) => log.error({ err: e.message }, 'policy refresh failed'));
+    };
+
     // Pushed only when the live set changed: a push replaces each thread's key table and
     // empties its memo of verified keys. Expiry itself is checked per lookup.
     let pushedKeys = '';
@@ -201,6 +221,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     for (const w of built.warnings) log.warn({ warning: w }, 'data warning');
     engine = new LookupEngine(built.data, memory);
     engine.keys.replace(keys);
+    engine.policies.apply(policies.all());
+    engineReady = true;
     const src = engine.sources;
     log.info(
       describePlan(plan, {
@@ -213,7 +235,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       'memory budget: history, caches and pending counts stay within it',
     );
     // Drops keys whose grace period ended (the threads also check expiry per lookup).
-    const keyTimer = setInterval(refreshKeysSoon, 5000);
+    const keyTimer = setInterval(() => {
+      refreshKeysSoon();
+      refreshPoliciesSoon();
+    }, 5000);
     keyTimer.unref();
     cleanup.unshift(() => clearInterval(keyTimer));
 
@@ -221,6 +246,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       dataDir: config.dataDir,
       store,
       onKeysChanged: refreshKeysSoon,
+      policies,
       refuse: edge ? EDGE_PROVISIONING_REFUSAL : undefined,
     });
     cleanup.unshift(() => control.close());
@@ -244,6 +270,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         mountExplainRoute(router, { store, sessions, engine: () => engine });
       },
       onKeysChanged: refreshKeysSoon,
+      policies,
     });
     if (api) cleanup.unshift(() => api.close());
 
@@ -265,6 +292,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       metrics,
       lookups,
       fleet,
+      policies,
       explainEngine: () => engine,
       refreshKeys,
       async reload() {

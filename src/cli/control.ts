@@ -8,10 +8,12 @@ import { join } from 'node:path';
 import type { Store } from '../store/db.ts';
 import { STORE_ERROR_CODES, StoreError, type StoreErrorCode } from '../store/store-error.ts';
 import { log } from '../log.ts';
+import type { PolicyService } from '../policy/service.ts';
 import { isOperationName, runOperation, type OperationHooks, type OperationName, type OperationResult } from './operations.ts';
 
 export const CONTROL_SOCKET_FILE = 'ivtd.sock';
-export const MAX_LINE_BYTES = 64 * 1024;
+/** One request line; a whole policy (`ivtd policy set`, up to 100 000 entries) fits. */
+export const MAX_LINE_BYTES = 16 * 1024 * 1024;
 /** A connection idle this long is dropped, so a stuck client cannot hold a descriptor forever. */
 export const CONNECTION_IDLE_MS = 30_000;
 const CLIENT_TIMEOUT_MS = 30_000;
@@ -89,6 +91,7 @@ function safeHooks(opts: ControlServerOptions): OperationHooks {
         log.error({ err: e }, 'control: onKeysChanged failed');
       }
     },
+    policies: opts.policies ?? null,
   };
 }
 
@@ -135,6 +138,11 @@ function serveConnection(socket: net.Socket, store: Store, hooks: OperationHooks
   };
   socket.on('data', (chunk: string) => {
     buffered += chunk;
+    // A long line arrives in many chunks: look for its end only in what just came.
+    if (!chunk.includes('\n')) {
+      if (buffered.length > MAX_LINE_BYTES / 3 && Buffer.byteLength(buffered) > MAX_LINE_BYTES) tooLarge();
+      return;
+    }
     let nl: number;
     while ((nl = buffered.indexOf('\n')) >= 0) {
       const line = buffered.slice(0, nl);
@@ -144,7 +152,7 @@ function serveConnection(socket: net.Socket, store: Store, hooks: OperationHooks
       // One at a time per connection, so responses come back in request order.
       queue = queue.then(() => handleLine(line, store, hooks, refuse).then(send));
     }
-    if (Buffer.byteLength(buffered) > MAX_LINE_BYTES) tooLarge();
+    if (buffered.length > MAX_LINE_BYTES / 3 && Buffer.byteLength(buffered) > MAX_LINE_BYTES) tooLarge();
   });
 }
 
@@ -152,6 +160,10 @@ export interface ControlServerOptions {
   dataDir: string;
   store: Store;
   onKeysChanged: () => void;
+  /** A policy changed (the lookup threads get it now rather than at the next 5 s check). */
+  onPolicyChanged?: () => void;
+  /** Compiled policies of the running server: a change must fit its memory budget share. */
+  policies?: PolicyService | null;
   /** When set, every command is refused with this message (a fleet edge provisions nothing). */
   refuse?: string;
 }
@@ -276,6 +288,7 @@ export function sendControl<N extends OperationName>(
     socket.on('close', () => finish(new ControlError('closed', `the ivtd server on ${path} closed the connection without answering`)));
     socket.on('data', (chunk: string) => {
       buffered += chunk;
+      if (!chunk.includes('\n')) return;
       const nl = buffered.indexOf('\n');
       if (nl < 0) return;
       let res: Response;

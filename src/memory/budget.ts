@@ -18,7 +18,7 @@ const MB = 1 << 20;
 /** Shares of the budget. They add up to 1. */
 export const SHARES = {
   /** History of IPs, uids and IFAs (shared by all lookup threads). */
-  history: 0.45,
+  history: 0.43,
   /** Verdicts per user agent (shared). */
   uaCache: 0.04,
   /** Verdicts per IP address (shared). */
@@ -29,12 +29,14 @@ export const SHARES = {
   threadCounts: 0.02,
   /** Main thread: the values of the tuples in the shared table, and rows waiting to be written again. */
   pendingCounts: 0.13,
+  /** Customers' allow and deny lists, compiled once into shared memory (src/policy). */
+  policy: 0.03,
   /** Small per-thread caches: verified API keys (all threads together). */
   threadCaches: 0.02,
   /** DuckDB's buffer pool (its memory_limit): rollup writes and reports. It spills to disk past it. */
   store: 0.2,
   /** Given to no table: room for the garbage collector around the parts held in JS heaps. */
-  headroom: 0.07,
+  headroom: 0.06,
 } as const;
 
 export const MIN_BUDGET_MB = 32;
@@ -55,6 +57,8 @@ export interface MemoryPlan {
   storeBytes: number;
   /** Verified API keys each lookup thread remembers. */
   keyMemoEntries: number;
+  /** All customers' compiled policies together (shared by the threads). */
+  policyBytes: number;
 }
 
 /** Bytes one remembered API key takes at most (a 256-character key, its entry and map slot). */
@@ -72,6 +76,7 @@ export function planMemory(budgetMb: number, threads: number): MemoryPlan {
     threadCountsBytes: Math.floor((bytes * SHARES.threadCounts) / threads),
     pendingCountsBytes: Math.floor(bytes * SHARES.pendingCounts),
     storeBytes: Math.max(STORE_MIN_MB * MB, Math.floor(bytes * SHARES.store)),
+    policyBytes: Math.floor(bytes * SHARES.policy),
     keyMemoEntries: Math.max(64, Math.floor((bytes * SHARES.threadCaches) / threads / KEY_MEMO_ENTRY_BYTES)),
   };
 }
@@ -129,6 +134,7 @@ export function describePlan(
     threadCountsMb: mb(plan.threadCountsBytes * plan.threads),
     pendingCountsMb: mb(plan.pendingCountsBytes),
     storeMb: mb(plan.storeBytes),
+    policyMb: mb(plan.policyBytes),
     keyMemoEntriesPerThread: plan.keyMemoEntries,
     capacity,
   };

@@ -13,7 +13,8 @@ import { ThreadCounts } from '../reporting/thread-counts.ts';
 import type { HistoryFacts } from '../signals/history.ts';
 import { asParsed } from '../signals/ip-address.ts';
 import type { IpAssessment } from '../signals/ip-intel.ts';
-import { classifyTransaction, outcomeForHistory, score, type ScoreResult } from '../signals/score.ts';
+import { applyPolicy, classifyTransaction, outcomeForHistory, score, type ScoreResult } from '../signals/score.ts';
+import { ALLOW, DENY, PolicyTable, type PolicyMatch, type PolicySubject } from '../policy/compiled.ts';
 import type { UaInfo } from '../signals/ua-analysis.ts';
 import { hourStart } from '../time.ts';
 import type { LookupData } from './data.ts';
@@ -46,6 +47,14 @@ export interface Explanation {
     fleetBotIp: boolean;
     history: HistoryFacts;
   } | null;
+  /** The customer's policy: its thresholds, every kind that matched, and the model's own verdict. Null when it has none. */
+  policy: {
+    medium: number;
+    high: number;
+    matches: PolicyMatch[];
+    decision: 'allow' | 'deny' | null;
+    model: { score: number; band: string; confidence: number };
+  } | null;
 }
 
 function err(status: number, code: string, message: string): LookupOutcome {
@@ -58,12 +67,15 @@ export class LookupEngine {
   readonly keys: KeyTable;
   readonly counts: ThreadCounts;
   readonly sources: SignalSources;
+  /** Customers' own policies (compiled in shared memory by the main thread). */
+  readonly policies = new PolicyTable();
   /** A fleet host's bot-heavy IPs of the moment (null when not in a fleet). */
   readonly botIps: BotIpTracker | null;
   private readonly scanner = new QueryScanner();
   private readonly req: LookupRequest = emptyRequest();
   private readonly dims: string[] = new Array(TUPLE_DIMENSIONS.length).fill('');
   private customerId = '';
+  private readonly subject: PolicySubject = { ip: undefined as unknown as PolicySubject['ip'], ua: '', app: '', dmn: '', pub: '', sid: '', chain: null };
 
   constructor(
     public data: LookupData,
@@ -83,17 +95,23 @@ export class LookupEngine {
     const s = this.sources.gather(this.req, this.data, now, 'observe');
     if (s === null) return BAD_IP;
     const r = score(s);
-    // History learns from this request's own evidence only, so history cannot condemn itself.
+    // History learns from this request's own evidence only, so history cannot condemn itself
+    // (nor can one customer's policy teach the shared history anything: it is applied after).
     const invalidEvidence = outcomeForHistory(r);
     this.sources.recordOutcome(invalidEvidence);
     if (this.botIps !== null) this.botIps.note(this.req.ip, invalidEvidence);
+    const policy = this.policies.get(this.customerId);
+    if (policy !== undefined) {
+      const d = policy.decide(this.subjectOf(s.schain));
+      applyPolicy(r, d === DENY ? 'denylisted' : d === ALLOW ? 'allowlisted' : null, policy.medium, policy.high);
+    }
     this.counts.count(this.customerId, hourStart(now), fillDimensions(this.req, s, this.dims), classifyTransaction(r), now);
     return { status: 200, body: responseJson(s, r), band: r.band };
   }
 
   /** What lookup() would answer now, with its reasons and signals; changes nothing. */
   explain(query: string, now: number): Explanation {
-    const ex: Explanation = { status: 0, response: null, reasons: [], transaction: null, signals: null };
+    const ex: Explanation = { status: 0, response: null, reasons: [], transaction: null, signals: null, policy: null };
     const refused = this.parse(query, now);
     const s = refused === null ? this.sources.gather(this.req, this.data, now, 'peek') : null;
     let out: LookupOutcome;
@@ -101,6 +119,15 @@ export class LookupEngine {
     else if (s === null) out = BAD_IP;
     else {
       const r: ScoreResult = score(s);
+      const policy = this.policies.get(this.customerId);
+      if (policy !== undefined) {
+        const subject = this.subjectOf(s.schain);
+        const model = { score: r.score, band: r.band, confidence: r.confidence };
+        const d = policy.decide(subject);
+        const decision = d === DENY ? 'deny' : d === ALLOW ? 'allow' : null;
+        applyPolicy(r, decision === 'deny' ? 'denylisted' : decision === 'allow' ? 'allowlisted' : null, policy.medium, policy.high);
+        ex.policy = { medium: policy.medium, high: policy.high, matches: policy.matches(subject), decision, model };
+      }
       out = { status: 200, body: responseJson(s, r), band: r.band };
       ex.reasons = r.reasons.slice();
       if (s.uaInconsistent) ex.reasons.push('ua_inconsistent:' + s.uaConsistency);
@@ -117,6 +144,20 @@ export class LookupEngine {
     ex.status = out.status;
     ex.response = JSON.parse(out.body);
     return ex;
+  }
+
+  /** The request values a policy matches, in the engine's reused object. */
+  private subjectOf(chain: PolicySubject['chain']): PolicySubject {
+    const o = this.subject;
+    const req = this.req;
+    o.ip = this.sources.lastIp;
+    o.ua = req.ua;
+    o.app = req.app;
+    o.dmn = req.dmn;
+    o.pub = req.pub;
+    o.sid = req.sid;
+    o.chain = chain;
+    return o;
   }
 
   /** Step 1: scan, authenticate, validate. Null when the request is good (this.req, this.customerId set). */

@@ -10,7 +10,7 @@ import { ifaMalformed, isZeroIfa } from '../signals/ifa.ts';
 import { asParsed, ipScratch, parseIpInto, type IpScratch } from '../signals/ip-address.ts';
 import { IpCache } from '../signals/ip-cache.ts';
 import { emptyIpVerdict, type IpVerdict } from '../signals/ip-intel.ts';
-import { parseSchain } from '../signals/schain.ts';
+import { parseSchain, type SupplyChain } from '../signals/schain.ts';
 import type { ScoreInputs } from '../signals/score.ts';
 import { UaAnalyzer, emptyVerdict, judge, unparsedVerdict, type UaVerdict } from '../signals/ua-analysis.ts';
 import { UaCache, UA_HASH, hashUa, normalizeUa } from '../signals/ua-cache.ts';
@@ -27,6 +27,8 @@ export interface LookupSignals extends ScoreInputs {
   schainCompleteFlag: 0 | 1;
   /** '' when the chain parsed (or none was sent), else the parse error code. */
   schainError: string;
+  /** The parsed chain (null when absent or invalid); a customer's seller entries match its nodes. */
+  schain: SupplyChain | null;
   ipBotActivity: boolean;
   /** The IP is in the fleet's bot-heavy set (a fleet host only; src/fleet/bot-ips.ts). */
   ipFleetBot: boolean;
@@ -38,7 +40,7 @@ export function emptySignals(): LookupSignals {
     declaredBot: false, automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false,
     uaInconsistent: false, geoMismatch: false, schainPresent: false, schainValid: false, schainVerified: false,
     schainComplete: false, zeroIfa: false, history: undefined as unknown as HistoryFacts,
-    ip: emptyIpVerdict(), ua: emptyVerdict(), uaConsistency: '', schainCompleteFlag: 0, schainError: '',
+    ip: emptyIpVerdict(), ua: emptyVerdict(), uaConsistency: '', schainCompleteFlag: 0, schainError: '', schain: null,
     ipBotActivity: false, ipFleetBot: false,
   };
 }
@@ -102,10 +104,12 @@ export class SignalSources {
     s.schainVerified = false;
     s.schainCompleteFlag = 0;
     s.schainError = '';
+    s.schain = null;
     if (s.schainPresent) {
       const r = parseSchain(req.schainRaw!);
       if (r.ok) {
         s.schainValid = true;
+        s.schain = r.chain;
         s.schainCompleteFlag = r.chain.complete;
         s.schainVerified = data.sellers.verify(r.chain);
       } else {
