@@ -149,8 +149,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
             thread_counts: plan.threadCountsBytes * plan.threads,
             pending_counts: plan.pendingCountsBytes,
             store: plan.storeBytes,
+            policy: plan.policyBytes,
           },
-          occupancy: { ...src.history.occupancy(), uas: src.uaCache.occupancy(), ip_verdicts: src.ipCache.occupancy(), tuples: sharedCounts.occupancy() },
+          occupancy: { ...src.history.occupancy(), policy: policies.bytes / Math.max(1, plan.policyBytes), uas: src.uaCache.occupancy(), ip_verdicts: src.ipCache.occupancy(), tuples: sharedCounts.occupancy() },
         };
       },
     });
