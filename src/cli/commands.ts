@@ -103,7 +103,7 @@ function csvEntries(text: string): unknown[] {
   try {
     return parsePolicyCsv(text);
   } catch (e) {
-    if (e instanceof PolicyError) throw new UsageError(`--file: ${e.message}`);
+    if (e instanceof PolicyError) throw new UsageError(`--file, ${e.field}: ${e.message}`);
     throw e;
   }
 }
