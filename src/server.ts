@@ -90,6 +90,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     const sharedCounts = new SharedCounts(memory.counts);
     const drainSharedCounts = () => tuples.drain(sharedCounts, Date.now());
     let onFleetKeys = () => {};
+    let onFleetPolicies = () => {};
     const botIpTally = new BotIpTally();
     const fleet = config.clickhouseUrl
       ? await startFleet({
@@ -100,6 +101,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
           source: drainSharedCounts,
           readKeys: () => activePrebidKeys(store),
           onKeysPulled: () => onFleetKeys(),
+          onPoliciesPulled: () => onFleetPolicies(),
           botIps: {
             // This host's bot-heavy IPs of the last period, from every lookup thread...
             local: () => botIpTally.take(),
@@ -185,11 +187,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     const policies = new PolicyService(policySource, plan.policyBytes, (updates: PolicyUpdate[]) => {
       lookups.pushPolicies(updates);
       if (engineReady) engine.policies.apply(updates);
+      fleet?.policiesChanged();
     });
     await policies.refresh();
     const refreshPoliciesSoon = () => {
       policies.refresh().catch((e: Error) => log.error({ err: e.message }, 'policy refresh failed'));
     };
+    onFleetPolicies = refreshPoliciesSoon;
 
     // Pushed only when the live set changed: a push replaces each thread's key table and
     // empties its memo of verified keys. Expiry itself is checked per lookup.
