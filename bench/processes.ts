@@ -85,6 +85,8 @@ export interface IvtdServer {
   reportingPort: number;
   partnerId: string;
   key: string;
+  /** The data dir (its control socket takes provisioning commands, e.g. a policy). */
+  dataDir: string;
   stop(): Promise<number | null>;
 }
 
@@ -125,6 +127,7 @@ export async function startIvtd(
       reportingPort: Number(ports![3] ?? NaN),
       partnerId: opts.existing?.partnerId ?? partner![1]!,
       key: opts.existing?.key ?? key![1]!,
+      dataDir,
       async stop() {
         const code = await stopProcess(child);
         removeDataDir();

@@ -71,7 +71,13 @@ async function withTx<T>(q: Queryable | Store, fn: (q: Queryable) => Promise<T>)
 /** Replaces the whole policy (thresholds and entries). */
 export async function writePolicy(s: Queryable | Store, customerId: string, p: Policy): Promise<void> {
   await withTx(s, async (q) => {
-    await q.run('DELETE FROM policy_entries WHERE customer_id = $1', [customerId]);
+    // Only the entries that go are deleted: DuckDB refuses to insert a key deleted earlier
+    // in the same transaction ("duplicate key"), so the rest are updated in place.
+    await q.run(
+      `DELETE FROM policy_entries p WHERE p.customer_id = $cid AND NOT EXISTS (
+         SELECT 1 FROM (SELECT unnest(from_json($j::JSON, ${ENTRY_JSON_TYPE})) AS e) x WHERE x.e.kind = p.kind AND x.e.value = p.value)`,
+      { cid: customerId, j: JSON.stringify(p.entries) },
+    );
     await insertEntries(q, customerId, p.entries);
     await bump(q, customerId, { medium: p.medium, high: p.high });
   });
