@@ -188,7 +188,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       lookups.pushPolicies(updates);
       if (engineReady) engine.policies.apply(updates);
       fleet?.policiesChanged();
-    });
+    }, memory.uaCache.seed);
     await policies.refresh();
     const refreshPoliciesSoon = () => {
       policies.refresh().catch((e: Error) => log.error({ err: e.message }, 'policy refresh failed'));

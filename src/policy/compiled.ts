@@ -10,38 +10,73 @@
 //   publisher, seller     a domain also matches its subdomains
 //   ua_substring          one Aho-Corasick automaton (substrings.ts)
 // Across kinds, a deny match wins over an allow match.
-import { HASH, hashAdd, hashAddNumber, hashBegin, hashEnd, randomSeed } from '../memory/hash.ts';
+import { fmix32, hashId, randomSeed } from '../memory/hash.ts';
+import { UA_HASH, hashUa } from '../signals/ua-cache.ts';
 import type { IpScratch } from '../signals/ip-address.ts';
 import type { SupplyChain } from '../signals/schain.ts';
-import { ENTRY_KINDS, effectiveThresholds, ipToBigInt, type EntryKind, type Policy } from './model.ts';
+import { effectiveThresholds, ipToBigInt, PolicyError, type EntryKind, type Policy } from './model.ts';
 import { buildAutomaton, scanSubstrings } from './substrings.ts';
 
-const MAGIC = 0x504f4c31; // "POL1"
+const MAGIC = 0x504f4c32; // "POL2"
 const HEADER_WORDS = 16;
 const H = {
   magic: 0, medium: 1, high: 2, v4Count: 3, v4At: 4, v6Count: 5, v6At: 6, hashCap: 7, hashAt: 8,
-  acStates: 9, acEdgeCap: 10, acAt: 11, kinds: 12, seed: 13, entries: 14,
+  acAt: 9, kinds: 10, seed: 11, uaSeed: 12, entries: 13,
 } as const;
 
 export const ALLOW = 1;
 export const DENY = 2;
 
-const KIND_TAG: Readonly<Record<EntryKind, number>> = Object.fromEntries(ENTRY_KINDS.map((k, i) => [k, i + 1])) as Record<EntryKind, number>;
+// Kind tags: mixed into each value's hash (one set holds every kind) and bits of H.kinds.
+const T_IP = 1, T_UA = 2, T_SUB = 3, T_APP = 4, T_DOMAIN = 5, T_PUB = 6, T_SELLER = 7;
+const TAG: Readonly<Record<EntryKind, number>> = { ip: T_IP, ua: T_UA, ua_substring: T_SUB, app: T_APP, domain: T_DOMAIN, publisher: T_PUB, seller: T_SELLER };
 
-function hashValue(kind: number, value: string, seed: number): void {
-  hashBegin(seed);
-  hashAddNumber(kind);
-  hashAdd(value);
-  hashEnd();
+// The 64-bit key of a value: (KEY_HI, KEY_LO), hi never 0. One pass over the characters, no
+// allocation (a domain's suffixes and folded names are hashed in place).
+let KEY_HI = 0;
+let KEY_LO = 0;
+
+/** Hashes s[from, to) (ASCII letters folded when `fold`), then a part separator; continues from (h1, h2). */
+function mix(s: string, from: number, to: number, fold: boolean, h1: number, h2: number): void {
+  for (let i = from; i < to; i++) {
+    let c = s.charCodeAt(i);
+    if (fold && c >= 0x41 && c <= 0x5a) c |= 0x20;
+    h1 = Math.imul(h1 ^ c, 0x01000193);
+    h2 = Math.imul(h2 + c, 0x5bd1e995);
+  }
+  KEY_HI = Math.imul(h1 ^ 0xff, 0x01000193);
+  KEY_LO = Math.imul(h2 + 0xff, 0x5bd1e995);
 }
 
-function hashSeller(asi: string, sid: string, seed: number): void {
-  hashBegin(seed);
-  hashAddNumber(KIND_TAG.seller);
-  hashAdd(asi);
-  hashAddNumber(0);
-  hashAdd(sid);
-  hashEnd();
+function keyBegin(tag: number, seed: number): void {
+  KEY_HI = seed ^ Math.imul(tag, 0x9e3779b1);
+  KEY_LO = Math.imul(seed ^ 0x7f4a7c15, 0x85ebca6b) + tag;
+}
+
+function keyEnd(len: number): void {
+  const h1 = fmix32(KEY_HI ^ len);
+  KEY_LO = fmix32((KEY_LO ^ Math.imul(len, 0x27d4eb2f)) + h1);
+  KEY_HI = h1 === 0 ? 1 : h1;
+}
+
+/** Key of a value of one kind (domains and sellers' asi folded to lowercase). */
+function keyOf(tag: number, s: string, from: number, seed: number): void {
+  keyBegin(tag, seed);
+  mix(s, from, s.length, tag === T_DOMAIN, KEY_HI, KEY_LO);
+  keyEnd(s.length - from);
+}
+
+function keyOfSeller(asi: string, sid: string, seed: number): void {
+  keyBegin(T_SELLER, seed);
+  mix(asi, 0, asi.length, true, KEY_HI, KEY_LO);
+  mix(sid, 0, sid.length, false, KEY_HI, KEY_LO);
+  keyEnd(asi.length + sid.length);
+}
+
+/** An exact UA's key: the UA cache's hash of the UA as sent (computed once per lookup anyway), tagged. */
+function keyOfUa(hi: number, lo: number): void {
+  KEY_HI = fmix32(hi ^ 0x75610000) || 1;
+  KEY_LO = lo;
 }
 
 interface Block {
@@ -98,7 +133,11 @@ export interface CompiledPolicy {
 }
 
 /** Compiles a checked policy (parsePolicy's output, or the store's) into one shared buffer. */
-export function compilePolicy(p: Policy, seed = randomSeed()): CompiledPolicy {
+/**
+ * `uaSeed` must be the seed of the lookup threads' UA cache (LookupMemory.uaCache.seed):
+ * exact UA entries are keyed by its hash, which every lookup computes already.
+ */
+export function compilePolicy(p: Policy, uaSeed: number, seed = randomSeed()): CompiledPolicy {
   const t = effectiveThresholds(p);
   const v4: Block[] = [];
   const v6: Block[] = [];
@@ -107,7 +146,7 @@ export function compilePolicy(p: Policy, seed = randomSeed()): CompiledPolicy {
   let kinds = 0;
   for (const e of p.entries) {
     const action = e.action === 'allow' ? ALLOW : DENY;
-    kinds |= 1 << KIND_TAG[e.kind];
+    kinds |= 1 << TAG[e.kind];
     if (e.kind === 'ip') {
       const slash = e.value.indexOf('/');
       const addr = slash < 0 ? e.value : e.value.slice(0, slash);
@@ -126,11 +165,15 @@ export function compilePolicy(p: Policy, seed = randomSeed()): CompiledPolicy {
       subs.push({ text: e.value, action });
     } else if (e.kind === 'seller') {
       const colon = e.value.indexOf(':');
-      hashSeller(e.value.slice(0, colon), e.value.slice(colon + 1), seed);
-      hashed.push([HASH[0]!, HASH[1]!, action]);
+      keyOfSeller(e.value.slice(0, colon), e.value.slice(colon + 1), seed);
+      hashed.push([KEY_HI, KEY_LO, action]);
+    } else if (e.kind === 'ua') {
+      hashUa(e.value, uaSeed);
+      keyOfUa(UA_HASH[0]!, UA_HASH[1]!);
+      hashed.push([KEY_HI, KEY_LO, action]);
     } else {
-      hashValue(KIND_TAG[e.kind], e.value, seed);
-      hashed.push([HASH[0]!, HASH[1]!, action]);
+      keyOf(TAG[e.kind], e.value, 0, seed);
+      hashed.push([KEY_HI, KEY_LO, action]);
     }
   }
   const r4 = rangesOf(v4);
@@ -140,13 +183,18 @@ export function compilePolicy(p: Policy, seed = randomSeed()): CompiledPolicy {
     hashCap = 16;
     while (hashCap < hashed.length * 2) hashCap *= 2;
   }
-  const ac = subs.length > 0 ? buildAutomaton(subs) : null;
+  let ac: Uint32Array | null = null;
+  try {
+    if (subs.length > 0) ac = buildAutomaton(subs);
+  } catch (e) {
+    throw new PolicyError('entries', `The UA substrings are too many and too varied: ${(e as Error).message}. Remove some.`, true);
+  }
 
   const v4At = HEADER_WORDS;
   const v6At = v4At + 3 * r4.length;
   const hashAt = v6At + 9 * r6.length;
   const acAt = hashAt + 3 * hashCap;
-  const total = acAt + (ac ? ac.words.length : 0);
+  const total = acAt + (ac ? ac.length : 0);
   const buffer = new SharedArrayBuffer(total * 4);
   const w = new Uint32Array(buffer);
   w[H.magic] = MAGIC;
@@ -158,11 +206,10 @@ export function compilePolicy(p: Policy, seed = randomSeed()): CompiledPolicy {
   w[H.v6At] = v6At;
   w[H.hashCap] = hashCap;
   w[H.hashAt] = hashAt;
-  w[H.acStates] = ac ? ac.states : 0;
-  w[H.acEdgeCap] = ac ? ac.edgeCap : 0;
-  w[H.acAt] = acAt;
+  w[H.acAt] = ac ? acAt : 0;
   w[H.kinds] = kinds;
   w[H.seed] = seed >>> 0;
+  w[H.uaSeed] = uaSeed >>> 0;
   w[H.entries] = p.entries.length;
   // IPv4: starts, then ends, then actions (a binary search touches only the starts).
   const n4 = r4.length;
@@ -198,7 +245,7 @@ export function compilePolicy(p: Policy, seed = randomSeed()): CompiledPolicy {
       i = (i + 1) & mask;
     }
   }
-  if (ac) w.set(ac.words, acAt);
+  if (ac) w.set(ac, acAt);
   return { buffer, bytes: buffer.byteLength };
 }
 
@@ -206,6 +253,9 @@ export function compilePolicy(p: Policy, seed = randomSeed()): CompiledPolicy {
 export interface PolicySubject {
   ip: IpScratch;
   ua: string;
+  /** The UA cache's hash of `ua` (UA_HASH[0], UA_HASH[1] after hashUa with the policy's uaSeed). */
+  uaHi: number;
+  uaLo: number;
   app: string;
   dmn: string;
   pub: string;
@@ -224,6 +274,8 @@ export class PolicyReader {
   private readonly w: Uint32Array;
   readonly medium: number;
   readonly high: number;
+  /** The UA cache seed the exact UA entries were keyed with. */
+  readonly uaSeed: number;
   private readonly kinds: number;
   private readonly seed: number;
 
@@ -234,14 +286,11 @@ export class PolicyReader {
     this.high = this.w[H.high]! / 10_000;
     this.kinds = this.w[H.kinds]!;
     this.seed = this.w[H.seed]!;
+    this.uaSeed = this.w[H.uaSeed]!;
   }
 
   get entries(): number {
     return this.w[H.entries]!;
-  }
-
-  private has(kind: EntryKind): boolean {
-    return (this.kinds & (1 << KIND_TAG[kind])) !== 0;
   }
 
   /** Action of the IP's range: 0 none, ALLOW, DENY. */
@@ -271,12 +320,13 @@ export class PolicyReader {
     return hit >= 0 && cmp128(w, at + 9 * hit + 4, q) >= 0 ? w[at + 9 * hit + 8]! : 0;
   }
 
-  private lookupHash(): number {
+  /** Action of the key in (KEY_HI, KEY_LO). */
+  private lookupKey(): number {
     const w = this.w;
     const cap = w[H.hashCap]!;
     if (cap === 0) return 0;
     const at0 = w[H.hashAt]!;
-    const hi = HASH[0]!, lo = HASH[1]!;
+    const hi = KEY_HI >>> 0, lo = KEY_LO >>> 0;
     const mask = cap - 1;
     let i = (hi ^ Math.imul(lo, 0x9e3779b1)) & mask;
     for (;;) {
@@ -288,59 +338,73 @@ export class PolicyReader {
     }
   }
 
-  private valueAction(kind: EntryKind, value: string): number {
-    if (value === '' || !this.has(kind)) return 0;
-    hashValue(KIND_TAG[kind], value, this.seed);
-    return this.lookupHash();
+  private valueAction(tag: number, value: string): number {
+    if (value === '' || (this.kinds & (1 << tag)) === 0) return 0;
+    keyOf(tag, value, 0, this.seed);
+    return this.lookupKey();
+  }
+
+  private uaAction(s: PolicySubject): number {
+    if ((this.kinds & (1 << T_UA)) === 0) return 0;
+    keyOfUa(s.uaHi, s.uaLo);
+    return this.lookupKey();
   }
 
   private domainAction(dmn: string): number {
-    if (dmn === '' || !this.has('domain')) return 0;
-    const d = dmn.toLowerCase();
+    if (dmn === '' || (this.kinds & (1 << T_DOMAIN)) === 0) return 0;
     let found = 0;
     // The domain and each parent with a dot left in it: a.b.example.com, b.example.com, example.com.
-    for (let from = 0; from >= 0 && found !== DENY; ) {
-      hashValue(KIND_TAG.domain, from === 0 ? d : d.slice(from), this.seed);
-      found |= this.lookupHash();
-      const dot = d.indexOf('.', from);
-      if (dot < 0 || d.indexOf('.', dot + 1) < 0) break;
+    for (let from = 0; ; ) {
+      keyOf(T_DOMAIN, dmn, from, this.seed);
+      found |= this.lookupKey();
+      if (found & DENY) return found;
+      const dot = dmn.indexOf('.', from);
+      if (dot < 0 || dmn.indexOf('.', dot + 1) < 0) return found;
       from = dot + 1;
     }
-    return found;
   }
 
   private sellerAction(s: PolicySubject): number {
-    if (!this.has('seller')) return 0;
+    if ((this.kinds & (1 << T_SELLER)) === 0) return 0;
     let found = 0;
     if (s.sid !== '' && s.pub !== '') {
-      hashSeller(s.sid.toLowerCase(), s.pub, this.seed);
-      found |= this.lookupHash();
+      keyOfSeller(s.sid, s.pub, this.seed);
+      found |= this.lookupKey();
     }
     const nodes = s.chain?.nodes;
     if (nodes) {
       for (let i = 0; i < nodes.length && !(found & DENY); i++) {
-        hashSeller(nodes[i]!.asi.toLowerCase(), nodes[i]!.sid, this.seed);
-        found |= this.lookupHash();
+        keyOfSeller(nodes[i]!.asi, nodes[i]!.sid, this.seed);
+        found |= this.lookupKey();
       }
     }
     return found;
   }
 
-  private substringAction(ua: string): number {
-    const states = this.w[H.acStates]!;
-    return states === 0 ? 0 : scanSubstrings(this.w, this.w[H.acAt]!, states, this.w[H.acEdgeCap]!, ua);
+  private substringAction(s: PolicySubject): number {
+    const at = this.w[H.acAt]!;
+    if (at === 0) return 0;
+    // Most lookups carry one of a few thousand UAs: remember what the scan found.
+    const ua = hashId(s.uaHi >>> 0, s.uaLo >>> 0);
+    const i = (s.uaLo ^ this.seed) & (MEMO_SIZE - 1);
+    if (memoUa[i] === ua && memoPolicy[i] === this.seed && memoResult[i] !== 0) return memoResult[i]! - 1;
+    const r = scanSubstrings(this.w, at, s.ua);
+    memoUa[i] = ua;
+    memoPolicy[i] = this.seed;
+    memoResult[i] = r + 1;
+    return r;
   }
 
   /** The policy's decision for a request: 0 none, ALLOW or DENY (deny wins). Cheapest checks first. */
   decide(s: PolicySubject): number {
     let f = this.ipAction(s.ip);
     if (f & DENY) return DENY;
-    if ((f |= this.valueAction('ua', s.ua)) & DENY) return DENY;
-    if ((f |= this.valueAction('app', s.app)) & DENY) return DENY;
-    if ((f |= this.valueAction('publisher', s.pub)) & DENY) return DENY;
+    if ((f |= this.uaAction(s)) & DENY) return DENY;
+    if ((f |= this.valueAction(T_APP, s.app)) & DENY) return DENY;
+    if ((f |= this.valueAction(T_PUB, s.pub)) & DENY) return DENY;
     if ((f |= this.domainAction(s.dmn)) & DENY) return DENY;
     if ((f |= this.sellerAction(s)) & DENY) return DENY;
-    if ((f |= this.substringAction(s.ua)) & DENY) return DENY;
+    if ((f |= this.substringAction(s)) & DENY) return DENY;
     return f;
   }
 
@@ -352,12 +416,12 @@ export class PolicyReader {
       if (a & DENY) out.push({ kind, action: 'deny' });
     };
     add('ip', this.ipAction(s.ip));
-    add('ua', this.valueAction('ua', s.ua));
-    add('app', this.valueAction('app', s.app));
-    add('publisher', this.valueAction('publisher', s.pub));
+    add('ua', this.uaAction(s));
+    add('app', this.valueAction(T_APP, s.app));
+    add('publisher', this.valueAction(T_PUB, s.pub));
     add('domain', this.domainAction(s.dmn));
     add('seller', this.sellerAction(s));
-    add('ua_substring', this.substringAction(s.ua));
+    add('ua_substring', this.substringAction(s));
     return out;
   }
 }
@@ -369,6 +433,15 @@ function cmp128(w: Uint32Array, at: number, q: Uint32Array): number {
   }
   return 0;
 }
+
+// The substring scan's results of recent UAs, per thread (module state is per thread): a
+// direct-mapped table keyed by the UA's 64-bit hash and the compiled policy's own seed (so
+// a new policy never sees an old result). Fixed size, whatever the traffic: 4096 × 13 bytes.
+const MEMO_SIZE = 4096;
+const memoUa = new Float64Array(MEMO_SIZE);
+const memoPolicy = new Uint32Array(MEMO_SIZE);
+/** Result + 1 (0: empty). */
+const memoResult = new Uint8Array(MEMO_SIZE);
 
 /** The compiled policies a lookup thread (or the explain engine) holds, by customer id. */
 export class PolicyTable {

@@ -30,6 +30,8 @@ export class PolicyService {
     /** The memory budget's policy share: all customers' compiled policies together. */
     readonly budgetBytes: number,
     private readonly push: (updates: PolicyUpdate[]) => void,
+    /** The lookup threads' UA cache seed (exact-UA entries are keyed by its hash). */
+    private readonly uaSeed: number,
   ) {}
 
   /** Bytes the compiled policies take now. */
@@ -53,7 +55,7 @@ export class PolicyService {
    * others; throws PolicyError (413) when it does not. Nothing is installed yet.
    */
   admit(customerId: string, policy: Policy): CompiledPolicy {
-    const c = compilePolicy(policy);
+    const c = compilePolicy(policy, this.uaSeed);
     const others = this.bytes - (this.compiled.get(customerId)?.policy.bytes ?? 0);
     if (others + c.bytes > this.budgetBytes) {
       throw new PolicyError(

@@ -15,6 +15,7 @@ import { asParsed } from '../signals/ip-address.ts';
 import type { IpAssessment } from '../signals/ip-intel.ts';
 import { applyPolicy, classifyTransaction, outcomeForHistory, score, type ScoreResult } from '../signals/score.ts';
 import { ALLOW, DENY, PolicyTable, type PolicyMatch, type PolicySubject } from '../policy/compiled.ts';
+import { UA_HASH, hashUa } from '../signals/ua-cache.ts';
 import type { UaInfo } from '../signals/ua-analysis.ts';
 import { hourStart } from '../time.ts';
 import type { LookupData } from './data.ts';
@@ -75,7 +76,7 @@ export class LookupEngine {
   private readonly req: LookupRequest = emptyRequest();
   private readonly dims: string[] = new Array(TUPLE_DIMENSIONS.length).fill('');
   private customerId = '';
-  private readonly subject: PolicySubject = { ip: undefined as unknown as PolicySubject['ip'], ua: '', app: '', dmn: '', pub: '', sid: '', chain: null };
+  private readonly subject: PolicySubject = { ip: undefined as unknown as PolicySubject['ip'], ua: '', uaHi: 0, uaLo: 0, app: '', dmn: '', pub: '', sid: '', chain: null };
 
   constructor(
     public data: LookupData,
@@ -102,7 +103,7 @@ export class LookupEngine {
     if (this.botIps !== null) this.botIps.note(this.req.ip, invalidEvidence);
     const policy = this.policies.get(this.customerId);
     if (policy !== undefined) {
-      const d = policy.decide(this.subjectOf(s.schain));
+      const d = policy.decide(this.subjectOf(s.schain, policy.uaSeed));
       applyPolicy(r, d === DENY ? 'denylisted' : d === ALLOW ? 'allowlisted' : null, policy.medium, policy.high);
     }
     this.counts.count(this.customerId, hourStart(now), fillDimensions(this.req, s, this.dims), classifyTransaction(r), now);
@@ -121,7 +122,7 @@ export class LookupEngine {
       const r: ScoreResult = score(s);
       const policy = this.policies.get(this.customerId);
       if (policy !== undefined) {
-        const subject = this.subjectOf(s.schain);
+        const subject = this.subjectOf(s.schain, policy.uaSeed);
         const model = { score: r.score, band: r.band, confidence: r.confidence };
         const d = policy.decide(subject);
         const decision = d === DENY ? 'deny' : d === ALLOW ? 'allow' : null;
@@ -147,11 +148,20 @@ export class LookupEngine {
   }
 
   /** The request values a policy matches, in the engine's reused object. */
-  private subjectOf(chain: PolicySubject['chain']): PolicySubject {
+  private subjectOf(chain: PolicySubject['chain'], uaSeed: number): PolicySubject {
     const o = this.subject;
     const req = this.req;
     o.ip = this.sources.lastIp;
     o.ua = req.ua;
+    if (uaSeed === this.sources.uaCache.memory.seed) {
+      // The hash the UA cache computed for this lookup: no second pass over the UA.
+      o.uaHi = this.sources.uaExactHi;
+      o.uaLo = this.sources.uaExactLo;
+    } else {
+      hashUa(req.ua, uaSeed);
+      o.uaHi = UA_HASH[0]!;
+      o.uaLo = UA_HASH[1]!;
+    }
     o.app = req.app;
     o.dmn = req.dmn;
     o.pub = req.pub;

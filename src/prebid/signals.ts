@@ -61,6 +61,9 @@ export class SignalSources {
   private readonly ipAddr: IpScratch = ipScratch();
   private readonly keys: HistoryKeys = emptyKeys();
   private readonly signals: LookupSignals = emptySignals();
+  /** The last gather()'s hash of the UA as sent (the UA cache's seed): exact-UA policy entries use it. */
+  uaExactHi = 0;
+  uaExactLo = 0;
 
   constructor(memory: LookupMemory) {
     this.history = new History(memory.history);
@@ -90,13 +93,16 @@ export class SignalSources {
       this.ipCache.verdict(ipAddr, data.ip, data.generation, ip);
       this.uaCache.verdict(req.ua, now, ua);
       uaHashLo = this.uaCache.exactLo;
+      this.uaExactHi = this.uaCache.exactHi;
     } else {
       data.ip.verdict(asParsed(ipAddr), ip);
       hashUa(req.ua, this.uaCache.memory.seed);
       uaHashLo = UA_HASH[1]!;
+      this.uaExactHi = UA_HASH[0]!;
       if (unparsedVerdict(req.ua, ua) === null) judge(this.analyzer.examine(normalizeUa(req.ua), ua) as UaVerdict, this.analyzer.ceilingsAt(now));
     }
 
+    this.uaExactLo = uaHashLo;
     s.uaConsistency = uaConsistency(ua, req.dvt, req.app || undefined, req.ifa || undefined).reason;
 
     s.schainPresent = req.schainRaw !== undefined && req.schainRaw !== '';

@@ -195,6 +195,8 @@ export class UaCache {
   private readonly epoch: number;
   /** Exact-UA hash (low word) of the last verdict(): the history's distinct-UA fingerprint. */
   exactLo = 0;
+  /** The other half of that hash (a customer's exact-UA policy entries are keyed by both). */
+  exactHi = 0;
   /** Hits and misses of this thread (metrics). */
   hits = 0;
   misses = 0;
@@ -240,6 +242,7 @@ export class UaCache {
    */
   verdict(ua: string, now: number, out: UaVerdict): UaVerdict {
     hashUa(ua, this.seed);
+    this.exactHi = UA_HASH[0]!;
     this.exactLo = UA_HASH[1]!;
     if (unparsedVerdict(ua, out) !== null) return out;
     const hi = UA_HASH[2]!, lo = UA_HASH[3]!;

@@ -1,7 +1,7 @@
 // Customers' policies in the store (src/policy/model.ts says what an entry may be; callers
 // pass checked entries). Every change bumps the customer's policy version in the same
 // transaction, which is how the server learns what to recompile.
-import type { Action, EntryKind, Policy, PolicyEntry } from '../policy/model.ts';
+import { entryKey, type Action, type EntryKind, type Policy, type PolicyEntry } from '../policy/model.ts';
 import { inTransaction, type Queryable, type Store } from './db.ts';
 
 export interface StoredPolicy extends Policy {
@@ -53,15 +53,29 @@ async function bump(q: Queryable, customerId: string, t?: { medium: number | nul
   }
 }
 
+/** Rows per statement: each chunk travels as one JSON text, small enough for DuckDB's memory limit. */
+const CHUNK = 5000;
+
 async function insertEntries(q: Queryable, customerId: string, entries: readonly PolicyEntry[]): Promise<void> {
-  if (entries.length === 0) return;
-  // One statement for the whole list: the entries travel as one JSON text.
-  await q.run(
-    `INSERT INTO policy_entries (customer_id, kind, value, action)
-     SELECT $cid, e.kind, e.value, e.action FROM (SELECT unnest(from_json($j::JSON, ${ENTRY_JSON_TYPE})) AS e)
-     ON CONFLICT (customer_id, kind, value) DO UPDATE SET action = excluded.action`,
-    { cid: customerId, j: JSON.stringify(entries) },
-  );
+  for (let i = 0; i < entries.length; i += CHUNK) {
+    await q.run(
+      `INSERT INTO policy_entries (customer_id, kind, value, action)
+       SELECT $cid, e.kind, e.value, e.action FROM (SELECT unnest(from_json($j::JSON, ${ENTRY_JSON_TYPE})) AS e)
+       ON CONFLICT (customer_id, kind, value) DO UPDATE SET action = excluded.action`,
+      { cid: customerId, j: JSON.stringify(entries.slice(i, i + CHUNK)) },
+    );
+  }
+}
+
+async function deleteEntries(q: Queryable, customerId: string, entries: ReadonlyArray<{ kind: EntryKind; value: string }>): Promise<void> {
+  for (let i = 0; i < entries.length; i += CHUNK) {
+    const chunk = entries.slice(i, i + CHUNK).map((e) => ({ kind: e.kind, value: e.value, action: 'deny' }));
+    await q.run(
+      `DELETE FROM policy_entries p USING (SELECT unnest(from_json($j::JSON, ${ENTRY_JSON_TYPE})) AS e) x
+       WHERE p.customer_id = $cid AND p.kind = x.e.kind AND p.value = x.e.value`,
+      { cid: customerId, j: JSON.stringify(chunk) },
+    );
+  }
 }
 
 async function withTx<T>(q: Queryable | Store, fn: (q: Queryable) => Promise<T>): Promise<T> {
@@ -71,16 +85,20 @@ async function withTx<T>(q: Queryable | Store, fn: (q: Queryable) => Promise<T>)
 /** Replaces the whole policy (thresholds and entries). */
 export async function writePolicy(s: Queryable | Store, customerId: string, p: Policy): Promise<void> {
   await withTx(s, async (q) => {
-    // Only the entries that go are deleted: DuckDB refuses to insert a key deleted earlier
-    // in the same transaction ("duplicate key"), so the rest are updated in place.
-    await q.run(
-      `DELETE FROM policy_entries p WHERE p.customer_id = $cid AND NOT EXISTS (
-         SELECT 1 FROM (SELECT unnest(from_json($j::JSON, ${ENTRY_JSON_TYPE})) AS e) x WHERE x.e.kind = p.kind AND x.e.value = p.value)`,
-      { cid: customerId, j: JSON.stringify(p.entries) },
-    );
-    await insertEntries(q, customerId, p.entries);
+    // Only what changes is written: DuckDB refuses to insert a key deleted earlier in the
+    // same transaction ("duplicate key"), so entries that stay are never deleted.
+    const now = new Map((await readPolicy(q, customerId)).entries.map((e) => [entryKey(e), e.action]));
+    const next = new Set(p.entries.map(entryKey));
+    const gone = [...now.keys()].filter((k) => !next.has(k)).map(fromKey);
+    await deleteEntries(q, customerId, gone);
+    await insertEntries(q, customerId, p.entries.filter((e) => now.get(entryKey(e)) !== e.action));
     await bump(q, customerId, { medium: p.medium, high: p.high });
   });
+}
+
+function fromKey(k: string): { kind: EntryKind; value: string } {
+  const i = k.indexOf('\u0000');
+  return { kind: k.slice(0, i) as EntryKind, value: k.slice(i + 1) };
 }
 
 /** Adds entries; an entry already there under the other action takes the new one. */
@@ -95,13 +113,7 @@ export async function addPolicyEntries(s: Queryable | Store, customerId: string,
 export async function removePolicyEntries(s: Queryable | Store, customerId: string, entries: ReadonlyArray<{ kind: EntryKind; value: string }>): Promise<number> {
   return withTx(s, async (q) => {
     const before = await countEntries(q, customerId);
-    if (entries.length > 0) {
-      await q.run(
-        `DELETE FROM policy_entries p USING (SELECT unnest(from_json($j::JSON, ${ENTRY_JSON_TYPE})) AS e) x
-         WHERE p.customer_id = $cid AND p.kind = x.e.kind AND p.value = x.e.value`,
-        { cid: customerId, j: JSON.stringify(entries.map((e) => ({ kind: e.kind, value: e.value, action: 'deny' }))) },
-      );
-    }
+    await deleteEntries(q, customerId, entries);
     await bump(q, customerId);
     return before - (await countEntries(q, customerId));
   });

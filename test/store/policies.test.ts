@@ -29,3 +29,15 @@ t.test('write, rewrite, add, remove', async (t) => {
   t.equal(v.get('c1'), 5, 'one version per change');
   t.notOk(v.has('c2'));
 });
+
+t.test('a 100 000-entry list is written (twice) within the smallest DuckDB memory limit', async (t) => {
+  const s = await Store.open(t.testdir());
+  t.teardown(() => s.close());
+  await s.run("SET memory_limit = '48MB'"); // STORE_MIN_MB: what the default budget gives DuckDB
+  const entries = Array.from({ length: 100_000 }, (_, i) => ({ kind: 'ua_substring' as const, value: `some fairly long user agent fragment number ${i}`, action: 'deny' as const }));
+  await writePolicy(s, 'c', { medium: null, high: null, entries });
+  await writePolicy(s, 'c', { medium: null, high: null, entries: entries.map((e, i) => (i % 2 ? { ...e, action: 'allow' as const } : e)) });
+  const p = await readPolicy(s, 'c');
+  t.equal(p.entries.length, 100_000);
+  t.equal(p.entries.filter((e) => e.action === 'allow').length, 50_000);
+});
