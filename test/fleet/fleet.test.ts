@@ -16,6 +16,7 @@ import { startServer, type RunningServer } from '../../src/server.ts';
 import { classifyTransaction, type ScoreResult } from '../../src/signals/score.ts';
 import { clickhouseAvailable, startClickHouse } from '../helpers/clickhouse.ts';
 import { startTestServer, testConfig } from '../helpers/server.ts';
+import { until } from '../helpers/until.ts';
 import { basic, fixtureQuery, recentDays, withParams, type LookupAnswer } from '../reporting/client.ts';
 
 const QUERY = fixtureQuery('residential-desktop-chrome');
@@ -40,16 +41,6 @@ async function lookup(node: Node, c: Creds, query: string, key = c.prebid_key): 
   const res = await fetch(`${node.prebid}/api/v1/ivt/lookup?${q}`);
   const text = await res.text();
   return res.status === 200 ? { status: 200, answer: JSON.parse(text) as LookupAnswer } : { status: res.status };
-}
-
-/** Polls until `ok()` holds; returns the milliseconds it took. */
-async function until(what: string, ok: () => Promise<boolean>, ms = 8000): Promise<number> {
-  const t0 = Date.now();
-  for (;;) {
-    if (await ok()) return Date.now() - t0;
-    if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 t.test('a fleet: one full instance, two edges, one ClickHouse', { skip: clickhouseAvailable() ? false : 'clickhouse-server is not installed' }, async (t) => {

@@ -9,17 +9,9 @@ import { sendControl } from '../../src/cli/control.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
 import { clickhouseAvailable, startClickHouse } from '../helpers/clickhouse.ts';
 import { startTestServer, testConfig } from '../helpers/server.ts';
+import { until } from '../helpers/until.ts';
 
 const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36';
-
-async function until(what: string, ok: () => Promise<boolean>, ms = 8000): Promise<number> {
-  const t0 = Date.now();
-  for (;;) {
-    if (await ok()) return Date.now() - t0;
-    if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 t.test('policies reach the edges', { skip: clickhouseAvailable() ? false : 'clickhouse-server is not installed' }, async (t) => {
   const ch = await startClickHouse();
