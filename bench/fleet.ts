@@ -186,7 +186,7 @@ async function main(): Promise<void> {
   const url = urlArg ?? local!.url('bench');
   const dir = mkdtempSync(join(tmpdir(), 'ivtd-bench-fleet-'));
   try {
-    const ch = new ClickHouse(parseClickHouseUrl(url));
+    const ch = new ClickHouse(parseClickHouseUrl(url), { requestTimeoutMs: 600_000 });
     await migrateClickHouse(ch);
     const store = await Store.open(dir);
     const customer = await createCustomer(store, { name: 'bench', username: 'bench', password: 'bench-password-1' });
