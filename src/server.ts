@@ -32,7 +32,8 @@ export interface RunningServer {
   ports: { prebid: number; api: number; reporting: number };
   /** Main-thread engine over the same data and shared state, for the admin-side explain tool. */
   explainEngine(): LookupEngine;
-  reload(): Promise<{ ok: boolean; errors: string[] }>;
+  /** Re-reads the data files (with `next`'s paths when given); on failure the old data keeps serving. */
+  reload(next?: Config): Promise<{ ok: boolean; errors: string[] }>;
   refreshKeys(): Promise<void>;
   stop(): Promise<void>;
   /** Hooks later parts register: each receives count deltas from the lookup threads. */
@@ -246,11 +247,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       fleet,
       explainEngine: () => engine,
       refreshKeys,
-      async reload() {
+      async reload(nextConfig = config) {
         let next: DataBundle;
         const generation = dataGeneration + 1;
         try {
-          next = loadBundle(config);
+          next = loadBundle(nextConfig);
           const b = buildLookupData(next, generation);
           for (const w of b.warnings) log.warn({ warning: w }, 'data warning');
           built = b;
@@ -331,10 +332,10 @@ export async function serve(config: Config, reread?: () => Config): Promise<void
   const s = await startServer(config, { announceFirstCustomer: true });
   log.info({ ms: Date.now() - t0, ports: s.ports }, 'ivtd ready');
   let stopping = false;
-  const shutdown = (signal: string) => {
+  const shutdown = (why: string, code: number) => {
     if (stopping) return;
     stopping = true;
-    log.info({ signal }, 'shutting down: draining lookups and flushing reporting');
+    log.info({ signal: why }, 'shutting down: draining lookups and flushing reporting');
     const hard = setTimeout(() => {
       log.error('shutdown took longer than 15 s; exiting');
       process.exit(1);
@@ -342,35 +343,72 @@ export async function serve(config: Config, reread?: () => Config): Promise<void
     hard.unref();
     s.stop()
       .then(() => {
-        log.info('stopped cleanly');
-        process.exit(0);
+        log.info(code === 0 ? 'stopped cleanly' : 'stopped after a failure; exiting 1');
+        process.exit(code);
       })
       .catch((e: Error) => {
         log.error({ err: e.message }, 'shutdown failed');
         process.exit(1);
       });
   };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM', 0));
+  process.on('SIGINT', () => shutdown('SIGINT', 0));
+  // A failure nothing caught on this thread: the process cannot be trusted any more, but
+  // exiting at once while lookup threads hold their sockets aborts Node (and drops the
+  // pending counts). Log it, take the SIGTERM path, exit 1 for the supervisor to restart.
+  const fatal = (kind: string) => (e: unknown) => {
+    const err = e instanceof Error ? { message: e.message, stack: e.stack } : { message: String(e) };
+    log.fatal({ err }, `${kind} on the main thread; stopping`);
+    shutdown(kind, 1);
+  };
+  process.on('uncaughtException', fatal('uncaught exception'));
+  process.on('unhandledRejection', fatal('unhandled promise rejection'));
+  // One reload at a time; a SIGHUP during a reload runs after it.
+  let reloading: Promise<void> = Promise.resolve();
   process.on('SIGHUP', () => {
-    log.info('SIGHUP: reloading config and data files');
-    if (reread) applyConfig(config, reread);
-    s.reload().catch((e: Error) => log.error({ err: e.message }, 'reload failed'));
+    reloading = reloading.then(() => reloadAll(s, config, reread)).catch((e: Error) => log.error({ err: e.message }, 'reload refused: keeping the running config and data'));
   });
 }
 
-/** Applies the live options of a re-read config in place; names the ones that need a restart. */
-function applyConfig(config: Config, reread: () => Config): void {
-  let next: Config;
-  try {
-    next = reread();
-  } catch (e) {
-    log.error({ err: (e as Error).message }, 'config reload refused: keeping the running config');
-    return;
+/**
+ * SIGHUP: re-reads the config, then the data files with it. All or nothing: a config that
+ * does not resolve, a value the logger refuses, a data file that does not load, or any other
+ * failure keeps the running config and data, and is logged. Options other than the live
+ * ones are named as needing a restart.
+ */
+async function reloadAll(s: RunningServer, config: Config, reread?: () => Config): Promise<void> {
+  log.info('SIGHUP: reloading config and data files');
+  let next: Config = config;
+  if (reread) {
+    try {
+      next = reread();
+    } catch (e) {
+      log.error({ err: (e as Error).message }, 'config reload refused: keeping the running config and data');
+      return;
+    }
   }
   const { live, restart } = diffConfig(config, next);
-  for (const key of live) (config as unknown as Record<string, unknown>)[key] = next[key];
-  log.level = config.logLevel;
+  const candidate: Config = { ...config };
+  for (const key of live) (candidate as unknown as Record<string, unknown>)[key] = next[key];
+  const level = log.level;
+  try {
+    log.level = candidate.logLevel;
+  } catch (e) {
+    log.error({ err: (e as Error).message }, 'config reload refused: keeping the running config and data');
+    return;
+  }
+  let result: Awaited<ReturnType<RunningServer['reload']>>;
+  try {
+    result = await s.reload(candidate);
+  } catch (e) {
+    result = { ok: false, errors: [(e as Error).message] };
+  }
+  if (!result.ok) {
+    log.level = level;
+    if (live.length || restart.length) log.error({ errors: result.errors }, 'config reload refused with the data: keeping the running config');
+    return;
+  }
+  Object.assign(config, candidate);
   if (live.length) log.info({ changed: live }, 'config reloaded');
   if (restart.length) log.warn({ changed: restart }, 'config changes that take effect only after a restart');
 }
