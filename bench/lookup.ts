@@ -93,8 +93,8 @@ async function hammer(port: number, paths: string[], duration: number): Promise<
 }
 
 /** Scrapes the in-thread lookup latency histogram from /metrics (cumulative buckets). */
-async function inThreadLatency(apiPort: number): Promise<Map<string, number>> {
-  const text = await (await fetch(`http://127.0.0.1:${apiPort}/metrics`)).text();
+async function inThreadLatency(metricsPort: number): Promise<Map<string, number>> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
   const out = new Map<string, number>();
   for (const m of text.matchAll(/^ivtd_lookup_duration_seconds_bucket\{le="([^"]+)"\} (\d+)/gm)) out.set(m[1]!, Number(m[2]));
   return out;
@@ -114,13 +114,13 @@ function latencySummary(before: Map<string, number>, after: Map<string, number>)
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'ivtd-bench-'));
   const ivtd = await startProcess(
-    ['src/cli/main.ts', 'serve', '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0', '--threads', String(THREADS)],
-    [/"port":(\d+),"threads":\d+,"msg":"pre-bid lookups listening"/, /partner_id +([0-9a-f-]{36})/, /prebid_key +(\S+)/, /"ports":\{"prebid":\d+,"api":(\d+)/],
+    ['src/cli/main.ts', 'serve', '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0', '--metrics-port', '0', '--threads', String(THREADS)],
+    [/"port":(\d+),"threads":\d+,"msg":"pre-bid lookups listening"/, /partner_id +([0-9a-f-]{36})/, /prebid_key +(\S+)/, /"ports":\{[^}]*"metrics":(\d+)/],
     { IVTD_LOG_LEVEL: 'info' },
   );
-  const [portM, partnerM, keyM, apiM] = ivtd.matches;
+  const [portM, partnerM, keyM, metricsM] = ivtd.matches;
   const port = Number(portM![1]);
-  const apiPort = Number(apiM![1]);
+  const metricsPort = Number(metricsM![1]);
   const paths = lookupPaths(partnerM![1]!, keyM![1]!, 2000);
 
   // A real response fixes the baseline's body size.
@@ -134,10 +134,10 @@ async function main(): Promise<void> {
   await hammer(barePort, paths, 2);
   await hammer(port, paths, 2);
   const base = await hammer(barePort, paths, DURATION);
-  const before = await inThreadLatency(apiPort);
+  const before = await inThreadLatency(metricsPort);
   const sat = await hammer(port, paths, DURATION);
   await new Promise((r) => setTimeout(r, 1200)); // the threads report once a second
-  const inThread = latencySummary(before, await inThreadLatency(apiPort));
+  const inThread = latencySummary(before, await inThreadLatency(metricsPort));
   const halfRate = Math.round(sat.rps / 2);
   // Latency at half of ivtd's saturation: constant rate, the same paced client for both.
   const half = await paced({ port, paths, rate: halfRate, seconds: DURATION, connections: 16 });

@@ -145,7 +145,7 @@ async function main(): Promise<void> {
     store.close();
 
     // Part 2: lookups while reports run, on the real server over the same data.
-    const config = { ...resolveConfig({}, {}), dataDir, prebidPort: 0, apiPort: 0, reportingPort: 0, logLevel: 'silent', reportRate: 100_000, reportBurst: 100_000 };
+    const config = { ...resolveConfig({}, {}), dataDir, prebidPort: 0, apiPort: 0, reportingPort: 0, metricsPort: 0, logLevel: 'silent', reportRate: 100_000, reportBurst: 100_000 };
     const server = await startServer(config);
     try {
       const paths = lookupPaths(customer.partner_id, customer.prebid_key, 1000);

@@ -26,6 +26,9 @@ interface OptionSpec {
   check?: (value: string) => string | undefined;
 }
 
+/** Default port of the /metrics listener (next to DEFAULT_PORTS' 9898-9900). */
+const METRICS_PORT = 9901;
+
 /** A DNS name of letters, digits and hyphens (RFC 1123 labels), as a bind address. */
 const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
@@ -46,8 +49,10 @@ export const OPTIONS = {
   dataDir: { flag: 'data-dir', kind: 'path', default: './ivtd-data', help: 'State directory: DuckDB file, keys, control socket, operator data (sellers/, lists).' },
   host: { flag: 'host', kind: 'string', default: '127.0.0.1', help: 'Bind address for all listeners (0.0.0.0 or :: to listen on every interface).', check: checkHost },
   prebidPort: { flag: 'prebid-port', kind: 'int', default: DEFAULT_PORTS.prebid, help: 'Pre-bid lookup + /health-check port.', min: 0, max: 65535 },
-  apiPort: { flag: 'api-port', kind: 'int', default: DEFAULT_PORTS.api, help: 'Account API + dashboard + /metrics port.', min: 0, max: 65535 },
+  apiPort: { flag: 'api-port', kind: 'int', default: DEFAULT_PORTS.api, help: 'Account API + dashboard port.', min: 0, max: 65535 },
   reportingPort: { flag: 'reporting-port', kind: 'int', default: DEFAULT_PORTS.reporting, help: 'Reporting API port.', min: 0, max: 65535 },
+  metricsHost: { flag: 'metrics-host', kind: 'string', default: '127.0.0.1', help: 'Bind address of GET /metrics (Prometheus); loopback unless set, whatever --host is.', check: checkHost },
+  metricsPort: { flag: 'metrics-port', kind: 'int', default: METRICS_PORT, help: 'GET /metrics port (every role; nothing else is served there).', min: 0, max: 65535 },
   threads: { flag: 'threads', kind: 'int', default: 1, help: 'Lookup worker threads sharing the pre-bid port.', min: 1, max: 64 },
   memoryBudget: { flag: 'memory-budget', kind: 'int', default: 256, help: 'MB that lookup history, verdict caches and pending reporting counts take together, whatever the traffic (split in README).', min: 32, max: 1048576 },
   config: { flag: 'config', kind: 'path', default: undefined, help: 'JSON config file (keys are the camelCase option names).' },
@@ -63,7 +68,7 @@ export const OPTIONS = {
   reportBurst: { flag: 'report-burst', kind: 'int', default: 20, help: 'Reporting API burst size per customer (token bucket capacity).', min: 1, max: 100000 },
   logLevel: { flag: 'log-level', kind: 'string', default: 'info', help: `Log level: ${LOG_LEVELS.join(', ')}.`, choices: LOG_LEVELS },
   clickhouseUrl: { flag: 'clickhouse-url', kind: 'string', default: undefined, help: 'Fleet mode: http://[user[:password]@]host:port[/database] of the ClickHouse shared by the fleet (database default ivtd, created if missing). README "Fleet".', check: checkClickHouseUrl },
-  role: { flag: 'role', kind: 'string', default: 'all', help: 'all: lookups, accounts, dashboard and reporting; edge: lookups only (+ /metrics on --api-port), keys from ClickHouse; needs --clickhouse-url.', choices: ROLES },
+  role: { flag: 'role', kind: 'string', default: 'all', help: 'all: lookups, accounts, dashboard and reporting; edge: lookups only (and /metrics), keys from ClickHouse; needs --clickhouse-url.', choices: ROLES },
 } as const satisfies Record<string, OptionSpec>;
 
 export type OptionKey = keyof typeof OPTIONS;
@@ -74,6 +79,8 @@ export interface Config {
   prebidPort: number;
   apiPort: number;
   reportingPort: number;
+  metricsHost: string;
+  metricsPort: number;
   threads: number;
   memoryBudget: number;
   config: string | undefined;

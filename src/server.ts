@@ -19,17 +19,18 @@ import { startAccountApi } from './account/api.ts';
 import { mountDashboard } from './dashboard/static.ts';
 import { mountReportRoute } from './reporting/api.ts';
 import { openReporting } from './reporting/service.ts';
-import { ServiceMetrics } from './ops/metrics.ts';
+import { ServiceMetrics, startMetricsListener } from './ops/metrics.ts';
 import { Store } from './store/db.ts';
 import { activePrebidKeys } from './store/api-keys.ts';
 import { ensureFirstCustomer } from './store/customers.ts';
 import { startFleet, type Fleet } from './fleet/fleet.ts';
-import { EDGE_PROVISIONING_REFUSAL, startEdgeMetrics } from './fleet/edge.ts';
+import { EDGE_PROVISIONING_REFUSAL } from './fleet/edge.ts';
 
 export interface RunningServer {
   config: Config;
   store: Store;
-  ports: { prebid: number; api: number; reporting: number };
+  /** Bound ports; 0 for a listener this role does not open (an edge has no api or reporting). */
+  ports: { prebid: number; api: number; reporting: number; metrics: number };
   /** Main-thread engine over the same data and shared state, for the admin-side explain tool. */
   explainEngine(): LookupEngine;
   /** Re-reads the data files (with `next`'s paths when given); on failure the old data keeps serving. */
@@ -41,7 +42,7 @@ export interface RunningServer {
   bundle: DataBundle;
   /** Reporting rollups: flush() writes the pending counts now (tests, benchmarks). */
   reporting?: { flush(): Promise<void> };
-  /** Prometheus metrics, served as GET /metrics on the account API port. */
+  /** Prometheus metrics, served as GET /metrics on --metrics-host:--metrics-port. */
   metrics: ServiceMetrics;
   /** The lookup threads' supervisor (thread counts, fault injection in tests). */
   lookups: LookupServer;
@@ -206,13 +207,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     cleanup.unshift(() => control.close());
     fleet?.registerMetrics(metrics.registry);
 
+    const metricsListener = await startMetricsListener(config.metricsHost, config.metricsPort, metrics);
+    cleanup.unshift(() => metricsListener.close());
     // The dashboard learns the bound ports at request time (ephemeral ports in tests).
-    const boundPorts = { prebid: prebidPort, api: config.apiPort, reporting: config.reportingPort };
-    if (edge) {
-      const metricsOnly = await startEdgeMetrics(config.host, config.apiPort, metrics);
-      cleanup.unshift(() => metricsOnly.close());
-      Object.assign(boundPorts, { api: metricsOnly.port, reporting: 0 });
-    }
+    const boundPorts = { prebid: prebidPort, api: edge ? 0 : config.apiPort, reporting: edge ? 0 : config.reportingPort, metrics: metricsListener.port };
     const dashboardPorts = () => boundPorts;
     const api = edge ? null : await startAccountApi({
       config,
@@ -220,7 +218,6 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       mount: (router, sessions) => {
         mountDashboard(router, { config, ports: () => dashboardPorts() });
         mountReportRoute(router, reporting.engine, sessions, reporting.limiter);
-        metrics.mount(router);
         mountExplainRoute(router, { store, sessions, engine: () => engine });
       },
       onKeysChanged: refreshKeysSoon,

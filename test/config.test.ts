@@ -15,6 +15,8 @@ const CASES: Record<OptionKey, { bad: string[]; good: string }> = {
   prebidPort: { bad: ['-1', '65536', '80.5', 'http', ''], good: '8080' },
   apiPort: { bad: ['65536', 'x'], good: '0' },
   reportingPort: { bad: ['70000'], good: '9900' },
+  metricsHost: { bad: ['', 'two words', 'x_y'], good: '0.0.0.0' },
+  metricsPort: { bad: ['-5', '65536', '99a'], good: '0' },
   threads: { bad: ['0', '65', 'two'], good: '4' },
   memoryBudget: { bad: ['31', '1e3'], good: '64' },
   config: { bad: [''], good: '' }, // the file itself: its own tests below

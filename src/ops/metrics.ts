@@ -1,9 +1,11 @@
-// GET /metrics on the account API port (never on the lookup port): Prometheus text from
+// GET /metrics on a listener of its own (--metrics-host, loopback by default, and
+// --metrics-port; every role, never on the lookup or account ports): Prometheus text from
 // prom-client. Lookup figures arrive as the lookup threads' per-second LookupStats (a
 // count sink, main thread); everything else is read from its owner at scrape time.
 import { Counter, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import type { DataBundle, DataFile } from '../data/bundle.ts';
-import type { Router } from '../http/router.ts';
+import { Router, listen, type Listener } from '../http/router.ts';
+import { log } from '../log.ts';
 import { LATENCY_BUCKETS_US, type LookupStats } from '../prebid/messages.ts';
 import { versionInfo } from './version.ts';
 
@@ -201,7 +203,7 @@ export class ServiceMetrics {
     return this.registry.metrics();
   }
 
-  /** Adds GET /metrics to a main-thread router (the account API's). */
+  /** Adds GET /metrics to a main-thread router. */
   mount(router: Router): void {
     router.get(METRICS_PATH, async (ctx) => {
       const body = await this.text();
@@ -209,6 +211,15 @@ export class ServiceMetrics {
       ctx.res.end(ctx.method === 'HEAD' ? undefined : body);
     });
   }
+}
+
+/** The /metrics listener: GET/HEAD /metrics and nothing else (404 for any other path). */
+export async function startMetricsListener(host: string, port: number, metrics: ServiceMetrics): Promise<Listener> {
+  const router = new Router();
+  metrics.mount(router);
+  const listener = await listen(router, host, port, 'metrics');
+  log.info({ host, port: listener.port }, 'metrics listening');
+  return listener;
 }
 
 function dataFiles(b: DataBundle): DataFile[] {

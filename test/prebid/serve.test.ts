@@ -18,7 +18,7 @@ interface Proc {
 }
 
 function start(dataDir: string, configFile: string): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--config', configFile, '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--config', configFile, '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0', '--metrics-port', '0'], {
     cwd: ROOT,
     env: { ...process.env, IVTD_LOG_LEVEL: '' },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -42,7 +42,7 @@ async function serve(dataDir: string, opts: { fault?: 'throw' | 'reject'; thread
   const preload = opts.fault ? ['--import', join(ROOT, 'test', 'helpers', 'fault-on-signal.ts')] : [];
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', ...preload, 'src/cli/main.ts', 'serve', '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0', '--flush-interval', '3600', '--threads', String(opts.threads ?? 1)],
+    ['--import', 'tsx', ...preload, 'src/cli/main.ts', 'serve', '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0', '--metrics-port', '0', '--flush-interval', '3600', '--threads', String(opts.threads ?? 1)],
     { cwd: ROOT, env: { ...process.env, IVTD_LOG_LEVEL: 'info', TEST_FAULT: opts.fault ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
