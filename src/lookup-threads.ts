@@ -16,6 +16,7 @@ import { STATUS_TEXT } from './errors.ts';
 import type { LookupMemory } from './memory/budget.ts';
 import type { CountRow } from './reporting/tuple.ts';
 import type { NewTuple } from './reporting/tuple-dictionary.ts';
+import type { BotIpRow } from './fleet/bot-ips.ts';
 import type { LiveKey } from './prebid/keys.ts';
 import type { FromWorker, LookupStats, LookupWorkerInit, ToWorker } from './prebid/messages.ts';
 import { HEALTH_PATH } from './prebid/worker.ts';
@@ -31,6 +32,8 @@ export interface LookupServerOptions {
   onCounts: (rows: CountRow[], stats: LookupStats) => void;
   /** Tuples a thread added to the shared counts (their values, for the flush). */
   onTuples?: (announced: NewTuple[]) => void;
+  /** A fleet host: threads keep their bot-heavy IPs and report them here. */
+  onBotIps?: (rows: BotIpRow[]) => void;
   /** A thread failed or ended unexpectedly (logged by the caller). */
   onWorkerError?: (index: number, err: Error) => void;
   /** A replacement thread is serving again. */
@@ -121,6 +124,7 @@ export class LookupServer {
       port,
       keys: this.keys,
       memory: this.opts.memory,
+      trackBotIps: this.opts.onBotIps !== undefined,
       countsIntervalMs: this.opts.countsIntervalMs ?? 1000,
     };
     // The same way from a checkout and inside the binary (src/runtime/worker-entry.ts).
@@ -230,7 +234,10 @@ export class LookupServer {
   }
 
   private onMessage(m: FromWorker): void {
-    if (m.type === 'counts' || m.type === 'stopped') this.opts.onTuples?.(m.announced);
+    if (m.type === 'counts' || m.type === 'stopped') {
+      this.opts.onTuples?.(m.announced);
+      if (m.botIps.length > 0) this.opts.onBotIps?.(m.botIps);
+    }
     if (m.type === 'counts') this.opts.onCounts(m.rows, m.stats);
     else if (m.type === 'fatal') this.opts.onWorkerError?.(m.index, new Error(`lookup thread ${m.index} failed: ${m.message}`));
     const key = m.type === 'data-ok' || m.type === 'data-failed' ? `data:${m.id}:${m.index}` : m.type === 'stopped' ? `stop:${m.index}` : '';

@@ -24,6 +24,8 @@ import { Store } from './store/db.ts';
 import { activePrebidKeys } from './store/api-keys.ts';
 import { ensureFirstCustomer } from './store/customers.ts';
 import { startFleet, type Fleet } from './fleet/fleet.ts';
+import type { BotIpRow } from './fleet/bot-ips.ts';
+import { BotIpTally } from './prebid/bot-ip-tracker.ts';
 import { EDGE_PROVISIONING_REFUSAL } from './fleet/edge.ts';
 
 export interface RunningServer {
@@ -53,6 +55,8 @@ export interface RunningServer {
 export interface StartOptions {
   /** Print the first customer's credentials to stdout (serve does; tests don't). */
   announceFirstCustomer?: boolean;
+  /** Fleet bot-IP exchange period in ms (tests; default one minute). */
+  botIpIntervalMs?: number;
 }
 
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
@@ -84,6 +88,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     const sharedCounts = new SharedCounts(memory.counts);
     const drainSharedCounts = () => tuples.drain(sharedCounts, Date.now());
     let onFleetKeys = () => {};
+    const botIpTally = new BotIpTally();
     const fleet = config.clickhouseUrl
       ? await startFleet({
           config,
@@ -93,6 +98,20 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
           source: drainSharedCounts,
           readKeys: () => activePrebidKeys(store),
           onKeysPulled: () => onFleetKeys(),
+          botIps: {
+            // This host's bot-heavy IPs of the last period, from every lookup thread...
+            local: () => botIpTally.take(),
+            // ...and the fleet's set, keyed as history keys IPs, into shared memory.
+            onFleetSet: (ips) => {
+              const history = engine.sources.history;
+              const keys = ips.map((ip) => {
+                const k = history.keysFor({ ip, uid: '', ifa: '', ua: '' });
+                return [k.ipHi, k.ipLo] as const;
+              });
+              engine.sources.fleetBotIps.replace(keys);
+            },
+            ...(opts.botIpIntervalMs ? { intervalMs: opts.botIpIntervalMs } : {}),
+          },
         })
       : null;
     if (fleet) cleanup.unshift(() => fleet.close());
@@ -145,6 +164,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       threads: config.threads,
       memory,
       onTuples: (announced) => tuples.add(announced),
+      ...(fleet ? { onBotIps: (rows: BotIpRow[]) => botIpTally.add(rows) } : {}),
       onCounts: (rows, stats) => {
         for (const sink of countSinks) sink(rows, stats);
       },
@@ -178,6 +198,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
 
     bundle = loadBundle(config);
     built = buildLookupData(bundle, dataGeneration);
+    bundle.sellersIndex = built.data.sellers.index;
     for (const f of describeBundle(bundle)) log.info(f, 'data file loaded');
     for (const w of built.warnings) log.warn({ warning: w }, 'data warning');
     engine = new LookupEngine(built.data, memory);
@@ -250,6 +271,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         try {
           next = loadBundle(nextConfig);
           const b = buildLookupData(next, generation);
+          next.sellersIndex = b.data.sellers.index;
           for (const w of b.warnings) log.warn({ warning: w }, 'data warning');
           built = b;
         } catch (e) {

@@ -30,6 +30,8 @@ export interface DataBundle {
   hostingOrgPatterns: DataFile;
   badIfas: DataFile;
   sellers: DataFile[];
+  /** The sellers files compiled once by the main thread (shared memory); threads use it instead of the files. */
+  sellersIndex?: Uint8Array;
   loadedAt: string;
 }
 

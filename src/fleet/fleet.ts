@@ -49,6 +49,8 @@ export interface FleetOptions {
   botIps?: {
     local(): BotIpRow[] | Promise<BotIpRow[]>;
     onFleetSet(ips: string[]): void;
+    /** Publication and pull period (default BOT_IPS.intervalMs; tests shorten it). */
+    intervalMs?: number;
   };
 }
 
@@ -159,7 +161,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     }
   };
   if (opts.botIps) {
-    const t = setInterval(() => void exchangeBotIps(), BOT_IPS.intervalMs);
+    const t = setInterval(() => void exchangeBotIps(), opts.botIps.intervalMs ?? BOT_IPS.intervalMs);
     t.unref();
     timers.push(t);
   }

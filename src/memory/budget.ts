@@ -7,6 +7,7 @@
 // `--threads`; the per-thread parts are divided among the threads.
 import { TUPLE_SLOT_BYTES, allocateSharedCounts, type SharedCountsMemory } from '../reporting/shared-counts.ts';
 import { TYPICAL_ENTRY_BYTES } from '../reporting/tuple-dictionary.ts';
+import { allocateFleetBotIps, type FleetBotIpMemory } from '../signals/fleet-bot-ips.ts';
 import { allocateHistory, type HistoryMemory } from '../signals/history.ts';
 import { allocateIpCache, type IpCacheMemory } from '../signals/ip-cache.ts';
 import { allocateUaCache, type UaCacheMemory } from '../signals/ua-cache.ts';
@@ -81,6 +82,8 @@ export interface LookupMemory {
   readonly uaCache: UaCacheMemory;
   readonly ipCache: IpCacheMemory;
   readonly counts: SharedCountsMemory;
+  /** The fleet's bot-heavy IPs (fixed size, about 1 MB; empty without a fleet). */
+  readonly fleetBotIps: FleetBotIpMemory;
   readonly threadCountsBytes: number;
   readonly keyMemoEntries: number;
 }
@@ -104,6 +107,7 @@ export function allocateLookupMemory(plan: MemoryPlan, opts: { seed?: number; ep
     history: allocateHistory(plan.historyBytes, { seed, epoch }),
     uaCache: allocateUaCache(plan.uaCacheBytes, seed ^ 0x7a11ce, epoch),
     ipCache: allocateIpCache(plan.ipCacheBytes, seed ^ 0x1bad1dea),
+    fleetBotIps: allocateFleetBotIps(),
     counts: allocateSharedCounts(plan.sharedCountsBytes, seed ^ 0x7091e5, tuplesPerCustomerHour(plan)),
     threadCountsBytes: plan.threadCountsBytes,
     keyMemoEntries: plan.keyMemoEntries,

@@ -50,7 +50,14 @@ export function buildLookupData(b: DataBundle, generation: number): BuiltData {
     }),
   );
   const badIfas = step(b.badIfas, () => IfaList.parse(text(b.badIfas), b.badIfas.source));
-  const { registry, errors } = SellersRegistry.fromFiles(b.sellers.map((f) => ({ name: f.name, text: text(f) })));
-  for (const e of errors) warnings.push(`sellers: ${e}`);
+  let registry: SellersRegistry;
+  if (b.sellersIndex !== undefined) {
+    // A lookup thread: the main thread parsed the files and compiled the index once.
+    registry = SellersRegistry.fromIndex(b.sellersIndex);
+  } else {
+    const parsed = SellersRegistry.fromFiles(b.sellers.map((f) => ({ name: f.name, text: text(f) })));
+    registry = parsed.registry;
+    for (const e of parsed.errors) warnings.push(`sellers: ${e}`);
+  }
   return { data: { ip, sellers: registry, badIfas, generation }, warnings };
 }

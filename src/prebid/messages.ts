@@ -3,6 +3,7 @@ import type { DataBundle } from '../data/bundle.ts';
 import type { LookupMemory } from '../memory/budget.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
+import type { BotIpRow } from '../fleet/bot-ips.ts';
 import type { LiveKey } from './keys.ts';
 
 export interface LookupWorkerInit {
@@ -12,6 +13,8 @@ export interface LookupWorkerInit {
   keys: LiveKey[];
   /** The process's shared tables (history, caches) and this thread's share of the budget. */
   memory: LookupMemory;
+  /** A fleet host: keep and report this thread's bot-heavy IPs. */
+  trackBotIps?: boolean;
   /** Milliseconds between count flushes to the main thread. */
   countsIntervalMs: number;
 }
@@ -56,7 +59,7 @@ export type FromWorker =
   | { type: 'data-ok'; index: number; id: number }
   | { type: 'data-failed'; index: number; id: number; message: string }
   /** Once a second: tuples this thread added to the shared counts, its own rows (shared table full), figures. */
-  | { type: 'counts'; index: number; announced: NewTuple[]; rows: CountRow[]; stats: LookupStats }
-  | { type: 'stopped'; index: number; announced: NewTuple[]; rows: CountRow[]; stats: LookupStats }
+  | { type: 'counts'; index: number; announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; stats: LookupStats }
+  | { type: 'stopped'; index: number; announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; stats: LookupStats }
   /** The thread hit an error nothing caught, closed its sockets and is ending. */
   | { type: 'fatal'; index: number; message: string };

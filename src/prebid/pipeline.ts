@@ -21,6 +21,7 @@ import { fillDimensions } from './dimensions.ts';
 import { KeyTable } from './keys.ts';
 import { QueryScanner } from './query.ts';
 import { responseJson } from './response.ts';
+import { BotIpTracker } from './bot-ip-tracker.ts';
 import { SignalSources } from './signals.ts';
 import { emptyRequest, validateAuth, validateRequest, type LookupRequest } from './validate.ts';
 
@@ -42,6 +43,7 @@ export interface Explanation {
     ua: UaInfo;
     uaConsistency: string;
     schainError: string;
+    fleetBotIp: boolean;
     history: HistoryFacts;
   } | null;
 }
@@ -56,6 +58,8 @@ export class LookupEngine {
   readonly keys: KeyTable;
   readonly counts: ThreadCounts;
   readonly sources: SignalSources;
+  /** A fleet host's bot-heavy IPs of the moment (null when not in a fleet). */
+  readonly botIps: BotIpTracker | null;
   private readonly scanner = new QueryScanner();
   private readonly req: LookupRequest = emptyRequest();
   private readonly dims: string[] = new Array(TUPLE_DIMENSIONS.length).fill('');
@@ -64,7 +68,9 @@ export class LookupEngine {
   constructor(
     public data: LookupData,
     memory: LookupMemory,
+    opts: { trackBotIps?: boolean } = {},
   ) {
+    this.botIps = opts.trackBotIps ? new BotIpTracker() : null;
     this.sources = new SignalSources(memory);
     this.keys = new KeyTable(memory.keyMemoEntries);
     this.counts = new ThreadCounts(memory.counts, memory.threadCountsBytes);
@@ -78,7 +84,9 @@ export class LookupEngine {
     if (s === null) return BAD_IP;
     const r = score(s);
     // History learns from this request's own evidence only, so history cannot condemn itself.
-    this.sources.recordOutcome(outcomeForHistory(r));
+    const invalidEvidence = outcomeForHistory(r);
+    this.sources.recordOutcome(invalidEvidence);
+    if (this.botIps !== null) this.botIps.note(this.req.ip, invalidEvidence);
     this.counts.count(this.customerId, hourStart(now), fillDimensions(this.req, s, this.dims), classifyTransaction(r), now);
     return { status: 200, body: responseJson(s, r), band: r.band };
   }
@@ -102,6 +110,7 @@ export class LookupEngine {
         ua: this.sources.analyzer.analyze(this.req.ua, now),
         uaConsistency: s.uaConsistency,
         schainError: s.schainError,
+        fleetBotIp: s.ipFleetBot,
         history: { ...s.history },
       };
     }

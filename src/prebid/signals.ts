@@ -4,6 +4,7 @@
 // shared history, the loaded data.
 import type { LookupMemory } from '../memory/budget.ts';
 import { uaConsistency } from '../signals/device-consistency.ts';
+import { FleetBotIps } from '../signals/fleet-bot-ips.ts';
 import { History, emptyKeys, ipBotActivity, type HistoryFacts, type HistoryKeys } from '../signals/history.ts';
 import { ifaMalformed, isZeroIfa } from '../signals/ifa.ts';
 import { asParsed, ipScratch, parseIpInto, type IpScratch } from '../signals/ip-address.ts';
@@ -27,6 +28,8 @@ export interface LookupSignals extends ScoreInputs {
   /** '' when the chain parsed (or none was sent), else the parse error code. */
   schainError: string;
   ipBotActivity: boolean;
+  /** The IP is in the fleet's bot-heavy set (a fleet host only; src/fleet/bot-ips.ts). */
+  ipFleetBot: boolean;
 }
 
 export function emptySignals(): LookupSignals {
@@ -36,7 +39,7 @@ export function emptySignals(): LookupSignals {
     uaInconsistent: false, geoMismatch: false, schainPresent: false, schainValid: false, schainVerified: false,
     schainComplete: false, zeroIfa: false, history: undefined as unknown as HistoryFacts,
     ip: emptyIpVerdict(), ua: emptyVerdict(), uaConsistency: '', schainCompleteFlag: 0, schainError: '',
-    ipBotActivity: false,
+    ipBotActivity: false, ipFleetBot: false,
   };
 }
 
@@ -51,6 +54,7 @@ export class SignalSources {
   readonly history: History;
   readonly uaCache: UaCache;
   readonly ipCache: IpCache;
+  readonly fleetBotIps: FleetBotIps;
   readonly analyzer = new UaAnalyzer();
   private readonly ipAddr: IpScratch = ipScratch();
   private readonly keys: HistoryKeys = emptyKeys();
@@ -60,6 +64,7 @@ export class SignalSources {
     this.history = new History(memory.history);
     this.uaCache = new UaCache(memory.uaCache, this.analyzer);
     this.ipCache = new IpCache(memory.ipCache);
+    this.fleetBotIps = new FleetBotIps(memory.fleetBotIps);
   }
 
   /** The parsed client IP of the last gather() (valid until the next one). */
@@ -128,7 +133,8 @@ export class SignalSources {
 
     const keys = this.history.keysOf(asParsed(ipAddr), req.uid, req.ifa, uaHashLo, this.keys);
     s.history = mode === 'observe' ? this.history.observe(keys, now) : this.history.peek(keys, now);
-    s.ipBotActivity = ipBotActivity(s.history);
+    s.ipFleetBot = this.fleetBotIps.has(keys.ipHi, keys.ipLo);
+    s.ipBotActivity = s.ipFleetBot || ipBotActivity(s.history);
     return s;
   }
 

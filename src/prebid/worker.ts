@@ -11,6 +11,7 @@ import { buildLookupData } from './data.ts';
 import { LookupEngine } from './pipeline.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
+import type { BotIpRow } from '../fleet/bot-ips.ts';
 import { LATENCY_BUCKETS_US, type FromWorker, type LookupStats, type LookupWorkerInit, type ToWorker } from './messages.ts';
 
 export const LOOKUP_PATH = '/api/v1/ivt/lookup';
@@ -113,7 +114,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   });
 
   let reported = cumulative(null);
-  const flush = (): { announced: NewTuple[]; rows: CountRow[]; stats: LookupStats } => {
+  const flush = (): { announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; stats: LookupStats } => {
     const s = stats;
     // Stats are deltas since the last report; the engine's counters are cumulative.
     const now = cumulative(engine);
@@ -127,7 +128,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     s.heapTotal = heap.total_heap_size;
     stats = emptyStats(init.index);
     const { announced, rows } = engine?.counts.take() ?? { announced: [], rows: [] };
-    return { announced, rows, stats: s };
+    return { announced, rows, botIps: engine?.botIps?.take() ?? [], stats: s };
   };
   const timer = setInterval(() => {
     post({ type: 'counts', index: init.index, ...flush() });
@@ -174,7 +175,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
         // Built aside, then swapped in one assignment: lookups never see half-loaded data.
         const data = buildLookupData(fromMainThread(m.bundle), m.id).data;
         if (engine === null) {
-          engine = new LookupEngine(data, init.memory);
+          engine = new LookupEngine(data, init.memory, { trackBotIps: init.trackBotIps === true });
           engine.keys.replace(keys);
         } else {
           engine.data = data;

@@ -67,7 +67,7 @@ t.test('a fleet: one full instance, two edges, one ClickHouse', { skip: clickhou
   const startEdge = async (name: string, dir?: string): Promise<Node> => {
     const d = dir ?? mkdtempSync(join(tmpdir(), `ivtd-${name}-`));
     if (!dir) dirs.push(d);
-    const server = await startServer(edgeConfig(d));
+    const server = await startServer(edgeConfig(d), { botIpIntervalMs: 1000 });
     return { name, server, prebid: `http://127.0.0.1:${server.ports.prebid}` };
   };
   let e1 = await startEdge('edge-1');
@@ -228,6 +228,18 @@ t.test('a fleet: one full instance, two edges, one ClickHouse', { skip: clickhou
     await t.rejects(sendControl(e2.server.config.dataDir, 'customer.list', {}), /fleet edge/);
     const fm = await (await fetch(`${full.metrics}/metrics`)).text();
     t.match(fm, /ivtd_fleet_batches_delivered_total [1-9]/, 'the full instance delivered batches');
+  });
+
+  await t.test('bots seen by one edge flag their IP on the other, within the exchange period', async (t) => {
+    const botIp = '198.51.100.201';
+    const cleanIp = '198.51.100.202';
+    const on = async (node: Node, query: string, ip: string) => (await lookup(node, A, withParams(query, { ip }))).answer!.ipReputation.ipBotActivity;
+    t.equal(await on(e2, QUERY, botIp), false, 'edge-2 knows nothing of the IP yet');
+    // Headless Chrome from one address on edge-1: invalid on the request's own evidence.
+    for (let i = 0; i < 15; i++) await lookup(e1, A, withParams(BOT, { ip: botIp }));
+    const ms = await until('edge-2 flags the IP', () => on(e2, QUERY, botIp), 15_000);
+    t.ok(ms < 15_000, `flagged on edge-2 after ${ms} ms (exchange every second in this test, every minute by default)`);
+    t.equal(await on(e2, QUERY, cleanIp), false, 'an IP nobody saw bots on stays clean');
   });
 });
 
