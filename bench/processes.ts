@@ -87,6 +87,9 @@ export interface IvtdServer {
   metricsPort: number;
   partnerId: string;
   key: string;
+  /** The first customer's user (fresh data dirs only). */
+  username?: string;
+  password?: string;
   stop(): Promise<number | null>;
 }
 
@@ -117,9 +120,9 @@ export async function startIvtd(
     : [process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', 'src/cli/main.ts', ...serveArgs], target.checkout ?? ROOT];
   try {
     const ready = /"ports":\{"prebid":(\d+),"api":(\d+)(?:,"reporting":(\d+))?(?:,"metrics":(\d+))?[^}]*\},"msg":"ivtd ready"/;
-    const patterns = opts.existing ? [ready] : [ready, /partner_id +([0-9a-f-]{36})/, /prebid_key +(\S+)/];
+    const patterns = opts.existing ? [ready] : [ready, /partner_id +([0-9a-f-]{36})/, /prebid_key +(\S+)/, /^ +username +(\S+)$/m, /^ +password +(\S+)$/m];
     const { child, matches } = await startProcess(command, args, patterns, { cwd, env: { IVTD_LOG_LEVEL: 'info', ...opts.env } });
-    const [ports, partner, key] = matches;
+    const [ports, partner, key, username, password] = matches;
     return {
       child,
       pid: child.pid!,
@@ -129,6 +132,8 @@ export async function startIvtd(
       metricsPort: Number(ports![4] ?? ports![2]),
       partnerId: opts.existing?.partnerId ?? partner![1]!,
       key: opts.existing?.key ?? key![1]!,
+      username: username?.[1],
+      password: password?.[1],
       async stop() {
         const code = await stopProcess(child);
         removeDataDir();
