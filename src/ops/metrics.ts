@@ -17,6 +17,8 @@ export interface FlushStats {
   flushes: number;
   failedFlushes: number;
   rowsWritten: number;
+  /** Rows the store refused for their own content, logged and dropped. */
+  rowsQuarantined?: number;
   /** Epoch ms of the last successful flush; without it no flush lag is exported. */
   lastFlushAt?: number | null;
 }
@@ -164,6 +166,10 @@ export class ServiceMetrics {
     register(r, 'ivtd_reporting_rows_written_total', 'Rollup rows written to the store.', 'counter', () => {
       const f = flush();
       return f ? [{ value: f.rowsWritten }] : [];
+    });
+    register(r, 'ivtd_reporting_rows_quarantined_total', 'Rollup rows the store refused for their own content (a constraint, a conversion): logged once each and dropped, the rest of their flush written.', 'counter', () => {
+      const f = flush();
+      return f?.rowsQuarantined === undefined ? [] : [{ value: f.rowsQuarantined }];
     });
     register(r, 'ivtd_reporting_flush_lag_seconds', 'How far reporting is behind: seconds since the last successful flush while counts are pending, else 0.', 'gauge', () => {
       const f = flush();
