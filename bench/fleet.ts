@@ -141,7 +141,7 @@ function edgePaths(partnerId: string, key: string, n: number): string[] {
 
 async function edgeIsolation(local: ClickHouseServer | null, url: string) {
   const dirs = [mkdtempSync(join(tmpdir(), 'ivtd-bench-full-')), mkdtempSync(join(tmpdir(), 'ivtd-bench-edge-'))];
-  const base = (dir: string): Config => ({ ...resolveConfig({}, {}), dataDir: dir, prebidPort: 0, apiPort: 0, reportingPort: 0, logLevel: 'silent', clickhouseUrl: url });
+  const base = (dir: string): Config => ({ ...resolveConfig({}, {}), dataDir: dir, prebidPort: 0, apiPort: 0, reportingPort: 0, metricsPort: 0, logLevel: 'silent', clickhouseUrl: url });
   const full = await startServer(base(dirs[0]!));
   const edge = await startServer({ ...base(dirs[1]!), role: 'edge' });
   try {

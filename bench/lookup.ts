@@ -55,17 +55,17 @@ async function main(): Promise<void> {
     await hammer(bare.port, paths, 2);
     await hammer(ivtd.prebidPort, paths, 2);
     const base = await hammer(bare.port, paths, DURATION);
-    const before = await inThreadBuckets(ivtd.apiPort);
+    const before = await inThreadBuckets(ivtd.metricsPort);
     const sat = await hammer(ivtd.prebidPort, paths, DURATION);
     await sleep(1200); // the threads report once a second
-    const inThread = inThreadLatency(before, await inThreadBuckets(ivtd.apiPort));
+    const inThread = inThreadLatency(before, await inThreadBuckets(ivtd.metricsPort));
 
     const rates = RATES.map((r) => (r === 'half' ? Math.round(sat.rps / 2) : Number(r)));
     const roundSeconds = Math.max(2, Math.round(DURATION / 2));
     const latency: LatencyFigures[] = [];
     for (const rate of rates) {
       for (const client of wrkAvailable() ? (['wrk', 'paced'] as const) : (['paced'] as const)) {
-        latency.push(await latencyVsBare({ client, ivtdPort: ivtd.prebidPort, barePort: bare.port, apiPort: ivtd.apiPort, paths, rate, seconds: roundSeconds, rounds: ROUNDS }));
+        latency.push(await latencyVsBare({ client, ivtdPort: ivtd.prebidPort, barePort: bare.port, metricsPort: ivtd.metricsPort, paths, rate, seconds: roundSeconds, rounds: ROUNDS }));
       }
     }
 
