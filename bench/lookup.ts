@@ -62,10 +62,10 @@ async function main(): Promise<void> {
     await hammer(bare.port, paths, 2);
     await hammer(ivtd.prebidPort, paths, 2);
     const base = await hammer(bare.port, paths, DURATION);
-    const before = await inThreadBuckets(ivtd.apiPort);
+    const before = await inThreadBuckets(ivtd.metricsPort);
     const sat = await hammer(ivtd.prebidPort, paths, DURATION);
     await sleep(1200); // the threads report once a second
-    const inThread = inThreadLatency(before, await inThreadBuckets(ivtd.apiPort));
+    const inThread = inThreadLatency(before, await inThreadBuckets(ivtd.metricsPort));
 
     const policy = POLICY_ROUNDS > 0 ? await policyPhase(ivtd, paths) : null;
 
@@ -74,7 +74,7 @@ async function main(): Promise<void> {
     const latency: LatencyFigures[] = [];
     for (const rate of rates) {
       for (const client of wrkAvailable() ? (['wrk', 'paced'] as const) : (['paced'] as const)) {
-        latency.push(await latencyVsBare({ client, ivtdPort: ivtd.prebidPort, barePort: bare.port, apiPort: ivtd.apiPort, paths, rate, seconds: roundSeconds, rounds: ROUNDS }));
+        latency.push(await latencyVsBare({ client, ivtdPort: ivtd.prebidPort, barePort: bare.port, metricsPort: ivtd.metricsPort, paths, rate, seconds: roundSeconds, rounds: ROUNDS }));
       }
     }
 
@@ -127,10 +127,10 @@ async function policyPhase(ivtd: Awaited<ReturnType<typeof startIvtd>>, paths: s
       if (side === 'list') setMs = Date.now() - t0;
       await hammer(ivtd.prebidPort, paths, 1); // warm the new state
       await sleep(1100);
-      const [s0, c0] = await lookupTimeTotals(ivtd.apiPort);
+      const [s0, c0] = await lookupTimeTotals(ivtd.metricsPort);
       const r = await hammer(ivtd.prebidPort, paths, DURATION);
       await sleep(1200); // the threads report once a second
-      const [s1, c1] = await lookupTimeTotals(ivtd.apiPort);
+      const [s1, c1] = await lookupTimeTotals(ivtd.metricsPort);
       if (r.non2xx > 0) throw new Error(`policy phase: ${r.non2xx} non-2xx answers`);
       rps[side].push(r.rps);
       mean[side].push(((s1 - s0) / (c1 - c0)) * 1e6);

@@ -27,8 +27,8 @@ export function bigPolicy(n: number): PolicyEntry[] {
 }
 
 /** Mean in-thread lookup time so far, from /metrics: [sum seconds, count]. */
-export async function lookupTimeTotals(apiPort: number): Promise<[number, number]> {
-  const text = await (await fetch(`http://127.0.0.1:${apiPort}/metrics`)).text();
+export async function lookupTimeTotals(metricsPort: number): Promise<[number, number]> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
   const sum = Number(/^ivtd_lookup_duration_seconds_sum (\S+)/m.exec(text)?.[1] ?? NaN);
   const count = Number(/^ivtd_lookup_duration_seconds_count (\S+)/m.exec(text)?.[1] ?? NaN);
   return [sum, count];

@@ -19,24 +19,26 @@ import { startAccountApi } from './account/api.ts';
 import { mountDashboard } from './dashboard/static.ts';
 import { mountReportRoute } from './reporting/api.ts';
 import { openReporting } from './reporting/service.ts';
-import { ServiceMetrics } from './ops/metrics.ts';
+import { ServiceMetrics, startMetricsListener } from './ops/metrics.ts';
 import { Store } from './store/db.ts';
 import { activePrebidKeys } from './store/api-keys.ts';
 import { ensureFirstCustomer } from './store/customers.ts';
 import { startFleet, type Fleet } from './fleet/fleet.ts';
 import type { BotIpRow } from './fleet/bot-ips.ts';
 import { BotIpTally } from './prebid/bot-ip-tracker.ts';
-import { EDGE_PROVISIONING_REFUSAL, startEdgeMetrics } from './fleet/edge.ts';
+import { EDGE_PROVISIONING_REFUSAL } from './fleet/edge.ts';
 import { PolicyService, type PolicySource, type PolicyUpdate } from './policy/service.ts';
 import { policyVersions, readPolicy } from './store/policies.ts';
 
 export interface RunningServer {
   config: Config;
   store: Store;
-  ports: { prebid: number; api: number; reporting: number };
+  /** Bound ports; 0 for a listener this role does not open (an edge has no api or reporting). */
+  ports: { prebid: number; api: number; reporting: number; metrics: number };
   /** Main-thread engine over the same data and shared state, for the admin-side explain tool. */
   explainEngine(): LookupEngine;
-  reload(): Promise<{ ok: boolean; errors: string[] }>;
+  /** Re-reads the data files (with `next`'s paths when given); on failure the old data keeps serving. */
+  reload(next?: Config): Promise<{ ok: boolean; errors: string[] }>;
   refreshKeys(): Promise<void>;
   stop(): Promise<void>;
   /** Hooks later parts register: each receives count deltas from the lookup threads. */
@@ -44,7 +46,7 @@ export interface RunningServer {
   bundle: DataBundle;
   /** Reporting rollups: flush() writes the pending counts now (tests, benchmarks). */
   reporting?: { flush(): Promise<void> };
-  /** Prometheus metrics, served as GET /metrics on the account API port. */
+  /** Prometheus metrics, served as GET /metrics on --metrics-host:--metrics-port. */
   metrics: ServiceMetrics;
   /** The lookup threads' supervisor (thread counts, fault injection in tests). */
   lookups: LookupServer;
@@ -257,13 +259,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     cleanup.unshift(() => control.close());
     fleet?.registerMetrics(metrics.registry);
 
+    const metricsListener = await startMetricsListener(config.metricsHost, config.metricsPort, metrics);
+    cleanup.unshift(() => metricsListener.close());
     // The dashboard learns the bound ports at request time (ephemeral ports in tests).
-    const boundPorts = { prebid: prebidPort, api: config.apiPort, reporting: config.reportingPort };
-    if (edge) {
-      const metricsOnly = await startEdgeMetrics(config.host, config.apiPort, metrics);
-      cleanup.unshift(() => metricsOnly.close());
-      Object.assign(boundPorts, { api: metricsOnly.port, reporting: 0 });
-    }
+    const boundPorts = { prebid: prebidPort, api: edge ? 0 : config.apiPort, reporting: edge ? 0 : config.reportingPort, metrics: metricsListener.port };
     const dashboardPorts = () => boundPorts;
     const api = edge ? null : await startAccountApi({
       config,
@@ -271,7 +270,6 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       mount: (router, sessions) => {
         mountDashboard(router, { config, ports: () => dashboardPorts() });
         mountReportRoute(router, reporting.engine, sessions, reporting.limiter);
-        metrics.mount(router);
         mountExplainRoute(router, { store, sessions, engine: () => engine });
       },
       onKeysChanged: refreshKeysSoon,
@@ -300,11 +298,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       policies,
       explainEngine: () => engine,
       refreshKeys,
-      async reload() {
+      async reload(nextConfig = config) {
         let next: DataBundle;
         const generation = dataGeneration + 1;
         try {
-          next = loadBundle(config);
+          next = loadBundle(nextConfig);
           const b = buildLookupData(next, generation);
           next.sellersIndex = b.data.sellers.index;
           for (const w of b.warnings) log.warn({ warning: w }, 'data warning');
@@ -386,10 +384,10 @@ export async function serve(config: Config, reread?: () => Config): Promise<void
   const s = await startServer(config, { announceFirstCustomer: true });
   log.info({ ms: Date.now() - t0, ports: s.ports }, 'ivtd ready');
   let stopping = false;
-  const shutdown = (signal: string) => {
+  const shutdown = (why: string, code: number) => {
     if (stopping) return;
     stopping = true;
-    log.info({ signal }, 'shutting down: draining lookups and flushing reporting');
+    log.info({ signal: why }, 'shutting down: draining lookups and flushing reporting');
     const hard = setTimeout(() => {
       log.error('shutdown took longer than 15 s; exiting');
       process.exit(1);
@@ -397,35 +395,72 @@ export async function serve(config: Config, reread?: () => Config): Promise<void
     hard.unref();
     s.stop()
       .then(() => {
-        log.info('stopped cleanly');
-        process.exit(0);
+        log.info(code === 0 ? 'stopped cleanly' : 'stopped after a failure; exiting 1');
+        process.exit(code);
       })
       .catch((e: Error) => {
         log.error({ err: e.message }, 'shutdown failed');
         process.exit(1);
       });
   };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM', 0));
+  process.on('SIGINT', () => shutdown('SIGINT', 0));
+  // A failure nothing caught on this thread: the process cannot be trusted any more, but
+  // exiting at once while lookup threads hold their sockets aborts Node (and drops the
+  // pending counts). Log it, take the SIGTERM path, exit 1 for the supervisor to restart.
+  const fatal = (kind: string) => (e: unknown) => {
+    const err = e instanceof Error ? { message: e.message, stack: e.stack } : { message: String(e) };
+    log.fatal({ err }, `${kind} on the main thread; stopping`);
+    shutdown(kind, 1);
+  };
+  process.on('uncaughtException', fatal('uncaught exception'));
+  process.on('unhandledRejection', fatal('unhandled promise rejection'));
+  // One reload at a time; a SIGHUP during a reload runs after it.
+  let reloading: Promise<void> = Promise.resolve();
   process.on('SIGHUP', () => {
-    log.info('SIGHUP: reloading config and data files');
-    if (reread) applyConfig(config, reread);
-    s.reload().catch((e: Error) => log.error({ err: e.message }, 'reload failed'));
+    reloading = reloading.then(() => reloadAll(s, config, reread)).catch((e: Error) => log.error({ err: e.message }, 'reload refused: keeping the running config and data'));
   });
 }
 
-/** Applies the live options of a re-read config in place; names the ones that need a restart. */
-function applyConfig(config: Config, reread: () => Config): void {
-  let next: Config;
-  try {
-    next = reread();
-  } catch (e) {
-    log.error({ err: (e as Error).message }, 'config reload refused: keeping the running config');
-    return;
+/**
+ * SIGHUP: re-reads the config, then the data files with it. All or nothing: a config that
+ * does not resolve, a value the logger refuses, a data file that does not load, or any other
+ * failure keeps the running config and data, and is logged. Options other than the live
+ * ones are named as needing a restart.
+ */
+async function reloadAll(s: RunningServer, config: Config, reread?: () => Config): Promise<void> {
+  log.info('SIGHUP: reloading config and data files');
+  let next: Config = config;
+  if (reread) {
+    try {
+      next = reread();
+    } catch (e) {
+      log.error({ err: (e as Error).message }, 'config reload refused: keeping the running config and data');
+      return;
+    }
   }
   const { live, restart } = diffConfig(config, next);
-  for (const key of live) (config as unknown as Record<string, unknown>)[key] = next[key];
-  log.level = config.logLevel;
+  const candidate: Config = { ...config };
+  for (const key of live) (candidate as unknown as Record<string, unknown>)[key] = next[key];
+  const level = log.level;
+  try {
+    log.level = candidate.logLevel;
+  } catch (e) {
+    log.error({ err: (e as Error).message }, 'config reload refused: keeping the running config and data');
+    return;
+  }
+  let result: Awaited<ReturnType<RunningServer['reload']>>;
+  try {
+    result = await s.reload(candidate);
+  } catch (e) {
+    result = { ok: false, errors: [(e as Error).message] };
+  }
+  if (!result.ok) {
+    log.level = level;
+    if (live.length || restart.length) log.error({ errors: result.errors }, 'config reload refused with the data: keeping the running config');
+    return;
+  }
+  Object.assign(config, candidate);
   if (live.length) log.info({ changed: live }, 'config reloaded');
   if (restart.length) log.warn({ changed: restart }, 'config changes that take effect only after a restart');
 }

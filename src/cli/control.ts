@@ -2,7 +2,7 @@
 // the CLI sends provisioning commands here instead of opening the store itself.
 // Protocol: one JSON object per line, {id, cmd, args} → {id, ok: true, result} |
 // {id, ok: false, error: {code, message}}, any number of requests per connection.
-import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import type { Store } from '../store/db.ts';
@@ -17,6 +17,8 @@ export const MAX_LINE_BYTES = 16 * 1024 * 1024;
 /** A connection idle this long is dropped, so a stuck client cannot hold a descriptor forever. */
 export const CONNECTION_IDLE_MS = 30_000;
 const CLIENT_TIMEOUT_MS = 30_000;
+/** Umask while binding the control socket: the file is created mode 0600. */
+const SOCKET_UMASK = 0o177;
 // sun_path holds 108 bytes including the terminating NUL; longer paths are silently truncated.
 const SUN_PATH_MAX = 107;
 
@@ -185,12 +187,19 @@ export async function startControlServer(opts: ControlServerOptions): Promise<{ 
     await removeStaleSocket(path, addr.address);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(addr.address, () => {
-        server.off('error', reject);
-        resolve();
-      });
+      // The socket file is created by bind(), inside listen(), with the process umask: set
+      // to 0177 for that call only, it is born 0600 (a chmod afterwards leaves a window in
+      // which anyone may connect). listen() binds synchronously; errors arrive as events.
+      const umask = process.umask(SOCKET_UMASK);
+      try {
+        server.listen(addr.address, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      } finally {
+        process.umask(umask);
+      }
     });
-    chmodSync(path, 0o600);
   } catch (e) {
     server.close();
     addr.release();

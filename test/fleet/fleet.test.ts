@@ -206,7 +206,9 @@ t.test('a fleet: one full instance, two edges, one ClickHouse', { skip: clickhou
 
   await t.test('an edge serves the pre-bid port and /metrics only, and refuses provisioning', async (t) => {
     t.equal(e2.server.ports.reporting, 0, 'no reporting listener');
-    const base = `http://127.0.0.1:${e2.server.ports.api}`;
+    t.equal(e2.server.ports.api, 0, 'no account API listener');
+    // The one rule of every role: /metrics on --metrics-host:--metrics-port, alone.
+    const base = `http://127.0.0.1:${e2.server.ports.metrics}`;
     const m = await fetch(`${base}/metrics`);
     t.equal(m.status, 200);
     const text = await m.text();
@@ -215,7 +217,7 @@ t.test('a fleet: one full instance, two edges, one ClickHouse', { skip: clickhou
     t.match(text, /ivtd_lookups_total/);
     for (const path of ['/v1/report', '/', '/login', '/v1/account']) t.equal((await fetch(base + path)).status, 404, `${path} is not served`);
     await t.rejects(sendControl(e2.server.config.dataDir, 'customer.list', {}), /fleet edge/);
-    const fm = await (await fetch(`${full.api}/metrics`)).text();
+    const fm = await (await fetch(`${full.metrics}/metrics`)).text();
     t.match(fm, /ivtd_fleet_batches_delivered_total [1-9]/, 'the full instance delivered batches');
   });
 
