@@ -95,8 +95,8 @@ async function validate(server: IvtdServer, scripts: Map<FloodMode, string>): Pr
   }
 }
 
-async function lookupCount(apiPort: number): Promise<number> {
-  return (await inThreadBuckets(apiPort)).get('+Inf') ?? NaN;
+async function lookupCount(metricsPort: number): Promise<number> {
+  return (await inThreadBuckets(metricsPort)).get('+Inf') ?? NaN;
 }
 
 /** One uid (one IP, one UA) at `rate` lookups/s round-robin over `connections` sockets; p_hist of the last responses. */
@@ -199,7 +199,7 @@ async function floodPhase(subjects: Subject[]): Promise<void> {
   const sliceSeconds = Math.max(RSS_EVERY, Math.round(SECONDS / SLICES));
   const st = await Promise.all(
     subjects.map(async (s) => {
-      const before = await inThreadBuckets(s.server!.apiPort);
+      const before = await inThreadBuckets(s.server!.metricsPort);
       s.rss.push({ t: 0, mb: rssMb(s.server!.pid), lps: NaN });
       return { before, floodT: 0, lastT: 0, lastCount: before.get('+Inf') ?? NaN, requests: 0, non2xx: 0, errors: 0 };
     }),
@@ -226,7 +226,7 @@ async function floodPhase(subjects: Subject[]): Promise<void> {
           if (finished) break;
           const t = x.floodT + (performance.now() - t0) / 1000;
           const mb = rssMb(server.pid);
-          const count = await lookupCount(server.apiPort);
+          const count = await lookupCount(server.metricsPort);
           s.rss.push({ t: Math.round(t), mb, lps: Math.round((count - x.lastCount) / (t - x.lastT)) });
           x.lastCount = count;
           x.lastT = t;
@@ -247,7 +247,7 @@ async function floodPhase(subjects: Subject[]): Promise<void> {
     for (const [i, s] of subjects.entries()) {
       const x = st[i]!;
       s.rss.push({ t: Math.round(x.floodT), mb: rssMb(s.server!.pid), lps: NaN });
-      const inThread = inThreadLatency(x.before, await inThreadBuckets(s.server!.apiPort));
+      const inThread = inThreadLatency(x.before, await inThreadBuckets(s.server!.metricsPort));
       const phase: Phase = { mode: 'flood', seconds: Math.round(x.floodT), rps: Math.round(x.requests / x.floodT), requests: x.requests, non2xx: x.non2xx, errors: x.errors, inThread: inThread.lookups > 0 ? inThread : null };
       s.phases.push(phase);
       console.log(phaseLine(s.target.label, phase));
@@ -304,7 +304,7 @@ function summarise(s: Subject, headroomRps: number): TargetResult {
  */
 async function slicedPhase(subjects: Subject[], mode: FloodMode, run: number): Promise<[Subject, Phase][]> {
   const sliceSeconds = Math.max(1, Math.round(PHASE_SECONDS / SLICES));
-  const before = await Promise.all(subjects.map((s) => inThreadBuckets(s.server!.apiPort)));
+  const before = await Promise.all(subjects.map((s) => inThreadBuckets(s.server!.metricsPort)));
   const sums = subjects.map(() => ({ requests: 0, non2xx: 0, errors: 0 }));
   for (let k = 0; k < SLICES; k++) {
     const order = subjects.map((_, i) => i);
@@ -320,7 +320,7 @@ async function slicedPhase(subjects: Subject[], mode: FloodMode, run: number): P
   await sleep(1200); // lookup threads report their histogram once a second
   return Promise.all(
     subjects.map(async (s, i): Promise<[Subject, Phase]> => {
-      const inThread = inThreadLatency(before[i]!, await inThreadBuckets(s.server!.apiPort));
+      const inThread = inThreadLatency(before[i]!, await inThreadBuckets(s.server!.metricsPort));
       const seconds = sliceSeconds * SLICES;
       return [s, { mode, seconds, rps: Math.round(sums[i]!.requests / seconds), ...sums[i]!, inThread: inThread.lookups > 0 ? inThread : null }];
     }),

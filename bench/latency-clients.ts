@@ -75,7 +75,7 @@ async function main(): Promise<void> {
   const rows: Record<string, { ivtd: Figure; bare: Figure }> = {};
   try {
     await CLIENTS.paced!.run(ivtd.prebidPort, paths); // warm-up
-    const before = await inThreadBuckets(ivtd.apiPort);
+    const before = await inThreadBuckets(ivtd.metricsPort);
     for (const [name, c] of Object.entries(CLIENTS)) {
       if (!c.available()) {
         console.log(`${name.padEnd(10)} not installed`);
@@ -92,7 +92,7 @@ async function main(): Promise<void> {
       console.log(`${name.padEnd(10)} ivtd p50 ${i.p50Ms} p99 ${i.p99Ms} ms (${i.rps} req/s) | bare p50 ${b.p50Ms} p99 ${b.p99Ms} ms (${b.rps} req/s)`);
     }
     await sleep(1200);
-    const inThread = inThreadLatency(before, await inThreadBuckets(ivtd.apiPort));
+    const inThread = inThreadLatency(before, await inThreadBuckets(ivtd.metricsPort));
     console.log(`in-thread  p50 ${inThread.p50}, p99 ${inThread.p99}, p99.9 ${inThread.p999} (${inThread.lookups} lookups, all clients)`);
     console.log(JSON.stringify({ bench: 'latency-clients', rate: RATE, seconds: SECONDS, rounds: ROUNDS, clients: rows, in_thread: inThread }));
   } finally {

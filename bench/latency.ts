@@ -59,8 +59,8 @@ export async function latencyVsBare(opts: {
   client: LatencyClient;
   ivtdPort: number;
   barePort: number;
-  /** The ivtd API port, for the in-thread histogram; omit when not scraped. */
-  apiPort?: number;
+  /** The ivtd /metrics port, for the in-thread histogram; omit when not scraped. */
+  metricsPort?: number;
   paths: string[];
   rate: number;
   seconds: number;
@@ -68,16 +68,16 @@ export async function latencyVsBare(opts: {
 }): Promise<LatencyFigures> {
   const ivtd: Percentiles[] = [];
   const bare: Percentiles[] = [];
-  const before = opts.apiPort ? await inThreadBuckets(opts.apiPort) : null;
+  const before = opts.metricsPort ? await inThreadBuckets(opts.metricsPort) : null;
   for (let r = 0; r < opts.rounds; r++) {
     // Alternate which goes first, so a drift in host load does not favour one side.
     const order: [Percentiles[], number][] = r % 2 ? [[bare, opts.barePort], [ivtd, opts.ivtdPort]] : [[ivtd, opts.ivtdPort], [bare, opts.barePort]];
     for (const [into, port] of order) into.push(await once(opts.client, port, opts.paths, opts.rate, opts.seconds));
   }
   let inThread: InThreadLatency | null = null;
-  if (before && opts.apiPort) {
+  if (before && opts.metricsPort) {
     await sleep(1200); // the lookup threads report their histogram once a second
-    inThread = inThreadLatency(before, await inThreadBuckets(opts.apiPort));
+    inThread = inThreadLatency(before, await inThreadBuckets(opts.metricsPort));
   }
   const med = (xs: Percentiles[]): Percentiles => ({
     rps: median(xs.map((x) => x.rps)),

@@ -8,18 +8,25 @@
 //    bench/latency.ts;
 //  - the in-thread lookup time from /metrics at saturation and during the latency rounds.
 //   node --import tsx bench/lookup.ts [--duration 8] [--connections 50] [--threads 1]
-//        [--rates 2000,half] [--rounds 3] [--checkout DIR | --ivtd PATH]
+//        [--rates 2000,half] [--rounds 3] [--policy-entries 100000] [--policy-rounds 3]
+//        [--checkout DIR | --ivtd PATH]
+//  - the policy phase (bench/policy.ts): saturation with and without a customer's
+//    100 000-entry allow/deny list, alternating in one run.
 import autocannon from 'autocannon';
 import { describeLatency, latencyVsBare, type LatencyFigures } from './latency.ts';
 import { inThreadBuckets, inThreadLatency, numArg, sleep, startBare, strArg, startIvtd, targetFromArgs, thisCheckout } from './processes.ts';
 import { lookupPaths } from './requests.ts';
 import { pathsScript, wrkAsync, wrkAvailable } from './wrk.ts';
+import { bigPolicy, lookupTimeTotals, setPolicy } from './policy.ts';
 
 const DURATION = numArg('duration', 8);
 const CONNECTIONS = numArg('connections', 50);
 const THREADS = numArg('threads', 1);
 const ROUNDS = numArg('rounds', 3);
 const RATES = strArg('rates', '2000,half').split(',');
+/** Entries of the policy phase's list, and its rounds (each: one run without, one with); 0 skips it. */
+const POLICY_ENTRIES = numArg('policy-entries', 100_000);
+const POLICY_ROUNDS = numArg('policy-rounds', 3);
 if (RATES.some((r) => r !== 'half' && !(Number(r) > 0))) throw new Error(`--rates takes req/s figures or "half", e.g. 2000,half`);
 
 interface Run {
@@ -55,17 +62,19 @@ async function main(): Promise<void> {
     await hammer(bare.port, paths, 2);
     await hammer(ivtd.prebidPort, paths, 2);
     const base = await hammer(bare.port, paths, DURATION);
-    const before = await inThreadBuckets(ivtd.apiPort);
+    const before = await inThreadBuckets(ivtd.metricsPort);
     const sat = await hammer(ivtd.prebidPort, paths, DURATION);
     await sleep(1200); // the threads report once a second
-    const inThread = inThreadLatency(before, await inThreadBuckets(ivtd.apiPort));
+    const inThread = inThreadLatency(before, await inThreadBuckets(ivtd.metricsPort));
+
+    const policy = POLICY_ROUNDS > 0 ? await policyPhase(ivtd, paths) : null;
 
     const rates = RATES.map((r) => (r === 'half' ? Math.round(sat.rps / 2) : Number(r)));
     const roundSeconds = Math.max(2, Math.round(DURATION / 2));
     const latency: LatencyFigures[] = [];
     for (const rate of rates) {
       for (const client of wrkAvailable() ? (['wrk', 'paced'] as const) : (['paced'] as const)) {
-        latency.push(await latencyVsBare({ client, ivtdPort: ivtd.prebidPort, barePort: bare.port, apiPort: ivtd.apiPort, paths, rate, seconds: roundSeconds, rounds: ROUNDS }));
+        latency.push(await latencyVsBare({ client, ivtdPort: ivtd.prebidPort, barePort: bare.port, metricsPort: ivtd.metricsPort, paths, rate, seconds: roundSeconds, rounds: ROUNDS }));
       }
     }
 
@@ -79,10 +88,17 @@ async function main(): Promise<void> {
       throughput_ratio: +(sat.rps / base.rps).toFixed(3),
       in_thread_latency_at_saturation: inThread,
       latency_at_fixed_rate: latency,
-      targets: { throughput_ratio: '>= 0.6', fixed_rate_p99_ms: '<= 1 (end to end, on a quiet host)' },
+      policy,
+      targets: { throughput_ratio: '>= 0.6', fixed_rate_p99_ms: '<= 1 (end to end, on a quiet host)', policy_ratio: '>= 0.95' },
     };
     console.log(`saturation (${sat.client}, ${CONNECTIONS} connections): bare ${base.rps} req/s, ivtd ${sat.rps} req/s, ratio ${summary.throughput_ratio} (target >= 0.6), non-2xx ${sat.non2xx}`);
     console.log(`in-thread  at saturation: p50 ${inThread.p50}, p99 ${inThread.p99}, p99.9 ${inThread.p999} (${inThread.lookups} lookups)`);
+    if (policy) {
+      console.log(
+        `policy     ${policy.entries} entries: ${policy.with_list_rps} vs ${policy.no_list_rps} req/s without (ratio ${policy.throughput_ratio}, target >= 0.95); ` +
+          `mean in-thread lookup ${policy.with_list_mean_us} vs ${policy.no_list_mean_us} us (ratio ${policy.in_thread_ratio}); set in ${policy.set_ms} ms`,
+      );
+    }
     for (const l of latency) console.log(`latency    ${describeLatency(l)}`);
     if (!wrkAvailable()) console.log('latency    wrk not installed (apt-get install wrk): Node paced client only');
     console.log(JSON.stringify(summary));
@@ -91,6 +107,52 @@ async function main(): Promise<void> {
     const code = await ivtd.stop();
     if (code !== 0) console.error(`ivtd exited with ${code}`);
   }
+}
+
+/**
+ * Saturation rounds alternating between no policy and a POLICY_ENTRIES-entry one for the
+ * bench's customer; medians of each side, so a noisy neighbour moment hurts both alike.
+ */
+async function policyPhase(ivtd: Awaited<ReturnType<typeof startIvtd>>, paths: string[]) {
+  const entries = bigPolicy(POLICY_ENTRIES);
+  const rps: Record<'none' | 'list', number[]> = { none: [], list: [] };
+  const mean: Record<'none' | 'list', number[]> = { none: [], list: [] };
+  let setMs = 0;
+  for (let round = 0; round < POLICY_ROUNDS; round++) {
+    // Alternate which side goes first, so a drift over the run does not favour one.
+    const order: Array<'none' | 'list'> = round % 2 ? ['list', 'none'] : ['none', 'list'];
+    for (const side of order) {
+      const t0 = Date.now();
+      await setPolicy(ivtd.dataDir, ivtd.partnerId, side === 'list' ? entries : []);
+      if (side === 'list') setMs = Date.now() - t0;
+      await hammer(ivtd.prebidPort, paths, 1); // warm the new state
+      await sleep(1100);
+      const [s0, c0] = await lookupTimeTotals(ivtd.metricsPort);
+      const r = await hammer(ivtd.prebidPort, paths, DURATION);
+      await sleep(1200); // the threads report once a second
+      const [s1, c1] = await lookupTimeTotals(ivtd.metricsPort);
+      if (r.non2xx > 0) throw new Error(`policy phase: ${r.non2xx} non-2xx answers`);
+      rps[side].push(r.rps);
+      mean[side].push(((s1 - s0) / (c1 - c0)) * 1e6);
+    }
+  }
+  await setPolicy(ivtd.dataDir, ivtd.partnerId, []);
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const noRps = median(rps.none), listRps = median(rps.list);
+  const noUs = median(mean.none), listUs = median(mean.list);
+  return {
+    entries: entries.length,
+    rounds: POLICY_ROUNDS,
+    set_ms: setMs,
+    no_list_rps: noRps,
+    with_list_rps: listRps,
+    throughput_ratio: +(listRps / noRps).toFixed(3),
+    no_list_mean_us: +noUs.toFixed(2),
+    with_list_mean_us: +listUs.toFixed(2),
+    in_thread_ratio: +(noUs / listUs).toFixed(3),
+    rounds_rps: rps,
+    rounds_mean_us: { none: mean.none.map((x) => +x.toFixed(2)), list: mean.list.map((x) => +x.toFixed(2)) },
+  };
 }
 
 await main();

@@ -2,7 +2,7 @@
 // no event loop with them): an ivtd server — from this checkout, from another checkout
 // (`--checkout DIR`, e.g. a worktree of the commit a change started from) or from a built
 // binary (`--ivtd PATH`) — and the bare uWebSockets.js baseline (bench/bare-server.ts).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -83,8 +83,15 @@ export interface IvtdServer {
   prebidPort: number;
   apiPort: number;
   reportingPort: number;
+  /** Where GET /metrics is: --metrics-port, or the account API port for builds older than that flag. */
+  metricsPort: number;
   partnerId: string;
   key: string;
+  /** The data dir (its control socket takes provisioning commands, e.g. a policy). */
+  dataDir: string;
+  /** The first customer's user (fresh data dirs only). */
+  username?: string;
+  password?: string;
   stop(): Promise<number | null>;
 }
 
@@ -108,23 +115,28 @@ export async function startIvtd(
   const removeDataDir = () => {
     if (!opts.existing) rmSync(dataDir, { recursive: true, force: true });
   };
-  const serveArgs = ['serve', '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0', '--threads', String(opts.threads), ...(opts.args ?? [])];
+  const metricsArgs = hasMetricsPort(target) ? ['--metrics-port', '0'] : [];
+  const serveArgs = ['serve', '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0', ...metricsArgs, '--threads', String(opts.threads), ...(opts.args ?? [])];
   const [command, args, cwd] = target.binary
     ? [target.binary, serveArgs, tmpdir()]
     : [process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', 'src/cli/main.ts', ...serveArgs], target.checkout ?? ROOT];
   try {
-    const ready = /"ports":\{"prebid":(\d+),"api":(\d+)(?:,"reporting":(\d+))?[^}]*\},"msg":"ivtd ready"/;
-    const patterns = opts.existing ? [ready] : [ready, /partner_id +([0-9a-f-]{36})/, /prebid_key +(\S+)/];
+    const ready = /"ports":\{"prebid":(\d+),"api":(\d+)(?:,"reporting":(\d+))?(?:,"metrics":(\d+))?[^}]*\},"msg":"ivtd ready"/;
+    const patterns = opts.existing ? [ready] : [ready, /partner_id +([0-9a-f-]{36})/, /prebid_key +(\S+)/, /^ +username +(\S+)$/m, /^ +password +(\S+)$/m];
     const { child, matches } = await startProcess(command, args, patterns, { cwd, env: { IVTD_LOG_LEVEL: 'info', ...opts.env } });
-    const [ports, partner, key] = matches;
+    const [ports, partner, key, username, password] = matches;
     return {
       child,
       pid: child.pid!,
       prebidPort: Number(ports![1]),
       apiPort: Number(ports![2]),
       reportingPort: Number(ports![3] ?? NaN),
+      metricsPort: Number(ports![4] ?? ports![2]),
       partnerId: opts.existing?.partnerId ?? partner![1]!,
       key: opts.existing?.key ?? key![1]!,
+      dataDir,
+      username: username?.[1],
+      password: password?.[1],
       async stop() {
         const code = await stopProcess(child);
         removeDataDir();
@@ -153,9 +165,15 @@ export function rssMb(pid: number): number {
   }
 }
 
+/** Builds from before --metrics-port served /metrics on the account API port and refuse the flag. */
+function hasMetricsPort(target: IvtdTarget): boolean {
+  if (target.binary) return spawnSync(target.binary, ['--help'], { encoding: 'utf8' }).stdout.includes('--metrics-port');
+  return readFileSync(join(target.checkout ?? ROOT, 'src/config.ts'), 'utf8').includes("flag: 'metrics-port'");
+}
+
 /** Cumulative buckets of the in-thread lookup histogram on /metrics (le → count); empty when absent. */
-export async function inThreadBuckets(apiPort: number): Promise<Map<string, number>> {
-  const text = await (await fetch(`http://127.0.0.1:${apiPort}/metrics`)).text();
+export async function inThreadBuckets(metricsPort: number): Promise<Map<string, number>> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
   const out = new Map<string, number>();
   for (const m of text.matchAll(/^ivtd_lookup_duration_seconds_bucket\{le="([^"]+)"\} (\d+)/gm)) out.set(m[1]!, Number(m[2]));
   return out;

@@ -131,7 +131,7 @@ async function main(): Promise<void> {
     try {
       const client = wrkAvailable() ? 'wrk' : 'paced';
       const measure = (seconds = Math.max(2, Math.round(DURATION / 2))) =>
-        latencyVsBare({ client, ivtdPort: server.prebidPort, barePort: bare.port, apiPort: server.apiPort, paths, rate: RATE, seconds, rounds: 3 });
+        latencyVsBare({ client, ivtdPort: server.prebidPort, barePort: bare.port, metricsPort: server.metricsPort, paths, rate: RATE, seconds, rounds: 3 });
       await measure(2); // warm-up
       const quiet = await measure();
 

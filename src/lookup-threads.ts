@@ -18,6 +18,7 @@ import type { CountRow } from './reporting/tuple.ts';
 import type { NewTuple } from './reporting/tuple-dictionary.ts';
 import type { BotIpRow } from './fleet/bot-ips.ts';
 import type { LiveKey } from './prebid/keys.ts';
+import type { PolicyUpdate } from './policy/service.ts';
 import type { FromWorker, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from './prebid/messages.ts';
 import { HEALTH_PATH } from './prebid/worker.ts';
 import { startWorker } from './runtime/worker-entry.ts';
@@ -80,6 +81,8 @@ export class LookupServer {
   private pending = new Map<string, { resolve: (v: FromWorker) => void }>();
   /** What every thread must have: the live keys and the data last loaded everywhere. */
   private keys: LiveKey[] = [];
+  /** Every customer's compiled policy, by customer (what a new thread starts with). */
+  private policies = new Map<string, PolicyUpdate>();
   private data: { bundle: DataBundle; id: number } | null = null;
   private fallback: { app: uWS.TemplatedApp; socket: uWS.us_listen_socket | null } | null = null;
   port = 0;
@@ -132,6 +135,7 @@ export class LookupServer {
       host: this.opts.host,
       port,
       keys: this.keys,
+      policies: [...this.policies.values()].filter((u) => u.buffer !== null),
       memory: this.opts.memory,
       trackBotIps: this.opts.onBotIps !== undefined,
       countsIntervalMs: this.opts.countsIntervalMs ?? 1000,
@@ -276,6 +280,12 @@ export class LookupServer {
       });
       slot.worker.postMessage(msg);
     });
+  }
+
+  /** Customers' policies changed: every thread swaps them in (buffers are shared, never copied). */
+  pushPolicies(updates: PolicyUpdate[]): void {
+    for (const u of updates) this.policies.set(u.customerId, u);
+    for (const s of this.slots) s.worker?.postMessage({ type: 'policy', updates } satisfies ToWorker);
   }
 
   pushKeys(keys: LiveKey[]): void {

@@ -79,6 +79,20 @@ export const CLICKHOUSE_MIGRATIONS: ClickHouseMigration[] = [
        ) ENGINE = MergeTree() PARTITION BY toYYYYMMDD(minute) ORDER BY (minute, ip)`,
     ],
   },
+  {
+    version: 2,
+    name: "customers' policies (src/fleet/policies.ts)",
+    statements: [
+      // Each publication of one customer's policy is one row under a new version: the whole
+      // policy as JSON ({medium, high, entries}). Edges read the newest version per customer.
+      `CREATE TABLE IF NOT EXISTS customer_policies (
+         customer_id  String,
+         version      UInt64,
+         published_at DateTime('UTC'),
+         policy       String
+       ) ENGINE = MergeTree() PARTITION BY toYYYYMM(published_at) ORDER BY (customer_id, version)`,
+    ],
+  },
 ];
 
 export const CLICKHOUSE_SCHEMA_VERSION = Math.max(...CLICKHOUSE_MIGRATIONS.map((m) => m.version));

@@ -18,7 +18,7 @@ const MB = 1 << 20;
 /** Shares of the budget. They add up to 1. */
 export const SHARES = {
   /** History of IPs, uids and IFAs (shared by all lookup threads). */
-  history: 0.45,
+  history: 0.43,
   /** Verdicts per user agent (shared). */
   uaCache: 0.04,
   /** Verdicts per IP address (shared). */
@@ -29,6 +29,8 @@ export const SHARES = {
   threadCounts: 0.02,
   /** Main thread: the values of the tuples in the shared table, and rows waiting to be written again. */
   pendingCounts: 0.13,
+  /** Customers' allow and deny lists, compiled once into shared memory (src/policy). */
+  policy: 0.03,
   /** Small per-thread caches: verified API keys (all threads together). */
   threadCaches: 0.02,
   /** DuckDB's buffer pool (its memory_limit): rollup writes and reports. It spills to disk past it. */
@@ -37,7 +39,7 @@ export const SHARES = {
    * The ads.txt / app-ads.txt index (shared): its size follows the domains seen in traffic,
    * so it is capped here (records past the cap are not loaded; their sellers answer unknown).
    */
-  adsTxt: 0.04,
+  adsTxt: 0.03,
   /** Given to no table: room for the garbage collector around the parts held in JS heaps. */
   headroom: 0.03,
 } as const;
@@ -62,6 +64,8 @@ export interface MemoryPlan {
   keyMemoEntries: number;
   /** ads.txt records the index may hold (its share / ADS_TXT_RECORD_BYTES). */
   adsTxtRecords: number;
+  /** All customers' compiled policies together (shared by the threads). */
+  policyBytes: number;
 }
 
 /**
@@ -86,6 +90,7 @@ export function planMemory(budgetMb: number, threads: number): MemoryPlan {
     threadCountsBytes: Math.floor((bytes * SHARES.threadCounts) / threads),
     pendingCountsBytes: Math.floor(bytes * SHARES.pendingCounts),
     storeBytes: Math.max(STORE_MIN_MB * MB, Math.floor(bytes * SHARES.store)),
+    policyBytes: Math.floor(bytes * SHARES.policy),
     keyMemoEntries: Math.max(64, Math.floor((bytes * SHARES.threadCaches) / threads / KEY_MEMO_ENTRY_BYTES)),
     adsTxtRecords: Math.floor((bytes * SHARES.adsTxt) / ADS_TXT_RECORD_BYTES),
   };
@@ -144,6 +149,7 @@ export function describePlan(
     threadCountsMb: mb(plan.threadCountsBytes * plan.threads),
     pendingCountsMb: mb(plan.pendingCountsBytes),
     storeMb: mb(plan.storeBytes),
+    policyMb: mb(plan.policyBytes),
     keyMemoEntriesPerThread: plan.keyMemoEntries,
     adsTxtRecords: plan.adsTxtRecords,
     capacity,

@@ -1,10 +1,12 @@
-// GET /metrics on the account API port (never on the lookup port): Prometheus text from
+// GET /metrics on a listener of its own (--metrics-host, loopback by default, and
+// --metrics-port; every role, never on the lookup or account ports): Prometheus text from
 // prom-client. Lookup figures arrive as the lookup threads' per-second LookupStats (a
 // count sink, main thread); everything else is read from its owner at scrape time.
 import { Counter, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import type { DataBundle, DataFile } from '../data/bundle.ts';
 import type { RefreshStatus } from '../data/refresh.ts';
-import type { Router } from '../http/router.ts';
+import { Router, listen, type Listener } from '../http/router.ts';
+import { log } from '../log.ts';
 import { LATENCY_BUCKETS_US, type LookupStats } from '../prebid/messages.ts';
 import { versionInfo } from './version.ts';
 
@@ -16,6 +18,8 @@ export interface FlushStats {
   flushes: number;
   failedFlushes: number;
   rowsWritten: number;
+  /** Rows the store refused for their own content, logged and dropped. */
+  rowsQuarantined?: number;
   /** Epoch ms of the last successful flush; without it no flush lag is exported. */
   lastFlushAt?: number | null;
 }
@@ -168,6 +172,10 @@ export class ServiceMetrics {
       const f = flush();
       return f ? [{ value: f.rowsWritten }] : [];
     });
+    register(r, 'ivtd_reporting_rows_quarantined_total', 'Rollup rows the store refused for their own content (a constraint, a conversion): logged once each and dropped, the rest of their flush written.', 'counter', () => {
+      const f = flush();
+      return f?.rowsQuarantined === undefined ? [] : [{ value: f.rowsQuarantined }];
+    });
     register(r, 'ivtd_reporting_flush_lag_seconds', 'How far reporting is behind: seconds since the last successful flush while counts are pending, else 0.', 'gauge', () => {
       const f = flush();
       if (!f || f.lastFlushAt === undefined) return [];
@@ -243,7 +251,7 @@ export class ServiceMetrics {
     return this.registry.metrics();
   }
 
-  /** Adds GET /metrics to a main-thread router (the account API's). */
+  /** Adds GET /metrics to a main-thread router. */
   mount(router: Router): void {
     router.get(METRICS_PATH, async (ctx) => {
       const body = await this.text();
@@ -251,6 +259,15 @@ export class ServiceMetrics {
       ctx.res.end(ctx.method === 'HEAD' ? undefined : body);
     });
   }
+}
+
+/** The /metrics listener: GET/HEAD /metrics and nothing else (404 for any other path). */
+export async function startMetricsListener(host: string, port: number, metrics: ServiceMetrics): Promise<Listener> {
+  const router = new Router();
+  metrics.mount(router);
+  const listener = await listen(router, host, port, 'metrics');
+  log.info({ host, port: listener.port }, 'metrics listening');
+  return listener;
 }
 
 function dataFiles(b: DataBundle): Array<Pick<DataFile, 'name' | 'modified'>> {

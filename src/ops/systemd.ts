@@ -46,7 +46,7 @@ export function serveFlags(options: UnitOptions['options']): string[] {
   return out;
 }
 
-const PORT_KEYS = ['prebidPort', 'apiPort', 'reportingPort'] as const;
+const PORT_KEYS = ['prebidPort', 'apiPort', 'reportingPort', 'metricsPort'] as const;
 
 /** The unit file text. Throws UnitError (or ConfigError) on values that would make a broken unit. */
 export function systemdUnit(opts: UnitOptions): string {

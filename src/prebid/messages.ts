@@ -5,12 +5,15 @@ import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
 import type { BotIpRow } from '../fleet/bot-ips.ts';
 import type { LiveKey } from './keys.ts';
+import type { PolicyUpdate } from '../policy/service.ts';
 
 export interface LookupWorkerInit {
   index: number;
   host: string;
   port: number;
   keys: LiveKey[];
+  /** Customers' compiled policies (SharedArrayBuffers: shared, not copied). */
+  policies: PolicyUpdate[];
   /** The process's shared tables (history, caches) and this thread's share of the budget. */
   memory: LookupMemory;
   /** A fleet host: keep and report this thread's bot-heavy IPs. */
@@ -61,6 +64,8 @@ export const LATENCY_BUCKETS_US = [10, 25, 50, 100, 250, 500, 1000, 2500, 10000]
 export type ToWorker =
   | { type: 'data'; id: number; bundle: DataBundle }
   | { type: 'keys'; keys: LiveKey[] }
+  /** Customers whose policy changed: the new compiled buffer, or null when it was removed. */
+  | { type: 'policy'; updates: PolicyUpdate[] }
   | { type: 'stop' }
   /** Fault injection (tests of the supervision): the thread fails as an uncaught bug would. */
   | { type: 'crash' };

@@ -13,7 +13,9 @@ import { ThreadCounts } from '../reporting/thread-counts.ts';
 import type { HistoryFacts } from '../signals/history.ts';
 import { asParsed } from '../signals/ip-address.ts';
 import type { IpAssessment } from '../signals/ip-intel.ts';
-import { classifyTransaction, outcomeForHistory, score, type ScoreResult } from '../signals/score.ts';
+import { applyPolicy, classifyTransaction, outcomeForHistory, score, type ScoreResult } from '../signals/score.ts';
+import { ALLOW, DENY, PolicyTable, type PolicyMatch, type PolicySubject } from '../policy/compiled.ts';
+import { UA_HASH, hashUa } from '../signals/ua-cache.ts';
 import type { UaInfo } from '../signals/ua-analysis.ts';
 import { hourStart } from '../time.ts';
 import type { LookupData } from './data.ts';
@@ -26,6 +28,7 @@ import { SignalSources } from './signals.ts';
 import { SeenSample } from './seen-sample.ts';
 import type { SeenValues } from './messages.ts';
 import type { AdsTxtVerdict } from '../signals/ads-txt.ts';
+import type { SupplyChain } from '../signals/schain.ts';
 import { emptyRequest, validateAuth, validateRequest, type LookupRequest } from './validate.ts';
 
 export interface LookupOutcome {
@@ -51,6 +54,14 @@ export interface Explanation {
     adsTxt: AdsTxtVerdict;
     history: HistoryFacts;
   } | null;
+  /** The customer's policy: its thresholds, every kind that matched, and the model's own verdict. Null when it has none. */
+  policy: {
+    medium: number;
+    high: number;
+    matches: PolicyMatch[];
+    decision: 'allow' | 'deny' | null;
+    model: { score: number; band: string; confidence: number };
+  } | null;
 }
 
 function err(status: number, code: string, message: string): LookupOutcome {
@@ -63,6 +74,8 @@ export class LookupEngine {
   readonly keys: KeyTable;
   readonly counts: ThreadCounts;
   readonly sources: SignalSources;
+  /** Customers' own policies (compiled in shared memory by the main thread). */
+  readonly policies = new PolicyTable();
   /** A fleet host's bot-heavy IPs of the moment (null when not in a fleet). */
   readonly botIps: BotIpTracker | null;
   /** Domains, apps and selling systems seen, for the data refresher's crawl (null when it does not crawl). */
@@ -71,6 +84,7 @@ export class LookupEngine {
   private readonly req: LookupRequest = emptyRequest();
   private readonly dims: string[] = new Array(TUPLE_DIMENSIONS.length).fill('');
   private customerId = '';
+  private readonly subject: PolicySubject = { ip: undefined as unknown as PolicySubject['ip'], ua: '', uaHi: 0, uaLo: 0, app: '', dmn: '', pub: '', sid: '', chain: null };
 
   constructor(
     public data: LookupData,
@@ -92,23 +106,29 @@ export class LookupEngine {
     const s = this.sources.gather(this.req, this.data, now, 'observe');
     if (s === null) return BAD_IP;
     const r = score(s);
-    // History learns from this request's own evidence only, so history cannot condemn itself.
+    // History learns from this request's own evidence only, so history cannot condemn itself
+    // (nor can one customer's policy teach the shared history anything: it is applied after).
     const invalidEvidence = outcomeForHistory(r);
     this.sources.recordOutcome(invalidEvidence);
     if (this.botIps !== null) this.botIps.note(this.req.ip, invalidEvidence);
-    if (this.seen !== null) this.noteSeen();
+    const policy = this.policies.get(this.customerId);
+    if (policy !== undefined) {
+      const d = policy.decide(this.subjectOf(s.schain, policy.uaSeed));
+      applyPolicy(r, d === DENY ? 'denylisted' : d === ALLOW ? 'allowlisted' : null, policy.medium, policy.high);
+    }
+    if (this.seen !== null) this.noteSeen(s.schain);
     this.counts.count(this.customerId, hourStart(now), fillDimensions(this.req, s, this.dims), classifyTransaction(r), now);
     return { status: 200, body: responseJson(s, r), band: r.band };
   }
 
   /** A Set probe per value; the samples are bounded per flush. */
-  private noteSeen(): void {
+  private noteSeen(chain: SupplyChain | null): void {
     const seen = this.seen!;
     const req = this.req;
     if (req.app !== '') seen.apps.add(req.app);
     else seen.sites.add(req.dmn);
     seen.systems.add(req.sid);
-    const nodes = this.sources.lastNodes;
+    const nodes = chain === null ? null : chain.nodes;
     if (nodes !== null) for (let i = 0; i < nodes.length; i++) seen.systems.add(nodes[i]!.asi);
   }
 
@@ -121,7 +141,7 @@ export class LookupEngine {
 
   /** What lookup() would answer now, with its reasons and signals; changes nothing. */
   explain(query: string, now: number): Explanation {
-    const ex: Explanation = { status: 0, response: null, reasons: [], transaction: null, signals: null };
+    const ex: Explanation = { status: 0, response: null, reasons: [], transaction: null, signals: null, policy: null };
     const refused = this.parse(query, now);
     const s = refused === null ? this.sources.gather(this.req, this.data, now, 'peek') : null;
     let out: LookupOutcome;
@@ -129,6 +149,15 @@ export class LookupEngine {
     else if (s === null) out = BAD_IP;
     else {
       const r: ScoreResult = score(s);
+      const policy = this.policies.get(this.customerId);
+      if (policy !== undefined) {
+        const subject = this.subjectOf(s.schain, policy.uaSeed);
+        const model = { score: r.score, band: r.band, confidence: r.confidence };
+        const d = policy.decide(subject);
+        const decision = d === DENY ? 'deny' : d === ALLOW ? 'allow' : null;
+        applyPolicy(r, decision === 'deny' ? 'denylisted' : decision === 'allow' ? 'allowlisted' : null, policy.medium, policy.high);
+        ex.policy = { medium: policy.medium, high: policy.high, matches: policy.matches(subject), decision, model };
+      }
       out = { status: 200, body: responseJson(s, r), band: r.band };
       ex.reasons = r.reasons.slice();
       if (s.uaInconsistent) ex.reasons.push('ua_inconsistent:' + s.uaConsistency);
@@ -146,6 +175,29 @@ export class LookupEngine {
     ex.status = out.status;
     ex.response = JSON.parse(out.body);
     return ex;
+  }
+
+  /** The request values a policy matches, in the engine's reused object. */
+  private subjectOf(chain: PolicySubject['chain'], uaSeed: number): PolicySubject {
+    const o = this.subject;
+    const req = this.req;
+    o.ip = this.sources.lastIp;
+    o.ua = req.ua;
+    if (uaSeed === this.sources.uaCache.memory.seed) {
+      // The hash the UA cache computed for this lookup: no second pass over the UA.
+      o.uaHi = this.sources.uaExactHi;
+      o.uaLo = this.sources.uaExactLo;
+    } else {
+      hashUa(req.ua, uaSeed);
+      o.uaHi = UA_HASH[0]!;
+      o.uaLo = UA_HASH[1]!;
+    }
+    o.app = req.app;
+    o.dmn = req.dmn;
+    o.pub = req.pub;
+    o.sid = req.sid;
+    o.chain = chain;
+    return o;
   }
 
   /** Step 1: scan, authenticate, validate. Null when the request is good (this.req, this.customerId set). */

@@ -10,7 +10,7 @@ import { ifaMalformed, isZeroIfa } from '../signals/ifa.ts';
 import { asParsed, ipScratch, parseIpInto, type IpScratch } from '../signals/ip-address.ts';
 import { IpCache } from '../signals/ip-cache.ts';
 import { emptyIpVerdict, type IpVerdict } from '../signals/ip-intel.ts';
-import { parseSchain, type SchainNode } from '../signals/schain.ts';
+import { parseSchain, type SupplyChain } from '../signals/schain.ts';
 import { ADS_TXT_RESULT, type AdsTxtVerdict } from '../signals/ads-txt.ts';
 import type { ScoreInputs } from '../signals/score.ts';
 import { UaAnalyzer, emptyVerdict, judge, unparsedVerdict, type UaVerdict } from '../signals/ua-analysis.ts';
@@ -28,6 +28,8 @@ export interface LookupSignals extends ScoreInputs {
   schainCompleteFlag: 0 | 1;
   /** '' when the chain parsed (or none was sent), else the parse error code. */
   schainError: string;
+  /** The parsed chain (null when absent or invalid); a customer's seller entries match its nodes. */
+  schain: SupplyChain | null;
   ipBotActivity: boolean;
   /** The IP is in the fleet's bot-heavy set (a fleet host only; src/fleet/bot-ips.ts). */
   ipFleetBot: boolean;
@@ -41,7 +43,7 @@ export function emptySignals(): LookupSignals {
     declaredBot: false, automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false,
     uaInconsistent: false, geoMismatch: false, schainPresent: false, schainValid: false, schainVerified: false,
     schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: undefined as unknown as HistoryFacts,
-    ip: emptyIpVerdict(), ua: emptyVerdict(), uaConsistency: '', schainCompleteFlag: 0, schainError: '',
+    ip: emptyIpVerdict(), ua: emptyVerdict(), uaConsistency: '', schainCompleteFlag: 0, schainError: '', schain: null,
     ipBotActivity: false, ipFleetBot: false, adsTxt: ADS_TXT_RESULT.no_domain,
   };
 }
@@ -62,8 +64,9 @@ export class SignalSources {
   private readonly ipAddr: IpScratch = ipScratch();
   private readonly keys: HistoryKeys = emptyKeys();
   private readonly signals: LookupSignals = emptySignals();
-  /** The nodes of the last gather()'s supply chain (null when none parsed). */
-  lastNodes: SchainNode[] | null = null;
+  /** The last gather()'s hash of the UA as sent (the UA cache's seed): exact-UA policy entries use it. */
+  uaExactHi = 0;
+  uaExactLo = 0;
 
   constructor(memory: LookupMemory) {
     this.history = new History(memory.history);
@@ -93,13 +96,16 @@ export class SignalSources {
       this.ipCache.verdict(ipAddr, data.ip, data.generation, ip);
       this.uaCache.verdict(req.ua, now, ua);
       uaHashLo = this.uaCache.exactLo;
+      this.uaExactHi = this.uaCache.exactHi;
     } else {
       data.ip.verdict(asParsed(ipAddr), ip);
       hashUa(req.ua, this.uaCache.memory.seed);
       uaHashLo = UA_HASH[1]!;
+      this.uaExactHi = UA_HASH[0]!;
       if (unparsedVerdict(req.ua, ua) === null) judge(this.analyzer.examine(normalizeUa(req.ua), ua) as UaVerdict, this.analyzer.ceilingsAt(now));
     }
 
+    this.uaExactLo = uaHashLo;
     s.uaConsistency = uaConsistency(ua, req.dvt, req.app || undefined, req.ifa || undefined).reason;
 
     s.schainPresent = req.schainRaw !== undefined && req.schainRaw !== '';
@@ -107,12 +113,12 @@ export class SignalSources {
     s.schainVerified = false;
     s.schainCompleteFlag = 0;
     s.schainError = '';
-    let nodes: SchainNode[] | null = null;
+    s.schain = null;
     if (s.schainPresent) {
       const r = parseSchain(req.schainRaw!);
       if (r.ok) {
-        nodes = r.chain.nodes;
         s.schainValid = true;
+        s.schain = r.chain;
         s.schainCompleteFlag = r.chain.complete;
         s.schainVerified = data.sellers.verify(r.chain);
       } else {
@@ -121,8 +127,7 @@ export class SignalSources {
     }
     s.schainComplete = s.schainCompleteFlag === 1;
     // The crawl's in-memory result only: a publisher not crawled yet is `unknown`, never held against the request.
-    s.adsTxt = data.adsTxt.authorize(req.dmn, req.app, req.sid, req.pub, nodes);
-    this.lastNodes = nodes;
+    s.adsTxt = data.adsTxt.authorize(req.dmn, req.app, req.sid, req.pub, s.schain === null ? null : s.schain.nodes);
     s.sellerUnauthorized = s.adsTxt.verdict === 'unauthorized';
 
     const hasIfa = req.ifa !== '';

@@ -40,6 +40,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   // Null until the first data message: the port is open but lookups and health answer 503.
   let engine: LookupEngine | null = null;
   let keys = init.keys;
+  let policies = new Map(init.policies.map((u) => [u.customerId, u]));
   let stats = emptyStats(init.index);
   let draining = false;
   let lastError = '';
@@ -167,7 +168,10 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       });
       return;
     }
-    if (m.type === 'keys') {
+    if (m.type === 'policy') {
+      for (const u of m.updates) policies.set(u.customerId, u);
+      engine?.policies.apply(m.updates);
+    } else if (m.type === 'keys') {
       keys = m.keys;
       engine?.keys.replace(keys);
     } else if (m.type === 'data') {
@@ -177,6 +181,8 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
         if (engine === null) {
           engine = new LookupEngine(data, init.memory, { trackBotIps: init.trackBotIps === true, seenSample: init.seenSample ?? 0 });
           engine.keys.replace(keys);
+          engine.policies.apply([...policies.values()]);
+          policies = new Map();
         } else {
           engine.data = data;
         }

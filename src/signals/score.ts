@@ -135,8 +135,37 @@ function round4(x: number): number {
   return Math.round(x * 10_000) / 10_000;
 }
 
-export function bandOf(score: number): Band {
-  return score >= BAND_HIGH_MIN ? 'high' : score >= BAND_MEDIUM_MIN ? 'medium' : 'low';
+export function bandOf(score: number, medium = BAND_MEDIUM_MIN, high = BAND_HIGH_MIN): Band {
+  return score >= high ? 'high' : score >= medium ? 'medium' : 'low';
+}
+
+/** Reason codes a customer's own policy gives (src/policy): the verdict is the customer's, not the model's. */
+export const POLICY_REASONS = ['allowlisted', 'denylisted'] as const;
+export type PolicyReason = (typeof POLICY_REASONS)[number];
+
+/**
+ * A customer's policy applied to the model's result, in place: its thresholds set the band;
+ * an allow match makes the answer score 0, band `low`, reason `allowlisted`; a deny match
+ * score 1, band `high`, reason `denylisted` (leading, so the transaction's category is
+ * `denylisted`). Confidence is 1 either way (the customer decided). The components stay
+ * the model's evidence, and the model's reasons follow the policy's.
+ */
+export function applyPolicy(r: ScoreResult, decision: PolicyReason | null, medium: number, high: number): ScoreResult {
+  if (decision === null) {
+    r.band = bandOf(r.score, medium, high);
+    return r;
+  }
+  r.reasons.unshift(decision);
+  r.leading = decision;
+  r.confidence = 1;
+  if (decision === 'allowlisted') {
+    r.score = 0;
+    r.band = 'low';
+  } else {
+    r.score = 1;
+    r.band = 'high';
+  }
+  return r;
 }
 
 export function score(i: ScoreInputs): ScoreResult {

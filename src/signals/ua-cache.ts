@@ -195,6 +195,8 @@ export class UaCache {
   private readonly epoch: number;
   /** Exact-UA hash (low word) of the last verdict(): the history's distinct-UA fingerprint. */
   exactLo = 0;
+  /** The other half of that hash (a customer's exact-UA policy entries are keyed by both). */
+  exactHi = 0;
   /** Hits and misses of this thread (metrics). */
   hits = 0;
   misses = 0;
@@ -240,6 +242,7 @@ export class UaCache {
    */
   verdict(ua: string, now: number, out: UaVerdict): UaVerdict {
     hashUa(ua, this.seed);
+    this.exactHi = UA_HASH[0]!;
     this.exactLo = UA_HASH[1]!;
     if (unparsedVerdict(ua, out) !== null) return out;
     const hi = UA_HASH[2]!, lo = UA_HASH[3]!;
@@ -247,27 +250,30 @@ export class UaCache {
     const t = this.table;
     const u = t.u32;
     const b = t.bucketOf(hi);
-    t.lock(b);
-    let base = t.find(b, hi, lo);
-    if (base >= 0 && ((this.nowHour - (u[base + STAMP]! & 0xffffff)) & 0xffffff) < UA_CACHE_MAX_AGE_HOURS) {
-      unpack(u, base, out);
-      const s = u[base + STAMP]!;
-      if ((s & REF) === 0) u[base + STAMP] = (s | REF) >>> 0;
+    // A bucket whose lock stays taken (its holder preempted) counts as a miss and stores nothing.
+    if (t.lock(b)) {
+      const base = t.find(b, hi, lo);
+      if (base >= 0 && ((this.nowHour - (u[base + STAMP]! & 0xffffff)) & 0xffffff) < UA_CACHE_MAX_AGE_HOURS) {
+        unpack(u, base, out);
+        const s = u[base + STAMP]!;
+        if ((s & REF) === 0) u[base + STAMP] = (s | REF) >>> 0;
+        t.unlock(b);
+        this.hits++;
+        return judge(out, this.analyzer.ceilingsAt(now));
+      }
       t.unlock(b);
-      this.hits++;
-      return judge(out, this.analyzer.ceilingsAt(now));
     }
-    t.unlock(b);
     // Examined outside the lock (tens of µs): another thread may examine the same UA at the
     // same moment; both store the same traits.
     this.misses++;
     this.analyzer.examine(normalizeUa(ua), out);
-    t.lock(b);
-    base = t.find(b, hi, lo);
-    if (base < 0) base = t.claim(b, hi, lo, this.keepFn);
-    pack(out, u, base);
-    u[base + STAMP] = this.nowHour;
-    t.unlock(b);
+    if (t.lock(b)) {
+      let base = t.find(b, hi, lo);
+      if (base < 0) base = t.claim(b, hi, lo, this.keepFn);
+      pack(out, u, base);
+      u[base + STAMP] = this.nowHour;
+      t.unlock(b);
+    }
     return judge(out, this.analyzer.ceilingsAt(now));
   }
 

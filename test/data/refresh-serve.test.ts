@@ -48,7 +48,7 @@ t.test('ivtd data update beside a running server: files, reload, status, metrics
   t.ok(ts.server.refresher, 'a sources file gives the server a refresher (for status), without timers');
   t.same(ts.server.bundle.ipRanges.files, [], 'no ranges yet');
 
-  const metrics = async () => (await fetch(`${ts.api}/metrics`)).text();
+  const metrics = async () => (await fetch(`${ts.metrics}/metrics`)).text();
   t.notMatch(await metrics(), /ivtd_data_source_up\{/, 'a source never fetched has no up/down series');
 
   const up = await runIvtd(['data', 'update', '--data-dir', dir]);

@@ -16,6 +16,8 @@ export interface TestServer {
   api: string;
   /** Base URL of the reporting API (GET /v1/report, HTTP Basic). */
   reporting: string;
+  /** Base URL of the /metrics listener. */
+  metrics: string;
   stop(): Promise<void>;
 }
 
@@ -28,6 +30,7 @@ export function testConfig(dataDir: string, overrides: Partial<Config> = {}): Co
     prebidPort: 0,
     apiPort: 0,
     reportingPort: 0,
+    metricsPort: 0,
     logLevel: 'silent',
     ...overrides,
   };
@@ -48,6 +51,7 @@ export async function startTestServer(overrides: Partial<Config> = {}, dataDir?:
     prebid: `http://127.0.0.1:${server.ports.prebid}`,
     api: `http://127.0.0.1:${server.ports.api}`,
     reporting: `http://127.0.0.1:${server.ports.reporting}`,
+    metrics: `http://127.0.0.1:${server.ports.metrics}`,
     async stop() {
       await server.stop();
       if (!dataDir) rmSync(dir, { recursive: true, force: true });
