@@ -141,7 +141,7 @@ function edgePaths(partnerId: string, key: string, n: number): string[] {
 
 async function edgeIsolation(local: ClickHouseServer | null, url: string) {
   const dirs = [mkdtempSync(join(tmpdir(), 'ivtd-bench-full-')), mkdtempSync(join(tmpdir(), 'ivtd-bench-edge-'))];
-  const base = (dir: string): Config => ({ ...resolveConfig({}, {}), dataDir: dir, prebidPort: 0, apiPort: 0, reportingPort: 0, logLevel: 'silent', clickhouseUrl: url });
+  const base = (dir: string): Config => ({ ...resolveConfig({}, {}), dataDir: dir, prebidPort: 0, apiPort: 0, reportingPort: 0, metricsPort: 0, logLevel: 'silent', clickhouseUrl: url });
   const full = await startServer(base(dirs[0]!));
   const edge = await startServer({ ...base(dirs[1]!), role: 'edge' });
   try {
@@ -186,7 +186,7 @@ async function main(): Promise<void> {
   const url = urlArg ?? local!.url('bench');
   const dir = mkdtempSync(join(tmpdir(), 'ivtd-bench-fleet-'));
   try {
-    const ch = new ClickHouse(parseClickHouseUrl(url));
+    const ch = new ClickHouse(parseClickHouseUrl(url), { requestTimeoutMs: 600_000 });
     await migrateClickHouse(ch);
     const store = await Store.open(dir);
     const customer = await createCustomer(store, { name: 'bench', username: 'bench', password: 'bench-password-1' });

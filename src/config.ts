@@ -2,13 +2,17 @@
 // JSON config file (--config / IVTD_CONFIG) > default. OPTIONS is the one table that
 // the flag parser, the environment reader, `ivtd --help` and README all follow.
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { DEFAULT_PORTS } from './enums.ts';
+import { parseDuration } from './time.ts';
 import { ROLES } from './fleet/roles.ts';
 import { parseClickHouseUrl } from './fleet/url.ts';
+import { LOG_LEVELS } from './log.ts';
 import { parseWholeNumber } from './whole-number.ts';
 
-type Kind = 'string' | 'int' | 'path';
+/** `duration`: `90s`, `30m`, `6h`, `1d` (a bare number is seconds) or `off`; held as seconds, 0 = off. */
+type Kind = 'string' | 'int' | 'path' | 'duration';
 
 interface OptionSpec {
   /** Flag name without dashes; env var is IVTD_ + upper snake; config-file key is the camelCase key. */
@@ -18,14 +22,41 @@ interface OptionSpec {
   help: string;
   min?: number;
   max?: number;
+  /** A credential: `ivtd systemd-unit` refuses to write it into the unit file. */
+  secret?: boolean;
+  /** The only values a string option takes. */
+  choices?: readonly string[];
+  /** Why a (non-empty) string value is not acceptable, or undefined when it is. */
+  check?: (value: string) => string | undefined;
+}
+
+/** Default port of the /metrics listener (next to DEFAULT_PORTS' 9898-9900). */
+const METRICS_PORT = 9901;
+
+/** A DNS name of letters, digits and hyphens (RFC 1123 labels), as a bind address. */
+const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+function checkHost(v: string): string | undefined {
+  return isIP(v) !== 0 || HOSTNAME.test(v) ? undefined : `must be an IP address or a host name (such as 127.0.0.1, :: or localhost), got "${v}"`;
+}
+
+function checkClickHouseUrl(v: string): string | undefined {
+  try {
+    parseClickHouseUrl(v);
+    return undefined;
+  } catch (e) {
+    return (e as Error).message.replace(/^--clickhouse-url /, '');
+  }
 }
 
 export const OPTIONS = {
   dataDir: { flag: 'data-dir', kind: 'path', default: './ivtd-data', help: 'State directory: DuckDB file, keys, control socket, operator data (sellers/, lists).' },
-  host: { flag: 'host', kind: 'string', default: '127.0.0.1', help: 'Bind address for all listeners (0.0.0.0 or :: to listen on every interface).' },
+  host: { flag: 'host', kind: 'string', default: '127.0.0.1', help: 'Bind address for all listeners (0.0.0.0 or :: to listen on every interface).', check: checkHost },
   prebidPort: { flag: 'prebid-port', kind: 'int', default: DEFAULT_PORTS.prebid, help: 'Pre-bid lookup + /health-check port.', min: 0, max: 65535 },
-  apiPort: { flag: 'api-port', kind: 'int', default: DEFAULT_PORTS.api, help: 'Account API + dashboard + /metrics port.', min: 0, max: 65535 },
+  apiPort: { flag: 'api-port', kind: 'int', default: DEFAULT_PORTS.api, help: 'Account API + dashboard port.', min: 0, max: 65535 },
   reportingPort: { flag: 'reporting-port', kind: 'int', default: DEFAULT_PORTS.reporting, help: 'Reporting API port.', min: 0, max: 65535 },
+  metricsHost: { flag: 'metrics-host', kind: 'string', default: '127.0.0.1', help: 'Bind address of GET /metrics (Prometheus); loopback unless set, whatever --host is.', check: checkHost },
+  metricsPort: { flag: 'metrics-port', kind: 'int', default: METRICS_PORT, help: 'GET /metrics port (every role; nothing else is served there).', min: 0, max: 65535 },
   threads: { flag: 'threads', kind: 'int', default: 1, help: 'Lookup worker threads sharing the pre-bid port.', min: 1, max: 64 },
   memoryBudget: { flag: 'memory-budget', kind: 'int', default: 256, help: 'MB that lookup history, verdict caches and pending reporting counts take together, whatever the traffic (split in README).', min: 32, max: 1048576 },
   config: { flag: 'config', kind: 'path', default: undefined, help: 'JSON config file (keys are the camelCase option names).' },
@@ -39,9 +70,13 @@ export const OPTIONS = {
   keyGrace: { flag: 'key-grace', kind: 'int', default: 86400, help: 'Default seconds an old key keeps working after `ivtd key rotate`.', min: 0, max: 90 * 86400 },
   reportRate: { flag: 'report-rate', kind: 'int', default: 10, help: 'Reporting API requests per second per customer (token bucket refill).', min: 1, max: 100000 },
   reportBurst: { flag: 'report-burst', kind: 'int', default: 20, help: 'Reporting API burst size per customer (token bucket capacity).', min: 1, max: 100000 },
-  logLevel: { flag: 'log-level', kind: 'string', default: 'info', help: 'pino log level: fatal, error, warn, info, debug, trace.' },
-  clickhouseUrl: { flag: 'clickhouse-url', kind: 'string', default: undefined, help: 'Fleet mode: http://[user[:password]@]host:port[/database] of the ClickHouse shared by the fleet (database default ivtd, created if missing). README "Fleet".' },
-  role: { flag: 'role', kind: 'string', default: 'all', help: 'all: lookups, accounts, dashboard and reporting; edge: lookups only (+ /metrics on --api-port), keys from ClickHouse; needs --clickhouse-url.' },
+  logLevel: { flag: 'log-level', kind: 'string', default: 'info', help: `Log level: ${LOG_LEVELS.join(', ')}.`, choices: LOG_LEVELS },
+  dataRefresh: { flag: 'data-refresh', kind: 'duration', default: 'off', help: 'While serving, refresh the --data-sources every INTERVAL (e.g. 6h; at least 5m) and crawl ads.txt; off by default.', min: 300, max: 30 * 86400 },
+  dataSources: { flag: 'data-sources', kind: 'path', default: undefined, help: 'JSON file naming the data sources to refresh (default <data-dir>/sources.json; see README).' },
+  maxmindAccountId: { flag: 'maxmind-account-id', kind: 'string', default: undefined, help: 'MaxMind account ID for GeoIP2/GeoLite2 downloads by the data refresh.' },
+  maxmindLicenseKey: { flag: 'maxmind-license-key', kind: 'string', default: undefined, secret: true, help: 'MaxMind licence key for those downloads; prefer the environment or config file (a flag shows in ps).' },
+  clickhouseUrl: { flag: 'clickhouse-url', kind: 'string', default: undefined, help: 'Fleet mode: http://[user[:password]@]host:port[/database] of the ClickHouse shared by the fleet (database default ivtd, created if missing). README "Fleet".', check: checkClickHouseUrl },
+  role: { flag: 'role', kind: 'string', default: 'all', help: 'all: lookups, accounts, dashboard and reporting; edge: lookups only (and /metrics), keys from ClickHouse; needs --clickhouse-url.', choices: ROLES },
 } as const satisfies Record<string, OptionSpec>;
 
 export type OptionKey = keyof typeof OPTIONS;
@@ -52,6 +87,8 @@ export interface Config {
   prebidPort: number;
   apiPort: number;
   reportingPort: number;
+  metricsHost: string;
+  metricsPort: number;
   threads: number;
   memoryBudget: number;
   config: string | undefined;
@@ -66,6 +103,11 @@ export interface Config {
   reportRate: number;
   reportBurst: number;
   logLevel: string;
+  /** Seconds between data refresh passes while serving; 0 = off. */
+  dataRefresh: number;
+  dataSources: string | undefined;
+  maxmindAccountId: string | undefined;
+  maxmindLicenseKey: string | undefined;
   clickhouseUrl: string | undefined;
   role: string;
 }
@@ -79,6 +121,9 @@ export function envName(key: OptionKey): string {
 function coerce(key: OptionKey, raw: unknown, from: string): string | number | undefined {
   const spec: OptionSpec = OPTIONS[key];
   if (raw === undefined || raw === null) return undefined;
+  // A config file is JSON: numbers for whole-number options (or their text), strings for the rest.
+  const fine = typeof raw === 'string' || (spec.kind === 'int' && typeof raw === 'number');
+  if (!fine) throw new ConfigError(`${from}: ${spec.flag} must be ${spec.kind === 'int' ? 'a whole number' : 'a string'}, got ${JSON.stringify(raw)}`);
   if (spec.kind === 'int') {
     const s = String(raw);
     const n = parseWholeNumber(s);
@@ -90,6 +135,18 @@ function coerce(key: OptionKey, raw: unknown, from: string): string | number | u
   }
   const s = String(raw);
   if (s === '') throw new ConfigError(`${from}: ${spec.flag} must not be empty`);
+  if (spec.kind === 'duration') {
+    if (s === 'off' || s === '0') return 0;
+    const ms = parseDuration(s);
+    const secs = ms === null ? NaN : ms / 1000;
+    if (!(secs >= (spec.min ?? 1) && secs <= (spec.max ?? Infinity))) {
+      throw new ConfigError(`${from}: ${spec.flag} must be "off" or a duration such as 30m, 6h or 1d (from ${spec.min ?? 1} s to ${spec.max ?? '∞'} s), got "${s}"`);
+    }
+    return secs;
+  }
+  if (spec.choices && !spec.choices.includes(s)) throw new ConfigError(`${from}: ${spec.flag} must be one of ${spec.choices.join(', ')}, got "${s}"`);
+  const problem = spec.check?.(s);
+  if (problem !== undefined) throw new ConfigError(`${from}: ${spec.flag} ${problem}`);
   return spec.kind === 'path' ? resolve(s) : s;
 }
 
@@ -162,18 +219,10 @@ export function resolveConfig(
   return out as unknown as Config;
 }
 
-/** --role and --clickhouse-url belong together: a known role, a well-formed URL, and an edge only with one. */
+/** An edge takes its keys from the fleet and sends its counts there: it needs --clickhouse-url. */
 function checkFleet(role: string, url: string | undefined): void {
-  if (!(ROLES as readonly string[]).includes(role)) throw new ConfigError(`role must be one of ${ROLES.join(', ')}, got "${role}"`);
   if (role === 'edge' && url === undefined) {
     throw new ConfigError('--role edge needs --clickhouse-url: an edge takes its keys from the fleet and sends its counts there');
-  }
-  if (url !== undefined) {
-    try {
-      parseClickHouseUrl(url);
-    } catch (e) {
-      throw new ConfigError((e as Error).message);
-    }
   }
 }
 

@@ -16,8 +16,6 @@ export type DeviceType = keyof typeof DEVICE_TYPES;
 
 /** Device types that count as CTV for the conditional-parameter rule (need app + ifa). */
 export const CTV_DEVICE_TYPES: ReadonlySet<number> = new Set([3, 6, 7]);
-/** Device types that are mobile (phone/tablet). */
-export const MOBILE_DEVICE_TYPES: ReadonlySet<number> = new Set([1, 4, 5]);
 
 /** Ad type `adt`. */
 export const AD_TYPES = { 1: 'Banner', 2: 'Video', 3: 'Audio', 4: 'Native' } as const;

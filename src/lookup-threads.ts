@@ -16,8 +16,10 @@ import { STATUS_TEXT } from './errors.ts';
 import type { LookupMemory } from './memory/budget.ts';
 import type { CountRow } from './reporting/tuple.ts';
 import type { NewTuple } from './reporting/tuple-dictionary.ts';
+import type { BotIpRow } from './fleet/bot-ips.ts';
 import type { LiveKey } from './prebid/keys.ts';
-import type { FromWorker, LookupStats, LookupWorkerInit, ToWorker } from './prebid/messages.ts';
+import type { PolicyUpdate } from './policy/service.ts';
+import type { FromWorker, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from './prebid/messages.ts';
 import { HEALTH_PATH } from './prebid/worker.ts';
 import { startWorker } from './runtime/worker-entry.ts';
 
@@ -31,6 +33,10 @@ export interface LookupServerOptions {
   onCounts: (rows: CountRow[], stats: LookupStats) => void;
   /** Tuples a thread added to the shared counts (their values, for the flush). */
   onTuples?: (announced: NewTuple[]) => void;
+  /** A fleet host: threads keep their bot-heavy IPs and report them here. */
+  onBotIps?: (rows: BotIpRow[]) => void;
+  /** The data refresher crawls: threads sample the domains and selling systems they see and report them here. */
+  onSeen?: (seen: SeenValues) => void;
   /** A thread failed or ended unexpectedly (logged by the caller). */
   onWorkerError?: (index: number, err: Error) => void;
   /** A replacement thread is serving again. */
@@ -38,6 +44,13 @@ export interface LookupServerOptions {
   /** First and longest wait before starting a replacement thread, ms. */
   restartDelayMs?: { min: number; max: number };
 }
+
+/**
+ * Distinct domains (and apps, and selling systems) a thread reports per flush (a second by
+ * default) for the crawl: the refresher keeps the most recent few thousand, so a thread
+ * need not send more than that in a second.
+ */
+export const SEEN_SAMPLE_PER_FLUSH = 1000;
 
 /** A thread that served this long before failing starts its backoff from the beginning. */
 const STABLE_MS = 60_000;
@@ -68,6 +81,8 @@ export class LookupServer {
   private pending = new Map<string, { resolve: (v: FromWorker) => void }>();
   /** What every thread must have: the live keys and the data last loaded everywhere. */
   private keys: LiveKey[] = [];
+  /** Every customer's compiled policy, by customer (what a new thread starts with). */
+  private policies = new Map<string, PolicyUpdate>();
   private data: { bundle: DataBundle; id: number } | null = null;
   private fallback: { app: uWS.TemplatedApp; socket: uWS.us_listen_socket | null } | null = null;
   port = 0;
@@ -120,8 +135,11 @@ export class LookupServer {
       host: this.opts.host,
       port,
       keys: this.keys,
+      policies: [...this.policies.values()].filter((u) => u.buffer !== null),
       memory: this.opts.memory,
+      trackBotIps: this.opts.onBotIps !== undefined,
       countsIntervalMs: this.opts.countsIntervalMs ?? 1000,
+      seenSample: this.opts.onSeen ? SEEN_SAMPLE_PER_FLUSH : 0,
     };
     // The same way from a checkout and inside the binary (src/runtime/worker-entry.ts).
     const worker = startWorker('lookup', init, { resourceLimits: lookupHeapLimits(this.opts.memory) });
@@ -230,7 +248,11 @@ export class LookupServer {
   }
 
   private onMessage(m: FromWorker): void {
-    if (m.type === 'counts' || m.type === 'stopped') this.opts.onTuples?.(m.announced);
+    if (m.type === 'counts' || m.type === 'stopped') {
+      this.opts.onTuples?.(m.announced);
+      if (m.botIps.length > 0) this.opts.onBotIps?.(m.botIps);
+      if (m.seen !== null) this.opts.onSeen?.(m.seen);
+    }
     if (m.type === 'counts') this.opts.onCounts(m.rows, m.stats);
     else if (m.type === 'fatal') this.opts.onWorkerError?.(m.index, new Error(`lookup thread ${m.index} failed: ${m.message}`));
     const key = m.type === 'data-ok' || m.type === 'data-failed' ? `data:${m.id}:${m.index}` : m.type === 'stopped' ? `stop:${m.index}` : '';
@@ -258,6 +280,12 @@ export class LookupServer {
       });
       slot.worker.postMessage(msg);
     });
+  }
+
+  /** Customers' policies changed: every thread swaps them in (buffers are shared, never copied). */
+  pushPolicies(updates: PolicyUpdate[]): void {
+    for (const u of updates) this.policies.set(u.customerId, u);
+    for (const s of this.slots) s.worker?.postMessage({ type: 'policy', updates } satisfies ToWorker);
   }
 
   pushKeys(keys: LiveKey[]): void {

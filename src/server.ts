@@ -11,7 +11,7 @@ import { TupleDictionary } from './reporting/tuple-dictionary.ts';
 import { buildLookupData } from './prebid/data.ts';
 import type { CountRow } from './reporting/tuple.ts';
 import { LookupEngine } from './prebid/pipeline.ts';
-import type { LookupStats } from './prebid/messages.ts';
+import type { LookupStats, SeenValues } from './prebid/messages.ts';
 import { mountExplainRoute } from './account/explain-route.ts';
 import { LookupServer } from './lookup-threads.ts';
 import { startControlServer } from './cli/control.ts';
@@ -19,20 +19,29 @@ import { startAccountApi } from './account/api.ts';
 import { mountDashboard } from './dashboard/static.ts';
 import { mountReportRoute } from './reporting/api.ts';
 import { openReporting } from './reporting/service.ts';
-import { ServiceMetrics } from './ops/metrics.ts';
+import { ServiceMetrics, startMetricsListener } from './ops/metrics.ts';
 import { Store } from './store/db.ts';
 import { activePrebidKeys } from './store/api-keys.ts';
 import { ensureFirstCustomer } from './store/customers.ts';
 import { startFleet, type Fleet } from './fleet/fleet.ts';
-import { EDGE_PROVISIONING_REFUSAL, startEdgeMetrics } from './fleet/edge.ts';
+import type { BotIpRow } from './fleet/bot-ips.ts';
+import { BotIpTally } from './prebid/bot-ip-tracker.ts';
+import { EDGE_PROVISIONING_REFUSAL } from './fleet/edge.ts';
+import { refresherFor, type DataRefresher } from './data/refresh.ts';
+import { SourcesError } from './data/sources.ts';
+import type { HttpGetOptions } from './data/http-get.ts';
+import { PolicyService, type PolicySource, type PolicyUpdate } from './policy/service.ts';
+import { policyVersions, readPolicy } from './store/policies.ts';
 
 export interface RunningServer {
   config: Config;
   store: Store;
-  ports: { prebid: number; api: number; reporting: number };
+  /** Bound ports; 0 for a listener this role does not open (an edge has no api or reporting). */
+  ports: { prebid: number; api: number; reporting: number; metrics: number };
   /** Main-thread engine over the same data and shared state, for the admin-side explain tool. */
   explainEngine(): LookupEngine;
-  reload(): Promise<{ ok: boolean; errors: string[] }>;
+  /** Re-reads the data files (with `next`'s paths when given); on failure the old data keeps serving. */
+  reload(next?: Config): Promise<{ ok: boolean; errors: string[] }>;
   refreshKeys(): Promise<void>;
   stop(): Promise<void>;
   /** Hooks later parts register: each receives count deltas from the lookup threads. */
@@ -40,17 +49,35 @@ export interface RunningServer {
   bundle: DataBundle;
   /** Reporting rollups: flush() writes the pending counts now (tests, benchmarks). */
   reporting?: { flush(): Promise<void> };
-  /** Prometheus metrics, served as GET /metrics on the account API port. */
+  /** Prometheus metrics, served as GET /metrics on --metrics-host:--metrics-port. */
   metrics: ServiceMetrics;
   /** The lookup threads' supervisor (thread counts, fault injection in tests). */
   lookups: LookupServer;
   /** This host's part in a fleet (--clickhouse-url), else null. */
   fleet: Fleet | null;
+  /**
+   * The data refresher (null when there is no usable sources file). Its timers run only
+   * with --data-refresh; noteDomainsSeen / noteAppsSeen / noteSellersSeen feed the crawl.
+   */
+  refresher: DataRefresher | null;
+  /** Customers' compiled policies (src/policy). */
+  policies: PolicyService;
+}
+
+/** Values the lookup threads saw, to the refresher's bounded crawl lists. */
+function noteSeen(r: DataRefresher, seen: SeenValues): void {
+  if (seen.sites.length > 0) r.noteDomainsSeen(seen.sites);
+  if (seen.apps.length > 0) r.noteAppsSeen(seen.apps);
+  if (seen.systems.length > 0) r.noteSellersSeen(seen.systems);
 }
 
 export interface StartOptions {
   /** Print the first customer's credentials to stdout (serve does; tests don't). */
   announceFirstCustomer?: boolean;
+  /** Fleet bot-IP exchange period in ms (tests; default one minute). */
+  botIpIntervalMs?: number;
+  /** Tests: where the data refresher connects for a URL (a local server playing every host). */
+  dataConnect?: HttpGetOptions['connect'];
 }
 
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
@@ -82,6 +109,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     const sharedCounts = new SharedCounts(memory.counts);
     const drainSharedCounts = () => tuples.drain(sharedCounts, Date.now());
     let onFleetKeys = () => {};
+    let onFleetPolicies = () => {};
+    const botIpTally = new BotIpTally();
     const fleet = config.clickhouseUrl
       ? await startFleet({
           config,
@@ -91,6 +120,21 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
           source: drainSharedCounts,
           readKeys: () => activePrebidKeys(store),
           onKeysPulled: () => onFleetKeys(),
+          onPoliciesPulled: () => onFleetPolicies(),
+          botIps: {
+            // This host's bot-heavy IPs of the last period, from every lookup thread...
+            local: () => botIpTally.take(),
+            // ...and the fleet's set, keyed as history keys IPs, into shared memory.
+            onFleetSet: (ips) => {
+              const history = engine.sources.history;
+              const keys = ips.map((ip) => {
+                const k = history.keysFor({ ip, uid: '', ifa: '', ua: '' });
+                return [k.ipHi, k.ipLo] as const;
+              });
+              engine.sources.fleetBotIps.replace(keys);
+            },
+            ...(opts.botIpIntervalMs ? { intervalMs: opts.botIpIntervalMs } : {}),
+          },
         })
       : null;
     if (fleet) cleanup.unshift(() => fleet.close());
@@ -108,6 +152,17 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     });
     countSinks.push((rows) => reporting.writer.add(rows));
     cleanup.unshift(() => reporting.writer.close());
+    // The data refresher: built whenever the sources file is usable (for `data.reload` and
+    // /metrics); it fetches on its own only with --data-refresh. A broken sources file stops
+    // the start when a refresh was asked for, and is only logged otherwise.
+    let refresher: DataRefresher | null = null;
+    let reloadData: () => Promise<{ ok: boolean; errors: string[] }> = async () => ({ ok: false, errors: ['not started yet'] });
+    try {
+      refresher = refresherFor(config, { onChanged: () => reloadData(), log, ...(opts.dataConnect ? { connect: opts.dataConnect } : {}) });
+    } catch (e) {
+      if (!(e instanceof SourcesError) || config.dataRefresh > 0) throw e;
+      log.warn({ err: e.message }, 'sources file unusable: no data refresh status until it is fixed');
+    }
     const metrics = new ServiceMetrics({
       threads: config.threads,
       liveThreads: () => lookups.liveThreads,
@@ -115,6 +170,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       bundle: () => bundle,
       keysLoaded: () => engine.keys.size,
       flushStats: () => reporting.writer.stats(),
+      refreshStatus: refresher ? () => refresher.status() : undefined,
       memory: () => {
         const src = engine.sources;
         return {
@@ -126,8 +182,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
             thread_counts: plan.threadCountsBytes * plan.threads,
             pending_counts: plan.pendingCountsBytes,
             store: plan.storeBytes,
+            policy: plan.policyBytes,
           },
-          occupancy: { ...src.history.occupancy(), uas: src.uaCache.occupancy(), ip_verdicts: src.ipCache.occupancy(), tuples: sharedCounts.occupancy() },
+          occupancy: { ...src.history.occupancy(), policy: policies.bytes / Math.max(1, plan.policyBytes), uas: src.uaCache.occupancy(), ip_verdicts: src.ipCache.occupancy(), tuples: sharedCounts.occupancy() },
         };
       },
     });
@@ -143,12 +200,33 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       threads: config.threads,
       memory,
       onTuples: (announced) => tuples.add(announced),
+      ...(fleet ? { onBotIps: (rows: BotIpRow[]) => botIpTally.add(rows) } : {}),
+      // The crawl of ads.txt and sellers.json follows traffic only when the server refreshes.
+      ...(refresher && config.dataRefresh > 0 ? { onSeen: (seen: SeenValues) => noteSeen(refresher!, seen) } : {}),
       onCounts: (rows, stats) => {
         for (const sink of countSinks) sink(rows, stats);
       },
       onWorkerError: (index, err) => log.error({ thread: index, err: err.message }, 'lookup thread failed'),
       onRestart: (index, restarts) => log.warn({ thread: index, restarts }, 'lookup thread replaced and serving again'),
     });
+
+    // Customers' policies: compiled once each into shared memory, within the budget's policy
+    // share; pushed to the threads when the API or the CLI changes one, and checked every 5 s.
+    const policySource: PolicySource = {
+      versions: () => policyVersions(store),
+      read: (customerId) => readPolicy(store, customerId),
+    };
+    let engineReady = false;
+    const policies = new PolicyService(policySource, plan.policyBytes, (updates: PolicyUpdate[]) => {
+      lookups.pushPolicies(updates);
+      if (engineReady) engine.policies.apply(updates);
+      fleet?.policiesChanged();
+    }, memory.uaCache.seed);
+    await policies.refresh();
+    const refreshPoliciesSoon = () => {
+      policies.refresh().catch((e: Error) => log.error({ err: e.message }, 'policy refresh failed'));
+    };
+    onFleetPolicies = refreshPoliciesSoon;
 
     // Pushed only when the live set changed: a push replaces each thread's key table and
     // empties its memo of verified keys. Expiry itself is checked per lookup.
@@ -176,10 +254,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
 
     bundle = loadBundle(config);
     built = buildLookupData(bundle, dataGeneration);
+    bundle.sellersIndex = built.data.sellers.index;
     for (const f of describeBundle(bundle)) log.info(f, 'data file loaded');
-    for (const w of built.warnings) log.warn({ warning: w }, 'data warning');
+    for (const w of [...bundle.warnings, ...built.warnings]) log.warn({ warning: w }, 'data warning');
     engine = new LookupEngine(built.data, memory);
     engine.keys.replace(keys);
+    engine.policies.apply(policies.all());
+    engineReady = true;
     const src = engine.sources;
     log.info(
       describePlan(plan, {
@@ -192,7 +273,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       'memory budget: history, caches and pending counts stay within it',
     );
     // Drops keys whose grace period ended (the threads also check expiry per lookup).
-    const keyTimer = setInterval(refreshKeysSoon, 5000);
+    const keyTimer = setInterval(() => {
+      refreshKeysSoon();
+      refreshPoliciesSoon();
+    }, 5000);
     keyTimer.unref();
     cleanup.unshift(() => clearInterval(keyTimer));
 
@@ -200,18 +284,17 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       dataDir: config.dataDir,
       store,
       onKeysChanged: refreshKeysSoon,
+      onReloadData: () => reloadData(),
+      policies,
       refuse: edge ? EDGE_PROVISIONING_REFUSAL : undefined,
     });
     cleanup.unshift(() => control.close());
     fleet?.registerMetrics(metrics.registry);
 
+    const metricsListener = await startMetricsListener(config.metricsHost, config.metricsPort, metrics);
+    cleanup.unshift(() => metricsListener.close());
     // The dashboard learns the bound ports at request time (ephemeral ports in tests).
-    const boundPorts = { prebid: prebidPort, api: config.apiPort, reporting: config.reportingPort };
-    if (edge) {
-      const metricsOnly = await startEdgeMetrics(config.host, config.apiPort, metrics);
-      cleanup.unshift(() => metricsOnly.close());
-      Object.assign(boundPorts, { api: metricsOnly.port, reporting: 0 });
-    }
+    const boundPorts = { prebid: prebidPort, api: edge ? 0 : config.apiPort, reporting: edge ? 0 : config.reportingPort, metrics: metricsListener.port };
     const dashboardPorts = () => boundPorts;
     const api = edge ? null : await startAccountApi({
       config,
@@ -219,10 +302,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       mount: (router, sessions) => {
         mountDashboard(router, { config, ports: () => dashboardPorts() });
         mountReportRoute(router, reporting.engine, sessions, reporting.limiter);
-        metrics.mount(router);
         mountExplainRoute(router, { store, sessions, engine: () => engine });
       },
       onKeysChanged: refreshKeysSoon,
+      policies,
     });
     if (api) cleanup.unshift(() => api.close());
 
@@ -242,17 +325,22 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       bundle,
       reporting: { flush: () => reporting.writer.flush() },
       metrics,
+      refresher,
       lookups,
       fleet,
+      policies,
       explainEngine: () => engine,
       refreshKeys,
-      async reload() {
+      async reload(nextConfig = config) {
         let next: DataBundle;
+        // Files written by `ivtd data update` in another process: status follows them.
+        refresher?.syncFromDisk();
         const generation = dataGeneration + 1;
         try {
-          next = loadBundle(config);
+          next = loadBundle(nextConfig);
           const b = buildLookupData(next, generation);
-          for (const w of b.warnings) log.warn({ warning: w }, 'data warning');
+          next.sellersIndex = b.data.sellers.index;
+          for (const w of [...next.warnings, ...b.warnings]) log.warn({ warning: w }, 'data warning');
           built = b;
         } catch (e) {
           const msg = (e as Error).message;
@@ -282,6 +370,17 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         }
       },
     };
+
+    reloadData = () => running.reload();
+    if (refresher) {
+      const r = refresher;
+      // Unshifted: stopped (its requests aborted) before the listeners and the store close.
+      cleanup.unshift(() => r.stop());
+      if (config.dataRefresh > 0) {
+        r.start(config.dataRefresh * 1000);
+        log.info({ every: config.dataRefresh, sources: config.dataSources ?? 'data dir sources.json' }, 'data refresh on');
+      }
+    }
 
     if (first && opts.announceFirstCustomer) announce(first, running);
     return running;
@@ -331,10 +430,10 @@ export async function serve(config: Config, reread?: () => Config): Promise<void
   const s = await startServer(config, { announceFirstCustomer: true });
   log.info({ ms: Date.now() - t0, ports: s.ports }, 'ivtd ready');
   let stopping = false;
-  const shutdown = (signal: string) => {
+  const shutdown = (why: string, code: number) => {
     if (stopping) return;
     stopping = true;
-    log.info({ signal }, 'shutting down: draining lookups and flushing reporting');
+    log.info({ signal: why }, 'shutting down: draining lookups and flushing reporting');
     const hard = setTimeout(() => {
       log.error('shutdown took longer than 15 s; exiting');
       process.exit(1);
@@ -342,35 +441,72 @@ export async function serve(config: Config, reread?: () => Config): Promise<void
     hard.unref();
     s.stop()
       .then(() => {
-        log.info('stopped cleanly');
-        process.exit(0);
+        log.info(code === 0 ? 'stopped cleanly' : 'stopped after a failure; exiting 1');
+        process.exit(code);
       })
       .catch((e: Error) => {
         log.error({ err: e.message }, 'shutdown failed');
         process.exit(1);
       });
   };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM', 0));
+  process.on('SIGINT', () => shutdown('SIGINT', 0));
+  // A failure nothing caught on this thread: the process cannot be trusted any more, but
+  // exiting at once while lookup threads hold their sockets aborts Node (and drops the
+  // pending counts). Log it, take the SIGTERM path, exit 1 for the supervisor to restart.
+  const fatal = (kind: string) => (e: unknown) => {
+    const err = e instanceof Error ? { message: e.message, stack: e.stack } : { message: String(e) };
+    log.fatal({ err }, `${kind} on the main thread; stopping`);
+    shutdown(kind, 1);
+  };
+  process.on('uncaughtException', fatal('uncaught exception'));
+  process.on('unhandledRejection', fatal('unhandled promise rejection'));
+  // One reload at a time; a SIGHUP during a reload runs after it.
+  let reloading: Promise<void> = Promise.resolve();
   process.on('SIGHUP', () => {
-    log.info('SIGHUP: reloading config and data files');
-    if (reread) applyConfig(config, reread);
-    s.reload().catch((e: Error) => log.error({ err: e.message }, 'reload failed'));
+    reloading = reloading.then(() => reloadAll(s, config, reread)).catch((e: Error) => log.error({ err: e.message }, 'reload refused: keeping the running config and data'));
   });
 }
 
-/** Applies the live options of a re-read config in place; names the ones that need a restart. */
-function applyConfig(config: Config, reread: () => Config): void {
-  let next: Config;
-  try {
-    next = reread();
-  } catch (e) {
-    log.error({ err: (e as Error).message }, 'config reload refused: keeping the running config');
-    return;
+/**
+ * SIGHUP: re-reads the config, then the data files with it. All or nothing: a config that
+ * does not resolve, a value the logger refuses, a data file that does not load, or any other
+ * failure keeps the running config and data, and is logged. Options other than the live
+ * ones are named as needing a restart.
+ */
+async function reloadAll(s: RunningServer, config: Config, reread?: () => Config): Promise<void> {
+  log.info('SIGHUP: reloading config and data files');
+  let next: Config = config;
+  if (reread) {
+    try {
+      next = reread();
+    } catch (e) {
+      log.error({ err: (e as Error).message }, 'config reload refused: keeping the running config and data');
+      return;
+    }
   }
   const { live, restart } = diffConfig(config, next);
-  for (const key of live) (config as unknown as Record<string, unknown>)[key] = next[key];
-  log.level = config.logLevel;
+  const candidate: Config = { ...config };
+  for (const key of live) (candidate as unknown as Record<string, unknown>)[key] = next[key];
+  const level = log.level;
+  try {
+    log.level = candidate.logLevel;
+  } catch (e) {
+    log.error({ err: (e as Error).message }, 'config reload refused: keeping the running config and data');
+    return;
+  }
+  let result: Awaited<ReturnType<RunningServer['reload']>>;
+  try {
+    result = await s.reload(candidate);
+  } catch (e) {
+    result = { ok: false, errors: [(e as Error).message] };
+  }
+  if (!result.ok) {
+    log.level = level;
+    if (live.length || restart.length) log.error({ errors: result.errors }, 'config reload refused with the data: keeping the running config');
+    return;
+  }
+  Object.assign(config, candidate);
   if (live.length) log.info({ changed: live }, 'config reloaded');
   if (restart.length) log.warn({ changed: restart }, 'config changes that take effect only after a restart');
 }

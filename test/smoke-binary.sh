@@ -77,10 +77,12 @@ SIZE=$(stat -c %s ivtd)
 P1=$(free_port)
 P2=$(free_port)
 P3=$(free_port)
+P4=$(free_port)
 BASE1="http://127.0.0.1:$P1"
 BASE2="http://127.0.0.1:$P2"
 BASE3="http://127.0.0.1:$P3"
-SERVE=(./ivtd serve --data-dir ./state --prebid-port "$P1" --api-port "$P2" --reporting-port "$P3" --flush-interval 1)
+BASE4="http://127.0.0.1:$P4"
+SERVE=(./ivtd serve --data-dir ./state --prebid-port "$P1" --api-port "$P2" --reporting-port "$P3" --metrics-port "$P4" --flush-interval 1)
 
 # --- version, from the binary alone
 VERSION_OUT="$(env -i ./ivtd --version)" || fail "ivtd --version exited non-zero"
@@ -188,14 +190,16 @@ http "$BASE2/"
 [[ "$STATUS" == 200 && "$BODY" == *'<html'* ]] || fail "dashboard: GET / on the account API port gave $STATUS"
 say "dashboard: GET / serves HTML"
 
-http "$BASE2/metrics"
+http "$BASE4/metrics"
 [[ "$STATUS" == 200 ]] || fail "/metrics: status $STATUS"
 for series in 'ivtd_lookup_requests_total{status="200"}' 'ivtd_lookup_duration_seconds_bucket' 'process_resident_memory_bytes' 'ivtd_data_age_seconds' 'ivtd_reporting_flushes_total'; do
   grep -qF "$series" <<<"$BODY" || fail "/metrics lacks $series"
 done
-http "$BASE1/metrics"
-[[ "$STATUS" == 404 ]] || fail "/metrics must not be on the lookup port (status $STATUS)"
-say "metrics: on the account API port only"
+for base in "$BASE1" "$BASE2" "$BASE3"; do
+  http "$base/metrics"
+  [[ "$STATUS" == 404 ]] || fail "/metrics must be on --metrics-port only, not on $base (status $STATUS)"
+done
+say "metrics: on the metrics port only"
 
 # --- SIGHUP: data reloads while lookups keep working
 kill -HUP "$PID"

@@ -12,11 +12,13 @@ import { mountAuthRoutes } from './auth-routes.ts';
 import { loadOrCreateJwtKey } from './jwt-key.ts';
 import { LoginThrottle } from './login-throttle.ts';
 import { mountProjectRoutes } from './project-routes.ts';
+import { mountPolicyRoutes } from './policy-routes.ts';
+import type { PolicyService } from '../policy/service.ts';
 import { SessionGuard } from './session.ts';
 import { pruneSessions } from './sessions.ts';
 
 /** Path families where every request needs a valid Bearer token, matched or not. */
-export const BEARER_PREFIXES = ['/v1/project', '/v1/account'] as const;
+export const BEARER_PREFIXES = ['/v1/project', '/v1/account', '/v1/policy'] as const;
 const PRUNE_INTERVAL_MS = HOUR_MS;
 
 export interface AccountApiOptions {
@@ -26,6 +28,8 @@ export interface AccountApiOptions {
   mount?: (router: Router, sessions: SessionGuard) => void;
   /** Called after a key rotation so the lookup threads learn the new key at once. */
   onKeysChanged?: () => void;
+  /** Customers' compiled policies (null: changes reach the store only, e.g. in tests of the API alone). */
+  policies?: PolicyService | null;
 }
 
 export async function startAccountApi(opts: AccountApiOptions): Promise<Listener & { sessions: SessionGuard }> {
@@ -38,6 +42,7 @@ export async function startAccountApi(opts: AccountApiOptions): Promise<Listener
   mountAuthRoutes(router, { store, config, tokens, throttle: new LoginThrottle() });
   mountProjectRoutes(router, { store, sessions });
   mountAccountRoutes(router, { store, sessions, defaultGraceSeconds: config.keyGrace, onKeysChanged: opts.onKeysChanged });
+  mountPolicyRoutes(router, { store, sessions, policies: opts.policies ?? null });
   opts.mount?.(router, sessions);
 
   const prune = () => pruneSessions(store, config.accessTokenTtl).catch((e: Error) => log.error({ err: e.message }, 'session cleanup failed'));

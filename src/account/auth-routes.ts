@@ -2,11 +2,12 @@
 // (JSON refresh token). Token responses: {access_token, refresh_token, token_type, expires_in}.
 import type { Config } from '../config.ts';
 import { HttpError } from '../errors.ts';
+import { log } from '../log.ts';
 import { readForm, readJsonObject, sendJson, type Ctx, type Router } from '../http/router.ts';
 import { tooManyRequests } from '../http/throttle.ts';
-import { findUserForLogin } from '../store/logins.ts';
+import { findUserForLogin, upgradePasswordHash } from '../store/logins.ts';
 import type { Store } from '../store/db.ts';
-import { PASSWORD_MAX, verifyPasswordOrDummy } from '../store/secrets.ts';
+import { PASSWORD_MAX, hashPassword, needsRehash, verifyPasswordOrDummy } from '../store/secrets.ts';
 import type { AccessTokens } from './access-tokens.ts';
 import { FieldError } from './field-error.ts';
 import type { LoginThrottle } from './login-throttle.ts';
@@ -77,19 +78,36 @@ export function mountAuthRoutes(router: Router, deps: AuthDeps): void {
     const username = formField(form, 'username', USERNAME_INPUT_MAX);
     const password = formField(form, 'password', PASSWORD_MAX);
 
-    const wait = throttle.retryAfter(username, ctx.ip);
-    if (wait > 0) {
-      throw tooManyRequests(`Too many failed logins; try again in ${wait} seconds.`, wait);
+    // Counted as a failure before the check (a success takes it back): see login-throttle.ts.
+    const admission = throttle.begin(username, ctx.ip);
+    if (!admission.ok) {
+      const wait = admission.retryAfter;
+      throw tooManyRequests(
+        admission.reason === 'locked'
+          ? `Too many failed logins; try again in ${wait} seconds.`
+          : `Too many logins are being checked at once; try again in ${wait} second${wait === 1 ? '' : 's'}.`,
+        wait,
+      );
     }
-    // Unknown users are checked against a dummy hash: the same work and the same answer.
-    const user = await findUserForLogin(store, username);
-    const ok = await verifyPasswordOrDummy(password, user?.password_hash);
-    const session = ok && user && !user.disabled ? await startSession(store, { user_id: user.user_id, refreshTtl: config.refreshTokenTtl }) : undefined;
-    if (!session) {
-      throttle.failed(username, ctx.ip);
-      throw new HttpError('unauthorized', BAD_CREDENTIALS_MESSAGE);
+    let session: Awaited<ReturnType<typeof startSession>> | undefined;
+    try {
+      // Unknown users are checked against a dummy hash: the same work and the same answer.
+      const user = await findUserForLogin(store, username);
+      const ok = await verifyPasswordOrDummy(password, user?.password_hash);
+      session = ok && user && !user.disabled ? await startSession(store, { user_id: user.user_id, refreshTtl: config.refreshTokenTtl }) : undefined;
+      // Within the attempt's place in flight: the upgrade is one more check's worth of scrypt.
+      // A failed upgrade leaves the old hash (it still verifies) and the login stands.
+      if (session && user && needsRehash(user.password_hash)) {
+        const stored = user.password_hash;
+        await hashPassword(password)
+          .then((upgraded) => upgradePasswordHash(store, user.user_id, stored, upgraded))
+          .catch((e: Error) => log.warn({ err: e.message }, 'login: could not upgrade a password hash; will try at the next login'));
+      }
+    } finally {
+      if (session) admission.attempt.succeeded();
+      else admission.attempt.failed();
     }
-    throttle.succeeded(username);
+    if (!session) throw new HttpError('unauthorized', BAD_CREDENTIALS_MESSAGE);
     sendJson(ctx.res, 200, await tokenResponse(tokens, session.owner, session.refresh_token));
   });
 

@@ -31,7 +31,18 @@ type Rule<K extends keyof ProjectFields> = (v: unknown) => ProjectFields[K];
 const CONTROL = /\p{Cc}/u;
 const TAG_CONTROL = /[\0-\x08\x0B\x0C\x0E-\x1F\x7F]/;
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
-const HTML_ELEMENT = /<[A-Za-z!/][^>]*>/;
+/** Where an element, comment or end tag may begin: `<` then a letter, `!` or `/`. */
+const ELEMENT_START = /<[A-Za-z!/]/;
+
+/**
+ * True when `s` holds something shaped like an HTML element: an element start followed,
+ * anywhere later, by `>`. Same answer as /<[A-Za-z!/][^>]*>/, in one pass: that regex
+ * retries from every `<` and is quadratic on `<a<a<a…` (seconds for a 60 KB tag).
+ */
+export function looksLikeHtml(s: string): boolean {
+  const start = s.search(ELEMENT_START);
+  return start >= 0 && s.indexOf('>', start + 2) >= 0;
+}
 
 function text(field: string, max: number): (v: unknown) => string {
   return (v) => {
@@ -61,7 +72,7 @@ const tag: Rule<'tag'> = (v) => {
     if (!isUrl(s, ['https:'])) throw new FieldError('tag', 'tag is a URL but not a valid https:// URL.');
     return s;
   }
-  if (!HTML_ELEMENT.test(s)) throw new FieldError('tag', 'tag must be an https:// URL or HTML markup (such as a <script> or <iframe> tag).');
+  if (!looksLikeHtml(s)) throw new FieldError('tag', 'tag must be an https:// URL or HTML markup (such as a <script> or <iframe> tag).');
   if (TAG_CONTROL.test(v)) throw new FieldError('tag', 'tag must not contain control characters other than tabs and line breaks.');
   return v;
 };

@@ -1,6 +1,9 @@
 // The `ivtd` subcommands: parse the command line, run the operation (through a running
 // server's control socket when there is one, else on the store directly), print text or JSON.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { parsePolicyCsv, policyToCsv } from '../policy/csv.ts';
+import { DEFAULT_THRESHOLDS, PolicyError } from '../policy/model.ts';
+import type { StoredPolicy } from '../store/policies.ts';
 import { join } from 'node:path';
 import { ConfigError, OPTIONS, optionsHelp, resolveConfig, type Config } from '../config.ts';
 import { DB_FILE, Store, StoreLockedError } from '../store/db.ts';
@@ -11,6 +14,9 @@ import { ControlError, ControlUnavailableError, sendControl } from './control.ts
 import { runOperation, type OperationName, type OperationResult } from './operations.ts';
 import { DEFAULT_BINARY, UnitError, systemdUnit } from '../ops/systemd.ts';
 import { formatVersion, versionInfo } from '../ops/version.ts';
+import { SourcesError } from '../data/sources.ts';
+import { LockBusyError } from '../data/files.ts';
+import { DATA_USAGE, dataStatus, dataUpdate, statusText, updateText } from './data-commands.ts';
 import { isWholeNumberIn, parseWholeNumber } from '../whole-number.ts';
 import pkg from '../../package.json' with { type: 'json' };
 
@@ -78,6 +84,42 @@ function parseGrace(ctx: Context): number {
     throw new UsageError(`--grace must be a whole number of seconds from 0 to ${max}, got "${String(v)}"`);
   }
   return n;
+}
+
+/** --file PATH, or "-" for standard input. */
+async function readFileFlag(ctx: Context): Promise<string> {
+  const path = need(ctx, 'file');
+  if (path !== '-') {
+    try {
+      return readFileSync(path, 'utf8');
+    } catch (e) {
+      throw new UsageError(`cannot read --file ${path}: ${(e as Error).message}`);
+    }
+  }
+  let text = '';
+  for await (const chunk of ctx.stdin) text += typeof chunk === 'string' ? chunk : chunk.toString('utf8');
+  return text;
+}
+
+/** A CSV's entries; a problem in it is a usage error naming the line. */
+function csvEntries(text: string): unknown[] {
+  try {
+    return parsePolicyCsv(text);
+  } catch (e) {
+    if (e instanceof PolicyError) throw new UsageError(`--file, ${e.field}: ${e.message}`);
+    throw e;
+  }
+}
+
+function policyText(p: StoredPolicy & { customer_id: string }): string {
+  const lines = [
+    `Policy of customer ${p.customer_id} (version ${p.version}${p.updated_at ? `, changed ${p.updated_at}` : ''})`,
+    `  medium from   ${p.medium ?? `${DEFAULT_THRESHOLDS.medium} (default)`}`,
+    `  high from     ${p.high ?? `${DEFAULT_THRESHOLDS.high} (default)`}`,
+    `  entries       ${p.entries.length}`,
+  ];
+  for (const e of p.entries) lines.push(`  ${e.action.padEnd(5)} ${e.kind.padEnd(12)} ${e.value}`);
+  return lines.join('\n') + '\n';
 }
 
 function keyLine(k: CustomerListing['keys'][number]): string {
@@ -185,12 +227,77 @@ const COMMANDS: Command[] = [
     args: async (ctx) => ({ username: need(ctx, 'username') }),
     text: (r) => `Enabled user "${r.username}".\n`,
   }),
+  command({
+    words: 'policy show',
+    usage: 'policy show --customer REF [--json]',
+    summary: "Print a customer's policy: band thresholds and allow/deny entries (docs/policy.md).",
+    flags: ['customer'],
+    op: 'policy.show',
+    args: async (ctx) => ({ customer: need(ctx, 'customer') }),
+    text: (r) => policyText(r),
+  }),
+  command({
+    words: 'policy set',
+    usage: 'policy set --customer REF --file PATH|- [--json]',
+    summary: 'Replace the whole policy with a JSON file {"medium", "high", "entries": [{"kind", "value", "action"}]}.',
+    flags: ['customer', 'file'],
+    op: 'policy.set',
+    args: async (ctx) => {
+      const text = await readFileFlag(ctx);
+      let policy: unknown;
+      try {
+        policy = JSON.parse(text);
+      } catch (e) {
+        throw new UsageError(`--file is not valid JSON: ${(e as Error).message}`);
+      }
+      return { customer: need(ctx, 'customer'), policy };
+    },
+    text: (r) => `Policy of customer ${r.customer_id} set: ${r.entries} entries.\n`,
+  }),
+  command({
+    words: 'policy add',
+    usage: 'policy add --customer REF --kind KIND --value VALUE --action allow|deny [--json]',
+    summary: 'Add one entry (KIND: ip, ua, ua_substring, app, domain, publisher, seller), or change its action.',
+    flags: ['customer', 'kind', 'value', 'action'],
+    op: 'policy.add',
+    args: async (ctx) => ({ customer: need(ctx, 'customer'), entries: [{ kind: need(ctx, 'kind'), value: need(ctx, 'value'), action: need(ctx, 'action') }] }),
+    text: (r) => `${r.added === 1 ? 'Added the entry' : 'Changed the entry'}; the policy of ${r.customer_id} has ${r.entries} entries.\n`,
+  }),
+  command({
+    words: 'policy remove',
+    usage: 'policy remove --customer REF --kind KIND --value VALUE [--json]',
+    summary: 'Remove one entry.',
+    flags: ['customer', 'kind', 'value'],
+    op: 'policy.remove',
+    args: async (ctx) => ({ customer: need(ctx, 'customer'), entries: [{ kind: need(ctx, 'kind'), value: need(ctx, 'value') }] }),
+    text: (r) => `${r.removed === 1 ? 'Removed the entry' : 'No such entry'}; the policy of ${r.customer_id} has ${r.entries} entries.\n`,
+  }),
+  command({
+    words: 'policy import',
+    usage: 'policy import --customer REF --file PATH|- [--replace] [--json]',
+    summary: 'Add the entries of a CSV file (header kind,action,value); --replace makes them the whole list (thresholds kept).',
+    flags: ['customer', 'file', 'replace'],
+    op: 'policy.import',
+    args: async (ctx) => ({ customer: need(ctx, 'customer'), entries: csvEntries(await readFileFlag(ctx)), replace: ctx.flags.get('replace') === true }),
+    text: (r, a) => `${a.replace ? 'Replaced the list' : `Added ${r.added} new entries`}; the policy of ${r.customer_id} has ${r.entries} entries.\n`,
+  }),
+  command({
+    words: 'policy export',
+    usage: 'policy export --customer REF [--json]',
+    summary: "Print a customer's entries as CSV (kind,action,value), the format policy import reads.",
+    flags: ['customer'],
+    op: 'policy.show',
+    args: async (ctx) => ({ customer: need(ctx, 'customer') }),
+    text: (r) => policyToCsv(r.entries),
+  }),
 ];
 
 /** Flags of `ivtd systemd-unit` (besides the serve options it bakes into ExecStart). */
 const SYSTEMD_UNIT_FLAGS = ['user', 'binary'];
 
-const VALUE_FLAGS = new Set([...COMMANDS.flatMap((c) => c.flags).filter((f) => f !== 'password-stdin'), ...SYSTEMD_UNIT_FLAGS]);
+/** Flags that take no value. */
+const SWITCHES = new Set(['password-stdin', 'replace']);
+const VALUE_FLAGS = new Set([...COMMANDS.flatMap((c) => c.flags).filter((f) => !SWITCHES.has(f)), ...SYSTEMD_UNIT_FLAGS]);
 
 export const VERSION: string = pkg.version;
 
@@ -205,6 +312,10 @@ ${cmds}
   ivtd systemd-unit [--user USER] [--binary PATH] [serve options]
       Print a hardened systemd unit running "PATH serve [serve options]" (default binary
       ${DEFAULT_BINARY}; without --user systemd allocates a user: DynamicUser=yes).
+  ivtd ${DATA_USAGE.update.usage}
+      ${DATA_USAGE.update.summary}
+  ivtd ${DATA_USAGE.status.usage}
+      ${DATA_USAGE.status.summary}
   ivtd help | --help
   ivtd --version [--json]
       Version, build date and the dates of the embedded data.
@@ -240,7 +351,7 @@ async function execute(op: OperationName, args: Record<string, unknown>, dataDir
 
 /** Exit code and message for an error; a stack only for the unexpected ones. */
 function report(e: unknown, io: CliIO): number {
-  if (e instanceof UsageError || e instanceof ConfigError || e instanceof UnitError) {
+  if (e instanceof UsageError || e instanceof ConfigError || e instanceof UnitError || e instanceof SourcesError) {
     io.stderr.write(`ivtd: ${e.message}\nRun "ivtd help" for usage.\n`);
     return 2;
   }
@@ -248,7 +359,7 @@ function report(e: unknown, io: CliIO): number {
     io.stderr.write(`ivtd: ${e.message}\n`);
     return e.code === 'invalid' ? 2 : 1;
   }
-  if (e instanceof StoreLockedError || e instanceof ControlError) {
+  if (e instanceof StoreLockedError || e instanceof ControlError || e instanceof LockBusyError) {
     io.stderr.write(`ivtd: ${e.message}\n`);
     return 1;
   }
@@ -293,6 +404,20 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
         }),
       );
       return 0;
+    }
+    if (line === 'data update' || line === 'data status') {
+      for (const f of flags.keys()) if (f !== 'json') throw new UsageError(`unknown flag --${f} for "${line}"`);
+      const config = resolveConfig(options);
+      const json = flags.get('json') === true;
+      if (line === 'data status') {
+        const st = dataStatus(config);
+        io.stdout.write(json ? JSON.stringify(st) + '\n' : statusText(st));
+        return 0;
+      }
+      const u = await dataUpdate(config);
+      io.stdout.write(json ? JSON.stringify(u) + '\n' : updateText(u));
+      // A failed source is a failure of the command, though the others were applied.
+      return u.report.items.some((i) => i.result === 'failed') || (u.server !== null && !u.server.reloaded) ? 1 : 0;
     }
     const cmd = COMMANDS.find((c) => c.words === line);
     if (!cmd) throw new UsageError(`unknown command "${line}"`);

@@ -2,19 +2,23 @@
 // the CLI sends provisioning commands here instead of opening the store itself.
 // Protocol: one JSON object per line, {id, cmd, args} → {id, ok: true, result} |
 // {id, ok: false, error: {code, message}}, any number of requests per connection.
-import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import type { Store } from '../store/db.ts';
 import { STORE_ERROR_CODES, StoreError, type StoreErrorCode } from '../store/store-error.ts';
 import { log } from '../log.ts';
+import type { PolicyService } from '../policy/service.ts';
 import { isOperationName, runOperation, type OperationHooks, type OperationName, type OperationResult } from './operations.ts';
 
 export const CONTROL_SOCKET_FILE = 'ivtd.sock';
-export const MAX_LINE_BYTES = 64 * 1024;
+/** One request line; a whole policy (`ivtd policy set`, up to 100 000 entries) fits. */
+export const MAX_LINE_BYTES = 16 * 1024 * 1024;
 /** A connection idle this long is dropped, so a stuck client cannot hold a descriptor forever. */
 export const CONNECTION_IDLE_MS = 30_000;
 const CLIENT_TIMEOUT_MS = 30_000;
+/** Umask while binding the control socket: the file is created mode 0600. */
+const SOCKET_UMASK = 0o177;
 // sun_path holds 108 bytes including the terminating NUL; longer paths are silently truncated.
 const SUN_PATH_MAX = 107;
 
@@ -89,6 +93,11 @@ function safeHooks(opts: ControlServerOptions): OperationHooks {
         log.error({ err: e }, 'control: onKeysChanged failed');
       }
     },
+    async reloadData() {
+      if (!opts.onReloadData) throw new StoreError('invalid', 'this server does not reload data over the control socket');
+      return opts.onReloadData();
+    },
+    policies: opts.policies ?? null,
   };
 }
 
@@ -135,6 +144,11 @@ function serveConnection(socket: net.Socket, store: Store, hooks: OperationHooks
   };
   socket.on('data', (chunk: string) => {
     buffered += chunk;
+    // A long line arrives in many chunks: look for its end only in what just came.
+    if (!chunk.includes('\n')) {
+      if (buffered.length > MAX_LINE_BYTES / 3 && Buffer.byteLength(buffered) > MAX_LINE_BYTES) tooLarge();
+      return;
+    }
     let nl: number;
     while ((nl = buffered.indexOf('\n')) >= 0) {
       const line = buffered.slice(0, nl);
@@ -144,7 +158,7 @@ function serveConnection(socket: net.Socket, store: Store, hooks: OperationHooks
       // One at a time per connection, so responses come back in request order.
       queue = queue.then(() => handleLine(line, store, hooks, refuse).then(send));
     }
-    if (Buffer.byteLength(buffered) > MAX_LINE_BYTES) tooLarge();
+    if (buffered.length > MAX_LINE_BYTES / 3 && Buffer.byteLength(buffered) > MAX_LINE_BYTES) tooLarge();
   });
 }
 
@@ -152,6 +166,12 @@ export interface ControlServerOptions {
   dataDir: string;
   store: Store;
   onKeysChanged: () => void;
+  /** The server's data reload (same as SIGHUP), for `ivtd data update`. */
+  onReloadData?: () => Promise<{ ok: boolean; errors: string[] }>;
+  /** A policy changed (the lookup threads get it now rather than at the next 5 s check). */
+  onPolicyChanged?: () => void;
+  /** Compiled policies of the running server: a change must fit its memory budget share. */
+  policies?: PolicyService | null;
   /** When set, every command is refused with this message (a fleet edge provisions nothing). */
   refuse?: string;
 }
@@ -173,12 +193,19 @@ export async function startControlServer(opts: ControlServerOptions): Promise<{ 
     await removeStaleSocket(path, addr.address);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(addr.address, () => {
-        server.off('error', reject);
-        resolve();
-      });
+      // The socket file is created by bind(), inside listen(), with the process umask: set
+      // to 0177 for that call only, it is born 0600 (a chmod afterwards leaves a window in
+      // which anyone may connect). listen() binds synchronously; errors arrive as events.
+      const umask = process.umask(SOCKET_UMASK);
+      try {
+        server.listen(addr.address, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      } finally {
+        process.umask(umask);
+      }
     });
-    chmodSync(path, 0o600);
   } catch (e) {
     server.close();
     addr.release();
@@ -276,6 +303,7 @@ export function sendControl<N extends OperationName>(
     socket.on('close', () => finish(new ControlError('closed', `the ivtd server on ${path} closed the connection without answering`)));
     socket.on('data', (chunk: string) => {
       buffered += chunk;
+      if (!chunk.includes('\n')) return;
       const nl = buffered.indexOf('\n');
       if (nl < 0) return;
       let res: Response;

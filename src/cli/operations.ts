@@ -7,6 +7,10 @@ import type { Store } from '../store/db.ts';
 import { StoreError } from '../store/store-error.ts';
 import { addUser, setPassword, setUserDisabled } from '../store/users.ts';
 import { OPTIONS } from '../config.ts';
+import { requireCustomer } from '../store/customer-ref.ts';
+import { addEntries, getPolicy, removeEntries, setPolicy } from '../policy/manage.ts';
+import { PolicyError } from '../policy/model.ts';
+import type { PolicyService } from '../policy/service.ts';
 import { isWholeNumberIn } from '../whole-number.ts';
 
 /**
@@ -16,9 +20,29 @@ import { isWholeNumberIn } from '../whole-number.ts';
  */
 export interface OperationHooks {
   keysChanged(): void;
+  /** Reloads the data files (the SIGHUP path); only a running server can. */
+  reloadData(): Promise<{ ok: boolean; errors: string[] }>;
+  /** A running server's compiled policies: a change is checked against its budget share and pushed to the lookup threads. */
+  policies?: PolicyService | null;
 }
 
-export const NO_HOOKS: OperationHooks = { keysChanged() {} };
+export const NO_HOOKS: OperationHooks = {
+  keysChanged() {},
+  async reloadData() {
+    throw new StoreError('invalid', 'no running server to reload');
+  },
+};
+
+/** A policy operation: on the customer REF names, PolicyError as the StoreError `invalid` (exit 2). */
+async function onPolicy<T>(store: Store, args: Args, fn: (customerId: string) => Promise<T>): Promise<T & { customer_id: string }> {
+  const c = await requireCustomer(store, str(args, 'customer'));
+  try {
+    return { customer_id: c.customer_id, ...(await fn(c.customer_id)) };
+  } catch (e) {
+    if (e instanceof PolicyError) throw new StoreError('invalid', e.message);
+    throw e;
+  }
+}
 
 type Args = Record<string, unknown>;
 
@@ -69,6 +93,23 @@ export const OPERATIONS = {
     setPassword(store, { username: str(args, 'username'), password: str(args, 'password') }),
   'user.disable': (store: Store, args: Args) => setDisabled(store, args, true),
   'user.enable': (store: Store, args: Args) => setDisabled(store, args, false),
+  // Sent by `ivtd data update` after it changed files, so the server loads them now.
+  'data.reload': (_store: Store, _args: Args, hooks: OperationHooks) => hooks.reloadData(),
+  'policy.show': (store: Store, args: Args) => onPolicy(store, args, (id) => getPolicy(store, id)),
+  'policy.set': (store: Store, args: Args, hooks: OperationHooks) =>
+    onPolicy(store, args, (id) => setPolicy(store, hooks.policies ?? null, id, args.policy)),
+  'policy.add': (store: Store, args: Args, hooks: OperationHooks) =>
+    onPolicy(store, args, (id) => addEntries(store, hooks.policies ?? null, id, args.entries)),
+  'policy.remove': (store: Store, args: Args, hooks: OperationHooks) =>
+    onPolicy(store, args, (id) => removeEntries(store, hooks.policies ?? null, id, args.entries)),
+  /** Entries replace the list (thresholds kept), or with replace false are added to it. */
+  'policy.import': (store: Store, args: Args, hooks: OperationHooks) =>
+    onPolicy(store, args, async (id) => {
+      if (args.replace !== true) return addEntries(store, hooks.policies ?? null, id, args.entries);
+      const current = await getPolicy(store, id);
+      const r = await setPolicy(store, hooks.policies ?? null, id, { medium: current.medium, high: current.high, entries: args.entries });
+      return { added: r.entries, entries: r.entries };
+    }),
 } satisfies Record<string, (store: Store, args: Args, hooks: OperationHooks) => Promise<unknown>>;
 
 export type OperationName = keyof typeof OPERATIONS;

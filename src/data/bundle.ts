@@ -5,8 +5,13 @@
 // a file of the same name in <data-dir> > the embedded default.
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Config } from '../config.ts';
+import { OPTIONS, type Config } from '../config.ts';
+import { planMemory } from '../memory/budget.ts';
 import { listAssets, readAsset, readAssetInPlace } from '../runtime/assets.ts';
+import { RangeSetBuilder, addRangeList, type CompiledRanges } from '../signals/ip-ranges.ts';
+import { buildAdsTxtIndex, type AdsTxtBuildStats } from '../signals/ads-txt-build.ts';
+import type { CompiledAdsTxt } from '../signals/ads-txt.ts';
+import { ADS_TXT_DIR, readAdsTxtFiles } from './ads-txt-crawl.ts';
 
 export interface DataFile {
   /** Logical name, e.g. 'hosting-asns.txt'. */
@@ -20,6 +25,16 @@ export interface DataFile {
   asset?: string;
 }
 
+/** A file that was read and built into a structure here (its bytes are not kept). */
+export interface DataFileInfo {
+  name: string;
+  source: string;
+  bytes: number;
+  modified: string | null;
+  /** Entries it contributed (ranges, records). */
+  entries: number;
+}
+
 export interface DataBundle {
   asnBin: DataFile | null;
   asnMmdb: DataFile | null;
@@ -30,6 +45,20 @@ export interface DataBundle {
   hostingOrgPatterns: DataFile;
   badIfas: DataFile;
   sellers: DataFile[];
+  /**
+   * Published IP ranges (<data-dir>/ranges/*.txt: cloud providers, Tor exits, VPN lists,
+   * iCloud Private Relay), built here once into shared arrays: IpRanges.fromCompiled().
+   */
+  ipRanges: { compiled: CompiledRanges; files: DataFileInfo[] };
+  /**
+   * ads.txt / app-ads.txt authorisation (<data-dir>/ads-txt/, the sellers files and
+   * <data-dir>/app-developers.txt), built here into shared arrays: AdsTxtIndex.fromCompiled().
+   */
+  adsTxt: { compiled: CompiledAdsTxt; stats: AdsTxtBuildStats; source: string };
+  /** Problems that did not stop the load (a skipped line or file), one sentence each. */
+  warnings: string[];
+  /** The sellers files compiled once by the main thread (shared memory); threads use it instead of the files. */
+  sellersIndex?: Uint8Array;
   loadedAt: string;
 }
 
@@ -106,9 +135,63 @@ function overridable(dataDir: string, name: string, asset: string): DataFile {
   return existsSync(p) ? fromPath(name, p) : fromAsset(name, asset);
 }
 
-export function loadBundle(cfg: Pick<Config, 'dataDir' | 'mmdbCountry' | 'mmdbAsn' | 'mmdbAnonymousIp'>): DataBundle {
+/** Optional file: the flag's path, else <data-dir>/<name> when present, else null. */
+function optional(dataDir: string, name: string, flag: string | undefined): DataFile | null {
+  if (flag) return fromPath(name, flag);
+  const p = join(dataDir, name);
+  return existsSync(p) ? fromPath(name, p) : null;
+}
+
+const text = (f: DataFile): string => Buffer.from(f.bytes.buffer, f.bytes.byteOffset, f.bytes.byteLength).toString('utf8');
+
+/** Every <data-dir>/ranges/*.txt, in name order, into one shared range set. */
+function loadRanges(dataDir: string): DataBundle['ipRanges'] {
+  const dir = join(dataDir, 'ranges');
+  const builder = new RangeSetBuilder();
+  const files: DataFileInfo[] = [];
+  if (existsSync(dir)) {
+    for (const f of readdirSync(dir).filter((n) => n.endsWith('.txt')).sort()) {
+      const path = join(dir, f);
+      let body: string;
+      let modified: string;
+      try {
+        const st = statSync(path);
+        if (!st.isFile()) continue;
+        modified = st.mtime.toISOString();
+        body = readFileSync(path, 'utf8');
+      } catch (e) {
+        throw new DataLoadError(`cannot read ranges/${f}: ${(e as Error).message}`);
+      }
+      let entries: number;
+      try {
+        entries = addRangeList(builder, body, `ranges/${f}`);
+      } catch (e) {
+        throw new DataLoadError(`${(e as Error).message} (${path}; fix or delete the file)`);
+      }
+      files.push({ name: `ranges/${f}`, source: path, bytes: Buffer.byteLength(body), modified, entries });
+    }
+  }
+  return { compiled: builder.build({ shared: true }), files };
+}
+
+function loadAdsTxt(dataDir: string, sellers: DataFile[], warnings: string[], maxRecords: number): DataBundle['adsTxt'] {
+  const { files, warnings: readWarnings } = readAdsTxtFiles(dataDir, Date.now());
+  const appDevelopers = optional(dataDir, 'app-developers.txt', undefined);
+  const built = buildAdsTxtIndex({
+    files,
+    sellers: sellers.map((f) => ({ name: f.name, text: () => text(f) })),
+    appDevelopers: appDevelopers ? { name: appDevelopers.source, text: text(appDevelopers) } : null,
+    shared: true,
+    maxRecords,
+  });
+  warnings.push(...readWarnings, ...built.warnings);
+  return { compiled: built.compiled, stats: built.stats, source: join(dataDir, ADS_TXT_DIR) };
+}
+
+export function loadBundle(cfg: Pick<Config, 'dataDir' | 'mmdbCountry' | 'mmdbAsn' | 'mmdbAnonymousIp'> & Partial<Pick<Config, 'memoryBudget'>>): DataBundle {
   const dd = cfg.dataDir;
-  const asnMmdb = cfg.mmdbAsn ? fromPath('asn.mmdb', cfg.mmdbAsn) : null;
+  // A flag names a file; otherwise a MaxMind download in the data dir (ivtd data update) is used.
+  const asnMmdb = optional(dd, 'asn.mmdb', cfg.mmdbAsn);
   const sellers = new Map<string, DataFile>();
   for (const asset of listAssets(EMBEDDED.sellersDir)) {
     if (asset.endsWith('.json')) {
@@ -122,26 +205,42 @@ export function loadBundle(cfg: Pick<Config, 'dataDir' | 'mmdbCountry' | 'mmdbAs
       if (f.endsWith('.json')) sellers.set(f, fromPath(f, join(sellersDir, f)));
     }
   }
+  const sellerFiles = [...sellers.values()];
+  const warnings: string[] = [];
   return {
     asnBin: asnMmdb ? null : overridable(dd, 'asn.bin', EMBEDDED.asnBin),
     asnMmdb,
     countryMmdb: cfg.mmdbCountry ? fromPath('country.mmdb', cfg.mmdbCountry) : overridable(dd, 'country.mmdb', EMBEDDED.countryMmdb),
-    anonymousIpMmdb: cfg.mmdbAnonymousIp ? fromPath('anonymous-ip.mmdb', cfg.mmdbAnonymousIp) : null,
+    anonymousIpMmdb: optional(dd, 'anonymous-ip.mmdb', cfg.mmdbAnonymousIp),
     hostingAsns: overridable(dd, 'hosting-asns.txt', EMBEDDED.hostingAsns),
     vpnAsns: overridable(dd, 'vpn-asns.txt', EMBEDDED.vpnAsns),
     hostingOrgPatterns: overridable(dd, 'hosting-org-patterns.txt', EMBEDDED.hostingOrgPatterns),
     badIfas: overridable(dd, 'bad-ifas.txt', EMBEDDED.badIfas),
-    sellers: [...sellers.values()],
+    sellers: sellerFiles,
+    ipRanges: loadRanges(dd),
+    // Capped by the memory budget's share (the threads' count does not matter for it).
+    adsTxt: loadAdsTxt(dd, sellerFiles, warnings, planMemory(cfg.memoryBudget ?? OPTIONS.memoryBudget.default, 1).adsTxtRecords),
+    warnings,
     loadedAt: new Date().toISOString(),
   };
 }
 
 /** One line per file for the startup log. */
-export function describeBundle(b: DataBundle): Array<{ name: string; source: string; bytes: number; modified: string | null }> {
+export function describeBundle(b: DataBundle): Array<{ name: string; source: string; bytes: number; modified: string | null; [more: string]: unknown }> {
   const files = [b.asnBin, b.asnMmdb, b.countryMmdb, b.anonymousIpMmdb, b.hostingAsns, b.vpnAsns, b.hostingOrgPatterns, b.badIfas];
-  const out = files.filter((f): f is DataFile => f !== null).map((f) => ({ name: f.name, source: f.source, bytes: f.bytes.byteLength, modified: f.modified }));
+  const out: ReturnType<typeof describeBundle> = files
+    .filter((f): f is DataFile => f !== null)
+    .map((f) => ({ name: f.name, source: f.source, bytes: f.bytes.byteLength, modified: f.modified }));
   if (b.sellers.length) {
     out.push({ name: 'sellers', source: b.sellers.map((s) => s.source).join(', '), bytes: b.sellers.reduce((n, s) => n + s.bytes.byteLength, 0), modified: null });
+  }
+  for (const f of b.ipRanges.files) out.push({ name: f.name, source: f.source, bytes: f.bytes, modified: f.modified, entries: f.entries });
+  const a = b.adsTxt.stats;
+  if (a.files > 0 || a.apps > 0) {
+    out.push({
+      name: 'ads-txt', source: b.adsTxt.source, bytes: a.bytes, modified: null,
+      files: a.files, ok: a.ok, noFile: a.noFile, unavailable: a.unavailable, noSellerAuthorized: a.noSellerAuthorized, records: a.records, apps: a.apps,
+    });
   }
   return out;
 }

@@ -16,6 +16,7 @@ import type { Store } from '../store/db.ts';
 import { BOT_IPS, dropOldBotIps, publishBotIps, pullFleetBotIps, type BotIpRow } from './bot-ips.ts';
 import { ClickHouse } from './clickhouse.ts';
 import { KeyPublisher, KeyPuller } from './keys.ts';
+import { PolicyPublisher, PolicyPuller } from './policies.ts';
 import { ClickHouseReportSource } from './reports.ts';
 import { dropExpiredRollups } from './retention.ts';
 import { migrateClickHouse } from './schema.ts';
@@ -42,6 +43,8 @@ export interface FleetOptions {
   readKeys?: () => Promise<LiveKey[]>;
   /** Role edge: called when a newer key set was pulled. */
   onKeysPulled?: () => void;
+  /** Role edge: called when newer policies were written into this host's store. */
+  onPoliciesPulled?: () => void;
   /**
    * Fleet-wide bot IPs, once a minute: `local()` gives this host's bot-heavy IPs of the
    * last minute (the lookup threads' top-K), `onFleetSet` receives the fleet's set.
@@ -49,6 +52,8 @@ export interface FleetOptions {
   botIps?: {
     local(): BotIpRow[] | Promise<BotIpRow[]>;
     onFleetSet(ips: string[]): void;
+    /** Publication and pull period (default BOT_IPS.intervalMs; tests shorten it). */
+    intervalMs?: number;
   };
 }
 
@@ -63,6 +68,8 @@ export interface Fleet {
   edgeKeys(): LiveKey[];
   /** Role all: the keys changed here; publish now rather than at the next check. */
   keysChanged(): void;
+  /** Role all: a policy changed here; publish now rather than at the next check. */
+  policiesChanged(): void;
   /** This host's bot-heavy IPs of the last minute (bounded, see bot-ips.ts); resolves with the rows sent. */
   publishBotIps(rows: readonly BotIpRow[]): Promise<number>;
   /** The fleet's bot-heavy IPs now (bounded, see bot-ips.ts). */
@@ -117,6 +124,8 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
 
   let publisher: KeyPublisher | null = null;
   let puller: KeyPuller | null = null;
+  let policyPublisher: PolicyPublisher | null = null;
+  let policyPuller: PolicyPuller | null = null;
   if (role === 'edge') {
     puller = new KeyPuller(ch, store, () => opts.onKeysPulled?.());
     const kept = await puller.loadLocal();
@@ -124,10 +133,14 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     const first = puller.pull().catch(() => undefined); // logged inside; the kept set serves
     await Promise.race([first, new Promise((r) => setTimeout(r, START_WAIT_MS).unref())]);
     puller.start();
+    policyPuller = new PolicyPuller(ch, store, () => opts.onPoliciesPulled?.());
+    policyPuller.start();
   } else {
     if (!opts.readKeys) throw new Error('startFleet: role all needs readKeys');
     publisher = new KeyPublisher(ch, opts.readKeys);
     publisher.start();
+    policyPublisher = new PolicyPublisher(ch, store);
+    policyPublisher.start();
     const maintain = async () => {
       if (!schemaReady) return;
       try {
@@ -159,7 +172,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     }
   };
   if (opts.botIps) {
-    const t = setInterval(() => void exchangeBotIps(), BOT_IPS.intervalMs);
+    const t = setInterval(() => void exchangeBotIps(), opts.botIps.intervalMs ?? BOT_IPS.intervalMs);
     t.unref();
     timers.push(t);
   }
@@ -173,6 +186,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     reportSource,
     edgeKeys: () => puller?.liveKeys() ?? [],
     keysChanged: () => publisher?.nudge(),
+    policiesChanged: () => policyPublisher?.nudge(),
     async publishBotIps(rows) {
       return publishBotIps(ch, host, rows);
     },
@@ -278,10 +292,12 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       for (const t of timers) clearInterval(t);
       publisher?.stop();
       puller?.stop();
+      policyPublisher?.stop();
+      policyPuller?.stop();
       await writer.close();
       // Closing the connection ends whatever still waits on ClickHouse (a pull, a publication).
       await ch.close();
-      await Promise.all([writer.settled(), publisher?.settled(), puller?.settled(), migrated]);
+      await Promise.all([writer.settled(), publisher?.settled(), puller?.settled(), policyPublisher?.settled(), policyPuller?.settled(), migrated]);
     },
   };
 }

@@ -107,8 +107,22 @@ export const CLICKHOUSE_MIGRATIONS: ClickHouseMigration[] = [
   },
   {
     version: 2,
+    name: "customers' policies (src/fleet/policies.ts)",
+    statements: [
+      // Each publication of one customer's policy is one row under a new version: the whole
+      // policy as JSON ({medium, high, entries}). Edges read the newest version per customer.
+      `CREATE TABLE IF NOT EXISTS customer_policies (
+         customer_id  String,
+         version      UInt64,
+         published_at DateTime('UTC'),
+         policy       String
+       ) ENGINE = MergeTree() PARTITION BY toYYYYMM(published_at) ORDER BY (customer_id, version)`,
+    ],
+  },
+  {
+    version: 3,
     name: 'rollups: the category dimension (why a transaction is invalid)',
-    // As DuckDB's migration 50: rows delivered before it have category '' (not recorded).
+    // As DuckDB's migration 80: rows delivered before it have category '' (not recorded).
     statements: ['rollups_hourly', 'rollups_daily'].map((table) => addKeyColumn(table, 'category', 'String', ROLLUP_KEY)),
   },
 ];

@@ -7,6 +7,7 @@
 // `--threads`; the per-thread parts are divided among the threads.
 import { TUPLE_SLOT_BYTES, allocateSharedCounts, type SharedCountsMemory } from '../reporting/shared-counts.ts';
 import { TYPICAL_ENTRY_BYTES } from '../reporting/tuple-dictionary.ts';
+import { allocateFleetBotIps, type FleetBotIpMemory } from '../signals/fleet-bot-ips.ts';
 import { allocateHistory, type HistoryMemory } from '../signals/history.ts';
 import { allocateIpCache, type IpCacheMemory } from '../signals/ip-cache.ts';
 import { allocateUaCache, type UaCacheMemory } from '../signals/ua-cache.ts';
@@ -17,7 +18,7 @@ const MB = 1 << 20;
 /** Shares of the budget. They add up to 1. */
 export const SHARES = {
   /** History of IPs, uids and IFAs (shared by all lookup threads). */
-  history: 0.45,
+  history: 0.43,
   /** Verdicts per user agent (shared). */
   uaCache: 0.04,
   /** Verdicts per IP address (shared). */
@@ -28,12 +29,19 @@ export const SHARES = {
   threadCounts: 0.02,
   /** Main thread: the values of the tuples in the shared table, and rows waiting to be written again. */
   pendingCounts: 0.13,
+  /** Customers' allow and deny lists, compiled once into shared memory (src/policy). */
+  policy: 0.03,
   /** Small per-thread caches: verified API keys (all threads together). */
   threadCaches: 0.02,
   /** DuckDB's buffer pool (its memory_limit): rollup writes and reports. It spills to disk past it. */
   store: 0.2,
+  /**
+   * The ads.txt / app-ads.txt index (shared): its size follows the domains seen in traffic,
+   * so it is capped here (records past the cap are not loaded; their sellers answer unknown).
+   */
+  adsTxt: 0.03,
   /** Given to no table: room for the garbage collector around the parts held in JS heaps. */
-  headroom: 0.07,
+  headroom: 0.03,
 } as const;
 
 export const MIN_BUDGET_MB = 32;
@@ -54,7 +62,18 @@ export interface MemoryPlan {
   storeBytes: number;
   /** Verified API keys each lookup thread remembers. */
   keyMemoEntries: number;
+  /** ads.txt records the index may hold (its share / ADS_TXT_RECORD_BYTES). */
+  adsTxtRecords: number;
+  /** All customers' compiled policies together (shared by the threads). */
+  policyBytes: number;
 }
+
+/**
+ * Bytes one ads.txt record takes in the compiled index, upper estimate: its (file, seller)
+ * pair (hash slots, host, seller, code: about 25 bytes) and a share of the seller keys and
+ * their strings, which the files mostly have in common (the same exchanges everywhere).
+ */
+export const ADS_TXT_RECORD_BYTES = 48;
 
 /** Bytes one remembered API key takes at most (a 256-character key, its entry and map slot). */
 const KEY_MEMO_ENTRY_BYTES = 1024;
@@ -71,7 +90,9 @@ export function planMemory(budgetMb: number, threads: number): MemoryPlan {
     threadCountsBytes: Math.floor((bytes * SHARES.threadCounts) / threads),
     pendingCountsBytes: Math.floor(bytes * SHARES.pendingCounts),
     storeBytes: Math.max(STORE_MIN_MB * MB, Math.floor(bytes * SHARES.store)),
+    policyBytes: Math.floor(bytes * SHARES.policy),
     keyMemoEntries: Math.max(64, Math.floor((bytes * SHARES.threadCaches) / threads / KEY_MEMO_ENTRY_BYTES)),
+    adsTxtRecords: Math.floor((bytes * SHARES.adsTxt) / ADS_TXT_RECORD_BYTES),
   };
 }
 
@@ -81,6 +102,8 @@ export interface LookupMemory {
   readonly uaCache: UaCacheMemory;
   readonly ipCache: IpCacheMemory;
   readonly counts: SharedCountsMemory;
+  /** The fleet's bot-heavy IPs (fixed size, about 1 MB; empty without a fleet). */
+  readonly fleetBotIps: FleetBotIpMemory;
   readonly threadCountsBytes: number;
   readonly keyMemoEntries: number;
 }
@@ -104,6 +127,7 @@ export function allocateLookupMemory(plan: MemoryPlan, opts: { seed?: number; ep
     history: allocateHistory(plan.historyBytes, { seed, epoch }),
     uaCache: allocateUaCache(plan.uaCacheBytes, seed ^ 0x7a11ce, epoch),
     ipCache: allocateIpCache(plan.ipCacheBytes, seed ^ 0x1bad1dea),
+    fleetBotIps: allocateFleetBotIps(),
     counts: allocateSharedCounts(plan.sharedCountsBytes, seed ^ 0x7091e5, tuplesPerCustomerHour(plan)),
     threadCountsBytes: plan.threadCountsBytes,
     keyMemoEntries: plan.keyMemoEntries,
@@ -125,7 +149,9 @@ export function describePlan(
     threadCountsMb: mb(plan.threadCountsBytes * plan.threads),
     pendingCountsMb: mb(plan.pendingCountsBytes),
     storeMb: mb(plan.storeBytes),
+    policyMb: mb(plan.policyBytes),
     keyMemoEntriesPerThread: plan.keyMemoEntries,
+    adsTxtRecords: plan.adsTxtRecords,
     capacity,
   };
 }

@@ -8,8 +8,10 @@
 // bucket, finds or claims the slot, reads and updates it, and unlocks: a few hundred
 // nanoseconds. A lock that stays taken longer (its holder preempted by the OS, or a thread
 // that died inside the section) is not waited for beyond SPIN_LIMIT checks (a few µs):
-// the thread goes ahead unlocked, and the worst outcome is one lost or mixed update of an
-// approximate counter, never a wait or a crash.
+// lock() then returns false, the lock stays its holder's (never released by a thread that
+// did not take it), and the caller does without: caches treat it as a miss and store
+// nothing, history goes ahead on its approximate counters unlocked (worst case one lost or
+// mixed update), reporting counts fall back to the thread's own table (never lost).
 
 export interface SharedTableMemory {
   readonly slots: SharedArrayBuffer;
@@ -72,15 +74,21 @@ export class SharedTable {
     return Math.floor((hi / 4294967296) * this.buckets);
   }
 
-  lock(b: number): void {
+  /**
+   * Takes bucket b's lock: true when taken (call unlock(b) after), false when it stayed taken
+   * past SPIN_LIMIT checks (not taken: never call unlock(b) then).
+   */
+  lock(b: number): boolean {
     const L = this.locks;
-    if (Atomics.compareExchange(L, b, 0, 1) === 0) return;
+    if (Atomics.compareExchange(L, b, 0, 1) === 0) return true;
     for (let i = 0; i < SPIN_LIMIT; i++) {
-      if (Atomics.load(L, b) === 0 && Atomics.compareExchange(L, b, 0, 1) === 0) return;
+      if (Atomics.load(L, b) === 0 && Atomics.compareExchange(L, b, 0, 1) === 0) return true;
     }
     this.contended++;
+    return false;
   }
 
+  /** Releases a lock this thread took (lock(b) returned true). */
   unlock(b: number): void {
     Atomics.store(this.locks, b, 0);
   }

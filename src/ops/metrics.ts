@@ -1,9 +1,12 @@
-// GET /metrics on the account API port (never on the lookup port): Prometheus text from
+// GET /metrics on a listener of its own (--metrics-host, loopback by default, and
+// --metrics-port; every role, never on the lookup or account ports): Prometheus text from
 // prom-client. Lookup figures arrive as the lookup threads' per-second LookupStats (a
 // count sink, main thread); everything else is read from its owner at scrape time.
 import { Counter, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import type { DataBundle, DataFile } from '../data/bundle.ts';
-import type { Router } from '../http/router.ts';
+import type { RefreshStatus } from '../data/refresh.ts';
+import { Router, listen, type Listener } from '../http/router.ts';
+import { log } from '../log.ts';
 import { LATENCY_BUCKETS_US, type LookupStats } from '../prebid/messages.ts';
 import { versionInfo } from './version.ts';
 
@@ -15,6 +18,8 @@ export interface FlushStats {
   flushes: number;
   failedFlushes: number;
   rowsWritten: number;
+  /** Rows the store refused for their own content, logged and dropped. */
+  rowsQuarantined?: number;
   /** Epoch ms of the last successful flush; without it no flush lag is exported. */
   lastFlushAt?: number | null;
 }
@@ -30,6 +35,8 @@ export interface MetricsSources {
   keysLoaded(): number;
   /** The reporting writer, once reporting runs. */
   flushStats?(): FlushStats | null;
+  /** The data refresher's view of its sources (DataRefresher.status()), when there is one. */
+  refreshStatus?: (() => RefreshStatus) | undefined;
   /** Bytes of each part of the memory budget (fixed at start), and how full each shared table is (0..1). */
   memory?(): { parts: Record<string, number>; occupancy: Record<string, number> };
 }
@@ -150,6 +157,8 @@ export class ServiceMetrics {
       }),
     );
 
+    this.registerRefresh();
+
     const flush = () => sources.flushStats?.() ?? null;
     register(r, 'ivtd_reporting_pending_tuples', 'Counted tuples waiting in memory for the next reporting flush.', 'gauge', () => {
       const f = flush();
@@ -163,6 +172,10 @@ export class ServiceMetrics {
       const f = flush();
       return f ? [{ value: f.rowsWritten }] : [];
     });
+    register(r, 'ivtd_reporting_rows_quarantined_total', 'Rollup rows the store refused for their own content (a constraint, a conversion): logged once each and dropped, the rest of their flush written.', 'counter', () => {
+      const f = flush();
+      return f?.rowsQuarantined === undefined ? [] : [{ value: f.rowsQuarantined }];
+    });
     register(r, 'ivtd_reporting_flush_lag_seconds', 'How far reporting is behind: seconds since the last successful flush while counts are pending, else 0.', 'gauge', () => {
       const f = flush();
       if (!f || f.lastFlushAt === undefined) return [];
@@ -170,6 +183,43 @@ export class ServiceMetrics {
       // Before the first flush, lag counts from when this process started.
       const since = f.lastFlushAt ?? Date.now() - process.uptime() * 1000;
       return [{ value: Math.max(0, (Date.now() - since) / 1000) }];
+    });
+  }
+
+  /** Per-source freshness of the refreshed data (ivtd data update / --data-refresh). */
+  private registerRefresh(): void {
+    const r = this.registry;
+    const status = () => this.sources.refreshStatus?.() ?? null;
+    const now = () => Date.now() / 1000;
+    const perSource = (pick: (s: RefreshStatus['sources'][number]) => number | null) => (): Sample[] =>
+      (status()?.sources ?? []).flatMap((s) => {
+        const v = pick(s);
+        return v === null ? [] : [{ value: v, labels: { source: s.name, kind: s.kind } }];
+      });
+    register(r, 'ivtd_data_source_up', 'Whether the last fetch of each data source succeeded (1) or failed and its previous data stays in use (0).', 'gauge',
+      perSource((s) => (s.status === 'never' ? null : s.status === 'ok' ? 1 : 0)));
+    register(r, 'ivtd_data_source_age_seconds', 'Seconds since each data source was last fetched or confirmed current (304).', 'gauge',
+      perSource((s) => (s.successAt === null ? null : Math.max(0, now() - s.successAt / 1000))));
+    register(r, 'ivtd_data_source_last_success_timestamp_seconds', 'When each data source last succeeded.', 'gauge',
+      perSource((s) => (s.successAt === null ? null : s.successAt / 1000)));
+    register(r, 'ivtd_data_source_failures', 'Consecutive failed fetches of each data source.', 'gauge', perSource((s) => s.failures));
+    register(r, 'ivtd_data_source_entries', 'Ranges (or database bytes, for MaxMind) in the last good copy of each data source.', 'gauge', perSource((s) => s.entries));
+    register(r, 'ivtd_sellers_json_domains', 'sellers.json files kept current by the refresher, by last result.', 'gauge', () => {
+      const s = status()?.sellers;
+      return s ? (['ok', 'failed', 'never'] as const).map((k) => ({ value: s[k], labels: { status: k } })) : [];
+    });
+    register(r, 'ivtd_sellers_json_oldest_age_seconds', 'Age of the least recently confirmed sellers.json file.', 'gauge', () => {
+      const at = status()?.sellers.oldestSuccessAt;
+      return at ? [{ value: Math.max(0, now() - at / 1000) }] : [];
+    });
+    register(r, 'ivtd_ads_txt_domains', 'Domains of the ads.txt (site) and app-ads.txt (app) crawl, by status.', 'gauge', () => {
+      const a = status()?.adsTxt;
+      if (!a?.enabled) return [];
+      return (['site', 'app'] as const).flatMap((kind) => Object.entries(a[kind]).map(([st, n]) => ({ value: n, labels: { kind, status: st } })));
+    });
+    register(r, 'ivtd_ads_txt_oldest_age_seconds', 'Age of the least recently confirmed ads.txt / app-ads.txt copy in use.', 'gauge', () => {
+      const at = status()?.adsTxt.oldestGoodAt;
+      return at ? [{ value: Math.max(0, now() - at / 1000) }] : [];
     });
   }
 
@@ -201,7 +251,7 @@ export class ServiceMetrics {
     return this.registry.metrics();
   }
 
-  /** Adds GET /metrics to a main-thread router (the account API's). */
+  /** Adds GET /metrics to a main-thread router. */
   mount(router: Router): void {
     router.get(METRICS_PATH, async (ctx) => {
       const body = await this.text();
@@ -211,7 +261,16 @@ export class ServiceMetrics {
   }
 }
 
-function dataFiles(b: DataBundle): DataFile[] {
+/** The /metrics listener: GET/HEAD /metrics and nothing else (404 for any other path). */
+export async function startMetricsListener(host: string, port: number, metrics: ServiceMetrics): Promise<Listener> {
+  const router = new Router();
+  metrics.mount(router);
+  const listener = await listen(router, host, port, 'metrics');
+  log.info({ host, port: listener.port }, 'metrics listening');
+  return listener;
+}
+
+function dataFiles(b: DataBundle): Array<Pick<DataFile, 'name' | 'modified'>> {
   const all = [b.asnBin, b.asnMmdb, b.countryMmdb, b.anonymousIpMmdb, b.hostingAsns, b.vpnAsns, b.hostingOrgPatterns, b.badIfas, ...b.sellers];
-  return all.filter((f): f is DataFile => f !== null);
+  return [...all.filter((f): f is DataFile => f !== null), ...b.ipRanges.files];
 }

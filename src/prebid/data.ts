@@ -2,11 +2,14 @@
 // first (so a bad file is refused before any lookup thread sees it) and then on each
 // lookup thread. The file bytes are SharedArrayBuffers: the ASN table and the MaxMind
 // readers are views on them, so every thread reads the same bytes; only the small lists
-// are parsed per thread.
+// are parsed per thread. The published IP ranges, the ads.txt index and the sellers index
+// were compiled once on the main thread into shared arrays: each thread only wraps them.
 import type { DataBundle, DataFile } from '../data/bundle.ts';
 import { IfaList } from '../signals/ifa.ts';
 import { loadIpIntel, type IpIntel } from '../signals/ip-intel.ts';
 import { SellersRegistry } from '../signals/sellers.ts';
+import { IpRanges } from '../signals/ip-ranges.ts';
+import { AdsTxtIndex } from '../signals/ads-txt.ts';
 
 const text = (f: DataFile): string => Buffer.from(f.bytes.buffer, f.bytes.byteOffset, f.bytes.byteLength).toString('utf8');
 
@@ -15,6 +18,8 @@ export interface LookupData {
   ip: IpIntel;
   sellers: SellersRegistry;
   badIfas: IfaList;
+  /** ads.txt / app-ads.txt authorisation of the seller (the crawl's result, compiled on the main thread). */
+  adsTxt: AdsTxtIndex;
   /** Which load this is (the main thread numbers them); shared caches key on it. */
   generation: number;
 }
@@ -47,10 +52,19 @@ export function buildLookupData(b: DataBundle, generation: number): BuiltData {
       hostingAsns: text(b.hostingAsns),
       vpnAsns: text(b.vpnAsns),
       hostingOrgPatterns: text(b.hostingOrgPatterns),
+      ranges: IpRanges.fromCompiled(b.ipRanges.compiled),
     }),
   );
+  const adsTxt = step(null, () => AdsTxtIndex.fromCompiled(b.adsTxt.compiled));
   const badIfas = step(b.badIfas, () => IfaList.parse(text(b.badIfas), b.badIfas.source));
-  const { registry, errors } = SellersRegistry.fromFiles(b.sellers.map((f) => ({ name: f.name, text: text(f) })));
-  for (const e of errors) warnings.push(`sellers: ${e}`);
-  return { data: { ip, sellers: registry, badIfas, generation }, warnings };
+  let registry: SellersRegistry;
+  if (b.sellersIndex !== undefined) {
+    // A lookup thread: the main thread parsed the files and compiled the index once.
+    registry = SellersRegistry.fromIndex(b.sellersIndex);
+  } else {
+    const parsed = SellersRegistry.fromFiles(b.sellers.map((f) => ({ name: f.name, text: text(f) })));
+    registry = parsed.registry;
+    for (const e of parsed.errors) warnings.push(`sellers: ${e}`);
+  }
+  return { data: { ip, sellers: registry, badIfas, adsTxt, generation }, warnings };
 }

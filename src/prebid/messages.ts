@@ -3,17 +3,35 @@ import type { DataBundle } from '../data/bundle.ts';
 import type { LookupMemory } from '../memory/budget.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
+import type { BotIpRow } from '../fleet/bot-ips.ts';
 import type { LiveKey } from './keys.ts';
+import type { PolicyUpdate } from '../policy/service.ts';
 
 export interface LookupWorkerInit {
   index: number;
   host: string;
   port: number;
   keys: LiveKey[];
+  /** Customers' compiled policies (SharedArrayBuffers: shared, not copied). */
+  policies: PolicyUpdate[];
   /** The process's shared tables (history, caches) and this thread's share of the budget. */
   memory: LookupMemory;
+  /** A fleet host: keep and report this thread's bot-heavy IPs. */
+  trackBotIps?: boolean;
   /** Milliseconds between count flushes to the main thread. */
   countsIntervalMs: number;
+  /** Distinct values of each kind a thread samples per flush for the data refresher's crawl (0: none). */
+  seenSample?: number;
+}
+
+/** Values seen in traffic since the last flush, bounded (src/prebid/seen-sample.ts). */
+export interface SeenValues {
+  /** Site domains (`dmn`). */
+  sites: string[];
+  /** App bundle IDs (`app`). */
+  apps: string[];
+  /** Advertising-system domains: `sid` and the supply chain's `asi`. */
+  systems: string[];
 }
 
 /** Per-thread lookup statistics since the last report (for /metrics). */
@@ -46,6 +64,8 @@ export const LATENCY_BUCKETS_US = [10, 25, 50, 100, 250, 500, 1000, 2500, 10000]
 export type ToWorker =
   | { type: 'data'; id: number; bundle: DataBundle }
   | { type: 'keys'; keys: LiveKey[] }
+  /** Customers whose policy changed: the new compiled buffer, or null when it was removed. */
+  | { type: 'policy'; updates: PolicyUpdate[] }
   | { type: 'stop' }
   /** Fault injection (tests of the supervision): the thread fails as an uncaught bug would. */
   | { type: 'crash' };
@@ -56,7 +76,7 @@ export type FromWorker =
   | { type: 'data-ok'; index: number; id: number }
   | { type: 'data-failed'; index: number; id: number; message: string }
   /** Once a second: tuples this thread added to the shared counts, its own rows (shared table full), figures. */
-  | { type: 'counts'; index: number; announced: NewTuple[]; rows: CountRow[]; stats: LookupStats }
-  | { type: 'stopped'; index: number; announced: NewTuple[]; rows: CountRow[]; stats: LookupStats }
+  | { type: 'counts'; index: number; announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats }
+  | { type: 'stopped'; index: number; announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats }
   /** The thread hit an error nothing caught, closed its sockets and is ending. */
   | { type: 'fatal'; index: number; message: string };

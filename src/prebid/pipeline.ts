@@ -14,7 +14,9 @@ import { categoryOf, type Category } from '../signals/category.ts';
 import type { HistoryFacts } from '../signals/history.ts';
 import { asParsed } from '../signals/ip-address.ts';
 import type { IpAssessment } from '../signals/ip-intel.ts';
-import { classifyTransaction, outcomeForHistory, score, type ScoreResult } from '../signals/score.ts';
+import { applyPolicy, classifyTransaction, outcomeForHistory, score, type ScoreResult } from '../signals/score.ts';
+import { ALLOW, DENY, PolicyTable, type PolicyMatch, type PolicySubject } from '../policy/compiled.ts';
+import { UA_HASH, hashUa } from '../signals/ua-cache.ts';
 import type { UaInfo } from '../signals/ua-analysis.ts';
 import { hourStart } from '../time.ts';
 import type { LookupData } from './data.ts';
@@ -22,7 +24,12 @@ import { fillDimensions } from './dimensions.ts';
 import { KeyTable } from './keys.ts';
 import { QueryScanner } from './query.ts';
 import { responseJson } from './response.ts';
+import { BotIpTracker } from './bot-ip-tracker.ts';
 import { SignalSources } from './signals.ts';
+import { SeenSample } from './seen-sample.ts';
+import type { SeenValues } from './messages.ts';
+import type { AdsTxtVerdict } from '../signals/ads-txt.ts';
+import type { SupplyChain } from '../signals/schain.ts';
 import { emptyRequest, validateAuth, validateRequest, type LookupRequest } from './validate.ts';
 
 export interface LookupOutcome {
@@ -47,7 +54,18 @@ export interface Explanation {
     ua: UaInfo;
     uaConsistency: string;
     schainError: string;
+    fleetBotIp: boolean;
+    /** The ads.txt / app-ads.txt verdict on the seller, with its reason. */
+    adsTxt: AdsTxtVerdict;
     history: HistoryFacts;
+  } | null;
+  /** The customer's policy: its thresholds, every kind that matched, and the model's own verdict. Null when it has none. */
+  policy: {
+    medium: number;
+    high: number;
+    matches: PolicyMatch[];
+    decision: 'allow' | 'deny' | null;
+    model: { score: number; band: string; confidence: number };
   } | null;
 }
 
@@ -61,15 +79,26 @@ export class LookupEngine {
   readonly keys: KeyTable;
   readonly counts: ThreadCounts;
   readonly sources: SignalSources;
+  /** Customers' own policies (compiled in shared memory by the main thread). */
+  readonly policies = new PolicyTable();
+  /** A fleet host's bot-heavy IPs of the moment (null when not in a fleet). */
+  readonly botIps: BotIpTracker | null;
+  /** Domains, apps and selling systems seen, for the data refresher's crawl (null when it does not crawl). */
+  private readonly seen: { sites: SeenSample; apps: SeenSample; systems: SeenSample } | null;
   private readonly scanner = new QueryScanner();
   private readonly req: LookupRequest = emptyRequest();
   private readonly dims: string[] = new Array(TUPLE_DIMENSIONS.length).fill('');
   private customerId = '';
+  private readonly subject: PolicySubject = { ip: undefined as unknown as PolicySubject['ip'], ua: '', uaHi: 0, uaLo: 0, app: '', dmn: '', pub: '', sid: '', chain: null };
 
   constructor(
     public data: LookupData,
     memory: LookupMemory,
+    opts: { trackBotIps?: boolean; seenSample?: number } = {},
   ) {
+    this.botIps = opts.trackBotIps ? new BotIpTracker() : null;
+    const n = opts.seenSample ?? 0;
+    this.seen = n > 0 ? { sites: new SeenSample(n), apps: new SeenSample(n), systems: new SeenSample(n) } : null;
     this.sources = new SignalSources(memory);
     this.keys = new KeyTable(memory.keyMemoEntries);
     this.counts = new ThreadCounts(memory.counts, memory.threadCountsBytes);
@@ -82,16 +111,44 @@ export class LookupEngine {
     const s = this.sources.gather(this.req, this.data, now, 'observe');
     if (s === null) return BAD_IP;
     const r = score(s);
-    // History learns from this request's own evidence only, so history cannot condemn itself.
-    this.sources.recordOutcome(outcomeForHistory(r));
+    // History learns from this request's own evidence only, so history cannot condemn itself
+    // (nor can one customer's policy teach the shared history anything: it is applied after).
+    const invalidEvidence = outcomeForHistory(r);
+    this.sources.recordOutcome(invalidEvidence);
+    if (this.botIps !== null) this.botIps.note(this.req.ip, invalidEvidence);
+    const policy = this.policies.get(this.customerId);
+    if (policy !== undefined) {
+      const d = policy.decide(this.subjectOf(s.schain, policy.uaSeed));
+      applyPolicy(r, d === DENY ? 'denylisted' : d === ALLOW ? 'allowlisted' : null, policy.medium, policy.high);
+    }
+    if (this.seen !== null) this.noteSeen(s.schain);
+    // The category follows the policy: a denied transaction's leading reason is `denylisted`.
     const cls = classifyTransaction(r);
     this.counts.count(this.customerId, hourStart(now), fillDimensions(this.req, s, categoryOf(cls === 'valid', r.leading), this.dims), cls, now);
     return { status: 200, body: responseJson(s, r), band: r.band };
   }
 
+  /** A Set probe per value; the samples are bounded per flush. */
+  private noteSeen(chain: SupplyChain | null): void {
+    const seen = this.seen!;
+    const req = this.req;
+    if (req.app !== '') seen.apps.add(req.app);
+    else seen.sites.add(req.dmn);
+    seen.systems.add(req.sid);
+    const nodes = chain === null ? null : chain.nodes;
+    if (nodes !== null) for (let i = 0; i < nodes.length; i++) seen.systems.add(nodes[i]!.asi);
+  }
+
+  /** The values sampled since the last call (null when this engine does not sample). */
+  takeSeen(): SeenValues | null {
+    const seen = this.seen;
+    if (seen === null) return null;
+    return { sites: seen.sites.drain(), apps: seen.apps.drain(), systems: seen.systems.drain() };
+  }
+
   /** What lookup() would answer now, with its reasons and signals; changes nothing. */
   explain(query: string, now: number): Explanation {
-    const ex: Explanation = { status: 0, response: null, reasons: [], transaction: null, category: null, leadingReason: '', signals: null };
+    const ex: Explanation = { status: 0, response: null, reasons: [], transaction: null, category: null, leadingReason: '', signals: null, policy: null };
     const refused = this.parse(query, now);
     const s = refused === null ? this.sources.gather(this.req, this.data, now, 'peek') : null;
     let out: LookupOutcome;
@@ -99,6 +156,15 @@ export class LookupEngine {
     else if (s === null) out = BAD_IP;
     else {
       const r: ScoreResult = score(s);
+      const policy = this.policies.get(this.customerId);
+      if (policy !== undefined) {
+        const subject = this.subjectOf(s.schain, policy.uaSeed);
+        const model = { score: r.score, band: r.band, confidence: r.confidence };
+        const d = policy.decide(subject);
+        const decision = d === DENY ? 'deny' : d === ALLOW ? 'allow' : null;
+        applyPolicy(r, decision === 'deny' ? 'denylisted' : decision === 'allow' ? 'allowlisted' : null, policy.medium, policy.high);
+        ex.policy = { medium: policy.medium, high: policy.high, matches: policy.matches(subject), decision, model };
+      }
       out = { status: 200, body: responseJson(s, r), band: r.band };
       ex.reasons = r.reasons.slice();
       if (s.uaInconsistent) ex.reasons.push('ua_inconsistent:' + s.uaConsistency);
@@ -110,12 +176,37 @@ export class LookupEngine {
         ua: this.sources.analyzer.analyze(this.req.ua, now),
         uaConsistency: s.uaConsistency,
         schainError: s.schainError,
+        fleetBotIp: s.ipFleetBot,
+        adsTxt: s.adsTxt,
         history: { ...s.history },
       };
     }
     ex.status = out.status;
     ex.response = JSON.parse(out.body);
     return ex;
+  }
+
+  /** The request values a policy matches, in the engine's reused object. */
+  private subjectOf(chain: PolicySubject['chain'], uaSeed: number): PolicySubject {
+    const o = this.subject;
+    const req = this.req;
+    o.ip = this.sources.lastIp;
+    o.ua = req.ua;
+    if (uaSeed === this.sources.uaCache.memory.seed) {
+      // The hash the UA cache computed for this lookup: no second pass over the UA.
+      o.uaHi = this.sources.uaExactHi;
+      o.uaLo = this.sources.uaExactLo;
+    } else {
+      hashUa(req.ua, uaSeed);
+      o.uaHi = UA_HASH[0]!;
+      o.uaLo = UA_HASH[1]!;
+    }
+    o.app = req.app;
+    o.dmn = req.dmn;
+    o.pub = req.pub;
+    o.sid = req.sid;
+    o.chain = chain;
+    return o;
   }
 
   /** Step 1: scan, authenticate, validate. Null when the request is good (this.req, this.customerId set). */

@@ -4,12 +4,14 @@
 // shared history, the loaded data.
 import type { LookupMemory } from '../memory/budget.ts';
 import { uaConsistency } from '../signals/device-consistency.ts';
+import { FleetBotIps } from '../signals/fleet-bot-ips.ts';
 import { History, emptyKeys, ipBotActivity, type HistoryFacts, type HistoryKeys } from '../signals/history.ts';
 import { ifaMalformed, isZeroIfa } from '../signals/ifa.ts';
 import { asParsed, ipScratch, parseIpInto, type IpScratch } from '../signals/ip-address.ts';
 import { IpCache } from '../signals/ip-cache.ts';
 import { emptyIpVerdict, type IpVerdict } from '../signals/ip-intel.ts';
-import { parseSchain } from '../signals/schain.ts';
+import { parseSchain, type SupplyChain } from '../signals/schain.ts';
+import { ADS_TXT_RESULT, type AdsTxtVerdict } from '../signals/ads-txt.ts';
 import type { ScoreInputs } from '../signals/score.ts';
 import { UaAnalyzer, emptyVerdict, judge, unparsedVerdict, type UaVerdict } from '../signals/ua-analysis.ts';
 import { UaCache, UA_HASH, hashUa, normalizeUa } from '../signals/ua-cache.ts';
@@ -26,7 +28,13 @@ export interface LookupSignals extends ScoreInputs {
   schainCompleteFlag: 0 | 1;
   /** '' when the chain parsed (or none was sent), else the parse error code. */
   schainError: string;
+  /** The parsed chain (null when absent or invalid); a customer's seller entries match its nodes. */
+  schain: SupplyChain | null;
   ipBotActivity: boolean;
+  /** The IP is in the fleet's bot-heavy set (a fleet host only; src/fleet/bot-ips.ts). */
+  ipFleetBot: boolean;
+  /** ads.txt / app-ads.txt verdict on the seller (sellerUnauthorized is its `unauthorized`). */
+  adsTxt: AdsTxtVerdict;
 }
 
 export function emptySignals(): LookupSignals {
@@ -34,9 +42,9 @@ export function emptySignals(): LookupSignals {
     ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false,
     declaredBot: false, automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false,
     uaInconsistent: false, geoMismatch: false, schainPresent: false, schainValid: false, schainVerified: false,
-    schainComplete: false, zeroIfa: false, history: undefined as unknown as HistoryFacts,
-    ip: emptyIpVerdict(), ua: emptyVerdict(), uaConsistency: '', schainCompleteFlag: 0, schainError: '',
-    ipBotActivity: false,
+    schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: undefined as unknown as HistoryFacts,
+    ip: emptyIpVerdict(), ua: emptyVerdict(), uaConsistency: '', schainCompleteFlag: 0, schainError: '', schain: null,
+    ipBotActivity: false, ipFleetBot: false, adsTxt: ADS_TXT_RESULT.no_domain,
   };
 }
 
@@ -51,15 +59,20 @@ export class SignalSources {
   readonly history: History;
   readonly uaCache: UaCache;
   readonly ipCache: IpCache;
+  readonly fleetBotIps: FleetBotIps;
   readonly analyzer = new UaAnalyzer();
   private readonly ipAddr: IpScratch = ipScratch();
   private readonly keys: HistoryKeys = emptyKeys();
   private readonly signals: LookupSignals = emptySignals();
+  /** The last gather()'s hash of the UA as sent (the UA cache's seed): exact-UA policy entries use it. */
+  uaExactHi = 0;
+  uaExactLo = 0;
 
   constructor(memory: LookupMemory) {
     this.history = new History(memory.history);
     this.uaCache = new UaCache(memory.uaCache, this.analyzer);
     this.ipCache = new IpCache(memory.ipCache);
+    this.fleetBotIps = new FleetBotIps(memory.fleetBotIps);
   }
 
   /** The parsed client IP of the last gather() (valid until the next one). */
@@ -83,13 +96,16 @@ export class SignalSources {
       this.ipCache.verdict(ipAddr, data.ip, data.generation, ip);
       this.uaCache.verdict(req.ua, now, ua);
       uaHashLo = this.uaCache.exactLo;
+      this.uaExactHi = this.uaCache.exactHi;
     } else {
       data.ip.verdict(asParsed(ipAddr), ip);
       hashUa(req.ua, this.uaCache.memory.seed);
       uaHashLo = UA_HASH[1]!;
+      this.uaExactHi = UA_HASH[0]!;
       if (unparsedVerdict(req.ua, ua) === null) judge(this.analyzer.examine(normalizeUa(req.ua), ua) as UaVerdict, this.analyzer.ceilingsAt(now));
     }
 
+    this.uaExactLo = uaHashLo;
     s.uaConsistency = uaConsistency(ua, req.dvt, req.app || undefined, req.ifa || undefined).reason;
 
     s.schainPresent = req.schainRaw !== undefined && req.schainRaw !== '';
@@ -97,10 +113,12 @@ export class SignalSources {
     s.schainVerified = false;
     s.schainCompleteFlag = 0;
     s.schainError = '';
+    s.schain = null;
     if (s.schainPresent) {
       const r = parseSchain(req.schainRaw!);
       if (r.ok) {
         s.schainValid = true;
+        s.schain = r.chain;
         s.schainCompleteFlag = r.chain.complete;
         s.schainVerified = data.sellers.verify(r.chain);
       } else {
@@ -108,6 +126,9 @@ export class SignalSources {
       }
     }
     s.schainComplete = s.schainCompleteFlag === 1;
+    // The crawl's in-memory result only: a publisher not crawled yet is `unknown`, never held against the request.
+    s.adsTxt = data.adsTxt.authorize(req.dmn, req.app, req.sid, req.pub, s.schain === null ? null : s.schain.nodes);
+    s.sellerUnauthorized = s.adsTxt.verdict === 'unauthorized';
 
     const hasIfa = req.ifa !== '';
     s.ipBogon = ip.bogon;
@@ -123,12 +144,14 @@ export class SignalSources {
     s.ipVpn = ip.vpn;
     s.ipProxy = ip.proxy;
     s.ipTor = ip.tor;
+    s.ipRelay = ip.relay;
     s.uaInconsistent = s.uaConsistency !== '';
     s.geoMismatch = req.geo !== '' && ip.country !== '' && req.geo !== ip.country;
 
     const keys = this.history.keysOf(asParsed(ipAddr), req.uid, req.ifa, uaHashLo, this.keys);
     s.history = mode === 'observe' ? this.history.observe(keys, now) : this.history.peek(keys, now);
-    s.ipBotActivity = ipBotActivity(s.history);
+    s.ipFleetBot = this.fleetBotIps.has(keys.ipHi, keys.ipLo);
+    s.ipBotActivity = s.ipFleetBot || ipBotActivity(s.history);
     return s;
   }
 

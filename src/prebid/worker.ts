@@ -11,7 +11,8 @@ import { buildLookupData } from './data.ts';
 import { LookupEngine } from './pipeline.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
-import { LATENCY_BUCKETS_US, type FromWorker, type LookupStats, type LookupWorkerInit, type ToWorker } from './messages.ts';
+import type { BotIpRow } from '../fleet/bot-ips.ts';
+import { LATENCY_BUCKETS_US, type FromWorker, type LookupStats, type LookupWorkerInit, type SeenValues, type ToWorker } from './messages.ts';
 
 export const LOOKUP_PATH = '/api/v1/ivt/lookup';
 export const HEALTH_PATH = '/health-check';
@@ -39,6 +40,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   // Null until the first data message: the port is open but lookups and health answer 503.
   let engine: LookupEngine | null = null;
   let keys = init.keys;
+  let policies = new Map(init.policies.map((u) => [u.customerId, u]));
   let stats = emptyStats(init.index);
   let draining = false;
   let lastError = '';
@@ -113,7 +115,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   });
 
   let reported = cumulative(null);
-  const flush = (): { announced: NewTuple[]; rows: CountRow[]; stats: LookupStats } => {
+  const flush = (): { announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats } => {
     const s = stats;
     // Stats are deltas since the last report; the engine's counters are cumulative.
     const now = cumulative(engine);
@@ -127,7 +129,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     s.heapTotal = heap.total_heap_size;
     stats = emptyStats(init.index);
     const { announced, rows } = engine?.counts.take() ?? { announced: [], rows: [] };
-    return { announced, rows, stats: s };
+    return { announced, rows, botIps: engine?.botIps?.take() ?? [], seen: engine?.takeSeen() ?? null, stats: s };
   };
   const timer = setInterval(() => {
     post({ type: 'counts', index: init.index, ...flush() });
@@ -166,7 +168,10 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       });
       return;
     }
-    if (m.type === 'keys') {
+    if (m.type === 'policy') {
+      for (const u of m.updates) policies.set(u.customerId, u);
+      engine?.policies.apply(m.updates);
+    } else if (m.type === 'keys') {
       keys = m.keys;
       engine?.keys.replace(keys);
     } else if (m.type === 'data') {
@@ -174,8 +179,10 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
         // Built aside, then swapped in one assignment: lookups never see half-loaded data.
         const data = buildLookupData(fromMainThread(m.bundle), m.id).data;
         if (engine === null) {
-          engine = new LookupEngine(data, init.memory);
+          engine = new LookupEngine(data, init.memory, { trackBotIps: init.trackBotIps === true, seenSample: init.seenSample ?? 0 });
           engine.keys.replace(keys);
+          engine.policies.apply([...policies.values()]);
+          policies = new Map();
         } else {
           engine.data = data;
         }

@@ -18,6 +18,8 @@ import { HOUR_MS } from '../time.ts';
 const T_HOUR = 2, T_TOTAL = 3, T_GIVT = 4, T_SIVT = 5, T_WORDS = 6;
 // Counter slots: 0-1 key (customer and hour), 2 hour number, 3 tuples admitted.
 const C_HOUR = 2, C_COUNT = 3, C_WORDS = 4;
+/** takeOne: admitted, no room left for the customer this hour, or the counter's lock stayed taken. */
+const ADMITTED = 0, NO_ROOM = 1, BUSY = 2;
 /** Counter slots per tuple slot: one customer-hour counter per this many tuples is plenty. */
 const COUNTERS_PER_TUPLES = 64;
 
@@ -99,7 +101,8 @@ export class SharedCounts {
     const t = this.tuples;
     const u = t.u32;
     const b = t.bucketOf(hi);
-    t.lock(b);
+    // A lock that stays taken (its holder preempted): the thread keeps this count itself.
+    if (!t.lock(b)) return FULL;
     try {
       let base = t.find(b, hi, lo);
       let result: CountResult = COUNTED;
@@ -108,7 +111,11 @@ export class SharedCounts {
         // longer matters. None: full for now.
         const slot = base >= 0 ? base : t.pick(b, this.keepTuple);
         if (slot < 0) return FULL;
-        if (!overflow && !this.takeOne(customerId, h)) return REFUSED;
+        if (!overflow) {
+          const admitted = this.takeOne(customerId, h);
+          if (admitted === BUSY) return FULL;
+          if (admitted === NO_ROOM) return REFUSED;
+        }
         base = t.assign(slot, hi, lo);
         u[base + T_HOUR] = h;
         result = NEW;
@@ -123,12 +130,12 @@ export class SharedCounts {
   }
 
   /** Counts one admission for (customer, hour) if the customer has room left. */
-  private takeOne(customerId: string, h: number): boolean {
+  private takeOne(customerId: string, h: number): typeof ADMITTED | typeof NO_ROOM | typeof BUSY {
     hashString(customerId, this.seed ^ h);
     const hi = HASH[0]!, lo = HASH[1]!;
     const c = this.counters;
     const b = c.bucketOf(hi);
-    c.lock(b);
+    if (!c.lock(b)) return BUSY;
     try {
       let base = c.find(b, hi, lo);
       if (base < 0 || c.u32[base + C_HOUR] !== h) {
@@ -137,9 +144,9 @@ export class SharedCounts {
         c.u32[base + C_COUNT] = 0;
       }
       const n = c.u32[base + C_COUNT]!;
-      if (n >= this.perCustomerHour) return false;
+      if (n >= this.perCustomerHour) return NO_ROOM;
       c.u32[base + C_COUNT] = n + 1;
-      return true;
+      return ADMITTED;
     } finally {
       c.unlock(b);
     }
@@ -162,8 +169,8 @@ export class SharedCounts {
       // Cheap unlocked look first: most buckets have nothing to drain.
       let any = false;
       for (let base = first; base < first + perBucket; base += w) if (u[base + T_TOTAL] !== 0) any = true;
-      if (!any) continue;
-      t.lock(b);
+      // A lock that stays taken: this bucket waits for the next flush.
+      if (!any || !t.lock(b)) continue;
       try {
         for (let base = first; base < first + perBucket; base += w) {
           const total = u[base + T_TOTAL]!;

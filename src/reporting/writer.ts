@@ -4,6 +4,12 @@
 // period's delta rows into one row per tuple (compaction) and deletes rows past the
 // retention. A failed flush keeps its rows in memory for the next one; nothing here is
 // on the lookup path.
+//
+// A chunk DuckDB refuses for what is in its rows (a constraint, a conversion) would be
+// refused again at every flush and hold reporting up for good, so it is split in halves
+// until the rows at fault are alone; those are quarantined (logged once with DuckDB's
+// reason, counted in ivtd_reporting_rows_quarantined_total, dropped) and the rest is
+// written. Any other failure (I/O, memory, a missing table) is the store's: the rows wait.
 import { timestampValue } from '@duckdb/node-api';
 import { TUPLE_DIMENSIONS } from '../enums.ts';
 import { log } from '../log.ts';
@@ -20,6 +26,20 @@ import { oldestKeptDayMs } from './retention.ts';
  */
 const CHUNK_ROWS = 2_000;
 const CLOSE_ATTEMPTS = 3;
+/** Quarantined rows logged in full per flush; past it one line counts the rest. */
+const QUARANTINE_LOG_ROWS = 20;
+/** Characters of DuckDB's reason kept in the log line (its message may quote the input). */
+const REASON_MAX = 300;
+
+/**
+ * DuckDB error classes that name a fault in the rows themselves (the same rows fail
+ * again); other classes (IO, Out of Memory, Catalog, TransactionContext…) are the store's.
+ */
+const ROW_FAULT = /^(Constraint|Conversion|Invalid Input|Out of Range|Mismatch Type) Error/;
+
+function isRowFault(e: unknown): boolean {
+  return e instanceof Error && ROW_FAULT.test(e.message);
+}
 /** Pending-count bytes when no memory plan sets them (tests, tools). */
 const DEFAULT_PENDING_BYTES = 64 << 20;
 
@@ -89,6 +109,8 @@ export interface WriterStats {
   flushes: number;
   failedFlushes: number;
   rowsWritten: number;
+  /** Rows DuckDB refused for their own content, logged and dropped (never retried). */
+  rowsQuarantined: number;
   foldedTuples: number;
   /** Epoch ms of the last flush that succeeded (empty ones too); null before the first. */
   lastFlushAt: number | null;
@@ -103,7 +125,7 @@ export class RollupWriter {
   // Every database step runs in this chain, one at a time, on the writer's own connection.
   private chain: Promise<unknown> = Promise.resolve();
   private closed = false;
-  private readonly counters = { flushes: 0, failedFlushes: 0, rowsWritten: 0, lastFlushAt: null as number | null };
+  private readonly counters = { flushes: 0, failedFlushes: 0, rowsWritten: 0, rowsQuarantined: 0, lastFlushAt: null as number | null };
 
   private constructor(
     private readonly conn: Queryable & { close(): void },
@@ -155,8 +177,9 @@ export class RollupWriter {
   }
 
   /**
-   * Writes every pending row, a chunk per transaction; on failure the rows not written stay
-   * pending (a chunk is written whole or not at all) and it rejects.
+   * Writes every pending row, a chunk per transaction; rows DuckDB refuses for their own
+   * content are quarantined (see the top of this file). On any other failure the rows not
+   * yet written stay pending (a chunk is written whole or not at all) and it rejects.
    */
   flush(): Promise<void> {
     return this.serial(async () => {
@@ -167,29 +190,74 @@ export class RollupWriter {
         this.counters.lastFlushAt = Date.now();
         return;
       }
-      let written = 0;
+      // Rows are settled (written or quarantined) in order: a failure leaves a tail to keep.
+      const done = { settled: 0, written: 0, quarantined: [] as Array<{ row: CountRow; reason: string }> };
       try {
-        for (; written < rows.length; written += CHUNK_ROWS) {
-          const chunk = rows.slice(written, written + CHUNK_ROWS);
-          await inTransaction(this.conn, async () => {
-            await this.conn.run(STAGE_SQL, [batchJson(chunk)]);
-            await this.conn.run(HOURLY_INSERT_SQL);
-            await this.conn.run(DAILY_INSERT_SQL);
-            await this.conn.run('DROP TABLE flush_batch');
-          });
-          for (const r of chunk) this.touch(r.hour);
-        }
+        for (let at = 0; at < rows.length; at += CHUNK_ROWS) await this.writeSplitting(rows.slice(at, at + CHUNK_ROWS), done);
       } catch (e) {
-        this.pending.addRows(rows.slice(written));
+        this.pending.addRows(rows.slice(done.settled));
         this.counters.failedFlushes++;
-        this.counters.rowsWritten += written;
-        log.error({ err: (e as Error).message, tuples: rows.length - written }, 'reporting flush failed; keeping the counts for the next flush');
+        log.error({ err: (e as Error).message, tuples: rows.length - done.settled }, 'reporting flush failed; keeping the counts for the next flush');
         throw e;
+      } finally {
+        this.counters.rowsWritten += done.written;
+        this.quarantine(done.quarantined);
       }
       this.counters.flushes++;
-      this.counters.rowsWritten += rows.length;
       this.counters.lastFlushAt = Date.now();
     });
+  }
+
+  /** Writes `rows` in one transaction; if DuckDB refuses their content, each half on its own, down to single rows. */
+  private async writeSplitting(rows: CountRow[], done: { settled: number; written: number; quarantined: Array<{ row: CountRow; reason: string }> }): Promise<void> {
+    try {
+      await this.writeChunk(rows);
+    } catch (e) {
+      if (!isRowFault(e)) throw e;
+      if (rows.length === 1) {
+        done.quarantined.push({ row: rows[0]!, reason: (e as Error).message.slice(0, REASON_MAX) });
+        done.settled++;
+        return;
+      }
+      const half = rows.length >> 1;
+      await this.writeSplitting(rows.slice(0, half), done);
+      await this.writeSplitting(rows.slice(half), done);
+      return;
+    }
+    for (const r of rows) this.touch(r.hour);
+    done.settled += rows.length;
+    done.written += rows.length;
+  }
+
+  private writeChunk(rows: readonly CountRow[]): Promise<void> {
+    return inTransaction(this.conn, async () => {
+      await this.conn.run(STAGE_SQL, [batchJson(rows)]);
+      await this.conn.run(HOURLY_INSERT_SQL);
+      await this.conn.run(DAILY_INSERT_SQL);
+      await this.conn.run('DROP TABLE flush_batch');
+    });
+  }
+
+  /** Logs rows DuckDB refused, once each (they are dropped), and counts them. */
+  private quarantine(bad: ReadonlyArray<{ row: CountRow; reason: string }>): void {
+    if (bad.length === 0) return;
+    this.counters.rowsQuarantined += bad.length;
+    for (const { row, reason } of bad.slice(0, QUARANTINE_LOG_ROWS)) {
+      const dims = row.dims;
+      log.error(
+        {
+          reason,
+          customerId: row.customerId,
+          hour: Number.isFinite(row.hour) && Math.abs(row.hour) < 8.64e15 ? new Date(row.hour).toISOString() : String(row.hour),
+          dims: Object.fromEntries(TUPLE_DIMENSIONS.map((d, i) => [d, dims[i] ?? ''])),
+          total: row.total,
+          givt: row.givt,
+          sivt: row.sivt,
+        },
+        'reporting: the store refused this row; quarantined (dropped, not retried), the rest of the flush is written',
+      );
+    }
+    if (bad.length > QUARANTINE_LOG_ROWS) log.error({ rows: bad.length - QUARANTINE_LOG_ROWS }, 'reporting: more rows quarantined in this flush (not logged one by one)');
   }
 
   /**

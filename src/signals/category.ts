@@ -17,12 +17,19 @@ export const CATEGORIES = [
   'device_spoofing',
   'supply_chain',
   'geo_mismatch',
+  /** The customer's own deny list (src/policy). */
+  'denylisted',
   'none',
 ] as const;
 export type Category = (typeof CATEGORIES)[number];
 
-/** The category of each reason code the score can give. */
-export const REASON_CATEGORY: Readonly<Record<string, Exclude<Category, 'none'>>> = {
+/**
+ * The category of each reason code the score and a customer's policy can give. Only
+ * `allowlisted` has `none`: an allowed transaction is valid, so it never leads an invalid one.
+ */
+export const REASON_CATEGORY: Readonly<Record<string, Category>> = {
+  allowlisted: 'none',
+  denylisted: 'denylisted',
   ip_bogon: 'non_routable_ip',
   ua_malformed: 'malformed_ua',
   ifa_known_bad: 'known_bad_device',
@@ -36,10 +43,12 @@ export const REASON_CATEGORY: Readonly<Record<string, Exclude<Category, 'none'>>
   ip_tor: 'anonymizing_proxy',
   ip_proxy: 'anonymizing_proxy',
   ip_vpn: 'anonymizing_proxy',
+  ip_relay: 'anonymizing_proxy',
   geo_mismatch: 'geo_mismatch',
   schain_invalid: 'supply_chain',
   schain_unverified: 'supply_chain',
   schain_incomplete: 'supply_chain',
+  seller_unauthorized: 'supply_chain',
   ip_velocity: 'activity',
   ip_many_uas: 'activity',
   ip_many_uids: 'activity',

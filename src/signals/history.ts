@@ -269,13 +269,13 @@ export class History {
 
   private outcome(t: SharedTable, hi: number, lo: number, invalid: boolean): void {
     const b = t.bucketOf(hi);
-    t.lock(b);
+    const held = t.lock(b);
     const base = t.find(b, hi, lo);
     if (base >= 0) {
       t.f32[base + OUTCOMES]! += 1;
       if (invalid) t.f32[base + BAD]! += 1;
     }
-    t.unlock(b);
+    if (held) t.unlock(b);
   }
 
   private visit(k: HistoryKeys, now: number, write: boolean): HistoryFacts {
@@ -292,7 +292,7 @@ export class History {
     {
       const t = this.ips;
       const b = t.bucketOf(k.ipHi);
-      t.lock(b);
+      const held = t.lock(b);
       const base = this.slot(t, b, k.ipHi, k.ipLo, write);
       if (base < 0) {
         f.ipRate = this.perMinute; f.ipSeen = 1; f.ipBotShare = 0;
@@ -306,14 +306,14 @@ export class History {
         f.ipDistinctUas = this.bitmapCount(t, base + IP_UA_CUR, base + IP_UA_PREV, view, uaFp, write);
         f.ipDistinctUids = this.bitmapCount(t, base + IP_UID_CUR, base + IP_UID_PREV, view, uidFp, write);
       }
-      t.unlock(b);
+      if (held) t.unlock(b);
     }
 
     // uid
     if (k.uidHi !== 0) {
       const t = this.uids;
       const b = t.bucketOf(k.uidHi);
-      t.lock(b);
+      const held = t.lock(b);
       const base = this.slot(t, b, k.uidHi, k.uidLo, write);
       if (base < 0) {
         f.uidRate = this.perMinute; f.uidSeen = 1; f.uidBotShare = 0; f.uidDistinctIps = 1; f.uidDistinctUas = 1;
@@ -325,7 +325,7 @@ export class History {
         f.uidDistinctIps = this.smallSet(t, base + UID_IPS, ipFp, sec, write);
         f.uidDistinctUas = this.smallSet(t, base + UID_UAS, uaFp, sec, write);
       }
-      t.unlock(b);
+      if (held) t.unlock(b);
     } else {
       f.uidRate = 0; f.uidSeen = 0; f.uidBotShare = 0; f.uidDistinctIps = 0; f.uidDistinctUas = 0;
     }
@@ -334,7 +334,7 @@ export class History {
     if (k.ifaHi !== 0) {
       const t = this.ifas;
       const b = t.bucketOf(k.ifaHi);
-      t.lock(b);
+      const held = t.lock(b);
       const base = this.slot(t, b, k.ifaHi, k.ifaLo, write);
       if (base < 0) {
         f.ifaRate = this.perMinute; f.ifaDistinctIps = 1;
@@ -343,7 +343,7 @@ export class History {
         f.ifaRate = this.rate * this.perMinute;
         f.ifaDistinctIps = this.smallSet(t, base + IFA_IPS, ipFp, sec, write);
       }
-      t.unlock(b);
+      if (held) t.unlock(b);
     } else {
       f.ifaRate = 0; f.ifaDistinctIps = 0;
     }

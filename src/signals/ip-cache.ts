@@ -12,7 +12,7 @@ import type { IpIntel, IpVerdict } from './ip-intel.ts';
 const ASN = 2, FLAGS = 3, GEN = 4, SLOT_WORDS = 6;
 const REF = 0x80000000;
 const GEN_MASK = 0x3fffffff;
-const BOGON = 1 << 10, HOSTING = 1 << 11, VPN = 1 << 12, PROXY = 1 << 13, TOR = 1 << 14;
+const BOGON = 1 << 10, HOSTING = 1 << 11, VPN = 1 << 12, PROXY = 1 << 13, TOR = 1 << 14, RELAY = 1 << 15;
 
 export interface IpCacheMemory {
   readonly table: SharedTableMemory;
@@ -80,39 +80,44 @@ export class IpCache {
     const t = this.table;
     const u = t.u32;
     const b = t.bucketOf(hi);
-    t.lock(b);
-    let base = t.find(b, hi, lo);
-    if (base >= 0 && (u[base + GEN]! & GEN_MASK) === g) {
-      const f = u[base + FLAGS]!;
-      out.asn = u[base + ASN]!;
-      out.country = COUNTRIES[f & 0x3ff] ?? '';
-      out.bogon = (f & BOGON) !== 0;
-      out.hosting = (f & HOSTING) !== 0;
-      out.vpn = (f & VPN) !== 0;
-      out.proxy = (f & PROXY) !== 0;
-      out.tor = (f & TOR) !== 0;
-      const s = u[base + GEN]!;
-      if ((s & REF) === 0) u[base + GEN] = (s | REF) >>> 0;
+    // A bucket whose lock stays taken (its holder preempted) counts as a miss and stores nothing.
+    if (t.lock(b)) {
+      const base = t.find(b, hi, lo);
+      if (base >= 0 && (u[base + GEN]! & GEN_MASK) === g) {
+        const f = u[base + FLAGS]!;
+        out.asn = u[base + ASN]!;
+        out.country = COUNTRIES[f & 0x3ff] ?? '';
+        out.bogon = (f & BOGON) !== 0;
+        out.hosting = (f & HOSTING) !== 0;
+        out.vpn = (f & VPN) !== 0;
+        out.proxy = (f & PROXY) !== 0;
+        out.tor = (f & TOR) !== 0;
+        out.relay = (f & RELAY) !== 0;
+        const s = u[base + GEN]!;
+        if ((s & REF) === 0) u[base + GEN] = (s | REF) >>> 0;
+        t.unlock(b);
+        this.hits++;
+        return out;
+      }
       t.unlock(b);
-      this.hits++;
-      return out;
     }
-    t.unlock(b);
     this.misses++;
     intel.verdict(asParsed(ip), out);
-    t.lock(b);
-    base = t.find(b, hi, lo);
-    if (base < 0) base = t.claim(b, hi, lo, this.keepFn);
-    u[base + ASN] = out.asn;
-    u[base + FLAGS] =
-      packCountry(out.country) |
-      (out.bogon ? BOGON : 0) |
-      (out.hosting ? HOSTING : 0) |
-      (out.vpn ? VPN : 0) |
-      (out.proxy ? PROXY : 0) |
-      (out.tor ? TOR : 0);
-    u[base + GEN] = g;
-    t.unlock(b);
+    if (t.lock(b)) {
+      let base = t.find(b, hi, lo);
+      if (base < 0) base = t.claim(b, hi, lo, this.keepFn);
+      u[base + ASN] = out.asn;
+      u[base + FLAGS] =
+        packCountry(out.country) |
+        (out.bogon ? BOGON : 0) |
+        (out.hosting ? HOSTING : 0) |
+        (out.vpn ? VPN : 0) |
+        (out.proxy ? PROXY : 0) |
+        (out.tor ? TOR : 0) |
+        (out.relay ? RELAY : 0);
+      u[base + GEN] = g;
+      t.unlock(b);
+    }
     return out;
   }
 

@@ -1,11 +1,13 @@
 // IP intelligence for the pre-bid lookup: ASN/org, country, hosting and VPN/proxy/Tor
-// flags from the loaded data (ASN table or MaxMind files, curated lists, org-name rules).
+// flags from the loaded data (ASN table or MaxMind files, curated lists, org-name rules,
+// the published ranges that `ivtd data update` keeps current), and iCloud Private Relay.
 import type { AnonymousIPResponse, AsnResponse, CountryResponse, Reader } from 'maxmind';
 import { AsnTable } from './asn-table.ts';
 import { AsnList } from './asn-list.ts';
 import { formatIp, parseIp, type ParsedIp } from './ip-address.ts';
 import { mmdbGet, openMmdb } from './mmdb.ts';
 import { parseOrgPatterns } from './org-patterns.ts';
+import { RANGE_BIT, type IpRanges } from './ip-ranges.ts';
 import { ipRangeName, isBogonRange } from './special-ranges.ts';
 
 export interface IpAssessment {
@@ -22,15 +24,20 @@ export interface IpAssessment {
   readonly vpn: boolean;
   readonly proxy: boolean;
   readonly tor: boolean;
-  /** Why hosting is set: 'anonymous-ip-db' | 'asn-list' | 'org-pattern' | ''. */
+  /**
+   * An egress address of a privacy relay (iCloud Private Relay's published ranges): real
+   * Safari users sit behind it, so it is neither hosting nor VPN, only a weaker signal.
+   */
+  readonly relay: boolean;
+  /** Why hosting is set: 'anonymous-ip-db' | 'published-ranges' | 'asn-list' | 'org-pattern' | ''. */
   readonly hostingSource: string;
-  /** Why vpn/proxy/tor is set: 'anonymous-ip-db' | 'asn-list' | ''. */
+  /** Why vpn/proxy/tor is set: 'anonymous-ip-db' | 'published-ranges' | 'asn-list' | ''. */
   readonly vpnSource: string;
 }
 
 const INVALID: IpAssessment = Object.freeze({
   valid: false, version: 0, range: '', bogon: false, asn: 0, org: '', country: '',
-  hosting: false, vpn: false, proxy: false, tor: false, hostingSource: '', vpnSource: '',
+  hosting: false, vpn: false, proxy: false, tor: false, relay: false, hostingSource: '', vpnSource: '',
 });
 
 /** Categories of data/vpn-asns.txt and the flag each one sets. */
@@ -55,6 +62,8 @@ export interface IpIntelSources {
   hostingOrgPatterns: RegExp[];
   /** Org names matching these are never flagged by hostingOrgPatterns. */
   hostingOrgExclusions?: RegExp[];
+  /** Published ranges (<data-dir>/ranges/*.txt, built once on the main thread); empty when none. */
+  ranges?: IpRanges;
 }
 
 /** What the lookup path needs of an IP: the flags, ASN and country (IpVerdict is reused per thread). */
@@ -66,10 +75,11 @@ export interface IpVerdict {
   vpn: boolean;
   proxy: boolean;
   tor: boolean;
+  relay: boolean;
 }
 
 export function emptyIpVerdict(): IpVerdict {
-  return { bogon: false, asn: 0, country: '', hosting: false, vpn: false, proxy: false, tor: false };
+  return { bogon: false, asn: 0, country: '', hosting: false, vpn: false, proxy: false, tor: false, relay: false };
 }
 
 /**
@@ -124,25 +134,40 @@ export class IpIntel {
     // may list them (MaxMind's own test data puts VPN exits in unassigned IPv6), whereas the
     // ASN and country sources hold junk for private space.
     const anon: AnonymousIPResponse | null = anonymousIpMmdb ? mmdbGet(anonymousIpMmdb, ip, key) : null;
+    // Published ranges (cloud providers, Tor exits, VPN lists, relays): one binary search.
+    const bits = this.src.ranges !== undefined && !bogon ? this.src.ranges.lookup(ip) : 0;
+    // A relay egress (iCloud Private Relay) sits in CDN networks (Akamai, Cloudflare,
+    // Fastly) that the hosting ASN list and org rules name, and carries real Safari users:
+    // it is neither hosting nor VPN, whatever those lists say. A Tor or proxy listing of
+    // the very address still counts.
+    const relay = (bits & RANGE_BIT.relay) !== 0;
 
     let hostingSource = '';
     if (anon?.is_hosting_provider) hostingSource = 'anonymous-ip-db';
+    else if ((bits & RANGE_BIT.hosting) !== 0) hostingSource = 'published-ranges';
     else if (asn !== 0 && this.src.hostingAsns.has(asn)) hostingSource = 'asn-list';
     else if (asn !== 0 && this.orgLooksLikeHosting(asn, org)) hostingSource = 'org-pattern';
+    if (relay) hostingSource = '';
 
     const category = asn !== 0 ? this.src.vpnAsns.category(asn) : undefined;
     const listed = category !== undefined ? VPN_CATEGORIES.get(category) : undefined;
     const dbVpn = anon?.is_anonymous_vpn === true;
     const dbProxy = anon?.is_public_proxy === true || anon?.is_residential_proxy === true;
     const dbTor = anon?.is_tor_exit_node === true;
-    const vpn = dbVpn || listed === 'vpn';
-    const proxy = dbProxy || listed === 'proxy';
-    const tor = dbTor || listed === 'tor';
-    const vpnSource = dbVpn || dbProxy || dbTor ? 'anonymous-ip-db' : listed ? 'asn-list' : '';
+    const rVpn = (bits & RANGE_BIT.vpn) !== 0;
+    const rProxy = (bits & RANGE_BIT.proxy) !== 0;
+    const rTor = (bits & RANGE_BIT.tor) !== 0;
+    const vpn = !relay && (dbVpn || rVpn || listed === 'vpn');
+    const proxy = dbProxy || rProxy || (!relay && listed === 'proxy');
+    const tor = dbTor || rTor || (!relay && listed === 'tor');
+    const vpnSource = !(vpn || proxy || tor) ? ''
+      : (dbVpn && vpn) || dbProxy || dbTor ? 'anonymous-ip-db'
+      : (rVpn && vpn) || rProxy || rTor ? 'published-ranges'
+      : 'asn-list';
 
     return {
       valid: true, version: ip.v, range, bogon, asn, org, country,
-      hosting: hostingSource !== '', vpn, proxy, tor, hostingSource, vpnSource,
+      hosting: hostingSource !== '', vpn, proxy, tor, relay, hostingSource, vpnSource,
     };
   }
 
@@ -156,6 +181,7 @@ export class IpIntel {
     out.vpn = a.vpn;
     out.proxy = a.proxy;
     out.tor = a.tor;
+    out.relay = a.relay;
     return out;
   }
 
@@ -178,6 +204,7 @@ export interface IpIntelFiles {
   hostingAsns: string;
   vpnAsns: string;
   hostingOrgPatterns?: string;
+  ranges?: IpRanges;
 }
 
 /** Builds an IpIntel from file contents; throws a descriptive Error for any unusable input. */
@@ -197,5 +224,6 @@ export function loadIpIntel(files: IpIntelFiles): IpIntel {
     vpnAsns: AsnList.parse(files.vpnAsns, 'vpn-asns.txt'),
     hostingOrgPatterns: patterns.include,
     hostingOrgExclusions: patterns.exclude,
+    ...(files.ranges ? { ranges: files.ranges } : {}),
   });
 }

@@ -19,12 +19,16 @@ export interface ScoreInputs {
   ipVpn: boolean;
   ipProxy: boolean;
   ipTor: boolean;
+  /** An iCloud Private Relay egress (published ranges): real users behind it, so weak. */
+  ipRelay: boolean;
   uaInconsistent: boolean;
   geoMismatch: boolean;
   schainPresent: boolean;
   schainValid: boolean;
   schainVerified: boolean;
   schainComplete: boolean;
+  /** The publisher's ads.txt / app-ads.txt does not authorise the seller (unknown is false). */
+  sellerUnauthorized: boolean;
   zeroIfa: boolean;
   // history
   history: HistoryFacts;
@@ -67,10 +71,12 @@ export const SIVT_WEIGHTS = {
   ip_proxy: 0.55,
   ip_vpn: 0.5,
   ua_inconsistent: 0.5,
+  seller_unauthorized: 0.4,
   schain_invalid: 0.35,
   geo_mismatch: 0.25,
   schain_unverified: 0.2,
   schain_incomplete: 0.1,
+  ip_relay: 0.1,
   ifa_zero: 0.1,
 } as const;
 
@@ -129,8 +135,37 @@ function round4(x: number): number {
   return Math.round(x * 10_000) / 10_000;
 }
 
-export function bandOf(score: number): Band {
-  return score >= BAND_HIGH_MIN ? 'high' : score >= BAND_MEDIUM_MIN ? 'medium' : 'low';
+export function bandOf(score: number, medium = BAND_MEDIUM_MIN, high = BAND_HIGH_MIN): Band {
+  return score >= high ? 'high' : score >= medium ? 'medium' : 'low';
+}
+
+/** Reason codes a customer's own policy gives (src/policy): the verdict is the customer's, not the model's. */
+export const POLICY_REASONS = ['allowlisted', 'denylisted'] as const;
+export type PolicyReason = (typeof POLICY_REASONS)[number];
+
+/**
+ * A customer's policy applied to the model's result, in place: its thresholds set the band;
+ * an allow match makes the answer score 0, band `low`, reason `allowlisted`; a deny match
+ * score 1, band `high`, reason `denylisted` (leading, so the transaction's category is
+ * `denylisted`). Confidence is 1 either way (the customer decided). The components stay
+ * the model's evidence, and the model's reasons follow the policy's.
+ */
+export function applyPolicy(r: ScoreResult, decision: PolicyReason | null, medium: number, high: number): ScoreResult {
+  if (decision === null) {
+    r.band = bandOf(r.score, medium, high);
+    return r;
+  }
+  r.reasons.unshift(decision);
+  r.leading = decision;
+  r.confidence = 1;
+  if (decision === 'allowlisted') {
+    r.score = 0;
+    r.band = 'low';
+  } else {
+    r.score = 1;
+    r.band = 'high';
+  }
+  return r;
 }
 
 export function score(i: ScoreInputs): ScoreResult {
@@ -156,6 +191,7 @@ export function score(i: ScoreInputs): ScoreResult {
   if (i.ipTor) { q *= 1 - SIVT_WEIGHTS.ip_tor; fire(reasons, 'ip_tor', SIVT_WEIGHTS.ip_tor); }
   if (i.ipProxy) { q *= 1 - SIVT_WEIGHTS.ip_proxy; fire(reasons, 'ip_proxy', SIVT_WEIGHTS.ip_proxy); }
   if (i.ipVpn) { q *= 1 - SIVT_WEIGHTS.ip_vpn; fire(reasons, 'ip_vpn', SIVT_WEIGHTS.ip_vpn); }
+  if (i.ipRelay) { q *= 1 - SIVT_WEIGHTS.ip_relay; fire(reasons, 'ip_relay', SIVT_WEIGHTS.ip_relay); }
   if (i.uaInconsistent) { q *= 1 - SIVT_WEIGHTS.ua_inconsistent; fire(reasons, 'ua_inconsistent', SIVT_WEIGHTS.ua_inconsistent); }
   if (i.geoMismatch) { q *= 1 - SIVT_WEIGHTS.geo_mismatch; fire(reasons, 'geo_mismatch', SIVT_WEIGHTS.geo_mismatch); }
   if (i.schainPresent) {
@@ -166,6 +202,7 @@ export function score(i: ScoreInputs): ScoreResult {
       if (!i.schainComplete) { q *= 1 - SIVT_WEIGHTS.schain_incomplete; fire(reasons, 'schain_incomplete', SIVT_WEIGHTS.schain_incomplete); }
     }
   }
+  if (i.sellerUnauthorized) { q *= 1 - SIVT_WEIGHTS.seller_unauthorized; fire(reasons, 'seller_unauthorized', SIVT_WEIGHTS.seller_unauthorized); }
   if (i.zeroIfa) { q *= 1 - SIVT_WEIGHTS.ifa_zero; fire(reasons, 'ifa_zero', SIVT_WEIGHTS.ifa_zero); }
   const pSivt = 1 - q;
 

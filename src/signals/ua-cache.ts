@@ -6,6 +6,7 @@
 // compares every trait of the raw and the normalised string over a UA corpus). The clock-
 // dependent verdict (version ceilings) is judged per lookup from the cached majors, and an
 // entry older than UA_CACHE_MAX_AGE_HOURS is examined again.
+import { fmix32 } from '../memory/hash.ts';
 import { SharedTable, type SharedTableMemory } from '../memory/shared-table.ts';
 import { HOUR_MS } from '../time.ts';
 import {
@@ -93,15 +94,6 @@ export function normalizeUa(ua: string): string {
 /** [exact hi, exact lo, normalised hi, normalised lo] of the last hashUa(). */
 export const UA_HASH = new Uint32Array(4);
 
-function fmix(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
-
 /**
  * Hashes the UA as sent (distinct-UA counting) and as normalised (the cache key) in one
  * pass, into UA_HASH. Equal to hashing normalizeUa(ua) for the second pair.
@@ -128,12 +120,12 @@ export function hashUa(ua: string, seed: number): void {
     n2 ^= n2 >>> 15;
   }
   const len = ua.length;
-  let h = fmix(e1 ^ len);
+  let h = fmix32(e1 ^ len);
   UA_HASH[0] = h === 0 ? 1 : h;
-  UA_HASH[1] = fmix(e2 ^ Math.imul(len, 0x27d4eb2f)) + h;
-  h = fmix(n1 ^ len);
+  UA_HASH[1] = fmix32(e2 ^ Math.imul(len, 0x27d4eb2f)) + h;
+  h = fmix32(n1 ^ len);
   UA_HASH[2] = h === 0 ? 1 : h;
-  UA_HASH[3] = fmix(n2 ^ Math.imul(len, 0x27d4eb2f)) + h;
+  UA_HASH[3] = fmix32(n2 ^ Math.imul(len, 0x27d4eb2f)) + h;
 }
 
 // ---- packing --------------------------------------------------------------------------
@@ -203,6 +195,8 @@ export class UaCache {
   private readonly epoch: number;
   /** Exact-UA hash (low word) of the last verdict(): the history's distinct-UA fingerprint. */
   exactLo = 0;
+  /** The other half of that hash (a customer's exact-UA policy entries are keyed by both). */
+  exactHi = 0;
   /** Hits and misses of this thread (metrics). */
   hits = 0;
   misses = 0;
@@ -248,6 +242,7 @@ export class UaCache {
    */
   verdict(ua: string, now: number, out: UaVerdict): UaVerdict {
     hashUa(ua, this.seed);
+    this.exactHi = UA_HASH[0]!;
     this.exactLo = UA_HASH[1]!;
     if (unparsedVerdict(ua, out) !== null) return out;
     const hi = UA_HASH[2]!, lo = UA_HASH[3]!;
@@ -255,27 +250,30 @@ export class UaCache {
     const t = this.table;
     const u = t.u32;
     const b = t.bucketOf(hi);
-    t.lock(b);
-    let base = t.find(b, hi, lo);
-    if (base >= 0 && ((this.nowHour - (u[base + STAMP]! & 0xffffff)) & 0xffffff) < UA_CACHE_MAX_AGE_HOURS) {
-      unpack(u, base, out);
-      const s = u[base + STAMP]!;
-      if ((s & REF) === 0) u[base + STAMP] = (s | REF) >>> 0;
+    // A bucket whose lock stays taken (its holder preempted) counts as a miss and stores nothing.
+    if (t.lock(b)) {
+      const base = t.find(b, hi, lo);
+      if (base >= 0 && ((this.nowHour - (u[base + STAMP]! & 0xffffff)) & 0xffffff) < UA_CACHE_MAX_AGE_HOURS) {
+        unpack(u, base, out);
+        const s = u[base + STAMP]!;
+        if ((s & REF) === 0) u[base + STAMP] = (s | REF) >>> 0;
+        t.unlock(b);
+        this.hits++;
+        return judge(out, this.analyzer.ceilingsAt(now));
+      }
       t.unlock(b);
-      this.hits++;
-      return judge(out, this.analyzer.ceilingsAt(now));
     }
-    t.unlock(b);
     // Examined outside the lock (tens of µs): another thread may examine the same UA at the
     // same moment; both store the same traits.
     this.misses++;
     this.analyzer.examine(normalizeUa(ua), out);
-    t.lock(b);
-    base = t.find(b, hi, lo);
-    if (base < 0) base = t.claim(b, hi, lo, this.keepFn);
-    pack(out, u, base);
-    u[base + STAMP] = this.nowHour;
-    t.unlock(b);
+    if (t.lock(b)) {
+      let base = t.find(b, hi, lo);
+      if (base < 0) base = t.claim(b, hi, lo, this.keepFn);
+      pack(out, u, base);
+      u[base + STAMP] = this.nowHour;
+      t.unlock(b);
+    }
     return judge(out, this.analyzer.ceilingsAt(now));
   }
 

@@ -18,3 +18,12 @@ export async function findUserForLogin(q: Queryable, username: string): Promise<
     [username],
   );
 }
+
+/**
+ * Replaces a user's password hash by one of the same password at the current cost, after a
+ * login proved the password. Only if the hash is still the one checked (a password change
+ * in between wins), and without touching updated_at: sessions stay valid.
+ */
+export async function upgradePasswordHash(q: Queryable, userId: string, checked: string, upgraded: string): Promise<void> {
+  await q.run('UPDATE users SET password_hash = $1 WHERE user_id = $2 AND password_hash = $3', [upgraded, userId, checked]);
+}

@@ -172,7 +172,30 @@ export const MIGRATIONS: Migration[] = [
     ],
   },
   {
-    version: 50,
+    version: 70,
+    name: "policy: each customer's allow and deny entries and band thresholds (src/policy)",
+    // One row per customer that has a policy; version grows with every change, so the
+    // server recompiles only the customers whose policy changed. Values are stored in the
+    // normalized form src/policy/model.ts gives them; one (kind, value) is allowed or denied, once.
+    statements: [
+      `CREATE TABLE policies (
+         customer_id VARCHAR PRIMARY KEY,
+         medium      DOUBLE,
+         high        DOUBLE,
+         version     BIGINT NOT NULL,
+         updated_at  TIMESTAMP NOT NULL
+       )`,
+      `CREATE TABLE policy_entries (
+         customer_id VARCHAR NOT NULL,
+         kind        VARCHAR NOT NULL,
+         value       VARCHAR NOT NULL,
+         action      VARCHAR NOT NULL CHECK (action IN ('allow', 'deny')),
+         PRIMARY KEY (customer_id, kind, value)
+       )`,
+    ],
+  },
+  {
+    version: 80,
     name: 'reporting: the category dimension (why a transaction is invalid)',
     // The column goes last (ALTER TABLE can only append); the writer names its columns.
     // Rows counted before this version have '' (not recorded): their transactions, valid

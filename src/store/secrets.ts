@@ -10,7 +10,14 @@ const KEY_PREFIX: Record<KeyKind, string> = { prebid: 'ivp_', reporting: 'ivr_' 
 export const PASSWORD_MIN = 8;
 export const PASSWORD_MAX = 1024;
 
-const SCRYPT = { N: 16384, r: 8, p: 1, keyLen: 32, saltLen: 16 } as const;
+/**
+ * New password hashes. OWASP's Password Storage Cheat Sheet asks for scrypt N=2^17, r=8,
+ * p=1 or an equal-cost variant; N=2^14, r=8, p=5 is the one it lists that keeps memory at
+ * 16 MiB per check (the p passes run one after another), so a burst of logins costs CPU
+ * time, bounded by the checks in flight (account/login-throttle.ts), not 128 MiB each.
+ * Hashes made with weaker parameters still verify and are upgraded at the next login.
+ */
+export const SCRYPT = { N: 16384, r: 8, p: 5, keyLen: 32, saltLen: 16 } as const;
 // Bounds on parameters read back from a stored hash, so a corrupt row cannot pin the CPU.
 const SCRYPT_MAX_N = 1 << 20;
 const SCRYPT_MAXMEM = 256 * 1024 * 1024;
@@ -37,10 +44,16 @@ function scryptAsync(pw: string, salt: Buffer, keyLen: number, opts: ScryptOptio
   });
 }
 
-/** `scrypt$N$r$p$<salt base64>$<hash base64>` with a fresh 16-byte salt. */
-export async function hashPassword(pw: string): Promise<string> {
+export interface ScryptCost {
+  N: number;
+  r: number;
+  p: number;
+}
+
+/** `scrypt$N$r$p$<salt base64>$<hash base64>` with a fresh 16-byte salt (`cost`: tests and the login benchmark). */
+export async function hashPassword(pw: string, cost: ScryptCost = SCRYPT): Promise<string> {
   const salt = randomBytes(SCRYPT.saltLen);
-  const { N, r, p } = SCRYPT;
+  const { N, r, p } = cost;
   const hash = await scryptAsync(pw, salt, SCRYPT.keyLen, { N, r, p, maxmem: SCRYPT_MAXMEM });
   return `scrypt$${N}$${r}$${p}$${salt.toString('base64')}$${hash.toString('base64')}`;
 }
@@ -66,6 +79,12 @@ function parseHash(stored: string): ParsedHash | undefined {
   return { N, r, p, salt, hash };
 }
 
+/** True when a readable stored hash costs less to check than SCRYPT: hash it again at the next login. */
+export function needsRehash(stored: string): boolean {
+  const h = parseHash(stored);
+  return h !== undefined && h.N * h.r * h.p < SCRYPT.N * SCRYPT.r * SCRYPT.p;
+}
+
 /** True when `pw` matches the stored scrypt hash; false for a wrong password or an unreadable hash. */
 export async function verifyPassword(pw: string, stored: string): Promise<boolean> {
   const h = parseHash(stored);
@@ -79,7 +98,7 @@ export async function verifyPassword(pw: string, stored: string): Promise<boolea
  * same parameters as real hashes: checking against it costs the same time.
  */
 export const DUMMY_PASSWORD_HASH =
-  'scrypt$16384$8$1$j5PDEKiGeUF5hNIymW8PPg==$ogu0wVbYyoB3mG07SfdwvUsxdA4luzbE6MYANNNFT8Q=';
+  'scrypt$16384$8$5$dMqNo2cwFXV0G7ICAG0ebw==$wjTk+E1FAsr5uvMp3lNmTlRxTrAPdTCq6c2CffLcqa0=';
 
 /**
  * Login check that spends the same time whether or not the user exists: with no stored

@@ -2,6 +2,7 @@
 import t from 'tap';
 import { decodeJwt } from 'jose';
 import { setPassword, setUserDisabled, addUser } from '../../src/store/users.ts';
+import { SCRYPT, hashPassword, needsRehash } from '../../src/store/secrets.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { INVALID_SESSION, call, login } from './client.ts';
 
@@ -177,4 +178,24 @@ t.test('disabling a user or changing the password ends their sessions at once', 
   t.equal((await call(api, 'GET', '/v1/project/list', { token: s2.access_token })).status, 400);
   const s3 = await login(api, u.username, 'second-pass-2');
   t.equal((await call(api, 'GET', '/v1/project/list', { token: s3.access_token })).status, 200);
+});
+
+t.test('a password hashed at the old cost is upgraded at login; the sessions it has stay valid', async (t) => {
+  const user = `legacy-${Date.now()}`;
+  const pw = 'an old enough password';
+  await addUser(srv.server.store, { customer: srv.customer.customer_id, username: user, password: pw });
+  const old = await hashPassword(pw, { N: 16384, r: 8, p: 1 });
+  await srv.server.store.run('UPDATE users SET password_hash = $1 WHERE username = $2', [old, user]);
+  const stored = async () => (await srv.server.store.one<{ h: string }>('SELECT password_hash AS h FROM users WHERE username = $1', [user]))!.h;
+
+  const first = await login(api, user, pw);
+  const upgraded = await stored();
+  t.not(upgraded, old);
+  t.match(upgraded, new RegExp(`^scrypt\\$${SCRYPT.N}\\$${SCRYPT.r}\\$${SCRYPT.p}\\$`), 'now at the current cost');
+  t.equal(needsRehash(upgraded), false);
+  const refreshed = await call(api, 'POST', '/refresh_token', { json: { refresh_token: first.refresh_token } });
+  t.equal(refreshed.status, 200, 'the session started by that login is not ended by the upgrade');
+  await login(api, user, pw);
+  t.equal(await stored(), upgraded, 'upgraded once');
+  t.equal((await call(api, 'POST', '/login', { form: { username: user, password: 'not the password' } })).status, 401);
 });

@@ -1,5 +1,8 @@
-// Login throttling: the counting rules with a fake clock, then 429 + Retry-After over HTTP.
+// Login throttling: the counting rules with a fake clock, the caps on checks in flight,
+// then over HTTP: 429 + Retry-After, concurrent bursts that cannot pass the allowance, and
+// a username locked from one address still usable from another.
 import t from 'tap';
+import { request } from 'node:http';
 import {
   ADDRESS_FAILURES_ALLOWED,
   FAILURE_WINDOW_MS,
@@ -9,6 +12,8 @@ import {
   MAX_LOCK_MS,
   USER_FAILURES_ALLOWED,
   addressKey,
+  globalInFlight,
+  type Admission,
 } from '../../src/account/login-throttle.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { call } from './client.ts';
@@ -44,40 +49,169 @@ t.test('locks after the allowance, doubles the lock per later failure, forgets a
   t.equal(th.retryAfterMs('k'), 0, 'clear() forgets');
 });
 
-t.test('LoginThrottle: per username (any case) and per address', async (t) => {
+t.test('refund takes back a failure counted ahead, and the lock it set', async (t) => {
+  let now = 2_000_000;
+  const th = new FailureThrottle(3, () => now);
+  th.fail('k');
+  th.fail('k');
+  th.fail('k');
+  t.equal(th.retryAfterMs('k'), FIRST_LOCK_MS, 'locked at the third');
+  th.refund('k');
+  t.equal(th.retryAfterMs('k'), 0, 'the third was a success after all: not locked');
+  th.fail('k');
+  t.equal(th.retryAfterMs('k'), FIRST_LOCK_MS, 'three real failures lock');
+  now += FIRST_LOCK_MS;
+  th.fail('k');
+  th.refund('k');
+  t.equal(th.retryAfterMs('k'), 2 * FIRST_LOCK_MS, 'at the allowance a refund leaves the lock (the cautious side)');
+  th.refund('unknown');
+  t.equal(th.retryAfterMs('unknown'), 0);
+});
+
+/** Admits or throws: for the unit tests below. */
+function admitted(a: Admission) {
+  if (!a.ok) throw new Error(`refused: ${a.reason}`);
+  return a.attempt;
+}
+
+t.test('LoginThrottle: counted before the check; locks per (username, address) and per address', async (t) => {
   let now = 5_000_000;
-  const lt = new LoginThrottle(() => now);
-  for (let i = 0; i < USER_FAILURES_ALLOWED; i++) lt.failed('Alice', '192.0.2.1');
-  t.equal(lt.retryAfter('alice', '198.51.100.7'), FIRST_LOCK_MS / 1000, 'username locked from any address');
-  t.equal(lt.retryAfter('bob', '192.0.2.1'), 0, 'address still below its allowance');
-  lt.succeeded('ALICE');
-  t.equal(lt.retryAfter('alice', '198.51.100.7'), 0, 'success clears the username');
-  for (let i = 0; i < ADDRESS_FAILURES_ALLOWED; i++) lt.failed(`user${i}`, '2001:db8:1:2::5');
-  t.ok(lt.retryAfter('someone-new', '2001:db8:1:2:ffff::9') > 0, 'same /64 is the same address');
-  t.equal(lt.retryAfter('someone-new', '2001:db8:1:3::9'), 0, 'another /64 is not');
+  const lt = new LoginThrottle({ now: () => now, userInFlight: 100, addressInFlight: 100, globalInFlight: 100 });
+  // Five attempts admitted at once (none finished): the sixth is refused already.
+  const burst = Array.from({ length: USER_FAILURES_ALLOWED }, () => admitted(lt.begin('Alice', '192.0.2.1')));
+  t.match(lt.begin('alice', '192.0.2.1'), { ok: false, reason: 'locked', retryAfter: FIRST_LOCK_MS / 1000 }, 'the sixth, while five are in flight');
+  t.equal(lt.checking, USER_FAILURES_ALLOWED);
+  for (const a of burst) a.failed();
+  t.equal(lt.checking, 0);
+  t.match(lt.begin('ALICE', '192.0.2.1'), { ok: false, reason: 'locked' }, 'any case of the username');
+  const elsewhere = lt.begin('alice', '198.51.100.7');
+  t.ok(elsewhere.ok, 'the same username from another address is not locked');
+  admitted(elsewhere).succeeded();
+  t.match(lt.begin('alice', '192.0.2.1'), { ok: false, reason: 'locked' }, 'and a success elsewhere does not unlock the first address');
+
+  // A success clears its pair: four failures, then the right password, then five more allowed.
+  now += MAX_LOCK_MS + FAILURE_WINDOW_MS + 1;
+  for (let i = 0; i < USER_FAILURES_ALLOWED - 1; i++) admitted(lt.begin('bob', '192.0.2.9')).failed();
+  admitted(lt.begin('bob', '192.0.2.9')).succeeded();
+  for (let i = 0; i < USER_FAILURES_ALLOWED; i++) admitted(lt.begin('bob', '192.0.2.9')).failed();
+  t.match(lt.begin('bob', '192.0.2.9'), { ok: false, reason: 'locked' });
+
+  for (let i = 0; i < ADDRESS_FAILURES_ALLOWED; i++) admitted(lt.begin(`user${i}`, '2001:db8:1:2::5')).failed();
+  t.match(lt.begin('someone-new', '2001:db8:1:2:ffff::9'), { ok: false, reason: 'locked' }, 'same /64 is the same address');
+  t.ok(lt.begin('someone-new', '2001:db8:1:3::9').ok, 'another /64 is not');
   t.equal(addressKey('::ffff:192.0.2.1'), '192.0.2.1');
 });
 
-t.test('over HTTP: 429 with Retry-After, even for the right password', async (t) => {
+t.test('LoginThrottle: checks in flight are capped per username, per address and in all', async (t) => {
+  const lt = new LoginThrottle({ userInFlight: 1, addressInFlight: 2, globalInFlight: 3 });
+  const a = admitted(lt.begin('u1', '192.0.2.1'));
+  t.match(lt.begin('U1', '192.0.2.2'), { ok: false, reason: 'busy', retryAfter: 1 }, 'one check per username at a time, from anywhere');
+  const b = admitted(lt.begin('u2', '192.0.2.1'));
+  t.match(lt.begin('u3', '192.0.2.1'), { ok: false, reason: 'busy' }, 'two per address');
+  const c = admitted(lt.begin('u3', '192.0.2.2'));
+  t.match(lt.begin('u4', '192.0.2.3'), { ok: false, reason: 'busy' }, 'three in all');
+  t.equal(lt.checking, 3);
+  a.failed();
+  a.failed(); // a second report of the same attempt changes nothing
+  t.equal(lt.checking, 2);
+  const d = admitted(lt.begin('u4', '192.0.2.3'));
+  t.match(lt.begin('u5', '192.0.2.4'), { ok: false, reason: 'busy' }, 'still three in all');
+  for (const x of [b, c, d]) x.succeeded();
+  t.equal(lt.checking, 0);
+  // A refusal for being busy is not counted: the username can still use its whole allowance.
+  for (let i = 0; i < 10; i++) {
+    const held = admitted(lt.begin('patient', '192.0.2.50'));
+    t.equal(lt.begin('patient', '192.0.2.50').ok, false);
+    held.succeeded();
+  }
+  for (let i = 0; i < USER_FAILURES_ALLOWED; i++) admitted(lt.begin('patient', '192.0.2.50')).failed();
+  t.match(lt.begin('patient', '192.0.2.50'), { ok: false, reason: 'locked' });
+  t.equal(globalInFlight(4), 2, "half of libuv's default pool");
+  t.equal(globalInFlight(1), 1);
+  t.equal(globalInFlight(16), 8);
+});
+
+/** POST /login from a given loopback source address (127.0.0.0/8 is all this host's). */
+function loginFrom(port: number, from: string, username: string, password: string): Promise<{ status: number; retryAfter: string | undefined; body: any }> {
+  const body = new URLSearchParams({ username, password }).toString();
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: '127.0.0.1', port, path: '/login', method: 'POST', localAddress: from, agent: false, headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string | undefined, body: JSON.parse(text || 'null') }));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const tally = (rs: Array<{ status: number }>) => rs.reduce<Record<number, number>>((m, r) => ({ ...m, [r.status]: (m[r.status] ?? 0) + 1 }), {});
+
+t.test('over HTTP: 429 with Retry-After, even for the right password; the address has its own allowance', async (t) => {
   const srv = await startTestServer();
   t.teardown(() => srv.stop());
+  const port = srv.server.ports.api;
   const { username, password } = srv.customer;
   for (let i = 0; i < USER_FAILURES_ALLOWED; i++) {
-    const r = await call(srv.api, 'POST', '/login', { form: { username, password: `guess-${i}` } });
+    const r = await loginFrom(port, '127.0.0.11', username, `guess-${i}`);
     t.equal(r.status, 401, `failure ${i + 1}`);
   }
-  const locked = await call(srv.api, 'POST', '/login', { form: { username, password } });
+  const locked = await loginFrom(port, '127.0.0.11', username, password);
   t.equal(locked.status, 429);
-  t.equal(locked.body.error, 'rate_limited');
-  const wait = Number(locked.headers.get('retry-after'));
+  t.match(locked.body, { error: 'rate_limited', message: /^Too many failed logins; try again in \d+ seconds\.$/ });
+  const wait = Number(locked.retryAfter);
   t.ok(wait > 0 && wait <= FIRST_LOCK_MS / 1000, `Retry-After ${wait}`);
 
   // The client address has its own, larger allowance: unknown usernames all count toward it.
   for (let i = USER_FAILURES_ALLOWED; i < ADDRESS_FAILURES_ALLOWED; i++) {
-    const r = await call(srv.api, 'POST', '/login', { form: { username: `stranger${i}`, password: 'whatever-1' } });
+    const r = await loginFrom(port, '127.0.0.11', `stranger${i}`, 'whatever-1');
     t.equal(r.status, 401);
   }
-  const byAddress = await call(srv.api, 'POST', '/login', { form: { username: 'fresh-name', password: 'whatever-1' } });
+  const byAddress = await loginFrom(port, '127.0.0.11', 'fresh-name', 'whatever-1');
   t.equal(byAddress.status, 429, 'address locked');
-  t.ok(Number(byAddress.headers.get('retry-after')) > 0);
+  t.ok(Number(byAddress.retryAfter) > 0);
+});
+
+t.test('over HTTP: nobody can lock a username out from another address', async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.stop());
+  const port = srv.server.ports.api;
+  const { username, password } = srv.customer;
+  for (let i = 0; i < USER_FAILURES_ALLOWED + 3; i++) await loginFrom(port, '127.0.0.21', username, `guess-${i}`);
+  t.equal((await loginFrom(port, '127.0.0.21', username, password)).status, 429, "the guesser's address is locked for this username");
+  const owner = await loginFrom(port, '127.0.0.22', username, password);
+  t.equal(owner.status, 200, 'the owner, from their own address, logs in');
+  t.match(owner.body, { access_token: String, refresh_token: String });
+});
+
+t.test('over HTTP: a concurrent burst cannot pass the allowance (attempts are counted before the check)', async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.stop());
+  const port = srv.server.ports.api;
+  const { username, password } = srv.customer;
+
+  // One username from one address: at most USER_FAILURES_ALLOWED passwords are ever checked.
+  const one = await Promise.all(Array.from({ length: 30 }, (_, i) => loginFrom(port, '127.0.0.31', username, `burst-${i}`)));
+  const t1 = tally(one);
+  t.ok((t1[401] ?? 0) >= 1 && (t1[401] ?? 0) <= USER_FAILURES_ALLOWED, `at most ${USER_FAILURES_ALLOWED} checked (401): ${JSON.stringify(t1)}`);
+  t.equal((t1[401] ?? 0) + (t1[429] ?? 0), 30, 'the others refused with 429');
+  t.ok(one.filter((r) => r.status === 429).every((r) => Number(r.retryAfter) >= 1), 'each 429 says when to come back');
+
+  // Many usernames from one address: at most ADDRESS_FAILURES_ALLOWED checked, however fast they come.
+  const many = await Promise.all(Array.from({ length: 60 }, (_, i) => loginFrom(port, '127.0.0.32', `sprayed-${i}`, 'Winter2026!')));
+  const t2 = tally(many);
+  t.ok((t2[401] ?? 0) >= 1 && (t2[401] ?? 0) <= ADDRESS_FAILURES_ALLOWED, `at most ${ADDRESS_FAILURES_ALLOWED} checked: ${JSON.stringify(t2)}`);
+  t.equal((t2[401] ?? 0) + (t2[429] ?? 0), 60);
+
+  // Many addresses at once, all wrong: the global cap refuses what it cannot check now (busy),
+  // and the owner still logs in afterwards from an address of their own.
+  const spread = await Promise.all(Array.from({ length: 40 }, (_, i) => loginFrom(port, `127.0.1.${i + 1}`, `spread-${i}`, 'x-password')));
+  const t3 = tally(spread);
+  t.ok((t3[429] ?? 0) >= 1, `some refused as busy: ${JSON.stringify(t3)}`);
+  t.ok(spread.filter((r) => r.status === 429).every((r) => /being checked at once/.test(r.body.message)), 'busy, not locked');
+  t.equal((await loginFrom(port, '127.0.0.33', username, password)).status, 200, 'the owner logs in from elsewhere');
 });

@@ -76,8 +76,8 @@ t.test('README commands work right after npm install, from a clean clone', async
   t.ok(existsSync(join(clone, 'data/generated/dashboard/index.html')), 'and the dashboard');
   t.match(created.stderr, /asn table: wrote/, 'saying so on stderr, leaving stdout to the CLI');
 
-  const [prebid, api, reporting] = [await freePort(), await freePort(), await freePort()];
-  const args = ['serve', '--data-dir', dataDir, '--prebid-port', `${prebid}`, '--api-port', `${api}`, '--reporting-port', `${reporting}`];
+  const [prebid, api, reporting, metrics] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const args = ['serve', '--data-dir', dataDir, '--prebid-port', `${prebid}`, '--api-port', `${api}`, '--reporting-port', `${reporting}`, '--metrics-port', `${metrics}`];
   // Its own process group, so that a failed test can end npm, its shell and node alike.
   const server = spawn('npm', ['run', 'ivtd', '--', ...args], { cwd: clone, env: shellEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   const output = { text: '' };

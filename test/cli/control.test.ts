@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import net from 'node:net';
 import { join } from 'node:path';
@@ -132,6 +132,33 @@ t.test('sendControl: results, store errors, and no server', async (t) => {
   t.ok(err instanceof ControlUnavailableError, 'no socket file');
   const err2 = await sendControl(join(none, 'missing'), 'customer.list', {}).catch((e: unknown) => e);
   t.ok(err2 instanceof ControlUnavailableError, 'no data dir');
+});
+
+t.test('the socket file is 0600 from the moment it is bound (no window before a chmod)', async (t) => {
+  const dir = shortDir(t);
+  const path = controlSocketPath(dir);
+  // Observe the file right after bind(): listen() binds synchronously, before any callback.
+  const listen = net.Server.prototype.listen;
+  const modes: number[] = [];
+  net.Server.prototype.listen = function (this: net.Server, ...args: unknown[]) {
+    const r = (listen as (...a: unknown[]) => net.Server).apply(this, args);
+    if (args[0] === path) modes.push(lstatSync(path).mode & 0o777);
+    return r;
+  } as typeof listen;
+  const umask = process.umask(0o022); // a usual umask: a plain bind would make the socket 0755
+  t.teardown(() => {
+    net.Server.prototype.listen = listen;
+    process.umask(umask);
+  });
+  const store = await Store.open(dir);
+  const server = await startControlServer({ dataDir: dir, store, onKeysChanged: () => undefined });
+  t.teardown(async () => {
+    await server.close();
+    store.close();
+  });
+  t.same(modes, [0o600], 'born owner-only');
+  t.equal(process.umask(), 0o022, 'the process umask is given back');
+  t.same(await sendControl(dir, 'customer.list', {}), { customers: [] }, 'and the server answers its owner');
 });
 
 t.test('malformed requests get error responses and the server keeps serving', async (t) => {

@@ -16,6 +16,7 @@ import { startServer, type RunningServer } from '../../src/server.ts';
 import { classifyTransaction, type ScoreResult } from '../../src/signals/score.ts';
 import { clickhouseAvailable, startClickHouse } from '../helpers/clickhouse.ts';
 import { startTestServer, testConfig } from '../helpers/server.ts';
+import { until } from '../helpers/until.ts';
 import { basic, fixtureQuery, recentDays, withParams, type LookupAnswer } from '../reporting/client.ts';
 
 const QUERY = fixtureQuery('residential-desktop-chrome');
@@ -42,16 +43,6 @@ async function lookup(node: Node, c: Creds, query: string, key = c.prebid_key): 
   return res.status === 200 ? { status: 200, answer: JSON.parse(text) as LookupAnswer } : { status: res.status };
 }
 
-/** Polls until `ok()` holds; returns the milliseconds it took. */
-async function until(what: string, ok: () => Promise<boolean>, ms = 8000): Promise<number> {
-  const t0 = Date.now();
-  for (;;) {
-    if (await ok()) return Date.now() - t0;
-    if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 t.test('a fleet: one full instance, two edges, one ClickHouse', { skip: clickhouseAvailable() ? false : 'clickhouse-server is not installed' }, async (t) => {
   const ch = await startClickHouse();
   t.teardown(() => ch.destroy());
@@ -67,7 +58,7 @@ t.test('a fleet: one full instance, two edges, one ClickHouse', { skip: clickhou
   const startEdge = async (name: string, dir?: string): Promise<Node> => {
     const d = dir ?? mkdtempSync(join(tmpdir(), `ivtd-${name}-`));
     if (!dir) dirs.push(d);
-    const server = await startServer(edgeConfig(d));
+    const server = await startServer(edgeConfig(d), { botIpIntervalMs: 1000 });
     return { name, server, prebid: `http://127.0.0.1:${server.ports.prebid}` };
   };
   let e1 = await startEdge('edge-1');
@@ -215,7 +206,9 @@ t.test('a fleet: one full instance, two edges, one ClickHouse', { skip: clickhou
 
   await t.test('an edge serves the pre-bid port and /metrics only, and refuses provisioning', async (t) => {
     t.equal(e2.server.ports.reporting, 0, 'no reporting listener');
-    const base = `http://127.0.0.1:${e2.server.ports.api}`;
+    t.equal(e2.server.ports.api, 0, 'no account API listener');
+    // The one rule of every role: /metrics on --metrics-host:--metrics-port, alone.
+    const base = `http://127.0.0.1:${e2.server.ports.metrics}`;
     const m = await fetch(`${base}/metrics`);
     t.equal(m.status, 200);
     const text = await m.text();
@@ -224,8 +217,20 @@ t.test('a fleet: one full instance, two edges, one ClickHouse', { skip: clickhou
     t.match(text, /ivtd_lookups_total/);
     for (const path of ['/v1/report', '/', '/login', '/v1/account']) t.equal((await fetch(base + path)).status, 404, `${path} is not served`);
     await t.rejects(sendControl(e2.server.config.dataDir, 'customer.list', {}), /fleet edge/);
-    const fm = await (await fetch(`${full.api}/metrics`)).text();
+    const fm = await (await fetch(`${full.metrics}/metrics`)).text();
     t.match(fm, /ivtd_fleet_batches_delivered_total [1-9]/, 'the full instance delivered batches');
+  });
+
+  await t.test('bots seen by one edge flag their IP on the other, within the exchange period', async (t) => {
+    const botIp = '198.51.100.201';
+    const cleanIp = '198.51.100.202';
+    const on = async (node: Node, query: string, ip: string) => (await lookup(node, A, withParams(query, { ip }))).answer!.ipReputation.ipBotActivity;
+    t.equal(await on(e2, QUERY, botIp), false, 'edge-2 knows nothing of the IP yet');
+    // Headless Chrome from one address on edge-1: invalid on the request's own evidence.
+    for (let i = 0; i < 15; i++) await lookup(e1, A, withParams(BOT, { ip: botIp }));
+    const ms = await until('edge-2 flags the IP', () => on(e2, QUERY, botIp), 15_000);
+    t.ok(ms < 15_000, `flagged on edge-2 after ${ms} ms (exchange every second in this test, every minute by default)`);
+    t.equal(await on(e2, QUERY, cleanIp), false, 'an IP nobody saw bots on stays clean');
   });
 });
 

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolveConfig, type Config } from '../../src/config.ts';
-import { startServer, type RunningServer } from '../../src/server.ts';
+import { startServer, type RunningServer, type StartOptions } from '../../src/server.ts';
 import { createCustomer } from '../../src/store/customers.ts';
 
 export interface TestServer {
@@ -16,6 +16,8 @@ export interface TestServer {
   api: string;
   /** Base URL of the reporting API (GET /v1/report, HTTP Basic). */
   reporting: string;
+  /** Base URL of the /metrics listener. */
+  metrics: string;
   stop(): Promise<void>;
 }
 
@@ -28,15 +30,16 @@ export function testConfig(dataDir: string, overrides: Partial<Config> = {}): Co
     prebidPort: 0,
     apiPort: 0,
     reportingPort: 0,
+    metricsPort: 0,
     logLevel: 'silent',
     ...overrides,
   };
 }
 
-export async function startTestServer(overrides: Partial<Config> = {}, dataDir?: string): Promise<TestServer> {
+export async function startTestServer(overrides: Partial<Config> = {}, dataDir?: string, opts: StartOptions = {}): Promise<TestServer> {
   const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'ivtd-test-'));
   const config = testConfig(dir, overrides);
-  const server = await startServer(config);
+  const server = await startServer(config, opts);
   const password = 'correct horse battery';
   const c = await createCustomer(server.store, { name: 'Test Co', username: `tester${Math.random().toString(36).slice(2, 8)}`, password });
   await server.refreshKeys();
@@ -48,6 +51,7 @@ export async function startTestServer(overrides: Partial<Config> = {}, dataDir?:
     prebid: `http://127.0.0.1:${server.ports.prebid}`,
     api: `http://127.0.0.1:${server.ports.api}`,
     reporting: `http://127.0.0.1:${server.ports.reporting}`,
+    metrics: `http://127.0.0.1:${server.ports.metrics}`,
     async stop() {
       await server.stop();
       if (!dataDir) rmSync(dir, { recursive: true, force: true });

@@ -1,9 +1,12 @@
-// GET /metrics on the account API port of the real server: lookups counted by status and
+// GET /metrics on its own listener (--metrics-host, loopback by default, --metrics-port) of
+// the real server, and nowhere else: lookups counted by status and
 // band, the latency histogram, data ages, reporting flushes, process RSS; and the
 // histogram arithmetic of ServiceMetrics on known inputs.
 import t from 'tap';
 import { statSync, utimesSync, writeFileSync } from 'node:fs';
+import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
+import { resolveConfig } from '../../src/config.ts';
 import { LATENCY_BUCKETS_US, type LookupStats } from '../../src/prebid/messages.ts';
 import { ServiceMetrics } from '../../src/ops/metrics.ts';
 import { loadBundle } from '../../src/data/bundle.ts';
@@ -118,7 +121,7 @@ t.test('a data file is dated by its modified time truncated to the millisecond, 
   t.equal(value(s, 'ivtd_data_file_timestamp_seconds', { file: 'hosting-asns.txt', origin: 'file' }), Math.floor(mtimeMs) / 1000, 'the same rule as the test below');
 });
 
-t.test('GET /metrics on the account API port of a running server', async (t) => {
+t.test('GET /metrics on the metrics port of a running server', async (t) => {
   const ts = await startTestServer({ threads: 1 });
   t.teardown(() => ts.stop());
   const c = ts.customer;
@@ -135,7 +138,7 @@ t.test('GET /metrics on the account API port of a running server', async (t) => 
   let s: Sample[] = [];
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const res = await fetch(`${ts.api}/metrics`);
+    const res = await fetch(`${ts.metrics}/metrics`);
     t.equal(res.status, 200);
     t.match(res.headers.get('content-type'), /^text\/plain; version=0\.0\.4/);
     s = parse(await res.text());
@@ -160,7 +163,7 @@ t.test('GET /metrics on the account API port of a running server', async (t) => 
   t.ok(value(s, 'ivtd_data_file_timestamp_seconds', { file: 'asn.bin', origin: 'embedded' })! > 1.6e9, 'embedded ASN table dated by its build');
 
   await ts.server.reporting!.flush();
-  s = parse(await (await fetch(`${ts.api}/metrics`)).text());
+  s = parse(await (await fetch(`${ts.metrics}/metrics`)).text());
   t.ok(value(s, 'ivtd_reporting_flushes_total', { result: 'ok' })! >= 1, 'the flush is counted');
   t.ok(value(s, 'ivtd_reporting_rows_written_total')! >= 1);
   t.equal(value(s, 'ivtd_reporting_pending_tuples'), 0);
@@ -172,16 +175,41 @@ t.test('GET /metrics on the account API port of a running server', async (t) => 
   const report = await fetch(`http://127.0.0.1:${ts.server.ports.reporting}/v1/report?start_date=${today}&end_date=${today}`, { headers: { authorization: auth } });
   t.equal(report.status, 200);
   await report.arrayBuffer();
-  s = parse(await (await fetch(`${ts.api}/metrics`)).text());
+  s = parse(await (await fetch(`${ts.metrics}/metrics`)).text());
   t.equal(value(s, 'ivtd_report_query_duration_seconds_count'), 1, 'the report query is timed');
 
   // A data file dropped into the data dir and reloaded shows up with its modified time.
   const list = join(ts.dataDir, 'hosting-asns.txt');
   writeFileSync(list, 'AS64496  hosting  # test network\n');
   t.same(await ts.server.reload(), { ok: true, errors: [] });
-  s = parse(await (await fetch(`${ts.api}/metrics`)).text());
+  s = parse(await (await fetch(`${ts.metrics}/metrics`)).text());
   t.equal(value(s, 'ivtd_data_file_timestamp_seconds', { file: 'hosting-asns.txt', origin: 'file' }), Math.floor(statSync(list).mtimeMs) / 1000, 'millisecond precision (ISO time)');
   t.ok(value(s, 'ivtd_data_loaded_timestamp_seconds')! >= loaded, 'reload moved the loaded time');
 
   t.equal((await fetch(`${ts.prebid}/metrics`)).status, 404, 'never on the lookup port');
+  t.equal((await fetch(`${ts.api}/metrics`)).status, 404, 'nor on the account API port');
+  t.equal((await fetch(`${ts.reporting}/metrics`)).status, 404, 'nor on the reporting port');
+  for (const path of ['/', '/login', '/v1/report', '/health-check']) t.equal((await fetch(`${ts.metrics}${path}`)).status, 404, `the metrics port serves nothing else (${path})`);
+});
+
+t.test('--metrics-host is loopback unless set, whatever --host is', async (t) => {
+  t.equal(resolveConfig({ host: '0.0.0.0' }, {}).metricsHost, '127.0.0.1');
+  t.equal(resolveConfig({}, {}).metricsPort, 9901);
+  // A non-loopback address of this machine, to knock on from outside loopback.
+  const outside = Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+  const ts = await startTestServer({ host: '0.0.0.0' });
+  t.teardown(() => ts.stop());
+  t.equal((await fetch(`${ts.metrics}/metrics`)).status, 200, 'served on loopback');
+  if (!outside) {
+    t.comment('no non-loopback IPv4 interface here: the outside check is skipped');
+    return;
+  }
+  t.equal((await fetch(`http://${outside}:${ts.server.ports.api}/login`, { method: 'POST' })).status, 422, `the account API answers on ${outside} (--host 0.0.0.0)`);
+  await t.rejects(fetch(`http://${outside}:${ts.server.ports.metrics}/metrics`), TypeError, `/metrics does not (refused on ${outside})`);
+
+  const open = await startTestServer({ metricsHost: '0.0.0.0' });
+  t.teardown(() => open.stop());
+  t.equal((await fetch(`http://${outside}:${open.server.ports.metrics}/metrics`)).status, 200, '--metrics-host 0.0.0.0 opens it to the network');
 });

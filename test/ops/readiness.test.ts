@@ -37,12 +37,12 @@ function accepts(port: number): Promise<boolean> {
   });
 }
 
-t.test('health turns 200 only once the account and reporting listeners are open', async (t) => {
+t.test('health turns 200 only once the account, reporting and metrics listeners are open', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'ivtd-ready-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const [prebid, api, reporting] = [await freePort(), await freePort(), await freePort()];
+  const [prebid, api, reporting, metrics] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('IVTD_')));
-  const args = ['serve', '--data-dir', dataDir, '--prebid-port', `${prebid}`, '--api-port', `${api}`, '--reporting-port', `${reporting}`];
+  const args = ['serve', '--data-dir', dataDir, '--prebid-port', `${prebid}`, '--api-port', `${api}`, '--reporting-port', `${reporting}`, '--metrics-port', `${metrics}`];
   const server = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   server.stdout.setEncoding('utf8').on('data', (s: string) => (output += s));
@@ -64,14 +64,15 @@ t.test('health turns 200 only once the account and reporting listeners are open'
     seen.add(status);
   }
   // Checked the moment health said 200, before anything else.
-  const [apiOpen, reportingOpen] = await Promise.all([accepts(api), accepts(reporting)]);
+  const [apiOpen, reportingOpen, metricsOpen] = await Promise.all([accepts(api), accepts(reporting), accepts(metrics)]);
   t.ok(seen.has(503), 'the pre-bid port opened first and answered 503 while starting');
   t.ok(apiOpen, 'account API accepts connections once health is 200');
   t.ok(reportingOpen, 'reporting API accepts connections once health is 200');
+  t.ok(metricsOpen, '/metrics accepts connections once health is 200');
   // The ready line follows at once, with the bound ports.
   while (!output.includes('"msg":"ivtd ready"') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   const ready = output.split('\n').find((l) => l.includes('"msg":"ivtd ready"'));
-  t.match(JSON.parse(ready ?? '{}'), { ports: { prebid, api, reporting } }, 'the ready line names every port');
+  t.match(JSON.parse(ready ?? '{}'), { ports: { prebid, api, reporting, metrics } }, 'the ready line names every port');
 
   server.kill('SIGTERM');
   await exited;

@@ -95,6 +95,8 @@ t.test('--user, --binary and serve options go into the unit', async (t) => {
   const low = parseUnit((await unit(['--prebid-port', '80'])).stdout);
   t.equal(one(low, 'Service', 'AmbientCapabilities'), 'CAP_NET_BIND_SERVICE', 'a port below 1024 gets the one capability it needs');
   t.equal(one(low, 'Service', 'CapabilityBoundingSet'), 'CAP_NET_BIND_SERVICE');
+  const lowMetrics = parseUnit((await unit(['--metrics-port', '91'])).stdout);
+  t.equal(one(lowMetrics, 'Service', 'AmbientCapabilities'), 'CAP_NET_BIND_SERVICE', 'the metrics port too');
 
   const dd = parseUnit((await unit(['--user', 'ivtd', '--data-dir', '/srv/ivtd'])).stdout);
   t.equal(one(dd, 'Service', 'ReadWritePaths'), '/srv/ivtd', 'an explicit data dir is made writable');

@@ -1,13 +1,26 @@
 // Runs every lookup fixture (test/fixtures/lookup/{exemplary,supplemental}/*.json)
 // through the real pre-bid listener. A fixture is
-//   { "description", "query" | "path"+"query", "status", "expect", "headers"?, "padHeader"? }
+//   { "description", "query" | "path"+"query", "status", "expect", "response"?, "headers"?, "padHeader"? }
 // where "{p}" and "{k}" in the query are the test customer's partner ID and key, an
 // expect string written as "/regex/" is matched as a regular expression, and "NUMBER" /
-// "BOOLEAN" match any value of that type.
+// "BOOLEAN" match any value of that type. `expect` is the intent, written by hand (a
+// subset: "lands high", "uaValid false").
+//
+// Exemplary fixtures also pin the whole answer in `response`, every field and no more (as
+// prebid-server's exemplary fixtures pin the whole bid): the model is deterministic, so a
+// changed score fails here. Each exemplary lookup is a first sight of its IP, uid and IFA
+// (no two exemplary fixtures share one; checked below) on a fresh server with one lookup
+// thread, so no fixture's answer depends on another's or on timing.
+//
+// After a deliberate change to scoring or data, regenerate the pins and review the diff:
+//   UPDATE_FIXTURES=1 npx tap test/prebid/fixtures.test.ts
+// That rewrites `response` only; status and `expect` are still checked, so a regenerated
+// pin cannot contradict what the fixture says it shows.
 import t from 'tap';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'node:http';
+import { isDeepStrictEqual } from 'node:util';
 import { startTestServer } from '../helpers/server.ts';
 
 interface Fixture {
@@ -17,6 +30,8 @@ interface Fixture {
   method?: string;
   status: number;
   expect?: unknown;
+  /** Exemplary: the whole JSON body, compared exactly (UPDATE_FIXTURES=1 rewrites it). */
+  response?: unknown;
   headers?: Record<string, string>;
   /** Adds an x-pad header of this many bytes (request-size tests). */
   padHeader?: number;
@@ -25,6 +40,7 @@ interface Fixture {
 }
 
 const ROOT = join(import.meta.dirname, '..', 'fixtures', 'lookup');
+const UPDATE = process.env.UPDATE_FIXTURES === '1';
 
 function reviveRegex(v: unknown): unknown {
   if (v === 'NUMBER') return Number;
@@ -48,7 +64,14 @@ function get(port: number, path: string, method: string, headers: Record<string,
   });
 }
 
-const srv = await startTestServer();
+/** The history keys of a lookup query: a fixture sharing one with another would see its traffic. */
+function historyKeys(query: string): string[] {
+  const q = new URLSearchParams(query);
+  return (['ip', 'uid', 'ifa'] as const).flatMap((k) => q.getAll(k).map((v) => `${k}=${v}`));
+}
+
+// One lookup thread, and the exemplary group first: its lookups meet an empty history.
+const srv = await startTestServer({ threads: 1 });
 t.teardown(() => srv.stop());
 
 for (const group of ['exemplary', 'supplemental']) {
@@ -56,8 +79,15 @@ for (const group of ['exemplary', 'supplemental']) {
   const files = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
   t.test(group, async (t) => {
     t.ok(files.length > 0, `${group} has fixtures`);
+    const exemplary = group === 'exemplary';
+    const keyOwner = new Map<string, string>();
     for (const file of files) {
       const fx = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Fixture;
+      if (exemplary) {
+        const shared = historyKeys(fx.query).filter((k) => keyOwner.has(k) && keyOwner.get(k) !== file);
+        t.same(shared, [], `${file}: an IP, uid or IFA of its own (shared: ${shared.map((k) => `${k} with ${keyOwner.get(k)}`).join(', ')})`);
+        for (const k of historyKeys(fx.query)) keyOwner.set(k, file);
+      }
       const query = fx.query.replaceAll('{p}', srv.customer.partner_id).replaceAll('{k}', srv.customer.prebid_key);
       const path = (fx.path ?? '/api/v1/ivt/lookup') + (query ? `?${query}` : '');
       const headers = { ...(fx.headers ?? {}) };
@@ -74,6 +104,17 @@ for (const group of ['exemplary', 'supplemental']) {
           continue;
         }
         t.match(parsed, reviveRegex(fx.expect), `${file}: ${fx.description} (body)`);
+      }
+      if (exemplary && !fx.emptyBody) {
+        const parsed: unknown = JSON.parse(res.body);
+        if (UPDATE) {
+          const same = isDeepStrictEqual(fx.response, parsed);
+          if (!same) writeFileSync(join(dir, file), JSON.stringify({ ...fx, response: parsed }, null, 2) + '\n');
+          t.pass(`${file}: response ${same ? 'unchanged' : 'rewritten'} (UPDATE_FIXTURES=1)`);
+        } else {
+          t.ok(fx.response !== undefined, `${file}: exemplary fixtures pin the whole response (UPDATE_FIXTURES=1 writes it)`);
+          t.strictSame(parsed, fx.response, `${file}: the whole response, every field`);
+        }
       }
       if (res.status !== 200 && res.status !== 204 && !fx.emptyBody) {
         t.match(JSON.parse(res.body), { error: String, message: String }, `${file}: error body shape`);

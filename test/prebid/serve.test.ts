@@ -13,11 +13,12 @@ const UA = encodeURIComponent('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWe
 interface Proc {
   child: ChildProcess;
   out: () => string;
-  waitFor: (re: RegExp, ms?: number) => Promise<RegExpExecArray>;
+  /** Waits until `re` matches the output from offset `from` on. */
+  waitFor: (re: RegExp, from?: number, ms?: number) => Promise<RegExpExecArray>;
 }
 
 function start(dataDir: string, configFile: string): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--config', configFile, '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--config', configFile, '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0', '--metrics-port', '0'], {
     cwd: ROOT,
     env: { ...process.env, IVTD_LOG_LEVEL: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -30,11 +31,11 @@ function start(dataDir: string, configFile: string): Proc {
   };
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);
-  const waitFor = (re: RegExp, ms = 20_000) =>
+  const waitFor = (re: RegExp, from = 0, ms = 20_000) =>
     new Promise<RegExpExecArray>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`timed out waiting for ${re}; output so far:\n${out}`)), ms);
       const check = () => {
-        const m = re.exec(out);
+        const m = re.exec(out.slice(from));
         if (m) {
           clearTimeout(timer);
           resolve(m);
@@ -84,6 +85,7 @@ t.test('serve: first start, lookups through SIGHUP reloads, bad reload refused, 
   p.child.kill('SIGHUP');
   await p.waitFor(/reload refused/);
   t.match(p.out(), /hosting-asns\.txt/, 'the refusal names the file');
+  rmSync(join(dataDir, 'hosting-asns.txt')); // a reload is all or nothing: config changes wait for good data
   // The config is re-read too: live options apply, others are named as needing a restart.
   writeFileSync(configFile, JSON.stringify({ logLevel: 'debug', threads: 2 }));
   p.child.kill('SIGHUP');
@@ -93,6 +95,20 @@ t.test('serve: first start, lookups through SIGHUP reloads, bad reload refused, 
   p.child.kill('SIGHUP');
   await p.waitFor(/config reload refused/);
   t.match(p.out(), /ivtd\.json is not valid JSON/, 'the refusal names the config file');
+  // A value outside the allowed ones (pino would throw on it inside the signal handler).
+  writeFileSync(configFile, JSON.stringify({ logLevel: 'verbose', threads: 2 }));
+  p.child.kill('SIGHUP');
+  await p.waitFor(/log-level must be one of fatal, error, warn, info, debug, trace, silent, got \\"verbose\\".*config reload refused/);
+  t.equal((await fetch(`http://127.0.0.1:${port}/health-check`)).status, 200, 'still healthy after the refused reload');
+  // A reload is all or nothing: a log level with a data file that does not load changes neither.
+  const mark = p.out().length;
+  writeFileSync(configFile, JSON.stringify({ logLevel: 'warn', threads: 2, mmdbAsn: join(dataDir, 'missing.mmdb') }));
+  p.child.kill('SIGHUP');
+  await p.waitFor(/missing\.mmdb[^\n]*reload refused/);
+  writeFileSync(configFile, JSON.stringify({ logLevel: 'debug', threads: 2 }));
+  p.child.kill('SIGHUP');
+  await p.waitFor(/"msg":"data file reloaded"/, mark);
+  t.notMatch(p.out().slice(mark), /"changed":\["logLevel"\]/, 'the refused reload left the log level as it was (debug)');
   await new Promise((r) => setTimeout(r, 300));
   stop = true;
   await loop;

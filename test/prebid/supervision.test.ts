@@ -74,7 +74,7 @@ t.test('two threads: one crashes, the other keeps answering, the count is export
   const srv = await startTestServer({ threads: 2 });
   t.teardown(() => srv.stop());
   const live = async () => {
-    const text = await (await fetch(`${srv.api}/metrics`)).text();
+    const text = await (await fetch(`${srv.metrics}/metrics`)).text();
     return Number(/^ivtd_lookup_threads_live (\d+)/m.exec(text)?.[1]);
   };
   t.equal(await live(), 2);
@@ -86,6 +86,6 @@ t.test('two threads: one crashes, the other keeps answering, the count is export
   t.same([...statuses], [200], 'every lookup answered by the thread still alive');
   await until('replaced', () => srv.server.lookups.liveThreads === 2 && srv.server.lookups.restarts === 1);
   t.equal(await live(), 2);
-  const restarts = /^ivtd_lookup_thread_restarts_total (\d+)/m.exec(await (await fetch(`${srv.api}/metrics`)).text())?.[1];
+  const restarts = /^ivtd_lookup_thread_restarts_total (\d+)/m.exec(await (await fetch(`${srv.metrics}/metrics`)).text())?.[1];
   t.equal(restarts, '1');
 });

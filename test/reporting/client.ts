@@ -34,6 +34,7 @@ export function withParams(query: string, changes: Record<string, string | null>
 }
 
 export interface LookupAnswer {
+  ipReputation: { ipBotActivity: boolean; ipHosting: boolean; ipVpn: boolean };
   botRisk: { score: number; band: 'low' | 'medium' | 'high'; confidence: number };
   components: { p_hard: number; p_givt: number; p_sivt: number; p_hist: number };
 }

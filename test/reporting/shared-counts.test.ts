@@ -113,7 +113,10 @@ t.test('two threads count into one table: every count lands once', async (t) => 
   t.equal(a.announced.length + b.announced.length, 500, 'each tuple announced by exactly one thread');
   const rows = dict.drain(new SharedCounts(mem), H0 + 10);
   t.equal(rows.length, 500);
-  t.equal(rows.reduce((n, r) => n + r.total, 0), 40_000, 'both threads\' 40 000 counts, none lost');
+  // A bucket whose lock stayed taken (its holder descheduled on a busy host) hands the count
+  // back to the thread: it arrives with the thread's own rows, never lost.
+  const fallback = [...a.rows, ...b.rows].reduce((n, r) => n + r.total, 0);
+  t.equal(rows.reduce((n, r) => n + r.total, 0) + fallback, 40_000, `both threads' 40 000 counts, none lost (${fallback} kept by the threads)`);
 });
 
 t.test('dimension values are cut to 256 characters, never inside a surrogate pair', async (t) => {
@@ -125,4 +128,30 @@ t.test('dimension values are cut to 256 characters, never inside a surrogate pai
   t.equal(clipDim('x\ud800y'), 'x\ufffdy', 'a lone surrogate is replaced');
   t.equal(clipDim('😀'.repeat(10)), '😀'.repeat(10), 'whole pairs are kept');
   t.equal(clipDim('b'.repeat(1000)).length, DIM_VALUE_MAX);
+});
+
+t.test('a lock that stays taken is never released by a thread that did not take it; counts fall back, never lost', async (t) => {
+  const mem = allocateSharedCounts(64 << 10, SEED, 1000);
+  const c = new SharedCounts(mem);
+  t.equal(count(c, 'A', 'p-1'), NEW);
+  // Another thread holds every tuple bucket (preempted inside its section).
+  const tupleLocks = new Int32Array(mem.tuples.locks);
+  tupleLocks.fill(1);
+  t.equal(count(c, 'A', 'p-1'), FULL, 'the count is handed back to the thread (it keeps it in its own table)');
+  t.equal(count(c, 'A', 'p-2'), FULL, 'a new tuple too');
+  t.ok(tupleLocks.every((v) => v === 1), "the holder's locks are still taken: nobody released them for it");
+  let drained = 0;
+  c.drain(() => { drained++; return true; });
+  t.equal(drained, 0, 'a flush skips a held bucket (it is drained at the next flush)');
+  tupleLocks.fill(0);
+  // The counter table's lock held: a new tuple cannot be admitted now, and is not refused either.
+  const counterLocks = new Int32Array(mem.counters.locks);
+  counterLocks.fill(1);
+  t.equal(count(c, 'A', 'p-3'), FULL, 'admission busy: kept by the thread, not refused into overflow');
+  t.equal(count(c, 'A', 'p-1'), COUNTED, 'an admitted tuple needs no admission');
+  t.ok(counterLocks.every((v) => v === 1), 'counter locks untouched');
+  counterLocks.fill(0);
+  const totals: number[] = [];
+  c.drain((_hi, _lo, total) => { totals.push(total); return true; });
+  t.same(totals, [2], 'p-1: its first count and the one after the locks were back; the FULL ones went to the thread');
 });

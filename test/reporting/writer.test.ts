@@ -10,6 +10,8 @@ import { OVERFLOW, TupleCounts, foldDims, tupleBytes, type CountRow } from '../.
 import { ReportEngine } from '../../src/reporting/engine.ts';
 import { RollupWriter } from '../../src/reporting/writer.ts';
 import { Store } from '../../src/store/db.ts';
+import { ServiceMetrics } from '../../src/ops/metrics.ts';
+import { loadBundle } from '../../src/data/bundle.ts';
 import { DAY_MS, HOUR_MS } from '../../src/time.ts';
 
 const NOW = Date.now();
@@ -218,6 +220,36 @@ t.test('a flush larger than one INSERT chunk is written whole', async (t) => {
   const r = await engine.run('a', day());
   t.same([r.rows[0]!.total_transactions, r.rows[0]!.givt_transactions], [90_000, 15_000]);
   t.equal(await storedRows(store), 45_000);
+});
+
+t.test('rows the store refuses are quarantined, the rest of the flush is written, and reporting goes on', async (t) => {
+  const store = await openStore(t);
+  const w = await openWriter(t, store);
+  const engine = new ReportEngine(store, { retentionDays: 400 });
+  const metrics = new ServiceMetrics({ threads: 1, bundle: () => loadBundle({ dataDir: '/nonexistent', mmdbCountry: undefined, mmdbAsn: undefined, mmdbAnonymousIp: undefined }), keysLoaded: () => 0, flushStats: () => w.stats() });
+  // Three rows DuckDB refuses, in three different INSERT chunks (2 000 rows each) of 4 500 good ones:
+  // a SMALLINT out of range, a lone surrogate (malformed JSON), a count that is not a number.
+  const good: CountRow[] = [];
+  for (let i = 0; i < 4_500; i++) good.push(row('a', { p3: `v${i}` }, 1 + (i % 2), i % 2));
+  const bad = [row('a', { adt: '99999' }, 7), row('a', { p2: 'broken \ud800 surrogate' }, 7), row('a', { p2: 'not a number' }, NaN)];
+  const rows = [...good];
+  rows.splice(10, 0, bad[0]!);
+  rows.splice(2_100, 0, bad[1]!);
+  rows.splice(4_400, 0, bad[2]!);
+  w.add(rows);
+  await w.flush(); // resolves: the refused rows do not fail the flush
+  const totals = (r: Awaited<ReturnType<ReportEngine["run"]>>) => [r.rows[0]!.total_transactions, r.rows[0]!.givt_transactions];
+  t.same(totals(await engine.run('a', day())), [6_750, 2_250], 'every good row counted, no refused one');
+  t.equal(await storedRows(store), 4_500);
+  t.match(w.stats(), { rowsQuarantined: 3, rowsWritten: 4_500, pendingTuples: 0, failedFlushes: 0, flushes: 1 });
+  const text = await metrics.text();
+  t.match(text, /^ivtd_reporting_rows_quarantined_total 3$/m, 'counted on /metrics');
+
+  // The refused rows are gone for good: the next flush writes only what came since.
+  w.add([row('a', { p3: 'later' }, 5)]);
+  await w.flush();
+  t.same(totals(await engine.run('a', day())), [6_755, 2_250]);
+  t.match(w.stats(), { rowsQuarantined: 3, rowsWritten: 4_501, failedFlushes: 0, flushes: 2 });
 });
 
 t.test('retention: old rows are deleted and cannot be asked for', async (t) => {

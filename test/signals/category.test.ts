@@ -1,10 +1,10 @@
 import t from 'tap';
 import { CATEGORIES, REASON_CATEGORY, categoryOf } from '../../src/signals/category.ts';
-import { GIVT_WEIGHTS, HARD_WEIGHTS, HISTORY_TERMS, SIVT_WEIGHTS, score } from '../../src/signals/score.ts';
+import { GIVT_WEIGHTS, HARD_WEIGHTS, HISTORY_TERMS, POLICY_REASONS, SIVT_WEIGHTS, score } from '../../src/signals/score.ts';
 import { NO_HISTORY } from '../../src/signals/history.ts';
 
 t.test('every reason code the score can give has a category from the list', async (t) => {
-  const codes = [...Object.keys(HARD_WEIGHTS), ...Object.keys(GIVT_WEIGHTS), ...Object.keys(SIVT_WEIGHTS), ...Object.keys(HISTORY_TERMS)];
+  const codes = [...Object.keys(HARD_WEIGHTS), ...Object.keys(GIVT_WEIGHTS), ...Object.keys(SIVT_WEIGHTS), ...Object.keys(HISTORY_TERMS), ...POLICY_REASONS];
   for (const c of codes) t.ok(CATEGORIES.includes(REASON_CATEGORY[c]!), `${c} -> ${REASON_CATEGORY[c]}`);
   t.same(Object.keys(REASON_CATEGORY).sort(), codes.sort(), 'and no category for a code that does not exist');
 });
@@ -13,7 +13,7 @@ t.test("a transaction's category is its leading reason's", async (t) => {
   const base = {
     ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false, declaredBot: false,
     automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, geoMismatch: false,
-    schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, history: NO_HISTORY,
+    schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: NO_HISTORY,
   };
   const r = score({ ...base, ipHosting: true, geoMismatch: true, declaredBot: true });
   t.equal(r.leading, 'ua_declared_bot', 'the strongest signal leads');

@@ -12,6 +12,7 @@ import { IpCache } from '../../src/signals/ip-cache.ts';
 import { IpIntel, emptyIpVerdict, loadIpIntel, type IpIntelFiles } from '../../src/signals/ip-intel.ts';
 import { parseOrgPatterns } from '../../src/signals/org-patterns.ts';
 import { ipRangeName, isBogonRange } from '../../src/signals/special-ranges.ts';
+import { IpRanges, RangeSetBuilder, addRangeList } from '../../src/signals/ip-ranges.ts';
 
 const DATA = fileURLToPath(new URL('../../data/', import.meta.url));
 const COUNTRY_MMDB = join(
@@ -357,7 +358,7 @@ t.test('IpCache: the verdicts IpIntel gives, per data generation, within a fixed
     t.ok(parseIpInto(s, ip), s);
     return { ...cache.verdict(ip, intelOf, gen, emptyIpVerdict()) };
   };
-  const pick = ({ bogon, asn, country, hosting, vpn, proxy, tor }: ReturnType<IpIntel['assess']>) => ({ bogon, asn, country, hosting, vpn, proxy, tor });
+  const pick = ({ bogon, asn, country, hosting, vpn, proxy, tor, relay }: ReturnType<IpIntel['assess']>) => ({ bogon, asn, country, hosting, vpn, proxy, tor, relay });
   for (const s of ['8.8.8.8', '3.5.140.2', '2.56.16.1', '23.129.64.1', '192.168.1.1', '2001:4860:4860::8888']) {
     const first = verdictOf(s);
     t.same(first, pick(intel.assess(s)), `${s}: the cache stores what IpIntel says`);
@@ -390,6 +391,39 @@ t.test('IpIntel logic with hand-made lists', async (t) => {
   t.match(new IpIntel({ ...base, hostingOrgPatterns: [/cloudflare/i], hostingOrgExclusions: [/inc\./i] }).assess('1.1.1.1'), { hosting: false });
   t.match(new IpIntel({ ...base, asnTable: null }).assess('1.1.1.1'), { valid: true, asn: 0, org: '', hosting: false });
   t.throws(() => new IpIntel({ ...base, vpnAsns: AsnList.parse('AS1 cloud', 't') }), /vpn ASN list: unknown category "cloud"/);
+});
+
+t.test('IpIntel with published ranges (ivtd data update)', async (t) => {
+  const table = AsnTable.fromBytes(asnBin());
+  const b = new RangeSetBuilder();
+  addRangeList(b, [
+    '23.24.0.0/24 hosting', '23.24.1.5 tor', '23.24.2.0/24 vpn', '23.24.2.128/25 proxy',
+    '23.24.3.0/24 relay', '1.1.1.0/24 relay', '1.1.1.7 tor', '10.0.0.0/8 hosting', '2001:db8::/32 hosting',
+  ].join('\n'), 'test');
+  const ranges = IpRanges.fromCompiled(b.build({ shared: true }));
+  const base = {
+    asnTable: table, asnMmdb: null, countryMmdb: null, anonymousIpMmdb: null,
+    hostingAsns: AsnList.parse('AS13335 cdn', 't'), vpnAsns: AsnList.parse('AS13335 vpn-host', 't'), hostingOrgPatterns: [] as RegExp[], ranges,
+  };
+  const intel = new IpIntel(base);
+  t.match(intel.assess('23.24.0.9'), { asn: 7922, hosting: true, hostingSource: 'published-ranges', vpn: false, relay: false }, 'a cloud range in a residential ASN');
+  t.match(intel.assess('23.24.1.5'), { tor: true, vpn: false, vpnSource: 'published-ranges', hosting: false });
+  t.match(intel.assess('23.24.2.1'), { vpn: true, proxy: false, vpnSource: 'published-ranges' });
+  t.match(intel.assess('23.24.2.200'), { vpn: true, proxy: true }, 'overlapping lists: both categories');
+  t.match(intel.assess('23.24.3.1'), { relay: true, hosting: false, vpn: false, vpnSource: '' }, 'relay egress');
+  t.match(intel.assess('1.1.1.1'), { asn: 13335, relay: true, hosting: false, vpn: false, hostingSource: '', vpnSource: '' }, 'relay egress wins over the hosting and vpn-host ASN lists');
+  t.match(intel.assess('1.1.1.7'), { relay: true, tor: true, vpnSource: 'published-ranges' }, 'a Tor listing of the very address still counts');
+  t.match(intel.assess('1.0.0.1'), { asn: 13335, relay: false, hosting: true, hostingSource: 'asn-list', vpn: true }, 'outside the relay block the ASN lists apply');
+  t.match(intel.assess('10.1.2.3'), { bogon: true, hosting: false }, 'a hostile list cannot turn private space into hosting');
+  t.match(intel.assess('23.24.50.1'), { hosting: false, vpn: false, relay: false });
+  t.match(new IpIntel({ ...base, ranges: IpRanges.empty }).assess('23.24.0.9'), { hosting: false }, 'no ranges loaded');
+
+  const cache = IpCache.create(64 << 10);
+  const ip = ipScratch();
+  t.ok(parseIpInto('23.24.3.1', ip));
+  t.match(cache.verdict(ip, intel, 1, emptyIpVerdict()), { relay: true, hosting: false });
+  t.match(cache.verdict(ip, intel, 1, emptyIpVerdict()), { relay: true, hosting: false }, 'the cache keeps the relay flag');
+  t.equal(cache.hits, 1);
 });
 
 t.test('IpIntel with MaxMind-shaped databases', async (t) => {

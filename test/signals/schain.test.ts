@@ -204,3 +204,19 @@ t.test('a chain encoded once more with its commas left literal still has its esc
   t.match(parseSchain('1.0,1!exchange1.com,1234,1,,Some%252C%2520Name,'), { ok: true, chain: { nodes: [{ sid: '1234', name: 'Some, Name' }] } });
   t.match(parseSchain('1.0,1!exchange1.com,1234%ZZ,1,,,'), { ok: false, error: 'bad_encoding' }, 'and the raw broken escape too');
 });
+
+t.test('lookup threads verify against the main thread\'s compiled index, not their own copy', async (t) => {
+  const sellers = Array.from({ length: 50_000 }, (_, i) => ({ seller_id: `s-${i}`, seller_type: 'PUBLISHER' }));
+  const { registry } = SellersRegistry.fromFiles([{ name: 'big.example.json', text: JSON.stringify({ sellers }) }, { name: 'exchange1.com.json', text: EX1 }]);
+  t.ok(registry.index.buffer instanceof SharedArrayBuffer, 'the index lives in shared memory');
+  t.equal(registry.sellerCount, 50_003);
+  const thread = SellersRegistry.fromIndex(registry.index);
+  const verify = (r: SellersRegistry, raw: string) => r.verify(chainOf(parseSchain(raw)));
+  for (const raw of ['1.0,1!big.example,s-49999,1', '1.0,1!BIG.example,s-7,1', '1.0,1!big.example,s-50000,1', '1.0,1!exchange1.com,1234,1!big.example,s-1,1', '1.0,1!other.example,s-1,1']) {
+    t.equal(verify(thread, raw), verify(registry, raw), raw);
+  }
+  t.ok(verify(thread, '1.0,1!big.example,s-49999,1'));
+  t.notOk(verify(thread, '1.0,1!big.example,s-50000,1'));
+  t.ok(thread.has('big.example') && !thread.has('other.example'));
+  t.throws(() => SellersRegistry.fromIndex(registry.index.subarray(0, 40)), /truncated/);
+});

@@ -10,6 +10,7 @@ import {
   GIVT_WEIGHTS,
   HARD_WEIGHTS,
   HISTORY_TERMS,
+  POLICY_REASONS,
   SIVT_WEIGHTS,
   classifyTransaction,
   outcomeForHistory,
@@ -26,7 +27,7 @@ function clean(over: Partial<ScoreInputs> = {}): ScoreInputs {
     deviceImpossible: false, declaredBot: false, automation: false, ipHosting: false, ipVpn: false,
     ipProxy: false, ipTor: false, uaInconsistent: false, geoMismatch: false, schainPresent: false,
     schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false,
-    history: NO_HISTORY,
+    ipRelay: false, sellerUnauthorized: false, history: NO_HISTORY,
     ...over,
   };
 }
@@ -247,7 +248,7 @@ t.test('docs/scoring.md matches the code', async (t) => {
   const list = doc.slice(doc.indexOf('## Reason codes'));
   const listed = new Set([...list.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!));
   listed.delete('reasons');
-  const codes = [...Object.keys(HARD_WEIGHTS), ...Object.keys(GIVT_WEIGHTS), ...Object.keys(SIVT_WEIGHTS), ...Object.keys(HISTORY_TERMS)];
+  const codes = [...Object.keys(HARD_WEIGHTS), ...Object.keys(GIVT_WEIGHTS), ...Object.keys(SIVT_WEIGHTS), ...Object.keys(HISTORY_TERMS), ...POLICY_REASONS];
   t.same([...listed].sort(), codes.sort(), 'reason code list is complete');
 });
 

@@ -2,7 +2,9 @@ import t from 'tap';
 import {
   DUMMY_PASSWORD_HASH,
   hashKey,
+  SCRYPT,
   hashPassword,
+  needsRehash,
   newKey,
   verifyPassword,
   verifyPasswordOrDummy,
@@ -17,7 +19,7 @@ t.test('secrets: keys and password hashes', async (t) => {
   t.equal(hashKey('abc'), 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad', 'sha256 hex');
 
   const h = await hashPassword('correct horse');
-  t.match(h, /^scrypt\$16384\$8\$1\$[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+$/);
+  t.match(h, /^scrypt\$16384\$8\$5\$[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+$/, 'OWASP: N=2^14, r=8, p=5 (the cost of N=2^17, p=1 in 16 MiB)');
   t.not(await hashPassword('correct horse'), h, 'salted');
   t.equal(await verifyPassword('correct horse', h), true);
   t.equal(await verifyPassword('correct horsE', h), false);
@@ -26,4 +28,15 @@ t.test('secrets: keys and password hashes', async (t) => {
   t.equal(await verifyPassword('anything', DUMMY_PASSWORD_HASH), false);
   t.equal(await verifyPasswordOrDummy('correct horse', h), true);
   t.equal(await verifyPasswordOrDummy('correct horse', undefined), false);
+});
+
+t.test('hashes of the old cost still verify and are marked for an upgrade; the dummy costs what a real one does', async (t) => {
+  const old = await hashPassword('correct horse', { N: 16384, r: 8, p: 1 });
+  t.match(old, /^scrypt\$16384\$8\$1\$/);
+  t.equal(await verifyPassword('correct horse', old), true);
+  t.equal(needsRehash(old), true);
+  t.equal(needsRehash(await hashPassword('correct horse')), false);
+  t.equal(needsRehash(await hashPassword('x', { N: 32768, r: 8, p: 3 })), false, 'a costlier hash stays');
+  t.equal(needsRehash('garbage'), false, 'an unreadable hash cannot be upgraded');
+  t.match(DUMMY_PASSWORD_HASH, new RegExp(`^scrypt\\$${SCRYPT.N}\\$${SCRYPT.r}\\$${SCRYPT.p}\\$`), 'same parameters as new hashes');
 });

@@ -69,6 +69,26 @@ export interface ProjectList {
   offset: number;
 }
 
+export type PolicyKind = 'ip' | 'ua' | 'ua_substring' | 'app' | 'domain' | 'publisher' | 'seller';
+
+export interface PolicyEntry {
+  kind: PolicyKind;
+  value: string;
+  action: 'allow' | 'deny';
+}
+
+export interface PolicyView {
+  medium: number | null;
+  high: number | null;
+  version: number;
+  updated_at: string | null;
+  total: number;
+  matching: number;
+  offset: number;
+  entries: PolicyEntry[];
+  limits: { max_entries: number; defaults: { medium: number; high: number }; thresholds: { medium: { min: number; max: number }; high: { min: number; max: number } } };
+}
+
 export interface DashboardConfig {
   prebid_url: string;
   reporting_url: string;
@@ -116,6 +136,21 @@ export class Api {
   }
   deleteProject(id: string): Promise<void> {
     return this.session.request('DELETE', `/v1/project/${encodeURIComponent(id)}`);
+  }
+  policy(q: { search?: string; kind?: string; limit?: number; offset?: number } = {}): Promise<PolicyView> {
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== '') p.set(k, String(v));
+    const s = p.toString();
+    return this.session.request('GET', `/v1/policy${s ? `?${s}` : ''}`);
+  }
+  addPolicyEntries(entries: PolicyEntry[]): Promise<{ added: number; entries: number }> {
+    return this.session.request('POST', '/v1/policy/entries', { entries });
+  }
+  removePolicyEntries(entries: Array<Pick<PolicyEntry, 'kind' | 'value'>>): Promise<{ removed: number; entries: number }> {
+    return this.session.request('POST', '/v1/policy/entries/remove', { entries });
+  }
+  setThresholds(t: { medium: number | null; high: number | null }): Promise<{ medium: number | null; high: number | null }> {
+    return this.session.request('PATCH', '/v1/policy', t);
   }
 }
 

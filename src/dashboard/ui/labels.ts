@@ -43,6 +43,7 @@ export const CATEGORY_LABELS: Readonly<Record<Category, string>> = {
   device_spoofing: 'Device or user-agent spoofing',
   supply_chain: 'Supply-chain problem',
   geo_mismatch: 'Geography mismatch',
+  denylisted: 'On your deny list',
   none: 'Valid: no reason',
 };
 

@@ -1,5 +1,5 @@
 // The dashboard shell: sign-in, then a header with navigation and one page at a time,
-// chosen by the URL hash (#/analytics, #/projects, #/integrations).
+// chosen by the URL hash (#/analytics, #/projects, #/policy, #/integrations).
 import 'uplot/dist/uPlot.min.css';
 import './app.css';
 import { Api, dashboardConfig, type Account, type DashboardConfig } from './api.ts';
@@ -9,11 +9,13 @@ import { analyticsPage, forgetAnalyticsQuery } from './pages/analytics.ts';
 import { forgetRevealedKeys, integrationsPage } from './pages/integrations.ts';
 import { loginPage, type LoginMessage } from './pages/login.ts';
 import { projectsPage } from './pages/projects.ts';
+import { policyPage } from './pages/policy.ts';
 import { Session } from './session.ts';
 
 const ROUTES = {
   analytics: { title: 'Analytics', page: analyticsPage },
   projects: { title: 'Projects', page: projectsPage },
+  policy: { title: 'Policy', page: policyPage },
   integrations: { title: 'Integrations', page: integrationsPage },
 } as const;
 type Route = keyof typeof ROUTES;

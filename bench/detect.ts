@@ -1,0 +1,325 @@
+// Detection scored black-box: a real ivtd server, lookups built from public labelled
+// corpora, verdicts read from the responses. Nothing here reaches into ivtd's code.
+//
+// Corpora: npm devDependencies `crawler-user-agents` (crawler patterns with instances),
+// `user-agents` (real browser UAs with device categories), `top-user-agents` (the most
+// common browser UAs) and `top-crawler-agents` (common crawler UAs); and
+// /work/shared/corpora (or --corpora DIR) when present: ua-device (device-detector's
+// labelled device classes), bots, schain. Corpus strings are read at run time, never copied.
+//
+// Every lookup carries its own residential-looking IPv4 (73.0.0.0/8), uid and IFA, so
+// history and IP reputation stay out of the verdicts: a clean modern Chrome through the same
+// generator is checked first and must come back valid.
+//
+// Verdicts: "high" = botRisk.band high; "flagged" = band high or uaValid false (what a
+// buyer would not pay for); "caught" (for a UA/dvt mismatch) = flagged.
+//
+// "Modern" (for the must-stay-valid device rows) = the UA names an OS or browser released
+// in 2019 or later — Android >= 10, iOS/iPadOS >= 13, Tizen >= 5, webOS with Chrome >= 68,
+// Roku OS >= 9, Fire OS on Android >= 9, PlayStation 5, Xbox One/Series, Windows NT 10,
+// macOS 10.15+, ChromeOS — and no browser version older than Chrome 77, Firefox 68 or
+// Safari 13 when one is named.
+//   node --import tsx bench/detect.ts [--per-class 500] [--real 2500] [--concurrency 8] [--examples N]
+//        [--corpora DIR] [--checkout DIR | --ivtd PATH] [--baseline-checkout DIR | --baseline-ivtd PATH]
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { numArg, startIvtd, strArg, targetFromArgs, thisCheckout, type IvtdServer, type IvtdTarget } from './processes.ts';
+import { isModern } from './modern.ts';
+import { prng } from './ua-gen.ts';
+
+const PER_CLASS = numArg('per-class', 500);
+const REAL = numArg('real', 2500);
+const CONCURRENCY = numArg('concurrency', 8);
+const CORPORA = strArg('corpora', '/work/shared/corpora');
+const EXAMPLES = numArg('examples', 0);
+const require = createRequire(import.meta.url);
+
+interface Verdict {
+  status: number;
+  band?: string;
+  uaValid?: boolean;
+  schainValid?: boolean;
+  schainComplete?: number;
+}
+
+interface Probe {
+  ua: string;
+  dvt: number;
+  /** In-app: carries app + ifa; else web (dmn). CTV and connected devices are always in-app. */
+  app: boolean;
+  schain?: string;
+}
+
+/** One test row: a set of probes and how to count a success. */
+interface Test {
+  id: string;
+  what: string;
+  probes: Probe[];
+  /** What the figure counts, over scored (HTTP 200) probes. */
+  count: 'high' | 'flagged' | 'uaInvalid' | 'schainAgrees';
+  /** Whether a higher share is better (detection) or worse (false positives). */
+  goal: string;
+  expected?: (p: Probe) => boolean;
+}
+
+interface Row {
+  id: string;
+  what: string;
+  n: number;
+  scored: number;
+  rejected: number;
+  hits: number;
+  share: number;
+  goal: string;
+  high: number;
+  ua_invalid: number;
+  /** Up to --examples UAs that went the wrong way (missed when detection is the goal, flagged otherwise). */
+  examples: string[];
+}
+
+const readJsonl = <T>(path: string): T[] =>
+  readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as T);
+
+// ---------------------------------------------------------------- corpora
+
+function crawlerInstances(): string[] {
+  const list = require('crawler-user-agents') as { pattern: string; instances: string[] }[];
+  return [...new Set(list.flatMap((c) => c.instances))];
+}
+
+/** Real browser UAs from `user-agents` (its data file of 10 000 observed entries), with their device category. */
+function userAgentsPackage(): { ua: string; category: string }[] {
+  const dir = join(require.resolve('user-agents'), '..');
+  const file = ['user-agents.json.gz', 'user-agents.json'].map((f) => join(dir, f)).find(existsSync);
+  if (!file) throw new Error(`user-agents: no data file in ${dir}`);
+  const raw = readFileSync(file);
+  const data = JSON.parse((file.endsWith('.gz') ? gunzipSync(raw) : raw).toString()) as { userAgent: string; deviceCategory: string; weight: number }[];
+  // Entries, not distinct strings: the list repeats common UAs as real traffic does.
+  return data.map((d) => ({ ua: d.userAgent, category: d.deviceCategory }));
+}
+
+/** `n` items spread over the whole list (deterministic), not its head. */
+function spread<T>(xs: T[], n: number, seed = 11): T[] {
+  if (xs.length <= n) return xs;
+  const r = prng(seed);
+  const idx = xs.map((_, i) => i);
+  for (let i = idx.length - 1; i > 0; i--) {
+    const j = Math.floor(r() * (i + 1));
+    [idx[i], idx[j]] = [idx[j]!, idx[i]!];
+  }
+  return idx.slice(0, n).sort((a, b) => a - b).map((i) => xs[i]!);
+}
+
+interface DeviceRow {
+  ua: string;
+  device: string;
+  bot: boolean;
+  bot_elsewhere?: string[];
+}
+
+// ---------------------------------------------------------------- tests
+
+const WINDOWS = /Windows NT/;
+const MAC_OR_LINUX = /Macintosh|X11; (?:Ubuntu; )?Linux|X11; Fedora/;
+
+function buildTests(): { tests: Test[]; notes: string[] } {
+  const tests: Test[] = [];
+  const notes: string[] = [];
+  const web = (ua: string, dvt = 2): Probe => ({ ua, dvt, app: false });
+  const inApp = (ua: string, dvt: number): Probe => ({ ua, dvt, app: true });
+
+  tests.push({ id: 'crawler_instances_high', what: 'crawler-user-agents instances, band high', probes: crawlerInstances().map((ua) => web(ua)), count: 'high', goal: 'higher' });
+  const top = require('top-crawler-agents') as string[];
+  tests.push({ id: 'top_crawlers_high', what: 'top-crawler-agents, band high', probes: top.map((ua) => web(ua)), count: 'high', goal: 'higher' });
+
+  const real = spread(userAgentsPackage(), REAL);
+  const dvtOf = (c: string) => (c === 'mobile' ? 4 : c === 'tablet' ? 5 : 2);
+  tests.push({ id: 'real_browsers_high', what: `user-agents real browsers (${real.length}), band high`, probes: real.map((r) => web(r.ua, dvtOf(r.category))), count: 'high', goal: 'zero' });
+  tests.push({ id: 'real_browsers_ua_invalid', what: 'user-agents real browsers, uaValid=false', probes: real.map((r) => web(r.ua, dvtOf(r.category))), count: 'uaInvalid', goal: 'zero' });
+  const topUas = require('top-user-agents') as string[];
+  const topDvt = (ua: string) => (/iPad|Tablet/.test(ua) ? 5 : /Mobile|iPhone|Android/.test(ua) ? 4 : 2);
+  tests.push({ id: 'top_browsers_flagged', what: 'top-user-agents browsers, flagged', probes: topUas.map((ua) => web(ua, topDvt(ua))), count: 'flagged', goal: 'zero' });
+
+  const botsFile = join(CORPORA, 'bots/bot-ua.jsonl');
+  if (existsSync(botsFile)) {
+    const bots = readJsonl<{ ua: string; bot: boolean | null }>(botsFile);
+    tests.push({ id: 'corpus_bots_high', what: 'shared bots corpus, bot=true, band high', probes: bots.filter((b) => b.bot === true).map((b) => web(b.ua)), count: 'high', goal: 'higher' });
+    tests.push({ id: 'corpus_not_bots_high', what: 'shared bots corpus, bot=false (isbot browsers), band high', probes: bots.filter((b) => b.bot === false).map((b) => web(b.ua)), count: 'high', goal: 'lower' });
+  } else notes.push(`no ${botsFile}: bot corpus rows skipped`);
+
+  const deviceFile = join(CORPORA, 'ua-device/ua-device.jsonl');
+  if (existsSync(deviceFile)) {
+    const all = readJsonl<DeviceRow>(deviceFile);
+    const human = (r: DeviceRow) => !r.bot && !r.bot_elsewhere?.length;
+    const cls = (d: string) => all.filter((r) => r.device === d && human(r));
+    // PER_CLASS rows spread over the class (deterministic), then the rows other corpora call bots dropped.
+    const head = (d: string) => spread(all.filter((r) => r.device === d), PER_CLASS).filter(human);
+    const desktops = head('desktop');
+    // Mismatches: the UA names one device, the request declares another.
+    tests.push({ id: 'phone_as_ctv', what: 'phone UA sent as dvt=3 (app+ifa), caught', probes: head('smartphone').map((r) => inApp(r.ua, 3)), count: 'flagged', goal: 'higher' });
+    tests.push({ id: 'tv_as_phone', what: 'TV/stick UA sent as phone dvt=4 (app+ifa), caught', probes: head('tv').map((r) => inApp(r.ua, 4)), count: 'flagged', goal: 'higher' });
+    tests.push({ id: 'desktop_as_ctv', what: 'desktop UA sent as dvt=3 (app+ifa), caught', probes: desktops.map((r) => inApp(r.ua, 3)), count: 'flagged', goal: 'higher' });
+    tests.push({ id: 'windows_as_phone', what: 'Windows desktop UA sent as phone dvt=4, caught', probes: desktops.filter((r) => WINDOWS.test(r.ua)).map((r) => web(r.ua, 4)), count: 'flagged', goal: 'higher' });
+    tests.push({ id: 'phone_as_pc', what: 'phone UA sent as PC dvt=2, caught', probes: head('smartphone').map((r) => web(r.ua, 2)), count: 'flagged', goal: 'higher' });
+    tests.push({
+      id: 'mac_linux_as_mobile',
+      what: 'macOS/Linux desktop UA sent as phone/tablet (iPadOS, request-desktop-site), flagged',
+      probes: desktops.filter((r) => MAC_OR_LINUX.test(r.ua)).map((r, i) => web(r.ua, i % 2 ? 5 : 4)),
+      count: 'flagged',
+      goal: 'zero (documented pass)',
+    });
+    // Real devices declared as themselves: must stay valid.
+    const self = (d: string, dvt: number, app: (i: number) => boolean) => cls(d).map((r, i) => ({ ua: r.ua, dvt, app: app(i) }));
+    const own = [...self('smartphone', 4, (i) => i % 2 === 0), ...self('tablet', 5, (i) => i % 2 === 0), ...self('desktop', 2, () => false)];
+    const ctv = [...self('tv', 3, () => true), ...self('console', 6, () => true)];
+    tests.push({ id: 'devices_as_self_flagged', what: 'phones/tablets/desktops declared as themselves, flagged (all)', probes: own, count: 'flagged', goal: 'lower' });
+    tests.push({ id: 'devices_as_self_modern_flagged', what: '… modern part, flagged', probes: own.filter((p) => isModern(p.ua)), count: 'flagged', goal: '<= 1 %' });
+    tests.push({ id: 'ctv_as_ctv_flagged', what: 'TVs/sticks as dvt=3, consoles as dvt=6, flagged (all)', probes: ctv, count: 'flagged', goal: 'lower' });
+    tests.push({ id: 'ctv_as_ctv_modern_flagged', what: '… modern part, flagged', probes: ctv.filter((p) => isModern(p.ua)), count: 'flagged', goal: '<= 1 %' });
+    const invalid = join(CORPORA, 'ua-device/ua-invalid-browscap.jsonl');
+    if (existsSync(invalid)) {
+      tests.push({ id: 'impossible_uas_invalid', what: 'browscap impossible/spoofed UAs, uaValid=false', probes: readJsonl<{ ua: string }>(invalid).map((r) => web(r.ua)), count: 'uaInvalid', goal: 'higher' });
+    }
+    const dd = join(CORPORA, 'ua-device/dd-bots.jsonl');
+    if (existsSync(dd)) tests.push({ id: 'dd_bots_high', what: 'device-detector bots, band high', probes: readJsonl<{ ua: string }>(dd).map((r) => web(r.ua)), count: 'high', goal: 'higher' });
+  } else notes.push(`no ${deviceFile}: device and mismatch rows skipped`);
+
+  const schainFile = join(CORPORA, 'schain/schain-strings.jsonl');
+  if (existsSync(schainFile)) {
+    const ua = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36';
+    const labels = new Map<string, boolean>();
+    const probes = readJsonl<{ schain: string; valid: boolean }>(schainFile).map((s) => {
+      labels.set(s.schain, s.valid);
+      return { ua, dvt: 2, app: false, schain: s.schain };
+    });
+    tests.push({ id: 'schain_agreement', what: 'schain corpus: verdict agrees with the strict label (a 400 counts as "invalid")', probes, count: 'schainAgrees', goal: 'higher', expected: (p) => labels.get(p.schain!)! });
+  } else notes.push(`no ${schainFile}: schain row skipped`);
+  return { tests, notes };
+}
+
+// ---------------------------------------------------------------- lookups
+
+const DEFAULT_SCHAIN = '1.0,1!exchange1.example,1234,1,,,';
+
+function lookupPath(server: IvtdServer, p: Probe, n: number): string {
+  // A fresh residential-looking IP, uid and IFA per lookup: no history, no IP reputation.
+  const ip = `73.${(n >> 16) & 255}.${(n >> 8) & 255}.${1 + (n % 254)}`;
+  const hex = (n * 2654435761 >>> 0).toString(16).padStart(8, '0');
+  const ifa = `${hex}-${hex.slice(0, 4)}-4${hex.slice(4, 7)}-a${hex.slice(1, 4)}-${n.toString(16).padStart(12, '0')}`;
+  const q = [
+    `schain=${encodeURIComponent(p.schain ?? DEFAULT_SCHAIN)}`,
+    `p=${server.partnerId}`, `k=${server.key}`, `pub=pub-${n % 97}`, 'node=bidder-1', `ip=${ip}`,
+    `ua=${encodeURIComponent(p.ua)}`, `uid=d${hex}${n.toString(36)}`, 'sid=exchange1.example', 'adt=1', `dvt=${p.dvt}`, 'geo=us',
+    p.app ? `app=com.example.app${n % 50}&ifa=${ifa}` : `dmn=site${n % 97}.example`,
+  ];
+  return `/api/v1/ivt/lookup?${q.join('&')}`;
+}
+
+async function lookup(server: IvtdServer, p: Probe, n: number): Promise<Verdict> {
+  const res = await fetch(`http://127.0.0.1:${server.prebidPort}${lookupPath(server, p, n)}`);
+  const text = await res.text();
+  if (res.status !== 200) return { status: res.status };
+  const b = JSON.parse(text) as { botRisk?: { band?: string }; uaValid?: boolean; schain?: { valid?: boolean; complete?: number } };
+  return { status: 200, band: b.botRisk?.band, uaValid: b.uaValid, schainValid: b.schain?.valid, schainComplete: b.schain?.complete };
+}
+
+async function pool<T, R>(items: T[], n: number, fn: (x: T, i: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: n }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        out[i] = await fn(items[i]!, i);
+      }
+    }),
+  );
+  return out;
+}
+
+let counter = 1;
+
+async function score(server: IvtdServer, tests: Test[]): Promise<Row[]> {
+  // The generator itself must not be what gets flagged.
+  const control = await lookup(server, { ua: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36', dvt: 2, app: false }, counter++);
+  if (control.status !== 200 || control.band === 'high' || control.uaValid !== true) throw new Error(`control lookup (modern Chrome, residential IP) is not valid: ${JSON.stringify(control)}`);
+  const rows: Row[] = [];
+  for (const t of tests) {
+    const base = counter;
+    counter += t.probes.length;
+    const verdicts = await pool(t.probes, CONCURRENCY, (p, i) => lookup(server, p, base + i));
+    let hits = 0;
+    let scored = 0;
+    let high = 0;
+    let uaInvalid = 0;
+    const examples: string[] = [];
+    const wrongWay = (hit: boolean) => (t.goal === 'higher' ? !hit : hit);
+    verdicts.forEach((v, i) => {
+      if (t.count === 'schainAgrees') {
+        const label = t.expected!(t.probes[i]!);
+        scored++;
+        const verdict = v.status === 200 ? v.schainValid === true : false;
+        const agrees = (v.status === 200 || v.status === 400) && verdict === label;
+        hits += agrees ? 1 : 0;
+        if (!agrees && examples.length < EXAMPLES) examples.push(t.probes[i]!.schain!);
+        return;
+      }
+      if (v.status !== 200) return;
+      scored++;
+      const isHigh = v.band === 'high';
+      const isInvalid = v.uaValid === false;
+      high += isHigh ? 1 : 0;
+      uaInvalid += isInvalid ? 1 : 0;
+      const hit = t.count === 'high' ? isHigh : t.count === 'uaInvalid' ? isInvalid : isHigh || isInvalid;
+      hits += +hit;
+      if (wrongWay(hit) && examples.length < EXAMPLES) examples.push(`[dvt=${t.probes[i]!.dvt} ${v.band} uaValid=${v.uaValid}] ${t.probes[i]!.ua}`);
+    });
+    const rejected = verdicts.filter((v) => v.status !== 200).length;
+    rows.push({ id: t.id, what: t.what, n: t.probes.length, scored, rejected, hits, share: scored ? +((100 * hits) / scored).toFixed(2) : NaN, goal: t.goal, high, ua_invalid: uaInvalid, examples });
+  }
+  return rows;
+}
+
+async function measure(target: IvtdTarget, tests: Test[]): Promise<Row[]> {
+  const server = await startIvtd(target, { threads: 1 });
+  try {
+    return await score(server, tests);
+  } finally {
+    await server.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const target = targetFromArgs(process.argv) ?? thisCheckout();
+  const baseline = targetFromArgs(process.argv, 'baseline-');
+  const { tests, notes } = buildTests();
+  for (const n of notes) console.log(`note: ${n}`);
+  const before = baseline ? await measure(baseline, tests) : null;
+  const now = await measure(target, tests);
+  const cell = (r: Row) => `${r.hits}/${r.scored} = ${r.share} %`;
+  const header = ['figure', ...(before ? ['before'] : []), 'now', 'goal', '400s'];
+  const lines = now.map((r, i) => [r.what, ...(before ? [cell(before[i]!)] : []), cell(r), r.goal, String(r.rejected)]);
+  const widths = header.map((h, c) => Math.max(h.length, ...lines.map((l) => l[c]!.length)));
+  const fmt = (cols: string[]) => cols.map((c, i) => c.padEnd(widths[i]!)).join('  ');
+  console.log(fmt(header));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const l of lines) console.log(fmt(l));
+  for (const r of now.filter((x) => x.examples.length)) console.log(`\n${r.id}, the wrong way:\n  ${r.examples.join('\n  ')}`);
+  console.log(
+    JSON.stringify({
+      bench: 'detect',
+      target: target.label,
+      baseline: baseline?.label ?? null,
+      modern: 'OS or browser of 2019 or later (see bench/detect.ts)',
+      now: Object.fromEntries(now.map((r) => [r.id, r])),
+      ...(before ? { before: Object.fromEntries(before.map((r) => [r.id, r])) } : {}),
+    }),
+  );
+}
+
+await main();

@@ -1,0 +1,78 @@
+// `ivtd data update` and `ivtd data status`: the data refresher run once from the command
+// line (cron, first setup), and what it last did per source. A server running on the data
+// dir is told to reload afterwards over the control socket.
+import type { Config } from '../config.ts';
+import { refresherFor, type RefreshReport, type RefreshStatus } from '../data/refresh.ts';
+import { ControlUnavailableError, sendControl } from './control.ts';
+
+export const DATA_USAGE = {
+  update: {
+    usage: 'data update [--json]',
+    summary: 'Fetch every source of the sources file now (IP ranges, MaxMind, sellers.json, due ads.txt); a running server reloads.',
+  },
+  status: {
+    usage: 'data status [--json]',
+    summary: 'When each data source last succeeded, how many entries it gave, and its last error.',
+  },
+} as const;
+
+export interface UpdateResult {
+  report: RefreshReport;
+  /** What happened to a running server: reloaded, its errors, or none running. */
+  server: { reloaded: boolean; errors: string[] } | null;
+}
+
+export async function dataUpdate(config: Config): Promise<UpdateResult> {
+  const r = refresherFor(config);
+  const report = await r.runOnce({ all: true });
+  let server: UpdateResult['server'] = null;
+  if (report.changed) {
+    try {
+      const res = await sendControl(config.dataDir, 'data.reload', {}, { timeoutMs: 120_000 });
+      server = { reloaded: res.ok, errors: res.errors };
+    } catch (e) {
+      if (!(e instanceof ControlUnavailableError)) throw e;
+    }
+  }
+  return { report, server };
+}
+
+export function dataStatus(config: Config): RefreshStatus {
+  return refresherFor(config).status();
+}
+
+const when = (ms: number | null): string => (ms === null ? 'never' : new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z'));
+
+export function updateText(u: UpdateResult): string {
+  const lines: string[] = [];
+  if (u.report.items.length === 0 && u.report.adsTxt.crawled === 0) {
+    lines.push('Nothing to refresh: the sources file names no source (see README, "Refreshing the data").');
+  }
+  for (const i of u.report.items) lines.push(`${i.result.padEnd(9)} ${i.kind.padEnd(8)} ${i.name}: ${i.detail}`);
+  const a = u.report.adsTxt;
+  if (a.crawled > 0) lines.push(`ads.txt   ${a.crawled} crawled, ${a.changed} changed, ${a.failed} failed`);
+  if (u.server) {
+    lines.push(u.server.reloaded ? 'The running server reloaded the data.' : `The running server refused the new data: ${u.server.errors.join('; ')}`);
+  } else if (u.report.changed) {
+    lines.push('No server is running on this data dir; the next start loads the new data.');
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export function statusText(s: RefreshStatus): string {
+  const lines: string[] = [];
+  if (s.sources.length === 0) lines.push('No sources configured.');
+  for (const src of s.sources) {
+    const entries = src.entries === null ? '' : `, ${src.entries} ${src.kind === 'maxmind' ? 'bytes' : 'entries'}`;
+    lines.push(`${src.name} (${src.kind}): ${src.status}, last success ${when(src.successAt)}${entries}${src.error ? `; last error: ${src.error}` : ''}`);
+  }
+  const sl = s.sellers;
+  if (sl.listed + sl.fromTraffic > 0) {
+    lines.push(`sellers.json: ${sl.listed} listed, ${sl.fromTraffic} from traffic; ${sl.ok} ok, ${sl.failed} failed, ${sl.never} not fetched yet; oldest ${when(sl.oldestSuccessAt)}`);
+  }
+  if (s.adsTxt.enabled) {
+    const c = (k: Record<string, number>) => `${k.ok ?? 0} ok, ${k.no_file ?? 0} no file, ${k.failed ?? 0} failed, ${k.new ?? 0} not crawled yet`;
+    lines.push(`ads.txt: ${c(s.adsTxt.site)}`, `app-ads.txt: ${c(s.adsTxt.app)}`);
+  }
+  return `${lines.join('\n')}\n`;
+}

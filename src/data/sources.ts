@@ -1,0 +1,345 @@
+// The sources file (`--data-sources`, default <data-dir>/sources.json): which published
+// lists `ivtd data update` and `serve --data-refresh` fetch, and how the sellers.json and
+// ads.txt crawls behave. Documented in README ("Refreshing the data"). Every mistake is
+// reported with the key that holds it.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DAY_MS, HOUR_MS, parseDuration } from '../time.ts';
+import { isRangeCategory, type RangeCategory } from '../signals/ip-ranges.ts';
+import { isDomainName } from '../signals/ads-txt.ts';
+import { FORMAT_CATEGORY, RANGE_FORMATS, type RangeFilter, type RangeFormat } from './range-formats.ts';
+
+export const SOURCES_FILE = 'sources.json';
+
+export class SourcesError extends Error {
+  override name = 'SourcesError';
+}
+
+export interface RangeSource {
+  kind: 'ranges';
+  name: string;
+  format: RangeFormat;
+  url: string;
+  category: RangeCategory;
+  filter: RangeFilter;
+  maxBytes: number;
+  /** Minimum time between fetches under `serve --data-refresh`; null = every pass. */
+  everyMs: number | null;
+  /** A new list with fewer than this share of the previous entries is refused as truncated. */
+  minKeep: number;
+}
+
+export type MmdbTarget = 'country.mmdb' | 'asn.mmdb' | 'anonymous-ip.mmdb';
+
+export interface MaxmindSource {
+  kind: 'maxmind';
+  name: string;
+  edition: string;
+  url: string;
+  /** The URL without credentials, for logs and status. */
+  displayUrl: string;
+  headers: Record<string, string>;
+  target: MmdbTarget;
+  maxBytes: number;
+  everyMs: number | null;
+  minKeep: number;
+}
+
+export type Source = RangeSource | MaxmindSource;
+
+export interface SellersCrawl {
+  /** sellers.json of these advertising-system domains is fetched. */
+  domains: string[];
+  /** Also fetch it for up to this many `asi`/`sid` domains seen in traffic (0 = off). */
+  fromTraffic: number;
+  everyMs: number;
+  maxBytes: number;
+  /** `{domain}` is replaced by the domain. */
+  urlTemplate: string;
+}
+
+export interface AdsTxtCrawl {
+  enabled: boolean;
+  /** Site domains always crawled (ads.txt). */
+  domains: string[];
+  /** Developer domains always crawled (app-ads.txt). */
+  appDomains: string[];
+  /** Root domains seen in traffic kept for crawling (0 = only the listed ones). */
+  fromTraffic: number;
+  /** A crawled file is re-fetched after this long (the ads.txt spec's default is 7 days). */
+  expiryMs: number;
+  /** After a failed re-fetch the last good copy is still used for this long past its expiry. */
+  staleMs: number;
+  /** A domain not seen in traffic for this long is forgotten (its file deleted). */
+  forgetMs: number;
+  maxBytes: number;
+  schemes: Array<'https' | 'http'>;
+  /** Requests per second across all hosts, and at once. */
+  rate: number;
+  concurrency: number;
+}
+
+export interface SourcesConfig {
+  /** Where the config came from, or null when no file exists. */
+  path: string | null;
+  /** Appended to the User-Agent `ivtd/<version> (+data refresh)`; e.g. a contact URL. */
+  contact: string | null;
+  timeoutMs: number;
+  sources: Source[];
+  sellers: SellersCrawl;
+  adsTxt: AdsTxtCrawl;
+}
+
+export const DEFAULTS = Object.freeze({
+  rangeMaxBytes: 64 * 1024 * 1024,
+  maxmindMaxBytes: 512 * 1024 * 1024,
+  minKeep: 0.5,
+  timeoutMs: 120_000,
+  sellersEveryMs: DAY_MS,
+  sellersMaxBytes: 128 * 1024 * 1024,
+  sellersUrl: 'https://{domain}/sellers.json',
+  adsTxtFromTraffic: 2000,
+  adsTxtExpiryMs: 7 * DAY_MS,
+  adsTxtStaleMs: 7 * DAY_MS,
+  adsTxtForgetMs: 30 * DAY_MS,
+  adsTxtMaxBytes: 2 * 1024 * 1024,
+  adsTxtRate: 2,
+  adsTxtConcurrency: 4,
+});
+
+const NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+
+type Obj = Record<string, unknown>;
+
+function isObj(v: unknown): v is Obj {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+class Reader {
+  constructor(readonly file: string) {}
+  fail(key: string, msg: string): never {
+    throw new SourcesError(`${this.file}: ${key}: ${msg}`);
+  }
+  keys(o: Obj, at: string, allowed: string[]): void {
+    for (const k of Object.keys(o)) if (!allowed.includes(k)) this.fail(`${at}.${k}`, `unknown key (known: ${allowed.join(', ')})`);
+  }
+  str(o: Obj, k: string, at: string, required: true): string;
+  str(o: Obj, k: string, at: string, required?: false): string | undefined;
+  str(o: Obj, k: string, at: string, required = false): string | undefined {
+    const v = o[k];
+    if (v === undefined && !required) return undefined;
+    if (typeof v !== 'string' || v.trim() === '') this.fail(`${at}.${k}`, 'must be a non-empty string');
+    return v.trim();
+  }
+  int(o: Obj, k: string, at: string, def: number, min: number, max: number): number {
+    const v = o[k];
+    if (v === undefined) return def;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) this.fail(`${at}.${k}`, `must be a whole number from ${min} to ${max}`);
+    return v;
+  }
+  num(o: Obj, k: string, at: string, def: number, min: number, max: number): number {
+    const v = o[k];
+    if (v === undefined) return def;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) this.fail(`${at}.${k}`, `must be a number from ${min} to ${max}`);
+    return v;
+  }
+  duration(o: Obj, k: string, at: string, def: number | null, minMs: number): number | null {
+    const v = o[k];
+    if (v === undefined) return def;
+    const ms = typeof v === 'string' ? parseDuration(v) : null;
+    if (ms === null || ms < minMs) this.fail(`${at}.${k}`, `must be a duration such as "30m", "6h" or "7d" (at least ${minMs / 1000} s)`);
+    return ms;
+  }
+  url(o: Obj, k: string, at: string, required: boolean): string | undefined {
+    const v = required ? this.str(o, k, at, true) : this.str(o, k, at);
+    if (v === undefined) return undefined;
+    let u: URL;
+    try {
+      u = new URL(v.replace('{domain}', 'example.com'));
+    } catch {
+      this.fail(`${at}.${k}`, `"${v}" is not a URL`);
+    }
+    if (u.protocol !== 'https:' && u.protocol !== 'http:') this.fail(`${at}.${k}`, 'must be an http(s) URL');
+    return v;
+  }
+  domains(o: Obj, k: string, at: string): string[] {
+    const v = o[k];
+    if (v === undefined) return [];
+    if (!Array.isArray(v)) this.fail(`${at}.${k}`, 'must be an array of domain names');
+    return v.map((d, i) => {
+      const s = typeof d === 'string' ? d.trim().toLowerCase() : '';
+      if (!isDomainName(s)) this.fail(`${at}.${k}[${i}]`, `"${String(d).slice(0, 80)}" is not a domain name`);
+      return s;
+    });
+  }
+  strings(o: Obj, k: string, at: string): string[] | undefined {
+    const v = o[k];
+    if (v === undefined) return undefined;
+    if (!Array.isArray(v) || v.length === 0 || !v.every((x) => typeof x === 'string' && x !== '')) this.fail(`${at}.${k}`, 'must be a non-empty array of strings');
+    return v as string[];
+  }
+}
+
+/** Credentials for MaxMind downloads: the sources file's `maxmind` object, else the options. */
+export interface MaxmindCredentials {
+  accountId?: string | undefined;
+  licenseKey?: string | undefined;
+}
+
+function mmdbTarget(edition: string): MmdbTarget | null {
+  if (/-(Country|City)$/.test(edition)) return 'country.mmdb';
+  if (/-(ASN|ISP)$/.test(edition)) return 'asn.mmdb';
+  if (/-Anonymous-IP$/.test(edition)) return 'anonymous-ip.mmdb';
+  return null;
+}
+
+function maxmindSource(r: Reader, o: Obj, at: string, name: string, creds: MaxmindCredentials, everyMs: number | null, minKeep: number): MaxmindSource {
+  r.keys(o, at, ['name', 'format', 'edition', 'url', 'every', 'maxBytes', 'minKeep', 'target']);
+  const edition = r.str(o, 'edition', at, true);
+  if (!/^[A-Za-z0-9-]{1,64}$/.test(edition)) r.fail(`${at}.edition`, `"${edition}" is not a MaxMind edition ID such as GeoLite2-ASN`);
+  const explicit = r.str(o, 'target', at);
+  if (explicit !== undefined && !['country.mmdb', 'asn.mmdb', 'anonymous-ip.mmdb'].includes(explicit)) {
+    r.fail(`${at}.target`, 'must be country.mmdb, asn.mmdb or anonymous-ip.mmdb');
+  }
+  const target = (explicit as MmdbTarget | undefined) ?? mmdbTarget(edition);
+  if (!target) r.fail(`${at}.edition`, `cannot tell what ${edition} holds; add "target": "country.mmdb" | "asn.mmdb" | "anonymous-ip.mmdb"`);
+  const custom = r.url(o, 'url', at, false);
+  const headers: Record<string, string> = {};
+  let url: string;
+  let displayUrl: string;
+  if (creds.accountId && creds.licenseKey) {
+    url = custom ?? `https://download.maxmind.com/geoip/databases/${edition}/download?suffix=tar.gz`;
+    displayUrl = url;
+    headers.Authorization = `Basic ${Buffer.from(`${creds.accountId}:${creds.licenseKey}`).toString('base64')}`;
+  } else if (creds.licenseKey) {
+    const key = encodeURIComponent(creds.licenseKey);
+    url = custom ?? `https://download.maxmind.com/app/geoip_download?edition_id=${edition}&license_key=${key}&suffix=tar.gz`;
+    displayUrl = url.replace(key, 'REDACTED');
+  } else if (custom) {
+    url = custom;
+    displayUrl = custom;
+  } else {
+    r.fail(at, 'a MaxMind source needs a licence key: set IVTD_MAXMIND_LICENSE_KEY (and IVTD_MAXMIND_ACCOUNT_ID), or "maxmind": {"accountId", "licenseKey"} in this file');
+  }
+  return {
+    kind: 'maxmind', name, edition, url, displayUrl, headers, target,
+    maxBytes: r.int(o, 'maxBytes', at, DEFAULTS.maxmindMaxBytes, 1024, 4 * 1024 * 1024 * 1024),
+    everyMs, minKeep,
+  };
+}
+
+/** Parses the sources file's text. */
+export function parseSources(text: string, file: string, creds: MaxmindCredentials = {}): SourcesConfig {
+  const r: Reader = new Reader(file);
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (e) {
+    throw new SourcesError(`${file} is not valid JSON: ${(e as Error).message}`);
+  }
+  if (!isObj(doc)) throw new SourcesError(`${file} must hold a JSON object`);
+  r.keys(doc, '$', ['contact', 'timeout', 'maxmind', 'sources', 'sellers', 'adsTxt']);
+  let mm: MaxmindCredentials = creds;
+  if (doc.maxmind !== undefined) {
+    if (!isObj(doc.maxmind)) r.fail('maxmind', 'must be an object {"accountId", "licenseKey"}');
+    r.keys(doc.maxmind, 'maxmind', ['accountId', 'licenseKey']);
+    mm = { accountId: r.str(doc.maxmind, 'accountId', 'maxmind') ?? creds.accountId, licenseKey: r.str(doc.maxmind, 'licenseKey', 'maxmind') ?? creds.licenseKey };
+  }
+
+  const sources: Source[] = [];
+  const list = doc.sources ?? [];
+  if (!Array.isArray(list)) r.fail('sources', 'must be an array');
+  const names = new Set<string>();
+  list.forEach((s, i) => {
+    const at = `sources[${i}]`;
+    if (!isObj(s)) r.fail(at, 'must be an object');
+    const name = r.str(s, 'name', at, true);
+    if (!NAME.test(name)) r.fail(`${at}.name`, `"${name}" must be lowercase letters, digits, ".", "_" or "-" (it names the file ranges/<name>.txt)`);
+    if (names.has(name)) r.fail(`${at}.name`, `"${name}" is used twice`);
+    names.add(name);
+    const format = r.str(s, 'format', at, true);
+    const everyMs = r.duration(s, 'every', at, null, 60_000);
+    const minKeep = r.num(s, 'minKeep', at, DEFAULTS.minKeep, 0, 1);
+    if (format === 'maxmind') {
+      sources.push(maxmindSource(r, s, at, name, mm, everyMs, minKeep));
+      return;
+    }
+    if (!(RANGE_FORMATS as readonly string[]).includes(format)) r.fail(`${at}.format`, `"${format}" is not one of ${[...RANGE_FORMATS, 'maxmind'].join(', ')}`);
+    const fmt = format as RangeFormat;
+    r.keys(s, at, ['name', 'format', 'url', 'category', 'every', 'maxBytes', 'minKeep', 'services', 'tags']);
+    const cat = r.str(s, 'category', at)?.toLowerCase() ?? FORMAT_CATEGORY[fmt];
+    if (cat === null) r.fail(`${at}.category`, `a ${fmt} source needs a category: hosting, vpn, proxy, tor or relay`);
+    if (!isRangeCategory(cat)) r.fail(`${at}.category`, `"${cat}" is not one of hosting, vpn, proxy, tor, relay`);
+    const filter: RangeFilter = {};
+    const services = r.strings(s, 'services', at);
+    const tags = r.strings(s, 'tags', at);
+    if (services) {
+      if (fmt !== 'aws-ip-ranges') r.fail(`${at}.services`, 'only applies to aws-ip-ranges');
+      filter.services = services;
+    }
+    if (tags) {
+      if (fmt !== 'azure-service-tags') r.fail(`${at}.tags`, 'only applies to azure-service-tags');
+      filter.tags = tags;
+    }
+    sources.push({
+      kind: 'ranges', name, format: fmt, url: r.url(s, 'url', at, true)!, category: cat, filter,
+      maxBytes: r.int(s, 'maxBytes', at, DEFAULTS.rangeMaxBytes, 1024, 1024 * 1024 * 1024),
+      everyMs, minKeep,
+    });
+  });
+
+  const sl: Obj = doc.sellers === undefined ? {} : isObj(doc.sellers) ? doc.sellers : r.fail('sellers', 'must be an object');
+  r.keys(sl, 'sellers', ['domains', 'fromTraffic', 'every', 'maxBytes', 'url']);
+  const sellers: SellersCrawl = {
+    domains: r.domains(sl, 'domains', 'sellers'),
+    fromTraffic: r.int(sl, 'fromTraffic', 'sellers', 0, 0, 100_000),
+    everyMs: r.duration(sl, 'every', 'sellers', DEFAULTS.sellersEveryMs, HOUR_MS)!,
+    maxBytes: r.int(sl, 'maxBytes', 'sellers', DEFAULTS.sellersMaxBytes, 1024, 1024 * 1024 * 1024),
+    urlTemplate: r.url(sl, 'url', 'sellers', false) ?? DEFAULTS.sellersUrl,
+  };
+  if (!sellers.urlTemplate.includes('{domain}')) r.fail('sellers.url', 'must contain {domain}');
+
+  const ad: Obj | null = doc.adsTxt === undefined ? null : isObj(doc.adsTxt) ? doc.adsTxt : r.fail('adsTxt', 'must be an object');
+  const a: Obj = ad ?? {};
+  r.keys(a, 'adsTxt', ['domains', 'appDomains', 'fromTraffic', 'expiry', 'stale', 'forget', 'maxBytes', 'schemes', 'rate', 'concurrency']);
+  const schemes = r.strings(a, 'schemes', 'adsTxt') ?? ['https', 'http'];
+  for (const s of schemes) if (s !== 'https' && s !== 'http') r.fail('adsTxt.schemes', 'may hold only "https" and "http"');
+  const adsTxt: AdsTxtCrawl = {
+    enabled: ad !== null,
+    domains: r.domains(a, 'domains', 'adsTxt'),
+    appDomains: r.domains(a, 'appDomains', 'adsTxt'),
+    fromTraffic: r.int(a, 'fromTraffic', 'adsTxt', DEFAULTS.adsTxtFromTraffic, 0, 200_000),
+    expiryMs: r.duration(a, 'expiry', 'adsTxt', DEFAULTS.adsTxtExpiryMs, HOUR_MS)!,
+    staleMs: r.duration(a, 'stale', 'adsTxt', DEFAULTS.adsTxtStaleMs, 0)!,
+    forgetMs: r.duration(a, 'forget', 'adsTxt', DEFAULTS.adsTxtForgetMs, DAY_MS)!,
+    maxBytes: r.int(a, 'maxBytes', 'adsTxt', DEFAULTS.adsTxtMaxBytes, 1024, 64 * 1024 * 1024),
+    schemes: schemes as Array<'https' | 'http'>,
+    rate: r.num(a, 'rate', 'adsTxt', DEFAULTS.adsTxtRate, 0.01, 100),
+    concurrency: r.int(a, 'concurrency', 'adsTxt', DEFAULTS.adsTxtConcurrency, 1, 32),
+  };
+
+  return {
+    path: file,
+    contact: r.str(doc, 'contact', '$') ?? null,
+    timeoutMs: r.duration(doc, 'timeout', '$', DEFAULTS.timeoutMs, 1000)!,
+    sources,
+    sellers,
+    adsTxt,
+  };
+}
+
+/** Reads the sources file: the given path (must exist), else <data-dir>/sources.json when present. */
+export function loadSources(opts: { dataDir: string; path?: string | undefined; maxmind?: MaxmindCredentials }): SourcesConfig {
+  const path = opts.path ?? join(opts.dataDir, SOURCES_FILE);
+  if (!existsSync(path)) {
+    if (opts.path) throw new SourcesError(`sources file ${path} does not exist (see README, "Refreshing the data")`);
+    return { ...parseSources('{}', path, opts.maxmind), path: null };
+  }
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new SourcesError(`cannot read sources file ${path}: ${(e as Error).message}`);
+  }
+  return parseSources(text, path, opts.maxmind);
+}

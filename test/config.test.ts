@@ -1,0 +1,104 @@
+// Every option is checked against its allowed values when the config is resolved, from a
+// flag, an IVTD_* variable or the config file alike; a bad IVTD_LOG_LEVEL is refused with a
+// message instead of breaking every command while it loads.
+import t from 'tap';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, OPTIONS, envName, resolveConfig, type OptionKey } from '../src/config.ts';
+import { runIvtd } from './cli/run-cli.ts';
+
+/** For each option: values it must refuse (as text), and one it must take. */
+const CASES: Record<OptionKey, { bad: string[]; good: string }> = {
+  dataDir: { bad: [''], good: '/var/lib/ivtd' },
+  host: { bad: ['', 'not a host', 'host_name', '-lead.example', 'a..b'], good: '::1' },
+  prebidPort: { bad: ['-1', '65536', '80.5', 'http', ''], good: '8080' },
+  apiPort: { bad: ['65536', 'x'], good: '0' },
+  reportingPort: { bad: ['70000'], good: '9900' },
+  metricsHost: { bad: ['', 'two words', 'x_y'], good: '0.0.0.0' },
+  metricsPort: { bad: ['-5', '65536', '99a'], good: '0' },
+  threads: { bad: ['0', '65', 'two'], good: '4' },
+  memoryBudget: { bad: ['31', '1e3'], good: '64' },
+  config: { bad: [''], good: '' }, // the file itself: its own tests below
+  mmdbCountry: { bad: [''], good: '/x/country.mmdb' },
+  mmdbAsn: { bad: [''], good: '/x/asn.mmdb' },
+  mmdbAnonymousIp: { bad: [''], good: '/x/anon.mmdb' },
+  flushInterval: { bad: ['0', '3601'], good: '10' },
+  retentionDays: { bad: ['0', '36501'], good: '30' },
+  accessTokenTtl: { bad: ['0', '86401'], good: '60' },
+  refreshTokenTtl: { bad: ['59'], good: '60' },
+  keyGrace: { bad: ['-1', '7776001'], good: '0' },
+  reportRate: { bad: ['0', '100001'], good: '5' },
+  reportBurst: { bad: ['0'], good: '5' },
+  logLevel: { bad: ['verbose', 'INFO', 'warning', ' info'], good: 'debug' },
+  clickhouseUrl: { bad: ['clickhouse:8123', 'http://ch:8123/a/b', 'ftp://ch', 'http://ch:8123/?x=1'], good: 'http://ch:8123/fleet' },
+  role: { bad: ['relay', 'Edge', 'all '], good: 'all' },
+  dataRefresh: { bad: ['', '1m', 'hourly', '31d', '-6h'], good: '6h' },
+  dataSources: { bad: [''], good: '/x/sources.json' },
+  maxmindAccountId: { bad: [''], good: '123456' },
+  maxmindLicenseKey: { bad: [''], good: 'key' },
+};
+
+t.test('every option has cases here (a new option needs its rule and a test)', async (t) => {
+  t.same(Object.keys(CASES).sort(), Object.keys(OPTIONS).sort());
+});
+
+t.test('bad values are refused from a flag, the environment and the config file, naming the option', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'ivtd-config-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'ivtd.json');
+  for (const key of Object.keys(CASES) as OptionKey[]) {
+    if (key === 'config') continue; // read before the other options; see the tests below
+    const flag = OPTIONS[key].flag;
+    for (const bad of CASES[key].bad) {
+      t.throws(() => resolveConfig({ [key]: bad }, {}), { constructor: ConfigError, message: new RegExp(`^--${flag}: ${flag} `) }, `--${flag} ${JSON.stringify(bad)}`);
+      if (bad !== '') {
+        // An empty variable counts as unset (systemd units often set Environment=X=).
+        t.throws(() => resolveConfig({}, { [envName(key)]: bad }), { constructor: ConfigError, message: new RegExp(`^${envName(key)}: ${flag} `) }, `${envName(key)}=${JSON.stringify(bad)}`);
+      }
+      writeFileSync(file, JSON.stringify({ [key]: bad }));
+      t.throws(() => resolveConfig({ config: file }, {}), { constructor: ConfigError, message: new RegExp(`config file key ${key}: ${flag} `) }, `config file ${key}: ${JSON.stringify(bad)}`);
+    }
+    const good = CASES[key].good;
+    t.doesNotThrow(() => resolveConfig({ [key]: good }, {}), `--${flag} ${good} is taken`);
+  }
+});
+
+t.test('config file values have JSON types: numbers for whole-number options, strings for the rest', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'ivtd-config-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'ivtd.json');
+  const load = (o: object) => {
+    writeFileSync(file, JSON.stringify(o));
+    return resolveConfig({ config: file }, {});
+  };
+  t.match(load({ threads: 3, prebidPort: '9000', logLevel: 'warn', host: 'localhost' }), { threads: 3, prebidPort: 9000, logLevel: 'warn', host: 'localhost' });
+  t.throws(() => load({ threads: true }), /config file key threads: threads must be a whole number, got true/);
+  t.throws(() => load({ threads: 2.5 }), /threads must be a whole number/);
+  t.throws(() => load({ logLevel: 30 }), /config file key logLevel: log-level must be a string, got 30/);
+  t.throws(() => load({ host: ['127.0.0.1'] }), /host must be a string/);
+  t.throws(() => load({ dataDir: {} }), /data-dir must be a string/);
+  t.throws(() => load({ verbose: true }), /unknown key "verbose"/);
+});
+
+t.test('a flag overrides a bad variable; a bad variable alone is refused', async (t) => {
+  t.equal(resolveConfig({ logLevel: 'warn' }, { IVTD_LOG_LEVEL: 'verbose' }).logLevel, 'warn', 'the flag decides; the variable is not read');
+  t.throws(() => resolveConfig({}, { IVTD_LOG_LEVEL: 'verbose' }), /IVTD_LOG_LEVEL: log-level must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"/);
+});
+
+t.test('an unknown IVTD_LOG_LEVEL: commands that need no config work, the others say what is wrong', async (t) => {
+  const env = { IVTD_LOG_LEVEL: 'verbose' };
+  const version = await runIvtd(['--version'], { env });
+  t.equal(version.code, 0, version.stderr);
+  t.match(version.stdout, /^ivtd /);
+  const help = await runIvtd(['help'], { env });
+  t.equal(help.code, 0, help.stderr);
+  const list = await runIvtd(['customer', 'list', '--data-dir', t.testdir()], { env });
+  t.equal(list.code, 2, 'invalid value: exit 2');
+  t.equal(list.stdout, '');
+  t.match(list.stderr, /^ivtd: IVTD_LOG_LEVEL: log-level must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"\n/);
+  t.notMatch(list.stderr, /\n\s+at /, 'no stack trace');
+  const serve = await runIvtd(['serve', '--data-dir', t.testdir()], { env });
+  t.equal(serve.code, 2, 'serve refuses to start');
+  t.match(serve.stderr, /IVTD_LOG_LEVEL: log-level must be one of/);
+});

@@ -1,0 +1,91 @@
+import t from 'tap';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULTS, loadSources, parseSources } from '../../src/data/sources.ts';
+import { DAY_MS, HOUR_MS } from '../../src/time.ts';
+
+const parse = (doc: unknown, creds = {}) => parseSources(JSON.stringify(doc), 'sources.json', creds);
+
+t.test('a full file', async (t) => {
+  const c = parse({
+    contact: 'https://bidder.example/ivtd',
+    timeout: '30s',
+    sources: [
+      { name: 'aws', format: 'aws-ip-ranges', url: 'https://ip-ranges.amazonaws.com/ip-ranges.json', services: ['EC2'] },
+      { name: 'azure', format: 'azure-service-tags', url: 'https://www.microsoft.com/en-us/download/details.aspx?id=56519', tags: ['AzureCloud'], every: '1d' },
+      { name: 'my-vpns', format: 'cidr-list', category: 'VPN', url: 'https://intranet.example/vpn.txt', maxBytes: 100000, minKeep: 0 },
+      { name: 'tor', format: 'tor-exit-list', url: 'https://check.torproject.org/torbulkexitlist' },
+      { name: 'asn', format: 'maxmind', edition: 'GeoLite2-ASN' },
+    ],
+    sellers: { domains: ['Exchange1.example'], fromTraffic: 100, every: '12h' },
+    adsTxt: { domains: ['news.example'], appDomains: ['games.example'], fromTraffic: 10, expiry: '3d', schemes: ['https'] },
+  }, { accountId: '42', licenseKey: 'secret' });
+  t.equal(c.contact, 'https://bidder.example/ivtd');
+  t.equal(c.timeoutMs, 30_000);
+  t.equal(c.sources.length, 5);
+  const [aws, azure, vpn, tor, asn] = c.sources;
+  t.match(aws, { kind: 'ranges', category: 'hosting', filter: { services: ['EC2'] }, everyMs: null, maxBytes: DEFAULTS.rangeMaxBytes, minKeep: 0.5 });
+  t.match(azure, { filter: { tags: ['AzureCloud'] }, everyMs: DAY_MS });
+  t.match(vpn, { category: 'vpn', maxBytes: 100000, minKeep: 0 });
+  t.match(tor, { category: 'tor' });
+  t.match(asn, { kind: 'maxmind', target: 'asn.mmdb', url: 'https://download.maxmind.com/geoip/databases/GeoLite2-ASN/download?suffix=tar.gz' });
+  if (asn?.kind === 'maxmind') t.equal(asn.headers.Authorization, `Basic ${Buffer.from('42:secret').toString('base64')}`);
+  t.same(c.sellers, { domains: ['exchange1.example'], fromTraffic: 100, everyMs: 12 * HOUR_MS, maxBytes: DEFAULTS.sellersMaxBytes, urlTemplate: DEFAULTS.sellersUrl });
+  t.match(c.adsTxt, { enabled: true, domains: ['news.example'], appDomains: ['games.example'], fromTraffic: 10, expiryMs: 3 * DAY_MS, staleMs: 7 * DAY_MS, schemes: ['https'] });
+});
+
+t.test('defaults: an empty file refreshes nothing and crawls nothing', async (t) => {
+  const c = parse({});
+  t.same(c.sources, []);
+  t.equal(c.sellers.fromTraffic, 0);
+  t.equal(c.adsTxt.enabled, false);
+  t.equal(parse({ adsTxt: {} }).adsTxt.enabled, true, 'an adsTxt section turns the crawl on');
+  t.equal(parse({ adsTxt: {} }).adsTxt.fromTraffic, DEFAULTS.adsTxtFromTraffic);
+});
+
+t.test('MaxMind: licence key only, custom URL, editions', async (t) => {
+  const legacy = parse({ sources: [{ name: 'c', format: 'maxmind', edition: 'GeoLite2-City' }] }, { licenseKey: 'k/1' });
+  const s = legacy.sources[0]!;
+  t.equal(s.kind === 'maxmind' && s.target, 'country.mmdb');
+  t.equal(s.kind === 'maxmind' && s.url, 'https://download.maxmind.com/app/geoip_download?edition_id=GeoLite2-City&license_key=k%2F1&suffix=tar.gz');
+  t.equal(s.kind === 'maxmind' && s.displayUrl.includes('k%2F1'), false, 'the key is not in the display URL');
+  t.equal(s.kind === 'maxmind' && s.displayUrl.includes('REDACTED'), true);
+  const file = parse({ maxmind: { licenseKey: 'from-file' }, sources: [{ name: 'a', format: 'maxmind', edition: 'GeoIP2-Anonymous-IP' }] });
+  t.equal(file.sources[0]!.kind === 'maxmind' && (file.sources[0] as { target: string }).target, 'anonymous-ip.mmdb');
+  const custom = parse({ sources: [{ name: 'm', format: 'maxmind', edition: 'Mirror-Thing', target: 'asn.mmdb', url: 'http://mirror.example/asn.tar.gz' }] });
+  t.equal((custom.sources[0] as { url: string }).url, 'http://mirror.example/asn.tar.gz', 'a mirror URL needs no key');
+});
+
+t.test('mistakes name their key', async (t) => {
+  const bad: Array<[unknown, RegExp]> = [
+    [[], /must hold a JSON object/],
+    [{ source: [] }, /\$\.source: unknown key/],
+    [{ sources: [{ name: 'x', format: 'cidr-list', url: 'https://a.example/x' }] }, /sources\[0\]\.category: a cidr-list source needs a category/],
+    [{ sources: [{ name: 'x', format: 'cidr-list', category: 'datacenter', url: 'https://a.example/x' }] }, /sources\[0\]\.category: "datacenter" is not one of/],
+    [{ sources: [{ name: 'X Y', format: 'gcp-cloud', url: 'https://a.example/x' }] }, /sources\[0\]\.name:/],
+    [{ sources: [{ name: 'a', format: 'gcp-cloud', url: 'https://a.example/x' }, { name: 'a', format: 'gcp-cloud', url: 'https://a.example/y' }] }, /sources\[1\]\.name: "a" is used twice/],
+    [{ sources: [{ name: 'a', format: 'gcp-json', url: 'https://a.example/x' }] }, /sources\[0\]\.format: "gcp-json" is not one of/],
+    [{ sources: [{ name: 'a', format: 'gcp-cloud', url: 'ftp://a.example/x' }] }, /sources\[0\]\.url: must be an http\(s\) URL/],
+    [{ sources: [{ name: 'a', format: 'gcp-cloud', url: 'https://a.example/x', every: '5s' }] }, /sources\[0\]\.every: must be a duration/],
+    [{ sources: [{ name: 'a', format: 'gcp-cloud', url: 'https://a.example/x', services: ['EC2'] }] }, /services: only applies to aws-ip-ranges/],
+    [{ sources: [{ name: 'a', format: 'maxmind', edition: 'GeoLite2-ASN' }] }, /needs a licence key: set IVTD_MAXMIND_LICENSE_KEY/],
+    [{ sources: [{ name: 'a', format: 'maxmind', edition: 'Odd-DB', url: 'https://m.example/x' }] }, /cannot tell what Odd-DB holds/],
+    [{ sellers: { domains: ['not a domain'] } }, /sellers\.domains\[0\]: "not a domain" is not a domain name/],
+    [{ sellers: { url: 'https://mirror.example/sellers.json' } }, /sellers\.url: must contain \{domain\}/],
+    [{ adsTxt: { schemes: ['gopher'] } }, /adsTxt\.schemes/],
+    [{ adsTxt: { fromTraffic: -1 } }, /adsTxt\.fromTraffic: must be a whole number/],
+  ];
+  for (const [doc, re] of bad) t.throws(() => parse(doc), re, JSON.stringify(doc).slice(0, 80));
+  t.throws(() => parseSources('{', 'x.json'), /x\.json is not valid JSON/);
+  t.throws(() => parse([]), { name: 'SourcesError' });
+});
+
+t.test('loading: default file in the data dir, explicit path must exist', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'ivtd-sources-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  t.equal(loadSources({ dataDir: dir }).path, null, 'no file: nothing configured');
+  writeFileSync(join(dir, 'sources.json'), JSON.stringify({ sources: [{ name: 'tor', format: 'tor-exit-list', url: 'https://t.example/list' }] }));
+  t.equal(loadSources({ dataDir: dir }).sources.length, 1);
+  t.throws(() => loadSources({ dataDir: dir, path: join(dir, 'missing.json') }), /does not exist/);
+});

@@ -1,0 +1,112 @@
+// /v1/policy on the real server: Bearer and tenancy, 422s naming the field, 413 past the
+// cap, and the lookup threads answering by the policy within 5 s of a change.
+import t from 'tap';
+import { startTestServer } from '../helpers/server.ts';
+import { call, login, sleep } from '../account/client.ts';
+import { createCustomer } from '../../src/store/customers.ts';
+import { MAX_ENTRIES } from '../../src/policy/model.ts';
+
+const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36';
+
+t.test('policy API, tenancy, and lookups that follow it', async (t) => {
+  const srv = await startTestServer({ threads: 2 });
+  t.teardown(() => srv.stop());
+  const a = srv.customer;
+  const b = await createCustomer(srv.server.store, { name: 'Other', username: 'other-co', password: 'other-password-1' });
+  await srv.server.refreshKeys();
+  const tokenA = (await login(srv.api, a.username, a.password)).access_token;
+  const tokenB = (await login(srv.api, 'other-co', 'other-password-1')).access_token;
+
+  const query = (c: { partner_id: string; prebid_key: string }, over: Record<string, string> = {}) =>
+    new URLSearchParams({ p: c.partner_id, k: c.prebid_key, pub: 'pub-1', node: 'n', ip: '73.162.10.20', ua: CHROME, uid: 'u1', sid: 'exchange.example', adt: '1', dvt: '2', ...over }).toString();
+  const band = async (c: { partner_id: string; prebid_key: string }, over: Record<string, string> = {}) => {
+    const r = await fetch(`${srv.prebid}/api/v1/ivt/lookup?${query(c, over)}`, { headers: { connection: 'close' } });
+    const body = (await r.json()) as { botRisk: { band: string; score: number } };
+    return body.botRisk.band;
+  };
+
+  t.equal((await call(srv.api, 'GET', '/v1/policy')).status, 400, 'no Bearer: invalid_session');
+  const empty = await call(srv.api, 'GET', '/v1/policy', { token: tokenA });
+  t.match(empty.body, { medium: null, high: null, total: 0, entries: [], limits: { max_entries: MAX_ENTRIES, defaults: { medium: 0.3, high: 0.7 } } });
+
+  t.equal(await band(a), 'low', 'a plain browser lookup is low');
+  t.equal(await band(b), 'low');
+
+  // A denies the IP: A's lookups go high with denylisted; B's are untouched.
+  const put = await call(srv.api, 'PUT', '/v1/policy', { token: tokenA, json: { entries: [{ kind: 'ip', value: '73.162.0.0/16', action: 'deny' }] } });
+  t.equal(put.status, 200, JSON.stringify(put.body));
+  t.equal(await band(a), 'high', "A's deny applies to A's lookups at once");
+  t.equal(await band(b), 'low', "A's deny list never touches B's lookups");
+  const explain = await call(srv.api, 'GET', `/v1/account/explain?${query(a)}`, { token: tokenA });
+  t.match(explain.body, { reasons: ['denylisted'], policy: { decision: 'deny', matches: [{ kind: 'ip', action: 'deny' }], model: { band: 'low' } } }, 'explain shows the policy and the model');
+  const explainB = await call(srv.api, 'GET', `/v1/account/explain?${query(b)}`, { token: tokenB });
+  t.match(explainB.body, { policy: null }, "B's explain has no policy");
+  t.equal((await call(srv.api, 'GET', '/v1/policy', { token: tokenB })).body.total, 0, "B does not see A's entries");
+
+  // Allow beats the model: a headless UA, allowed by substring.
+  const headless = CHROME.replace('Chrome', 'HeadlessChrome');
+  t.equal(await band(b, { ua: headless }), 'high', 'headless is high by the model');
+  const add = await call(srv.api, 'POST', '/v1/policy/entries', { token: tokenB, json: { entries: [{ kind: 'ua_substring', value: 'headlesschrome', action: 'allow' }] } });
+  t.match(add.body, { added: 1, entries: 1 });
+  t.equal(await band(b, { ua: headless }), 'low', 'allowlisted');
+  t.equal(await band(a, { ua: headless, ip: '8.8.4.4' }), 'high', "B's allow list does not help A");
+
+  // Thresholds.
+  t.equal((await call(srv.api, 'PATCH', '/v1/policy', { token: tokenB, json: { medium: 0.01 } })).status, 422, 'medium below its bound');
+  const th = await call(srv.api, 'PATCH', '/v1/policy', { token: tokenB, json: { medium: 0.05, high: 0.1 } });
+  t.match(th.body, { medium: 0.05, high: 0.1 });
+
+  // Removing entries.
+  const rm = await call(srv.api, 'POST', '/v1/policy/entries/remove', { token: tokenB, json: { entries: [{ kind: 'ua_substring', value: 'headlesschrome' }] } });
+  t.match(rm.body, { removed: 1, entries: 0 });
+  t.equal(await band(b, { ua: headless }), 'high', 'the allow entry is gone');
+
+  // Validation: 422 naming the field, 413 past the cap.
+  const bad = await call(srv.api, 'PUT', '/v1/policy', { token: tokenA, json: { entries: [{ kind: 'ip', value: '10.0.0.0/8', action: 'deny' }, { kind: 'ua_substring', value: 'x'.repeat(10_240), action: 'deny' }] } });
+  t.equal(bad.status, 422);
+  t.match(bad.body, { error: 'unprocessable', field: 'entries[1].value' });
+  t.equal(await band(a), 'high', 'a refused PUT changes nothing');
+  const over = await call(srv.api, 'PUT', '/v1/policy', { token: tokenA, json: { entries: Array.from({ length: MAX_ENTRIES + 1 }, (_, i) => ({ kind: 'publisher', value: `p${i}`, action: 'deny' })) } });
+  t.equal(over.status, 413, 'past the per-customer cap');
+  t.match(over.body, { error: 'payload_too_large', field: 'entries' });
+  t.equal((await call(srv.api, 'GET', '/v1/policy?kind=fish', { token: tokenA })).body.field, 'kind');
+
+  // Search.
+  await call(srv.api, 'POST', '/v1/policy/entries', { token: tokenA, json: { entries: [{ kind: 'domain', value: 'Cheat.example', action: 'deny' }, { kind: 'publisher', value: 'pub-77', action: 'allow' }] } });
+  const found = await call(srv.api, 'GET', '/v1/policy?search=cheat', { token: tokenA });
+  t.match(found.body, { total: 3, matching: 1, entries: [{ kind: 'domain', value: 'cheat.example', action: 'deny' }] });
+});
+
+t.test('an update while lookups run reaches every thread within 5 s', async (t) => {
+  const srv = await startTestServer({ threads: 2 });
+  t.teardown(() => srv.stop());
+  const c = srv.customer;
+  const token = (await login(srv.api, c.username, c.password)).access_token;
+  // A new uid and address each time, so history stays out of it.
+  let n = 0;
+  const q = () => new URLSearchParams({ p: c.partner_id, k: c.prebid_key, pub: 'pub-1', node: 'n', ip: `73.${(n >> 8) & 255}.${n & 255}.9`, ua: CHROME, uid: `u${n++}`, sid: 'exchange.example', adt: '1', dvt: '2' }).toString();
+  let running = true;
+  const seen: Array<{ at: number; band: string }> = [];
+  const load = (async () => {
+    while (running) {
+      // New connections land on either thread.
+      const r = await fetch(`${srv.prebid}/api/v1/ivt/lookup?${q()}`, { headers: { connection: 'close' } });
+      seen.push({ at: Date.now(), band: ((await r.json()) as { botRisk: { band: string } }).botRisk.band });
+    }
+  })();
+  await sleep(300);
+  const changedAt = Date.now();
+  const r = await call(srv.api, 'PUT', '/v1/policy', { token, json: { entries: [{ kind: 'publisher', value: 'pub-1', action: 'deny' }] } });
+  t.equal(r.status, 200);
+  const answeredAt = Date.now();
+  await sleep(1500);
+  running = false;
+  await load;
+  const before = seen.filter((s) => s.at < changedAt);
+  const after = seen.filter((s) => s.at > answeredAt);
+  t.ok(before.length > 0 && before.every((s) => s.band === 'low'), `low before the change (${before.length} lookups)`);
+  t.ok(after.length > 5, `${after.length} lookups after`);
+  const firstHigh = seen.find((s) => s.band === 'high');
+  t.ok(firstHigh !== undefined && firstHigh.at - changedAt < 5000, `high from ${firstHigh ? firstHigh.at - changedAt : '?'} ms after the change`);
+  t.ok(after.every((s) => s.band === 'high'), 'and high on every thread after the PUT answered');
+});
