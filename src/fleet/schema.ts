@@ -149,10 +149,11 @@ async function hasColumn(ch: ClickHouse, table: string, column: string): Promise
 }
 
 /**
- * Creates the database and applies the migrations it lacks. Refuses a database whose
+ * Creates the database and applies the migrations it lacks, up to `upTo` (the current
+ * version; tests make an older release's schema with a lower one). Refuses a database whose
  * schema is newer than this ivtd knows (an older binary must not write into it).
  */
-export async function migrateClickHouse(ch: ClickHouse): Promise<number> {
+export async function migrateClickHouse(ch: ClickHouse, upTo = CLICKHOUSE_SCHEMA_VERSION): Promise<number> {
   await ch.ensureDatabase();
   await ch.command(LEDGER, 'CREATE TABLE schema_migrations');
   const current = await clickhouseSchemaVersion(ch);
@@ -164,12 +165,12 @@ export async function migrateClickHouse(ch: ClickHouse): Promise<number> {
     );
   }
   for (const m of CLICKHOUSE_MIGRATIONS) {
-    if (m.version <= current) continue;
+    if (m.version <= current || m.version > upTo) continue;
     for (const stmt of m.statements) {
       if (typeof stmt !== 'string' && (await hasColumn(ch, stmt.table, stmt.column))) continue;
       await ch.command(typeof stmt === 'string' ? stmt : stmt.sql, `migration ${m.version}`);
     }
     await ch.insert('schema_migrations', [{ version: m.version, name: m.name, applied_at: Math.floor(Date.now() / 1000) }]);
   }
-  return CLICKHOUSE_SCHEMA_VERSION;
+  return Math.max(current, upTo);
 }
