@@ -4,7 +4,7 @@ import { CATEGORIES } from '../../signals/category.ts';
 import { dimensionValueLabel } from './format.ts';
 import type { MetricRow } from './series.ts';
 
-export interface CategoryShare {
+export type CategoryShare = {
   /** The API value ('' for transactions counted before categories were recorded). */
   category: string;
   label: string;
@@ -13,7 +13,7 @@ export interface CategoryShare {
   sivt_transactions: number;
   /** This category's part of all invalid transactions, 0..1, to 4 decimals. */
   share: number;
-}
+};
 
 /** The CSV columns of the breakdown: API field names, then the share. */
 export const CATEGORY_CSV_COLUMNS = ['category', 'invalid_transactions', 'givt_transactions', 'sivt_transactions', 'share'] as const;

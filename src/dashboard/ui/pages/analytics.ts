@@ -7,7 +7,7 @@ import { CATEGORY_CSV_COLUMNS, categoryCsvFileName, categoryShares, type Categor
 import { TransactionsChart } from '../chart.ts';
 import { csvFileName, toCsv } from '../csv.ts';
 import { daysInRange, lastDays, rangeProblem, type DateRange } from '../dates.ts';
-import { clear, field, h, statusBox } from '../dom.ts';
+import { clear, downloadCsvFile, field, h, statusBox } from '../dom.ts';
 import { dimensionValueLabel, formatInt, formatRate, ivtRate } from '../format.ts';
 import { DIMENSION_LABELS, FILTER_HINTS, METRICS } from '../labels.ts';
 import type { Page, PageContext } from '../page.ts';
@@ -312,13 +312,7 @@ export function analyticsPage(ctx: PageContext): Page {
   function downloadCsv(): void {
     if (!current) return;
     const cols = [...current.meta.group_by, ...METRICS.map((m) => m.key)];
-    const blob = new Blob([toCsv(cols, current.rows)], { type: 'text/csv;charset=utf-8' });
-    const url = URL.createObjectURL(blob);
-    const a = h('a', { href: url, download: csvFileName(q.start_date, q.end_date, current.meta.group_by, Math.floor(current.meta.offset / q.limit) + 1), class: 'offscreen' });
-    document.body.append(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    downloadCsvFile(csvFileName(q.start_date, q.end_date, current.meta.group_by, Math.floor(current.meta.offset / q.limit) + 1), toCsv(cols, current.rows));
   }
 
   async function loadCategories(): Promise<void> {
@@ -347,7 +341,7 @@ export function analyticsPage(ctx: PageContext): Page {
     }
     const table = h(
       'table',
-      { class: 'report category-shares' },
+      { class: 'category-shares' },
       h(
         'thead',
         {},
@@ -388,13 +382,7 @@ export function analyticsPage(ctx: PageContext): Page {
 
   function downloadCategoryCsv(): void {
     if (shares.length === 0) return;
-    const blob = new Blob([toCsv(CATEGORY_CSV_COLUMNS, shares as unknown as Array<Record<string, string | number>>)], { type: 'text/csv;charset=utf-8' });
-    const url = URL.createObjectURL(blob);
-    const a = h('a', { href: url, download: categoryCsvFileName(q.start_date, q.end_date), class: 'offscreen' });
-    document.body.append(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    downloadCsvFile(categoryCsvFileName(q.start_date, q.end_date), toCsv(CATEGORY_CSV_COLUMNS, shares));
   }
 
   function granularity(): Granularity {
