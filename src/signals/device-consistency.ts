@@ -35,9 +35,11 @@ function inconsistent(reason: string): UaConsistency {
 //   (Android), so only Windows/ChromeOS desktops are refused; an Android browser or
 //   WebView without `Mobile` (device 'tablet', see ua-analysis.ts) names a tablet, TV or
 //   box, never a phone;
-// - CTV-like dvt (3, 6, 7): a phone (`Mobile` with a model, iPhone), a wearable and a plain
-//   Windows/macOS/ChromeOS desktop are refused; tablets and X11 Linux pass (Android boxes
-//   without a TV token look like tablets, some TVs send generic X11 Linux);
+// - phones (4): a "Windows NT" UA names a PC or Windows tablet whatever else it says;
+// - CTV-like dvt (3, 6, 7): a phone (an Android browser or in-app WebView that says Mobile
+//   and names no TV model or platform, an iPhone), a wearable and a plain Windows/macOS/
+//   ChromeOS desktop are refused; tablets and X11 Linux pass (Android boxes without a TV
+//   token look like tablets, some TVs send generic X11 Linux);
 // - DOOH (8) players run anything.
 function deviceMismatch(dvt: number, info: UaDeviceFacts): boolean {
   const d = info.device;
@@ -48,12 +50,14 @@ function deviceMismatch(dvt: number, info: UaDeviceFacts): boolean {
     case 5:
       return d === 'smarttv' || d === 'console';
     case 4:
-      return d === 'smarttv' || d === 'console' || (d === 'desktop' && (info.os === 'windows' || info.os === 'chromeos')) ||
+      // "Windows NT" names a PC or a Windows tablet whatever ua-parser calls it (Windows
+      // phones said "Windows Phone", a different family).
+      return d === 'smarttv' || d === 'console' || info.os === 'windows' || (d === 'desktop' && info.os === 'chromeos') ||
         (d === 'tablet' && info.os === 'android');
     case 3:
     case 6:
     case 7:
-      return (d === 'mobile' && !info.webview) || d === 'wearable' || (d === 'desktop' && (info.os === 'windows' || info.os === 'macos' || info.os === 'chromeos'));
+      return d === 'mobile' || d === 'wearable' || (d === 'desktop' && (info.os === 'windows' || info.os === 'macos' || info.os === 'chromeos'));
     default:
       return false;
   }

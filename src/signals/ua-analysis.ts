@@ -98,6 +98,9 @@ const AUTOMATION_PATTERNS: ReadonlyArray<readonly [RegExp, string]> = [
 ];
 export const AUTOMATION_REASONS: readonly string[] = AUTOMATION_PATTERNS.map(([, r]) => r);
 
+const GOOGLE_DEVICE_OR_APP = /Google ?TV|com\.google\.android\.[\w.]+/;
+const GOOGLE_DEVICE_OR_APP_ALL = new RegExp(GOOGLE_DEVICE_OR_APP.source, 'g');
+
 const APP_CLIENT = /^(?:okhttp\/|Dalvik\/|stagefright\/|AppleCoreMedia\/)|\bCFNetwork\/|\bExoPlayerLib\//i;
 
 // Whole-string placeholders (compared lowercased and trimmed).
@@ -121,21 +124,51 @@ const WINDOWS_NT_VERSIONS: ReadonlySet<string> = new Set([
 ]);
 const WINDOWS_NT = /Windows NT (\d+\.\d+)/;
 
-// TV, stick and set-top tokens (case-sensitive: "AFT" must not match "After").
-const CTV_MARKERS =
-  /\b(?:Roku|Web0S|SMART-TV|SmartTV|AFT[A-Z]{1,6}|BRAVIA|Android ?TV|Apple ?TV|tvOS|CrKey|Chromecast|HbbTV|VIDAA|NETTV|SmartCast|VIERA|Viera|AQUOS|Google ?TV|SHIELD|Fire ?TV)\b/;
+// The device tokens a UA can carry, collected in one pass (DEVICE_TOKENS, global): each
+// alternative is a capturing group whose index is its kind. Case-sensitive ("AFT" must not
+// match "After", "Mobile" not "mobile" in app names).
+const TOKEN_MOBILE = 1;
+/** A TV, stick or set-top platform that never named a phone: a TV even when it says Mobile (Android TV WebViews do). */
+const TOKEN_TV = 2;
+/** A platform that had TVs and phones or watches (Tizen, webOS, AQUOS...): a TV only without Mobile. */
+const TOKEN_TV_UNLESS_MOBILE = 4;
+const TOKEN_CONSOLE = 8;
+/** A desktop OS or windowing system, or a Mac (Office for Mac, CFNetwork on x86): for UAs ua-parser places nowhere. */
+const TOKEN_DESKTOP = 16;
+const DEVICE_TOKENS = new RegExp(
+  [
+    /(\bMobile\b)/.source,
+    // Android TV builds are released as <letter>TT<n> (PTT1, RTT0, STTC...); TV and box
+    // vendors also cut them to two letters (Build/QT, Build/RT); "wv-atv" is an Android TV WebView.
+    /(\b(?:Roku|Web0S|webOS\.TV|NetCast|SMART-TV|SMART ?TV|Smart ?TV|SmartTV|Opera TV|HbbTV|AFT[A-Z]{1,6}|BRAVIA|Android ?TV|Google ?TV|Apple ?TV|AppleTV|tvOS|CrKey|Chromecast|VIDAA|NETTV|SmartCast|SHIELD|Fire ?TV|stbapp|wv-atv)\b|Build\/[A-Z]TT[A-Z\d]|Build\/[PQRSTU][TI][;)])/.source,
+    /(\b(?:Tizen|[Ww]eb[O0]S|DTV|AQUOS|VIERA|Viera)\b|; ?TV[;)])/.source,
+    // Consoles, including Android handhelds that ua-parser calls phones.
+    /(Play[Ss]tation|PLAYSTATION|Xbox|XBOX|Nintendo|Switch Lite|Retroid|\bRG\d{3}|RGCUBE|Razer Edge|AYANEO|Steam ?Deck)/.source,
+    /(\b(?:Macintosh|Mac OS(?: X|\/)|MacBook\w*|iMac\d*|Macmini|MacPro|X11|Windows NT|Win64|WOW64|Windows (?:9[58]|ME|XP|2000)|FreeBSD|OpenBSD|NetBSD|SunOS|HP-UX)\b|\(Desktop;|Darwin\/[\d.]+ \((?:x86_64|i386)\))/.source,
+  ].join('|'),
+  'g',
+);
 
-// TV platforms that also had phones (hence only without a Mobile token), and TV builds.
-const TV_PLATFORMS = /\b(?:Tizen|[Ww]eb[O0]S|NetCast|SMART ?TV|Smart ?TV|Opera TV|HbbTV|DTV)\b|; ?TV[;)]/;
-const MOBILE_TOKEN = /\bMobile\b/;
+/** The TOKEN_* bits of the device tokens `ua` carries (one scan). */
+function deviceTokens(ua: string): number {
+  DEVICE_TOKENS.lastIndex = 0;
+  let bits = 0;
+  let m: RegExpExecArray | null;
+  while ((m = DEVICE_TOKENS.exec(ua)) !== null) {
+    bits |= m[1] !== undefined ? TOKEN_MOBILE : m[2] !== undefined ? TOKEN_TV : m[3] !== undefined ? TOKEN_TV_UNLESS_MOBILE : m[4] !== undefined ? TOKEN_CONSOLE : TOKEN_DESKTOP;
+  }
+  return bits;
+}
+
 // The model an Android UA names ("Android 14; <model> Build/..." or "...; <model>)").
-const ANDROID_MODEL = /Android [\d.]+;(?: [a-z]{2}-[a-zA-Z]{2};)? ([^;)]+?)(?: Build\/|[;)])/;
+const ANDROID_MODEL = /Android [\d.]+;(?: [a-z]{2}[-_][a-zA-Z]{2};)? ([^;)]+?)(?: Build\/|[;)])/;
 // TV and box model names: a screen size in inches before the series letters and number
-// (32LH1..., -55U1...), a UHD series (..65UF...), or LED, TV, 4K, UHD, stick, box. Android TVs' WebViews often say Mobile, so the model decides.
-const TV_MODEL = /(?:^|[-_ ])(?:24|28|32|39|40|42|43|48|49|50|55|58|65|70|75|85|98)[A-Z]{1,2}\d|[A-Z](?:43|50|55|58|65|75)U[A-Z]|LED|TV|\b4K\b|UHD|\b(?:[Ss]tick|STICK|[Bb]ox|BOX)\b/;
-// Consoles, including Android handhelds that ua-parser calls phones.
-const CONSOLE_MODELS = /PlayStation|Xbox|Nintendo|Switch Lite|Retroid|\bRG\d{3}|RGCUBE|Razer Edge|AYANEO|Steam ?Deck/;
-
+// (32LH1..., -55U1..., H32F8..., 43GUS6...), a UHD series (..65UF...); LED, TV, 4K, UHD;
+// stick, box, STB, OTT, IPTV, DVB, stream; the SoCs and families of no-name Android boxes
+// (Amlogic S905, Rockchip RK33xx, Allwinner H313/H616/H618; MXQ, X96, T95, H96, A95X, M8S...). Android TVs' WebViews
+// often say Mobile, so the model decides.
+const TV_MODEL =
+  /(?:^|[-_ ]|\b[A-Z])(?:24|28|32|39|40|42|43|48|49|50|55|58|65|70|75|85|98)[A-Z]{1,4}\d|[A-Z](?:43|50|55|58|65|75)U[A-Z]|LED|TV|\b4K\b|UHD|(?:[Ss]tick|STICK|[Bb]ox|BOX)\b|\b(?:STB|OTT|IPTV|DVB|[Ss]tream|STREAM)|Amlogic|Allwinner|\b(?:S905|RK33\d\d|H31[36]|H61[68])|\b(?:MXQ|X96|T95|H96|A95X|M8S|MECOOL|Tanix|UGOOS|Formuler|Zidoo)/;
 const OS_FAMILIES: Readonly<Record<string, string>> = {
   Windows: 'windows',
   'Mac OS': 'macos',
@@ -445,7 +478,9 @@ export class UaAnalyzer {
     const device = p.getDevice();
 
     const appClient = APP_CLIENT.test(ua);
-    const declaredBot = !appClient && isbot(ua);
+    // isbot's generic "google" rule also hits Google TV devices and Google's own apps
+    // (com.google.android.youtube/...): judged again without those tokens.
+    const declaredBot = !appClient && isbot(ua) && (!GOOGLE_DEVICE_OR_APP.test(ua) || isbot(ua.replace(GOOGLE_DEVICE_OR_APP_ALL, '')));
 
     let automationReason = '';
     for (const [re, reason] of AUTOMATION_PATTERNS) {
@@ -458,24 +493,26 @@ export class UaAnalyzer {
     const osName = osFamily(os.name, device.vendor, device.model, device.type);
     let deviceType: UaDevice = device.type && DEVICE_TYPES.has(device.type) ? (device.type as UaDevice) : 'unknown';
     if (deviceType === 'unknown' && DESKTOP_OS.has(osName)) deviceType = 'desktop';
-    // ua-parser calls some sticks and TVs phones or tablets ("Android 10; Chromecast", VIDAA).
-    if ((deviceType === 'mobile' || deviceType === 'tablet' || deviceType === 'unknown') && CTV_MARKERS.test(ua)) {
-      deviceType = 'smarttv';
-    }
-    // The device the UA names decides phone against TV (docs/scoring.md, "Device
-    // consistency"): without `Mobile`, a TV platform token names a TV (Tizen and webOS
-    // phones say Mobile), and an Android browser or WebView names a tablet, TV or box
-    // (Android phones' browsers and WebViews always say Mobile; ua-parser calls some TVs
-    // phones by their model).
-    const mobileToken = MOBILE_TOKEN.test(ua);
-    if (CONSOLE_MODELS.test(ua)) deviceType = 'console';
+    // The device the UA names decides (docs/scoring.md, "Device consistency"), from one
+    // scan of its device tokens: a console; a TV, stick or box platform (a TV even when it
+    // says Mobile: Android TV WebViews do); a desktop OS for UAs ua-parser places nowhere
+    // (old or rare desktops, Mac apps); a platform that also had phones only without Mobile; else for Android the model (screen-size series, box names), then `Mobile`:
+    // Android phones' browsers and WebViews always say it, so a complete Android browser
+    // UA without it (it ends in Safari/) names a tablet, TV or box. ua-parser alone calls
+    // some sticks and TVs phones ("Android 10; Chromecast", VIDAA) and some phones tablets.
+    const tokens = deviceTokens(ua);
+    if (tokens & TOKEN_CONSOLE) deviceType = 'console';
+    else if (tokens & TOKEN_TV) deviceType = 'smarttv';
+    else if (deviceType === 'unknown' && tokens & TOKEN_DESKTOP && !(tokens & TOKEN_MOBILE)) deviceType = 'desktop';
     else if (deviceType !== 'console' && deviceType !== 'smarttv') {
-      if (!mobileToken && TV_PLATFORMS.test(ua)) deviceType = 'smarttv';
+      const mobileToken = (tokens & TOKEN_MOBILE) !== 0;
+      if (!mobileToken && tokens & TOKEN_TV_UNLESS_MOBILE) deviceType = 'smarttv';
       else if (osName === 'android' && deviceType !== 'desktop') {
         const model = ANDROID_MODEL.exec(ua)?.[1] ?? '';
         if (TV_MODEL.test(model)) deviceType = 'smarttv';
-        else if (ua.includes('AppleWebKit/') && (deviceType === 'mobile' || deviceType === 'tablet' || deviceType === 'unknown')) {
-          deviceType = mobileToken ? 'mobile' : 'tablet';
+        else if (deviceType === 'mobile' || deviceType === 'tablet' || deviceType === 'unknown') {
+          if (mobileToken) deviceType = 'mobile';
+          else if (ua.includes('AppleWebKit/') && ua.includes('Safari/')) deviceType = 'tablet';
         }
       }
     }

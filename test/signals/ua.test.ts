@@ -44,6 +44,22 @@ const UA = {
     'Mozilla/5.0 (Linux; Android 10; ZX-800) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/101.0.4951.61 Safari/537.36',
   tizenPlain:
     'Mozilla/5.0 (Linux; Tizen 7.0) AppleWebKit/537.36 (KHTML, like Gecko) Version/7.0 Chrome/94.0.4606.31 Safari/537.36',
+  // Hand-written: an Android TV WebView named only by its Android TV build (xTT), a no-name
+  // box WebView whose model ends in BOX, a Google TV (isbot's "google" rule), a phone UA cut
+  // short after the Chrome version (no Safari/: not evidence of a tablet), Facebook's app on
+  // Windows (ua-parser calls it a phone), Office for Mac and a Mac app over CFNetwork on x86.
+  androidTvBuild:
+    'Mozilla/5.0 (Linux; Android 12; QX3 Build/STTE.231115.002; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/120.0.6099.43 Mobile Safari/537.36',
+  boxWebview:
+    'Mozilla/5.0 (Linux; Android 11; HOMEBOX-7 Build/RP1A.201005.006; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/116.0.5845.92 Mobile Safari/537.36',
+  googleTv:
+    'Mozilla/5.0 (Linux; Android 12; Acme Google TV 4K Build/STT2.230301.004; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/121.0.6167.101 Mobile Safari/537.36',
+  phoneTruncated:
+    'Mozilla/5.0 (Linux; Android 12; XY-2210 Build/SP1A.210812.016; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/99.0.4844.58',
+  fbWindows:
+    'Mozilla/5.0 (Windows NT 10.0.19045.100; osmeta 10.3.4000) AppleWebKit/602.1.1 (KHTML, like Gecko) Version/9.0 Safari/602.1.1 osmeta/10.3.4000 Build/4000 [FBAN/FBW;FBAV/200.0.0.10.100;]',
+  officeMac: 'Microsoft Office Word/16.80.1 (Mac OS/14.1; Desktop; en-US; NonAppStore; Apple/Mac14,2)',
+  macCfnetwork: 'Reader/310 CFNetwork/1410.0.3 Darwin/22.6.0 (x86_64)',
   handheldConsole:
     'Mozilla/5.0 (Linux; Android 13; Retroid Pocket 9) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36',
   tizen:
@@ -106,6 +122,12 @@ const cases: Array<[keyof typeof UA, Expect]> = [
   ['appleTv', { os: 'tvos', device: 'smarttv', appClient: true }],
   ['chromecast', { os: 'chromecast', device: 'smarttv' }],
   ['chromecastAndroid', { os: 'android', device: 'smarttv' }], // ua-parser alone says mobile
+  ['androidTvBuild', { os: 'android', device: 'smarttv', webview: true }],
+  ['boxWebview', { os: 'android', device: 'smarttv', webview: true }],
+  ['googleTv', { os: 'android', device: 'smarttv', declaredBot: false }],
+  ['phoneTruncated', { os: 'android', device: 'unknown' }], // not a tablet: a phone the truncation hid
+  ['officeMac', { device: 'desktop' }],
+  ['macCfnetwork', { device: 'desktop', appClient: true }],
   ['ps5', { os: 'playstation', device: 'console' }],
   ['xbox', { os: 'xbox', browser: 'edge', device: 'console' }],
   ['headless', { automation: true, declaredBot: true, automationReason: 'headless_chrome', browser: 'headless', os: 'linux', device: 'desktop' }],
@@ -295,6 +317,8 @@ t.test('uaConsistency against dvt, app and ifa', async (t) => {
     ['chromeAndroid', 4, undefined, undefined, true, ''],
     ['androidWebview', 4, 'com.example.news', IFA, true, ''],
     ['chromeWin', 4, undefined, undefined, false, 'dvt4_desktop_ua'],
+    ['fbWindows', 4, 'com.facebook.katana', undefined, false, 'dvt4_desktop_ua'], // "Windows NT" is never a phone
+    ['phoneTruncated', 4, 'com.example.news', IFA, true, ''],
     ['chromebook', 4, undefined, undefined, false, 'dvt4_desktop_ua'],
     ['safariMac', 4, undefined, undefined, true, ''], // iPhone "request desktop website"
     ['roku', 4, 'com.example.app', IFA, false, 'dvt4_smarttv_ua'],
@@ -324,12 +348,20 @@ t.test('uaConsistency against dvt, app and ifa', async (t) => {
     ['chromeWin', 3, undefined, undefined, false, 'dvt3_desktop_ua'],
     ['safariMac', 7, undefined, undefined, false, 'dvt7_desktop_ua'],
     ['firefoxLinux', 3, undefined, undefined, true, ''], // some TVs send generic X11 Linux
-    // A phone (Mobile with a model, iPhone) declared as CTV; its in-app WebViews pass (TV
-    // WebViews say Mobile too), and so do TVs and boxes the model or platform names.
+    // A phone (Mobile with no TV model, build or platform; iPhone) declared as CTV, its
+    // in-app WebViews included; TVs and boxes the model, build or platform names pass (their
+    // WebViews say Mobile too).
     ['chromeAndroid', 3, 'com.example.tv', IFA, false, 'dvt3_mobile_ua'],
     ['samsungInternet', 7, 'com.example.tv', IFA, false, 'dvt7_mobile_ua'],
     ['safariIphone', 6, 'com.example.tv', IFA, false, 'dvt6_mobile_ua'],
-    ['androidWebview', 3, 'com.example.tv', IFA, true, ''],
+    ['androidWebview', 3, 'com.example.tv', IFA, false, 'dvt3_mobile_ua'],
+    ['iosWebview', 7, 'com.example.tv', IFA, false, 'dvt7_mobile_ua'],
+    ['androidTvBuild', 3, 'com.example.tv', IFA, true, ''],
+    ['boxWebview', 7, 'com.example.tv', IFA, true, ''],
+    ['googleTv', 3, 'com.example.tv', IFA, true, ''],
+    ['androidTvBuild', 4, 'com.example.tv', IFA, false, 'dvt4_smarttv_ua'],
+    ['googleTv', 4, 'com.example.tv', IFA, false, 'dvt4_smarttv_ua'],
+    ['officeMac', 3, 'com.microsoft.word', IFA, false, 'ifa_on_desktop'],
     ['androidTvWebview', 3, 'com.example.tv', IFA, true, ''],
     ['androidBox', 3, 'com.example.tv', IFA, true, ''],
     ['androidBoxNoName', 7, 'com.example.tv', IFA, true, ''],
