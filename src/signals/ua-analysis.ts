@@ -98,8 +98,10 @@ const AUTOMATION_PATTERNS: ReadonlyArray<readonly [RegExp, string]> = [
 ];
 export const AUTOMATION_REASONS: readonly string[] = AUTOMATION_PATTERNS.map(([, r]) => r);
 
-const GOOGLE_DEVICE_OR_APP = /Google ?TV|com\.google\.android\.[\w.]+/;
-const GOOGLE_DEVICE_OR_APP_ALL = new RegExp(GOOGLE_DEVICE_OR_APP.source, 'g');
+// Tokens of real devices, apps and browsers that isbot's generic rules ("google", "sogou")
+// also match: Google TV devices, Google's Android apps, Sogou's mobile browser.
+const BOT_FALSE_FRIENDS = /google ?tv|com\.google\.android\.[\w.]+|SogouM(?:obileBrowser|SE)/i;
+const BOT_FALSE_FRIENDS_ALL = new RegExp(BOT_FALSE_FRIENDS.source, 'gi');
 
 const APP_CLIENT = /^(?:okhttp\/|Dalvik\/|stagefright\/|AppleCoreMedia\/)|\bCFNetwork\/|\bExoPlayerLib\//i;
 
@@ -160,6 +162,8 @@ function deviceTokens(ua: string): number {
   return bits;
 }
 
+// An Android UA from a PC: Chromebook/Pixelbook, a ChromeOS build, an x86_64 CPU.
+const ANDROID_PC = /Chromebook|Pixelbook|Build\/R\d{2,3}-\d|; x86_64;/;
 // The model an Android UA names ("Android 14; <model> Build/..." or "...; <model>)").
 const ANDROID_MODEL = /Android [\d.]+;(?: [a-z]{2}[-_][a-zA-Z]{2};)? ([^;)]+?)(?: Build\/|[;)])/;
 // TV and box model names: a screen size in inches before the series letters and number
@@ -478,9 +482,9 @@ export class UaAnalyzer {
     const device = p.getDevice();
 
     const appClient = APP_CLIENT.test(ua);
-    // isbot's generic "google" rule also hits Google TV devices and Google's own apps
-    // (com.google.android.youtube/...): judged again without those tokens.
-    const declaredBot = !appClient && isbot(ua) && (!GOOGLE_DEVICE_OR_APP.test(ua) || isbot(ua.replace(GOOGLE_DEVICE_OR_APP_ALL, '')));
+    // isbot's generic rules also hit some real devices and apps (BOT_FALSE_FRIENDS): such
+    // a UA is judged again without those tokens.
+    const declaredBot = !appClient && isbot(ua) && (!BOT_FALSE_FRIENDS.test(ua) || isbot(ua.replace(BOT_FALSE_FRIENDS_ALL, '')));
 
     let automationReason = '';
     for (const [re, reason] of AUTOMATION_PATTERNS) {
@@ -507,6 +511,9 @@ export class UaAnalyzer {
     else if (deviceType !== 'console' && deviceType !== 'smarttv') {
       const mobileToken = (tokens & TOKEN_MOBILE) !== 0;
       if (!mobileToken && tokens & TOKEN_TV_UNLESS_MOBILE) deviceType = 'smarttv';
+      // Android apps on a Chromebook or another x86 PC: a ChromeOS build (R<milestone>-...),
+      // the machine's name, an x86_64 CPU (phones and TV boxes are ARM).
+      else if (osName === 'android' && ANDROID_PC.test(ua)) deviceType = 'desktop';
       else if (osName === 'android' && deviceType !== 'desktop') {
         const model = ANDROID_MODEL.exec(ua)?.[1] ?? '';
         if (TV_MODEL.test(model)) deviceType = 'smarttv';

@@ -60,6 +60,16 @@ const UA = {
     'Mozilla/5.0 (Windows NT 10.0.19045.100; osmeta 10.3.4000) AppleWebKit/602.1.1 (KHTML, like Gecko) Version/9.0 Safari/602.1.1 osmeta/10.3.4000 Build/4000 [FBAN/FBW;FBAV/200.0.0.10.100;]',
   officeMac: 'Microsoft Office Word/16.80.1 (Mac OS/14.1; Desktop; en-US; NonAppStore; Apple/Mac14,2)',
   macCfnetwork: 'Reader/310 CFNetwork/1410.0.3 Darwin/22.6.0 (x86_64)',
+  // Android apps on Chromebooks (a ChromeOS build; the machine's name with Mobile), Sogou's
+  // mobile browser and an upper-case GOOGLE TV (isbot's generic rules).
+  androidOnChromebook:
+    'Mozilla/5.0 (Linux; Android 11; Acme Chromebook 14 Build/R118-15604.57.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/118.0.5993.111 Mobile Safari/537.36',
+  androidX86:
+    'Mozilla/5.0 (Linux; x86_64; Android 11; Acme Laptop 5) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/114.0.0.0 Safari/537.36',
+  sogouMobile:
+    'Mozilla/5.0 (Linux; Android 12; AB-1234 Build/SP1A.210812.016; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/95.0.4638.74 Mobile Safari/537.36 SogouMSE,SogouMobileBrowser/7.2.1',
+  googleTvUpper:
+    'Mozilla/5.0 (Linux; Android 11; ACME GOOGLE TV 4K Build/RTT2.230601.005; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/126.0.6478.134 Mobile Safari/537.36',
   handheldConsole:
     'Mozilla/5.0 (Linux; Android 13; Retroid Pocket 9) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36',
   tizen:
@@ -127,6 +137,10 @@ const cases: Array<[keyof typeof UA, Expect]> = [
   ['googleTv', { os: 'android', device: 'smarttv', declaredBot: false }],
   ['phoneTruncated', { os: 'android', device: 'unknown' }], // not a tablet: a phone the truncation hid
   ['officeMac', { device: 'desktop' }],
+  ['androidOnChromebook', { os: 'android', device: 'desktop' }],
+  ['androidX86', { os: 'android', device: 'desktop' }],
+  ['sogouMobile', { os: 'android', device: 'mobile', declaredBot: false }],
+  ['googleTvUpper', { os: 'android', device: 'smarttv', declaredBot: false }],
   ['macCfnetwork', { device: 'desktop', appClient: true }],
   ['ps5', { os: 'playstation', device: 'console' }],
   ['xbox', { os: 'xbox', browser: 'edge', device: 'console' }],
@@ -362,6 +376,10 @@ t.test('uaConsistency against dvt, app and ifa', async (t) => {
     ['androidTvBuild', 4, 'com.example.tv', IFA, false, 'dvt4_smarttv_ua'],
     ['googleTv', 4, 'com.example.tv', IFA, false, 'dvt4_smarttv_ua'],
     ['officeMac', 3, 'com.microsoft.word', IFA, false, 'ifa_on_desktop'],
+    // Android apps on a Chromebook declared as a PC pass; as CTV they do not.
+    ['androidOnChromebook', 2, undefined, undefined, true, ''],
+    ['androidX86', 2, undefined, undefined, true, ''],
+    ['androidOnChromebook', 3, 'com.example.tv', IFA, false, 'ifa_on_desktop'],
     ['androidTvWebview', 3, 'com.example.tv', IFA, true, ''],
     ['androidBox', 3, 'com.example.tv', IFA, true, ''],
     ['androidBoxNoName', 7, 'com.example.tv', IFA, true, ''],
