@@ -37,6 +37,7 @@ export const REASON_CATEGORY: Readonly<Record<string, Category>> = {
   ifa_zero: 'known_bad_device',
   device_impossible: 'device_spoofing',
   ua_inconsistent: 'device_spoofing',
+  sua_mismatch: 'device_spoofing',
   ua_declared_bot: 'declared_crawler',
   ua_headless: 'automation',
   asn_hosting: 'data_center',

@@ -1,0 +1,213 @@
+// A strict JSON parser (RFC 8259) for request bodies a stranger sends: bounded nesting,
+// array length and keys per object, duplicate keys refused, and objects built without a
+// prototype, refusing the keys that name one (`__proto__`, `constructor`, `prototype`), so
+// no parsed key can reach Object.prototype or be mistaken for an inherited member.
+// JSON.parse cannot refuse duplicate keys (it keeps the last, where another parser may keep
+// the first), hence this one. Recursion depth is the nesting limit, so the stack is bounded.
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
+/** A parsed object: no prototype, every key its own. */
+export interface JsonObject {
+  [key: string]: JsonValue | undefined;
+}
+
+export interface JsonLimits {
+  /** Objects and arrays nested deeper than this are refused (the top level is depth 1). */
+  maxDepth: number;
+  maxArrayLength: number;
+  maxObjectKeys: number;
+}
+
+export type JsonResult = { ok: true; value: JsonValue } | { ok: false; message: string };
+
+const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
+class JsonError extends Error {}
+
+const QUOTE = 0x22, BACKSLASH = 0x5c, COMMA = 0x2c, COLON = 0x3a;
+const LBRACE = 0x7b, RBRACE = 0x7d, LBRACKET = 0x5b, RBRACKET = 0x5d;
+const MINUS = 0x2d, PLUS = 0x2b, DOT = 0x2e, ZERO = 0x30, NINE = 0x39;
+
+const ESCAPES: Readonly<Record<string, string>> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
+
+function hex4(s: string, at: number): number {
+  let n = 0;
+  for (let k = 0; k < 4; k++) {
+    const c = s.charCodeAt(at + k);
+    const d = c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x61 && c <= 0x66 ? c - 0x57 : c >= 0x41 && c <= 0x46 ? c - 0x37 : -1;
+    if (d < 0) return -1;
+    n = n * 16 + d;
+  }
+  return n;
+}
+
+class Parser {
+  i = 0;
+  constructor(
+    private readonly s: string,
+    private readonly limits: JsonLimits,
+  ) {}
+
+  fail(what: string): never {
+    throw new JsonError(`${what} at character ${this.i}`);
+  }
+
+  ws(): void {
+    const s = this.s;
+    let i = this.i;
+    for (;;) {
+      const c = s.charCodeAt(i);
+      if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) i++;
+      else break;
+    }
+    this.i = i;
+  }
+
+  value(depth: number): JsonValue {
+    this.ws();
+    const c = this.s.charCodeAt(this.i);
+    if (c === LBRACE) return this.object(depth + 1);
+    if (c === LBRACKET) return this.array(depth + 1);
+    if (c === QUOTE) return this.string();
+    if (c === MINUS || (c >= ZERO && c <= NINE)) return this.number();
+    if (this.s.startsWith('true', this.i)) { this.i += 4; return true; }
+    if (this.s.startsWith('false', this.i)) { this.i += 5; return false; }
+    if (this.s.startsWith('null', this.i)) { this.i += 4; return null; }
+    return this.fail(Number.isNaN(c) ? 'unexpected end of the body' : 'unexpected character');
+  }
+
+  object(depth: number): JsonObject {
+    if (depth > this.limits.maxDepth) this.fail(`objects and arrays nested deeper than ${this.limits.maxDepth}`);
+    this.i++; // {
+    const o = Object.create(null) as JsonObject;
+    this.ws();
+    if (this.s.charCodeAt(this.i) === RBRACE) { this.i++; return o; }
+    let keys = 0;
+    for (;;) {
+      this.ws();
+      if (this.s.charCodeAt(this.i) !== QUOTE) this.fail('expected a string key');
+      const at = this.i;
+      const key = this.string();
+      if (FORBIDDEN_KEYS.has(key)) { this.i = at; this.fail(`key "${key}" is not allowed`); }
+      if (o[key] !== undefined) { this.i = at; this.fail(`duplicate key "${key.length > 40 ? key.slice(0, 40) + '…' : key}"`); }
+      if (++keys > this.limits.maxObjectKeys) { this.i = at; this.fail(`an object with more than ${this.limits.maxObjectKeys} keys`); }
+      this.ws();
+      if (this.s.charCodeAt(this.i) !== COLON) this.fail('expected ":"');
+      this.i++;
+      o[key] = this.value(depth);
+      this.ws();
+      const c = this.s.charCodeAt(this.i++);
+      if (c === RBRACE) return o;
+      if (c !== COMMA) { this.i--; this.fail('expected "," or "}"'); }
+    }
+  }
+
+  array(depth: number): JsonValue[] {
+    if (depth > this.limits.maxDepth) this.fail(`objects and arrays nested deeper than ${this.limits.maxDepth}`);
+    this.i++; // [
+    const a: JsonValue[] = [];
+    this.ws();
+    if (this.s.charCodeAt(this.i) === RBRACKET) { this.i++; return a; }
+    for (;;) {
+      if (a.length === this.limits.maxArrayLength) this.fail(`an array with more than ${this.limits.maxArrayLength} elements`);
+      a.push(this.value(depth));
+      this.ws();
+      const c = this.s.charCodeAt(this.i++);
+      if (c === RBRACKET) return a;
+      if (c !== COMMA) { this.i--; this.fail('expected "," or "]"'); }
+    }
+  }
+
+  string(): string {
+    const s = this.s;
+    const start = ++this.i;
+    let i = start;
+    // Fast path: no escapes, the common case.
+    for (;;) {
+      const c = s.charCodeAt(i);
+      if (c === QUOTE) { this.i = i + 1; return s.slice(start, i); }
+      if (c === BACKSLASH) break;
+      if (c < 0x20 || Number.isNaN(c)) { this.i = i; this.fail(Number.isNaN(c) ? 'unterminated string' : 'raw control character in a string'); }
+      i++;
+    }
+    let out = s.slice(start, i);
+    let c2 = 0;
+    for (;;) {
+      const c = s.charCodeAt(i);
+      if (c === QUOTE) { this.i = i + 1; return out; }
+      if (c < 0x20 || Number.isNaN(c)) { this.i = i; this.fail(Number.isNaN(c) ? 'unterminated string' : 'raw control character in a string'); }
+      if (c !== BACKSLASH) {
+        const from = i;
+        while ((c2 = s.charCodeAt(++i)) !== QUOTE && c2 !== BACKSLASH && c2 >= 0x20);
+        out += s.slice(from, i);
+        continue;
+      }
+      const e = s[i + 1] ?? '';
+      if (e !== 'u') {
+        const r = ESCAPES[e];
+        if (r === undefined) { this.i = i; this.fail('invalid escape'); }
+        out += r;
+        i += 2;
+        continue;
+      }
+      const u = hex4(s, i + 2);
+      if (u < 0) { this.i = i; this.fail('invalid \\u escape'); }
+      if (u >= 0xdc00 && u <= 0xdfff) { this.i = i; this.fail('lone surrogate in a \\u escape'); }
+      if (u >= 0xd800 && u <= 0xdbff) {
+        const lo = s.charCodeAt(i + 6) === BACKSLASH && s[i + 7] === 'u' ? hex4(s, i + 8) : -1;
+        if (lo < 0xdc00 || lo > 0xdfff) { this.i = i; this.fail('lone surrogate in a \\u escape'); }
+        out += String.fromCharCode(u, lo);
+        i += 12;
+      } else {
+        out += String.fromCharCode(u);
+        i += 6;
+      }
+    }
+  }
+
+  number(): number {
+    const s = this.s;
+    const start = this.i;
+    let i = start;
+    if (s.charCodeAt(i) === MINUS) i++;
+    let c = s.charCodeAt(i);
+    if (c === ZERO) i++;
+    else if (c > ZERO && c <= NINE) while ((c = s.charCodeAt(++i)) >= ZERO && c <= NINE);
+    else { this.i = i; this.fail('invalid number'); }
+    if (s.charCodeAt(i) === DOT) {
+      c = s.charCodeAt(++i);
+      if (!(c >= ZERO && c <= NINE)) { this.i = i; this.fail('invalid number'); }
+      while ((c = s.charCodeAt(++i)) >= ZERO && c <= NINE);
+    }
+    c = s.charCodeAt(i);
+    if (c === 0x65 || c === 0x45) {
+      c = s.charCodeAt(++i);
+      if (c === PLUS || c === MINUS) c = s.charCodeAt(++i);
+      if (!(c >= ZERO && c <= NINE)) { this.i = i; this.fail('invalid number'); }
+      while ((c = s.charCodeAt(++i)) >= ZERO && c <= NINE);
+    }
+    this.i = i;
+    const n = Number(s.slice(start, i));
+    if (!Number.isFinite(n)) { this.i = start; this.fail('number out of range'); }
+    return n;
+  }
+}
+
+/** Parses `text` as one JSON value within `limits`. Never throws. */
+export function parseBoundedJson(text: string, limits: JsonLimits): JsonResult {
+  const p = new Parser(text, limits);
+  try {
+    const value = p.value(0);
+    p.ws();
+    if (p.i !== text.length) p.fail('text after the JSON value');
+    return { ok: true, value };
+  } catch (e) {
+    if (e instanceof JsonError) return { ok: false, message: e.message };
+    throw e;
+  }
+}
+
+/** The value is a parsed JSON object (not an array, not null). */
+export function isJsonObject(v: JsonValue | undefined): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
