@@ -9,12 +9,17 @@ import { STATUS_TEXT } from '../errors.ts';
 import { fromMainThread } from '../data/bundle.ts';
 import { buildLookupData } from './data.ts';
 import { LookupEngine } from './pipeline.ts';
+import { bodyText, checkBodyHeaders, ORTB_MAX_BODY_BYTES, tooLarge } from './ortb-body.ts';
+import { isJsonObject, parseBoundedJson } from './bounded-json.ts';
+import { ORTB_JSON_LIMITS } from './ortb.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
 import type { BotIpRow } from '../fleet/bot-ips.ts';
 import { LATENCY_BUCKETS_US, type FromWorker, type LookupStats, type LookupWorkerInit, type SeenValues, type ToWorker } from './messages.ts';
 
 export const LOOKUP_PATH = '/api/v1/ivt/lookup';
+/** The lookup from an OpenRTB bid request (POST, the BidRequest JSON as the body). */
+export const ORTB_PATH = '/api/v1/ivt/ortb';
 export const HEALTH_PATH = '/health-check';
 /** Spec 4.4 rule 1 / section 8: request line plus headers at most 8 KB. */
 export const MAX_REQUEST_BYTES = 8192;
@@ -95,6 +100,20 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
           fail(res, 500, 'internal', 'The lookup failed on an internal error; it has been counted. Retry, and report it if it persists.');
         }
       }
+    } else if (url === ORTB_PATH) {
+      if (method !== 'post') {
+        status = 405;
+        fail(res, 405, 'method_not_allowed', 'Use POST with the BidRequest JSON as the body.');
+      } else if (draining) {
+        status = 503;
+        fail(res, 503, 'unavailable', 'This ivtd instance is shutting down; retry on another instance.');
+      } else if (engine === null) {
+        status = 503;
+        fail(res, 503, 'unavailable', 'Lookup data is still loading; retry in a moment.');
+      } else {
+        ortbRequest(res, req, query, t0);
+        return; // the body arrives later: ortbRequest counts the request when it answers
+      }
     } else if (url === HEALTH_PATH) {
       status = draining || engine === null ? 503 : 200;
       reply(res, status, null);
@@ -106,13 +125,69 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       status = 404;
       fail(res, 404, 'not_found', `No such endpoint: ${url.length > 100 ? url.slice(0, 100) + '…' : url}. Lookups are GET ${LOOKUP_PATH}.`);
     }
+    record(status, t0);
+  });
+
+  function record(status: number, t0: number): void {
     const us = (performance.now() - t0) * 1000;
     stats.byStatus[status] = (stats.byStatus[status] ?? 0) + 1;
     let b = 0;
     while (b < LATENCY_BUCKETS_US.length && us > LATENCY_BUCKETS_US[b]!) b++;
     stats.latency[b]!++;
     stats.latencySumUs += us;
-  });
+  }
+
+  // The OpenRTB lookup: headers read now (uWS's req is only valid in the handler), the body
+  // gathered chunk by chunk up to ORTB_MAX_BODY_BYTES (413 past it, answered at once and the
+  // rest ignored), then parsed with bounds and answered synchronously, like a GET lookup.
+  function ortbRequest(res: uWS.HttpResponse, req: uWS.HttpRequest, query: string, t0: number): void {
+    const enc = { gzip: false };
+    const headerErr = checkBodyHeaders(req.getHeader('content-type'), req.getHeader('content-encoding'), enc);
+    const declared = Number(req.getHeader('content-length') || '0');
+    let done = false;
+    const answer = (status: number, body: string) => {
+      if (done) return;
+      done = true;
+      reply(res, status, body);
+      record(status, t0);
+    };
+    res.onAborted(() => {
+      done = true;
+    });
+    if (headerErr !== null) return answer(headerErr.status, JSON.stringify({ error: headerErr.code, message: headerErr.message }));
+    if (declared > ORTB_MAX_BODY_BYTES) {
+      const e = tooLarge(declared);
+      return answer(e.status, JSON.stringify({ error: e.code, message: e.message }));
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    res.onData((chunk, isLast) => {
+      if (done) return;
+      size += chunk.byteLength;
+      if (size > ORTB_MAX_BODY_BYTES) {
+        const e = tooLarge(null);
+        return answer(e.status, JSON.stringify({ error: e.code, message: e.message }));
+      }
+      // uWS reuses the chunk's memory after this callback: copy it.
+      chunks.push(Buffer.from(new Uint8Array(chunk)));
+      if (!isLast) return;
+      const text = bodyText(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), enc.gzip);
+      if (typeof text !== 'string') return answer(text.status, JSON.stringify({ error: text.code, message: text.message }));
+      const parsed = parseBoundedJson(text, ORTB_JSON_LIMITS);
+      if (!parsed.ok) return answer(400, JSON.stringify({ error: 'invalid_request', message: `The body is not an acceptable BidRequest JSON: ${parsed.message}.` }));
+      if (!isJsonObject(parsed.value)) return answer(400, JSON.stringify({ error: 'invalid_request', message: 'The body must be one BidRequest JSON object.' }));
+      const e = engine;
+      if (e === null || draining) return answer(503, JSON.stringify({ error: 'unavailable', message: 'This ivtd instance is not serving lookups right now; retry on another instance.' }));
+      try {
+        const out = e.lookupOrtb(query, parsed.value, Date.now());
+        if (out.band !== '') stats.byBand[out.band] = (stats.byBand[out.band] ?? 0) + 1;
+        answer(out.status, out.body);
+      } catch (err) {
+        lastError = (err as Error).message;
+        answer(500, JSON.stringify({ error: 'internal', message: 'The lookup failed on an internal error; it has been counted. Retry, and report it if it persists.' }));
+      }
+    });
+  }
 
   let reported = cumulative(null);
   const flush = (): { announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats } => {

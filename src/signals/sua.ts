@@ -55,7 +55,16 @@ function samePlatform(sua: string, ua: string): boolean {
 const COMPARABLE_OS: ReadonlySet<string> = new Set(['windows', 'macos', 'ios', 'android', 'chromeos', 'linux', 'fireos']);
 
 /** UA facts the check reads (the hot path's verdict). */
-export type SuaUaFacts = Pick<UaVerdict, 'os' | 'browser' | 'device' | 'blinkMajor'>;
+export type SuaUaFacts = Pick<UaVerdict, 'os' | 'browser' | 'device' | 'blinkMajor' | 'browserMajor'>;
+
+/** Browsers whose own major version is the Chromium major (Opera's is not). */
+const CHROMIUM_NUMBERED: ReadonlySet<string> = new Set(['chrome', 'chromium', 'edge']);
+
+/** The UA's Chromium major: the Blink engine's when the parser gives it, else a Chromium-numbered browser's own. */
+function uaChromiumMajor(ua: SuaUaFacts): number {
+  if (Number.isFinite(ua.blinkMajor)) return ua.blinkMajor;
+  return CHROMIUM_NUMBERED.has(ua.browser) ? ua.browserMajor : NaN;
+}
 
 /**
  * '' when the structured UA agrees with the UA string, else what contradicts it:
@@ -69,7 +78,8 @@ export function suaConflict(sua: SuaFacts, ua: SuaUaFacts): string {
   if (ua.os !== 'ios') {
     const hints = sua.chromium || sua.source === 1 || sua.source === 2;
     if (hints && (ua.browser === 'firefox' || ua.browser === 'safari')) return 'browser';
-    if (Number.isFinite(sua.chromiumMajor) && Number.isFinite(ua.blinkMajor) && sua.chromiumMajor !== ua.blinkMajor) return 'version';
+    const major = uaChromiumMajor(ua);
+    if (Number.isFinite(sua.chromiumMajor) && Number.isFinite(major) && sua.chromiumMajor !== major) return 'version';
   }
   return '';
 }
