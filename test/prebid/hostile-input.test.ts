@@ -54,7 +54,12 @@ class RawClient {
     w({ status, body });
   }
 
-  async send(target: Buffer): Promise<Answer | null> {
+  send(target: Buffer): Promise<Answer | null> {
+    return this.sendRaw(Buffer.concat([Buffer.from('GET ', 'latin1'), target, Buffer.from(' HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', 'latin1')]));
+  }
+
+  /** Sends one whole HTTP request as given. */
+  async sendRaw(request: Buffer): Promise<Answer | null> {
     if (this.sock === null) {
       this.buf = Buffer.alloc(0);
       this.sock = await this.open();
@@ -72,7 +77,7 @@ class RawClient {
         clearTimeout(timer);
         resolve(a);
       };
-      sock.write(Buffer.concat([Buffer.from('GET ', 'latin1'), target, Buffer.from(' HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', 'latin1')]));
+      sock.write(request);
     });
   }
 
@@ -89,10 +94,23 @@ const HTTP_LAYER = (b: number) => b <= 0x20;
 
 /** Sends one request on a fresh connection; null when nothing comes back within `ms`. */
 function once(port: number, target: Buffer, ms: number): Promise<Answer | null> {
+  return onceRaw(port, [Buffer.concat([Buffer.from('GET '), target, Buffer.from(' HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')])], ms);
+}
+
+/**
+ * Writes `parts` on a fresh connection, `gapMs` apart, then closes the writing side when
+ * `endAfter`; the first answer, or null when none comes within `ms`.
+ */
+function onceRaw(port: number, parts: Buffer[], ms: number, opts: { gapMs?: number; endAfter?: boolean } = {}): Promise<Answer | null> {
   return new Promise((resolve) => {
-    const sock = connect(port, '127.0.0.1', () =>
-      sock.write(Buffer.concat([Buffer.from('GET '), target, Buffer.from(' HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')])),
-    );
+    const sock = connect(port, '127.0.0.1', async () => {
+      for (const p of parts) {
+        if (sock.destroyed) return;
+        sock.write(p);
+        if (opts.gapMs) await new Promise((r) => setTimeout(r, opts.gapMs));
+      }
+      if (opts.endAfter && !sock.destroyed) sock.end();
+    });
     let buf = Buffer.alloc(0);
     const done = (a: Answer | null) => {
       clearTimeout(timer);

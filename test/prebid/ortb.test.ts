@@ -10,6 +10,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { until } from '../helpers/until.ts';
 import { ORTB_MAX_BODY_BYTES, ORTB_MAX_JSON_BYTES } from '../../src/prebid/ortb-body.ts';
 
 interface Fixture {
@@ -123,4 +124,27 @@ t.test('gzip, size limits, auth and hostile bodies; the thread keeps answering',
   t.equal(Object.prototype.hasOwnProperty.call({}, 'ua'), false, 'no prototype pollution in the test process');
   t.equal((await fetch(`${s.prebid}/health-check`)).status, 200, 'thread still healthy');
   t.equal((await ortb(s, good)).status, 200, 'and still answers bid requests');
+});
+
+t.test('one transaction counted per bid request, by the node of the query', async (t) => {
+  const s = await startTestServer({ threads: 1 });
+  t.teardown(() => s.stop());
+  const good = JSON.stringify(fixtures.find(([n]) => n === 'exemplary/web-banner.json')![1].request);
+  for (let i = 0; i < 3; i++) t.equal((await ortb(s, good, {}, `${auth(s)}&node=ortb-node`)).status, 200);
+  t.equal((await ortb(s, '{"id":"a"}', {}, `${auth(s)}&node=ortb-node`)).status, 400, 'a refused bid request is no transaction');
+  const today = new Date().toISOString().slice(0, 10);
+  const basic = 'Basic ' + Buffer.from(`${s.customer.customer_id}:${s.customer.reporting_key}`).toString('base64');
+  let total = -1;
+  await until(
+    'the counts reach the report',
+    async () => {
+      await s.server.reporting!.flush();
+      const r = await fetch(`${s.reporting}/v1/report?start_date=${today}&end_date=${today}&group_by=node`, { headers: { authorization: basic } });
+      const body = (await r.json()) as { rows: { node: string; total_transactions: number }[] };
+      total = body.rows.find((row) => row.node === 'ortb-node')?.total_transactions ?? -1;
+      return total >= 3;
+    },
+    15_000,
+  ).catch(() => undefined);
+  t.equal(total, 3, 'three bid requests, three transactions');
 });
