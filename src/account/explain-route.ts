@@ -4,14 +4,18 @@
 // Never served on 9898. A customer may explain only lookups of its own partner ID.
 import type { SessionGuard } from './session.ts';
 import { HttpError } from '../errors.ts';
-import { sendJson, type Router } from '../http/router.ts';
+import { readBody, sendJson, type Router } from '../http/router.ts';
 import type { Store } from '../store/db.ts';
 import type { LookupEngine } from '../prebid/pipeline.ts';
+import { bidRequestFrom, checkBodyHeaders, isBodyError, ORTB_MAX_BODY_BYTES } from '../prebid/ortb-body.ts';
 
 export const EXPLAIN_PATH = '/v1/account/explain';
+/** The same for an OpenRTB lookup: POST the BidRequest with the ORTB lookup's query string. */
+export const EXPLAIN_ORTB_PATH = '/v1/account/explain/ortb';
 
 export function mountExplainRoute(router: Router, deps: { store: Store; sessions: SessionGuard; engine: () => LookupEngine }): void {
-  router.get(EXPLAIN_PATH, async (ctx) => {
+  /** The lookup's query string, once the session's customer owns its partner ID. */
+  const ownQuery = async (ctx: Parameters<Parameters<Router['get']>[1]>[0]): Promise<string> => {
     const session = await deps.sessions.requireSession(ctx);
     const raw = ctx.req.url ?? '';
     const q = raw.indexOf('?');
@@ -21,6 +25,20 @@ export function mountExplainRoute(router: Router, deps: { store: Store; sessions
     if (!own || p !== own.partner_id) {
       throw new HttpError('forbidden', 'Explain only lookups of your own partner ID: pass the lookup query string with p set to it.');
     }
+    return query;
+  };
+  router.get(EXPLAIN_PATH, async (ctx) => {
+    const query = await ownQuery(ctx);
     sendJson(ctx.res, 200, deps.engine().explain(query, Date.now()));
+  });
+  router.post(EXPLAIN_ORTB_PATH, async (ctx) => {
+    const query = await ownQuery(ctx);
+    const enc = { gzip: false };
+    const h = ctx.req.headers;
+    const bad = checkBodyHeaders(String(h['content-type'] ?? ''), String(h['content-encoding'] ?? ''), enc);
+    if (bad !== null) throw new HttpError(bad.code, bad.message);
+    const bid = bidRequestFrom(await readBody(ctx.req, ORTB_MAX_BODY_BYTES), enc.gzip);
+    if (isBodyError(bid)) throw new HttpError(bid.code, bid.message);
+    sendJson(ctx.res, 200, deps.engine().explain(query, Date.now(), bid));
   });
 }

@@ -4,6 +4,10 @@
 // work on at most ORTB_MAX_BODY_BYTES in and ORTB_MAX_JSON_BYTES out, never I/O.
 import { gunzipSync } from 'node:zlib';
 import type { ErrorCode } from '../errors.ts';
+import { isJsonObject, parseBoundedJson, type JsonLimits, type JsonObject } from './bounded-json.ts';
+
+/** Nesting, array and object bounds for a BidRequest body (Prebid `ext` trees are the deepest). */
+export const ORTB_JSON_LIMITS: JsonLimits = { maxDepth: 32, maxArrayLength: 1000, maxObjectKeys: 256 };
 
 /** Largest body accepted as sent (gzip or not); 413 past it. Bid requests are 1–10 KB. */
 export const ORTB_MAX_BODY_BYTES = 64 * 1024;
@@ -77,4 +81,19 @@ function unsupported(message: string): BodyError {
 
 function clip(s: string): string {
   return s.length > 40 ? s.slice(0, 40) + '…' : s;
+}
+
+/** The body (at most ORTB_MAX_BODY_BYTES, as sent) as one parsed BidRequest object, or the error to answer. */
+export function bidRequestFrom(body: Uint8Array, gzip: boolean): JsonObject | BodyError {
+  const text = bodyText(body, gzip);
+  if (typeof text !== 'string') return text;
+  const parsed = parseBoundedJson(text, ORTB_JSON_LIMITS);
+  if (!parsed.ok) return { status: 400, code: 'invalid_request', message: `The body is not an acceptable BidRequest JSON: ${parsed.message}.` };
+  if (!isJsonObject(parsed.value)) return { status: 400, code: 'invalid_request', message: 'The body must be one BidRequest JSON object.' };
+  return parsed.value;
+}
+
+/** The body's error, when bidRequestFrom gave one. */
+export function isBodyError(v: JsonObject | BodyError): v is BodyError {
+  return typeof v.status === 'number' && typeof v.code === 'string' && typeof v.message === 'string' && Object.getPrototypeOf(v) !== null;
 }

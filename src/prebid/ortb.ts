@@ -8,13 +8,10 @@ import { schainFromObject, type SchainResult } from '../signals/schain.ts';
 import { CHROMIUM_BRANDS, emptySua, suaPlatform, type SuaFacts } from '../signals/sua.ts';
 import { REASON_CATEGORY, type Category } from '../signals/category.ts';
 import type { ScoreResult } from '../signals/score.ts';
-import type { JsonLimits, JsonObject, JsonValue } from './bounded-json.ts';
+import type { JsonObject, JsonValue } from './bounded-json.ts';
 import { isJsonObject } from './bounded-json.ts';
 import { P, PARAM_NAMES } from './params.ts';
 import type { ValidationError, ValueNames } from './validate.ts';
-
-/** Nesting, array and object bounds for a BidRequest body (Prebid `ext` trees are the deepest). */
-export const ORTB_JSON_LIMITS: JsonLimits = { maxDepth: 32, maxArrayLength: 1000, maxObjectKeys: 256 };
 
 /** The OpenRTB field each slot comes from, for error messages. */
 const FIELD: Partial<Record<(typeof PARAM_NAMES)[number], string>> = {

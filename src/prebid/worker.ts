@@ -9,9 +9,7 @@ import { STATUS_TEXT } from '../errors.ts';
 import { fromMainThread } from '../data/bundle.ts';
 import { buildLookupData } from './data.ts';
 import { LookupEngine } from './pipeline.ts';
-import { bodyText, checkBodyHeaders, ORTB_MAX_BODY_BYTES, tooLarge } from './ortb-body.ts';
-import { isJsonObject, parseBoundedJson } from './bounded-json.ts';
-import { ORTB_JSON_LIMITS } from './ortb.ts';
+import { bidRequestFrom, checkBodyHeaders, isBodyError, ORTB_MAX_BODY_BYTES, tooLarge } from './ortb-body.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
 import type { BotIpRow } from '../fleet/bot-ips.ts';
@@ -171,15 +169,12 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       // uWS reuses the chunk's memory after this callback: copy it.
       chunks.push(Buffer.from(new Uint8Array(chunk)));
       if (!isLast) return;
-      const text = bodyText(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), enc.gzip);
-      if (typeof text !== 'string') return answer(text.status, JSON.stringify({ error: text.code, message: text.message }));
-      const parsed = parseBoundedJson(text, ORTB_JSON_LIMITS);
-      if (!parsed.ok) return answer(400, JSON.stringify({ error: 'invalid_request', message: `The body is not an acceptable BidRequest JSON: ${parsed.message}.` }));
-      if (!isJsonObject(parsed.value)) return answer(400, JSON.stringify({ error: 'invalid_request', message: 'The body must be one BidRequest JSON object.' }));
+      const bid = bidRequestFrom(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), enc.gzip);
+      if (isBodyError(bid)) return answer(bid.status, JSON.stringify({ error: bid.code, message: bid.message }));
       const e = engine;
       if (e === null || draining) return answer(503, JSON.stringify({ error: 'unavailable', message: 'This ivtd instance is not serving lookups right now; retry on another instance.' }));
       try {
-        const out = e.lookupOrtb(query, parsed.value, Date.now());
+        const out = e.lookupOrtb(query, bid, Date.now());
         if (out.band !== '') stats.byBand[out.band] = (stats.byBand[out.band] ?? 0) + 1;
         answer(out.status, out.body);
       } catch (err) {

@@ -148,3 +148,26 @@ t.test('one transaction counted per bid request, by the node of the query', asyn
   ).catch(() => undefined);
   t.equal(total, 3, 'three bid requests, three transactions');
 });
+
+t.test('the admin explain takes a bid request too, on the account port', async (t) => {
+  const s = await startTestServer({ threads: 1 });
+  t.teardown(() => s.stop());
+  const r0 = await fetch(`${s.api}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ username: s.customer.username, password: s.customer.password }) });
+  const token = ((await r0.json()) as { access_token: string }).access_token;
+  const spider = fixtures.find(([n]) => n === 'supplemental/known-spider-nbr-3.json')![1].request;
+  const explain = (body: string, query = `${auth(s)}&node=n`) =>
+    fetch(`${s.api}/v1/account/explain/ortb?${query}`, { method: 'POST', body, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } });
+  const r = await explain(JSON.stringify(spider));
+  t.equal(r.status, 200);
+  const body = (await r.json()) as { status: number; reasons: string[]; transaction: string; response: { id: string; nbr: number } };
+  t.equal(body.status, 200);
+  t.equal(body.response.id, 'req-gb-1');
+  t.equal(body.response.nbr, 3);
+  t.match(body.reasons.join(' '), /ua_declared_bot/);
+  t.equal(body.transaction, 'givt');
+  const missing = await explain(JSON.stringify({ id: 'x', device: { ip: '73.162.10.20' } }));
+  t.match(await missing.json(), { status: 400, response: { error: 'missing_parameter' } }, 'a refused bid request is explained as refused');
+  t.equal((await explain('[1')).status, 400, 'a hostile body is a 400 here too');
+  const other = await fetch(`${s.api}/v1/account/explain/ortb?${auth(s)}&node=n`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+  t.equal(other.status, 400, 'no session → 400 invalid_session');
+});
