@@ -20,15 +20,15 @@ t.test('schain object form follows the string form', async (t) => {
 });
 
 t.test('sua against the UA', async (t) => {
-  const win = { os: 'windows', browser: 'chrome', device: 'desktop', blinkMajor: 124 } as const;
+  const win = { os: 'windows', browser: 'chrome', device: 'desktop', blinkMajor: 124, browserMajor: 124 } as const;
   const sua = (o: Partial<ReturnType<typeof emptySua>>) => ({ ...emptySua(), ...o });
   t.equal(suaConflict(sua({ platform: 'windows', chromium: true, chromiumMajor: 124, source: 2 }), win), '', 'agreeing hints');
   t.equal(suaConflict(sua({}), win), '', 'empty sua says nothing');
   t.equal(suaConflict(sua({ platform: 'macos' }), win), 'platform');
   t.equal(suaConflict(sua({ mobile: 1 }), win), 'mobile');
   t.equal(suaConflict(sua({ chromium: true, chromiumMajor: 120 }), win), 'version');
-  t.equal(suaConflict(sua({ chromium: true }), { os: 'windows', browser: 'firefox', device: 'desktop', blinkMajor: NaN }), 'browser');
-  t.equal(suaConflict(sua({ platform: 'macos' }), { os: 'ios', browser: 'safari', device: 'tablet', blinkMajor: NaN }), '', 'iPad in desktop mode');
+  t.equal(suaConflict(sua({ chromium: true }), { os: 'windows', browser: 'firefox', device: 'desktop', blinkMajor: NaN, browserMajor: 125 }), 'browser');
+  t.equal(suaConflict(sua({ platform: 'macos' }), { os: 'ios', browser: 'safari', device: 'tablet', blinkMajor: NaN, browserMajor: 17 }), '', 'iPad in desktop mode');
 });
 
 t.test('country, page host, nbr, reason class', async (t) => {
