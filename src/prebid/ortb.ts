@@ -3,11 +3,11 @@
 // naming the OpenRTB field), signals and score run on it. README "Lookups from an OpenRTB
 // bid request" documents the table below. Synchronous, no I/O; allocation is bounded by
 // the body limits of ortb-body.ts.
-import { iso31661Alpha3ToAlpha2 } from 'iso-3166';
+import { iso31661Alpha2ToAlpha3, iso31661Alpha3ToAlpha2 } from 'iso-3166';
 import { schainFromObject, type SchainResult } from '../signals/schain.ts';
 import { CHROMIUM_BRANDS, emptySua, suaPlatform, type SuaFacts } from '../signals/sua.ts';
-import { REASON_CATEGORY, type Category } from '../signals/category.ts';
-import type { ScoreResult } from '../signals/score.ts';
+import { noBidReason, REASON_CLASS } from '../signals/category.ts';
+import { classifyTransaction, type ScoreResult } from '../signals/score.ts';
 import type { JsonObject, JsonValue } from './bounded-json.ts';
 import { isJsonObject } from './bounded-json.ts';
 import { P, PARAM_NAMES } from './params.ts';
@@ -53,11 +53,18 @@ function obj(parent: JsonObject | null, key: string, path: string): JsonObject |
   return v;
 }
 
+/**
+ * Longest string a mapped field may be. The GET form's values share an 8 KB request line;
+ * a body of 64 KB must not carry a 60 KB UA or uid into the caches and history instead.
+ */
+export const ORTB_MAX_FIELD_CHARS = 2048;
+
 function str(parent: JsonObject | null, key: string, path: string): string | ValidationError {
   if (parent === null) return '';
   const v = parent[key];
   if (v === undefined || v === null) return '';
   if (typeof v !== 'string') return bad(path, 'must be a string');
+  if (v.length > ORTB_MAX_FIELD_CHARS) return bad(path, `longer than ${ORTB_MAX_FIELD_CHARS} characters`);
   return v;
 }
 
@@ -89,9 +96,11 @@ export function pageHost(page: string): string {
 
 /** OpenRTB country (ISO-3166-1 alpha-3; alpha-2 taken too) → the GET form's alpha-2, or null. */
 export function countryAlpha2(c: string): string | null {
-  if (c.length === 2 && /^[A-Za-z]{2}$/.test(c)) return c.toUpperCase();
-  if (c.length !== 3) return null;
-  return iso31661Alpha3ToAlpha2[c.toUpperCase()] ?? null;
+  const u = c.toUpperCase();
+  if (u.length === 2) return u in iso31661Alpha2ToAlpha3 || u === 'XK' ? u : null;
+  if (u.length !== 3) return null;
+  // Kosovo's user-assigned XKX / XK (used by OpenRTB exchanges and geo databases) is not in ISO's table.
+  return u === 'XKX' ? 'XK' : (iso31661Alpha3ToAlpha2[u] ?? null);
 }
 
 function suaFacts(sua: JsonObject): SuaFacts | ValidationError {
@@ -174,6 +183,7 @@ export function mapBidRequest(bid: JsonObject, v: (string | undefined)[], raw: (
   extra.schain = undefined;
   extra.sua = null;
   const id = bid.id;
+  if (typeof id === 'string' && id.length > ORTB_MAX_FIELD_CHARS) return bad('id', `longer than ${ORTB_MAX_FIELD_CHARS} characters`);
   if (typeof id !== 'string' || id === '') return { status: 400, code: 'missing_parameter', message: 'Missing required field: id (the BidRequest id, a string).' };
   extra.id = id;
 
@@ -266,36 +276,14 @@ export function mapBidRequest(bid: JsonObject, v: (string | undefined)[], raw: (
   return null;
 }
 
-/** MRC's class of a reason: general (crawlers, data centres, malformed, known-bad devices) or sophisticated. */
-const GIVT_CATEGORIES: ReadonlySet<Category> = new Set(['declared_crawler', 'automation', 'data_center', 'non_routable_ip', 'malformed_ua', 'known_bad_device']);
-export function reasonClass(code: string): 'GIVT' | 'SIVT' | null {
-  const c = REASON_CATEGORY[code];
-  if (c === undefined || c === 'none') return null;
-  return GIVT_CATEGORIES.has(c) ? 'GIVT' : 'SIVT';
-}
-
-/**
- * The OpenRTB no-bid reason the verdict implies, from its leading reason: 3 known spider,
- * 5 cloud / data-center / proxy IP, 4 any other suspected non-human; 0 (none) unless the
- * band is high (the band the reporting counts invalid).
- */
-export function noBidReason(r: ScoreResult): number {
-  if (r.band !== 'high' || r.leading === '') return 0;
-  const c = REASON_CATEGORY[r.leading];
-  if (c === 'none' || c === undefined) return 0;
-  if (c === 'declared_crawler') return 3;
-  if (c === 'data_center' || c === 'anonymizing_proxy') return 5;
-  return 4;
-}
-
 /** The spec 2.2 response (`base`, a JSON object's text) with `id`, `nbr` and `reasons` added. */
 export function ortbResponseJson(base: string, id: string, r: ScoreResult): string {
-  const nbr = noBidReason(r);
+  const nbr = noBidReason(classifyTransaction(r) === 'valid', r.leading);
   let reasons = '';
   for (const code of r.reasons) {
-    const cls = reasonClass(code);
-    if (cls === null) continue;
+    const cls = REASON_CLASS[code];
+    if (cls === undefined) continue;
     reasons += `${reasons === '' ? '' : ','}{"code":"${code}","class":"${cls}"}`;
   }
-  return `${base.slice(0, -1)},"id":${JSON.stringify(id)}${nbr === 0 ? '' : `,"nbr":${nbr}`},"reasons":[${reasons}]}`;
+  return `${base.slice(0, -1)},"id":${JSON.stringify(id)}${nbr === null ? '' : `,"nbr":${nbr}`},"reasons":[${reasons}]}`;
 }

@@ -51,11 +51,12 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
 
   // While draining, every response closes its connection so the thread can exit once
   // idle keep-alive sockets time out (terminating a thread that holds uWS sockets aborts).
-  const reply = (res: uWS.HttpResponse, status: number, body: string | null) => {
+  // `close`: also close this connection (a body left unread).
+  const reply = (res: uWS.HttpResponse, status: number, body: string | null, close = false) => {
     res.cork(() => {
       res.writeStatus(STATUS_TEXT[status] ?? String(status));
-      if (body === null) res.end(undefined, draining);
-      else res.writeHeader('Content-Type', JSON_TYPE).end(body, draining);
+      if (body === null) res.end(undefined, draining || close);
+      else res.writeHeader('Content-Type', JSON_TYPE).end(body, draining || close);
     });
   };
   const fail = (res: uWS.HttpResponse, status: number, code: string, message: string) =>
@@ -76,18 +77,11 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       status = 413;
       fail(res, 413, 'payload_too_large', `Request is ${size} bytes; the limit for request line plus headers is ${MAX_REQUEST_BYTES}.`);
     } else if (url === LOOKUP_PATH) {
-      if (method !== 'get') {
-        status = 405;
-        fail(res, 405, 'method_not_allowed', 'Use GET for lookups.');
-      } else if (draining) {
-        status = 503;
-        fail(res, 503, 'unavailable', 'This ivtd instance is shutting down; retry on another instance.');
-      } else if (engine === null) {
-        status = 503;
-        fail(res, 503, 'unavailable', 'Lookup data is still loading; retry in a moment.');
-      } else {
+      const refused = unservable(res, method, 'get', 'Use GET for lookups.');
+      if (refused !== 0) status = refused;
+      else {
         try {
-          const out = engine.lookup(query, Date.now());
+          const out = engine!.lookup(query, Date.now()); // unservable() checked it
           status = out.status;
           if (out.band !== '') stats.byBand[out.band] = (stats.byBand[out.band] ?? 0) + 1;
           reply(res, out.status, out.body);
@@ -99,16 +93,9 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
         }
       }
     } else if (url === ORTB_PATH) {
-      if (method !== 'post') {
-        status = 405;
-        fail(res, 405, 'method_not_allowed', 'Use POST with the BidRequest JSON as the body.');
-      } else if (draining) {
-        status = 503;
-        fail(res, 503, 'unavailable', 'This ivtd instance is shutting down; retry on another instance.');
-      } else if (engine === null) {
-        status = 503;
-        fail(res, 503, 'unavailable', 'Lookup data is still loading; retry in a moment.');
-      } else {
+      const refused = unservable(res, method, 'post', 'Use POST with the BidRequest JSON as the body.');
+      if (refused !== 0) status = refused;
+      else {
         ortbRequest(res, req, query, t0);
         return; // the body arrives later: ortbRequest counts the request when it answers
       }
@@ -125,6 +112,19 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     }
     record(status, t0);
   });
+
+  /** 405 / 503 answered (its status returned) when a lookup route cannot serve now, else 0. */
+  function unservable(res: uWS.HttpResponse, method: string, want: string, use: string): number {
+    if (method !== want) {
+      fail(res, 405, 'method_not_allowed', use);
+      return 405;
+    }
+    if (draining || engine === null) {
+      fail(res, 503, 'unavailable', draining ? 'This ivtd instance is shutting down; retry on another instance.' : 'Lookup data is still loading; retry in a moment.');
+      return 503;
+    }
+    return 0;
+  }
 
   function record(status: number, t0: number): void {
     const us = (performance.now() - t0) * 1000;
@@ -143,19 +143,19 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     const headerErr = checkBodyHeaders(req.getHeader('content-type'), req.getHeader('content-encoding'), enc);
     const declared = Number(req.getHeader('content-length') || '0');
     let done = false;
-    const answer = (status: number, body: string) => {
+    const answer = (status: number, body: string, close = false) => {
       if (done) return;
       done = true;
-      reply(res, status, body);
+      reply(res, status, body, close);
       record(status, t0);
     };
     res.onAborted(() => {
       done = true;
     });
-    if (headerErr !== null) return answer(headerErr.status, JSON.stringify({ error: headerErr.code, message: headerErr.message }));
+    if (headerErr !== null) return answer(headerErr.status, JSON.stringify({ error: headerErr.code, message: headerErr.message }), true);
     if (declared > ORTB_MAX_BODY_BYTES) {
       const e = tooLarge(declared);
-      return answer(e.status, JSON.stringify({ error: e.code, message: e.message }));
+      return answer(e.status, JSON.stringify({ error: e.code, message: e.message }), true);
     }
     const chunks: Buffer[] = [];
     let size = 0;
@@ -163,8 +163,9 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       if (done) return;
       size += chunk.byteLength;
       if (size > ORTB_MAX_BODY_BYTES) {
+        // Answered before the body ends: close, so the unread rest is never taken for a request.
         const e = tooLarge(null);
-        return answer(e.status, JSON.stringify({ error: e.code, message: e.message }));
+        return answer(e.status, JSON.stringify({ error: e.code, message: e.message }), true);
       }
       // uWS reuses the chunk's memory after this callback: copy it.
       chunks.push(Buffer.from(new Uint8Array(chunk)));

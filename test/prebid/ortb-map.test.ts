@@ -1,10 +1,10 @@
 // The pure parts of the OpenRTB lookup: the schain object form under the string form's
-// rules, sua against the UA, country and page-host mapping, nbr and reason classes.
+// rules, sua against the UA, country and page-host mapping (nbr and reason classes:
+// test/signals/category.test.ts).
 import t from 'tap';
 import { parseSchain, schainFromObject } from '../../src/signals/schain.ts';
 import { emptySua, suaConflict } from '../../src/signals/sua.ts';
-import { countryAlpha2, noBidReason, pageHost, reasonClass } from '../../src/prebid/ortb.ts';
-import type { ScoreResult } from '../../src/signals/score.ts';
+import { countryAlpha2, pageHost } from '../../src/prebid/ortb.ts';
 
 t.test('schain object form follows the string form', async (t) => {
   const node = { asi: 'exchange1.example', sid: '1234', hp: 1, rid: 'r', name: 'n', domain: 'd.example' };
@@ -31,25 +31,16 @@ t.test('sua against the UA', async (t) => {
   t.equal(suaConflict(sua({ platform: 'macos' }), { os: 'ios', browser: 'safari', device: 'tablet', blinkMajor: NaN, browserMajor: 17 }), '', 'iPad in desktop mode');
 });
 
-t.test('country, page host, nbr, reason class', async (t) => {
+t.test('country and page host', async (t) => {
   t.equal(countryAlpha2('USA'), 'US');
   t.equal(countryAlpha2('gbr'), 'GB');
   t.equal(countryAlpha2('DE'), 'DE', 'alpha-2 taken as is');
   t.equal(countryAlpha2('XYZ'), null);
   t.equal(countryAlpha2('U'), null);
+  t.equal(countryAlpha2('ZZ'), null, 'two letters that are no country');
+  t.equal(countryAlpha2('XKX'), 'XK', 'Kosovo, user-assigned');
   t.equal(pageHost('https://www.Blog.example:443/p?q#f'), 'www.blog.example');
   t.equal(pageHost('//cdn.example/x'), 'cdn.example');
   t.equal(pageHost('https://u:p@h.example'), 'h.example');
   t.equal(pageHost('not a url'), '');
-  const r = (band: string, leading: string) => ({ band, leading, reasons: leading ? [leading] : [] }) as unknown as ScoreResult;
-  t.equal(noBidReason(r('high', 'ua_declared_bot')), 3);
-  t.equal(noBidReason(r('high', 'asn_hosting')), 5);
-  t.equal(noBidReason(r('high', 'ip_proxy')), 5);
-  t.equal(noBidReason(r('high', 'ua_headless')), 4);
-  t.equal(noBidReason(r('high', 'uid_velocity')), 4);
-  t.equal(noBidReason(r('medium', 'asn_hosting')), 0, 'no nbr below high');
-  t.equal(noBidReason(r('high', 'allowlisted')), 0);
-  t.equal(reasonClass('asn_hosting'), 'GIVT');
-  t.equal(reasonClass('sua_mismatch'), 'SIVT');
-  t.equal(reasonClass('allowlisted'), null);
 });

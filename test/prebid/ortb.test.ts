@@ -58,7 +58,7 @@ t.test('fixtures: expected answers, and the same verdict as the equivalent GET l
     matches(t, got.json, f.expect, name);
     if (f.status === 200) {
       t.equal(got.json!.id, (f.request as { id: string }).id, `${name}: id echoed`);
-      for (const r of got.json!.reasons as { code: string; class: string }[]) t.match(r.class, /^(GIVT|SIVT)$/, `${name}: ${r.code} classed`);
+      for (const r of got.json!.reasons as { code: string; class: string }[]) t.match(r.class, /^(GIVT|SIVT|POLICY)$/, `${name}: ${r.code} classed`);
       const band = (got.json!.botRisk as { band: string }).band;
       if (band !== 'high') t.notOk('nbr' in got.json!, `${name}: no nbr below high`);
       else t.match(String(got.json!.nbr), /^[345]$/, `${name}: nbr 3, 4 or 5 when high`);
@@ -170,4 +170,14 @@ t.test('the admin explain takes a bid request too, on the account port', async (
   t.equal((await explain('[1')).status, 400, 'a hostile body is a 400 here too');
   const other = await fetch(`${s.api}/v1/account/explain/ortb?${auth(s)}&node=n`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
   t.equal(other.status, 400, 'no session → 400 invalid_session');
+});
+
+t.test('mapped strings are bounded like the GET form\'s values', async (t) => {
+  const s = await startTestServer({ threads: 1 });
+  t.teardown(() => s.stop());
+  const bid = structuredClone(fixtures.find(([n]) => n === 'exemplary/web-banner.json')![1].request) as { device: { ua: string } };
+  bid.device.ua = 'Mozilla/5.0 ' + 'x'.repeat(3000);
+  const r = await ortb(s, JSON.stringify(bid));
+  t.equal(r.status, 400);
+  t.match(r.json, { error: 'invalid_parameter', message: /device\.ua.*2048/ });
 });
