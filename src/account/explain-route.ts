@@ -7,7 +7,7 @@ import { HttpError } from '../errors.ts';
 import { readBody, sendJson, type Router } from '../http/router.ts';
 import type { Store } from '../store/db.ts';
 import type { LookupEngine } from '../prebid/pipeline.ts';
-import { bidRequestFrom, checkBodyHeaders, isBodyError, ORTB_MAX_BODY_BYTES } from '../prebid/ortb-body.ts';
+import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES } from '../prebid/ortb-body.ts';
 
 export const EXPLAIN_PATH = '/v1/account/explain';
 /** The same for an OpenRTB lookup: POST the BidRequest with the ORTB lookup's query string. */
@@ -37,8 +37,8 @@ export function mountExplainRoute(router: Router, deps: { store: Store; sessions
     const h = ctx.req.headers;
     const bad = checkBodyHeaders(String(h['content-type'] ?? ''), String(h['content-encoding'] ?? ''), enc);
     if (bad !== null) throw new HttpError(bad.code, bad.message);
-    const bid = bidRequestFrom(await readBody(ctx.req, ORTB_MAX_BODY_BYTES), enc.gzip);
-    if (isBodyError(bid)) throw new HttpError(bid.code, bid.message);
-    sendJson(ctx.res, 200, deps.engine().explain(query, Date.now(), bid));
+    const body = bidRequestFrom(await readBody(ctx.req, ORTB_MAX_BODY_BYTES), enc.gzip);
+    if (!body.ok) throw new HttpError(body.error.code, body.error.message, body.error.status);
+    sendJson(ctx.res, 200, deps.engine().explain(query, Date.now(), body.bid));
   });
 }

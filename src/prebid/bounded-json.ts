@@ -1,12 +1,17 @@
-// A strict JSON parser (RFC 8259) for request bodies a stranger sends: bounded nesting,
-// array length and keys per object, duplicate keys refused, and objects built without a
-// prototype, refusing the keys that name one (`__proto__`, `constructor`, `prototype`), so
-// no parsed key can reach Object.prototype or be mistaken for an inherited member.
-// JSON.parse cannot refuse duplicate keys (it keeps the last, where another parser may keep
-// the first), hence this one. Recursion depth is the nesting limit, so the stack is bounded.
+// Strict JSON (RFC 8259) for request bodies a stranger sends: bounded nesting, array length
+// and keys per object, duplicate keys refused, no key that names a prototype (`__proto__`,
+// `constructor`, `prototype`), no lone surrogate, no number out of range.
+// Two paths to one verdict. The fast one is V8's JSON.parse (iterative, native: about twice
+// as fast as any parser in JS on a 2 KB bid request) followed by a walk that checks the
+// limits on what it built, and a count of the keys in the text against the keys it built
+// (JSON.parse keeps the last of duplicates silently). Whatever that path refuses, the JS
+// parser below reads again, to say what and where; it stops at the first fault and its
+// recursion depth is the nesting limit. The size of the text bounds what either allocates.
+// Parsed objects are ordinary objects that hold only checked own keys: read them by fixed,
+// non-prototype names (as src/prebid/ortb.ts does), never copy them with Object.assign.
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
-/** A parsed object: no prototype, every key its own. */
+/** A parsed object: checked own keys only (none names a prototype member). */
 export interface JsonObject {
   [key: string]: JsonValue | undefined;
 }
@@ -79,7 +84,7 @@ class Parser {
   object(depth: number): JsonObject {
     if (depth > this.limits.maxDepth) this.fail(`objects and arrays nested deeper than ${this.limits.maxDepth}`);
     this.i++; // {
-    const o = Object.create(null) as JsonObject;
+    const o = Object.create(null) as JsonObject; // (the error path only: its objects are dropped)
     this.ws();
     if (this.s.charCodeAt(this.i) === RBRACE) { this.i++; return o; }
     let keys = 0;
@@ -195,6 +200,71 @@ class Parser {
 
 /** Parses `text` as one JSON value within `limits`. Never throws. */
 export function parseBoundedJson(text: string, limits: JsonLimits): JsonResult {
+  let value: JsonValue;
+  try {
+    value = JSON.parse(text) as JsonValue;
+  } catch {
+    return strictParse(text, limits);
+  }
+  const walk = { keys: 0, limits };
+  if (checked(value, 1, walk) && walk.keys === keysInText(text)) return { ok: true, value };
+  // The JS parser is the reference: it says what is wrong, and where.
+  return strictParse(text, limits);
+}
+
+/** The value and everything in it are within the limits; counts the keys met in `walk`. */
+function checked(v: JsonValue, depth: number, walk: { keys: number; limits: JsonLimits }): boolean {
+  if (typeof v === 'string') return v.isWellFormed();
+  if (typeof v === 'number') return Number.isFinite(v);
+  if (typeof v !== 'object' || v === null) return true;
+  if (depth > walk.limits.maxDepth) return false;
+  if (Array.isArray(v)) {
+    if (v.length > walk.limits.maxArrayLength) return false;
+    for (let i = 0; i < v.length; i++) if (!checked(v[i]!, depth + 1, walk)) return false;
+    return true;
+  }
+  let n = 0;
+  for (const key in v) {
+    if (++n > walk.limits.maxObjectKeys || FORBIDDEN_KEYS.has(key)) return false;
+    if (!checked(v[key]!, depth + 1, walk)) return false;
+  }
+  // JSON.parse makes "__proto__" an own key that for-in lists like any other.
+  walk.keys += n;
+  return true;
+}
+
+/**
+ * How many object keys the JSON text has: its colons outside strings. Linear: each string
+ * is skipped by its quotes, and the next colon is searched for only once it is passed.
+ */
+function keysInText(s: string): number {
+  let n = 0;
+  let colon = s.indexOf(':');
+  let i = 0;
+  for (;;) {
+    const q = s.indexOf('"', i);
+    const end = q === -1 ? s.length : q;
+    while (colon !== -1 && colon < end) {
+      n++;
+      colon = s.indexOf(':', colon + 1);
+    }
+    if (q === -1) return n;
+    // The closing quote: the first one not escaped (preceded by an even run of backslashes).
+    let close = q;
+    for (;;) {
+      close = s.indexOf('"', close + 1);
+      if (close === -1) return n; // unterminated: JSON.parse refused it already
+      let b = close - 1;
+      while (s.charCodeAt(b) === BACKSLASH) b--;
+      if ((close - 1 - b) % 2 === 0) break;
+    }
+    i = close + 1;
+    if (colon !== -1 && colon < i) colon = s.indexOf(':', i);
+  }
+}
+
+/** The JS parser alone (the reference the fast path is tested against): the first fault, with where it is. */
+export function strictParse(text: string, limits: JsonLimits): JsonResult {
   const p = new Parser(text, limits);
   try {
     const value = p.value(0);

@@ -84,16 +84,11 @@ function clip(s: string): string {
 }
 
 /** The body (at most ORTB_MAX_BODY_BYTES, as sent) as one parsed BidRequest object, or the error to answer. */
-export function bidRequestFrom(body: Uint8Array, gzip: boolean): JsonObject | BodyError {
+export function bidRequestFrom(body: Uint8Array, gzip: boolean): { ok: true; bid: JsonObject } | { ok: false; error: BodyError } {
   const text = bodyText(body, gzip);
-  if (typeof text !== 'string') return text;
+  if (typeof text !== 'string') return { ok: false, error: text };
   const parsed = parseBoundedJson(text, ORTB_JSON_LIMITS);
-  if (!parsed.ok) return { status: 400, code: 'invalid_request', message: `The body is not an acceptable BidRequest JSON: ${parsed.message}.` };
-  if (!isJsonObject(parsed.value)) return { status: 400, code: 'invalid_request', message: 'The body must be one BidRequest JSON object.' };
-  return parsed.value;
-}
-
-/** The body's error, when bidRequestFrom gave one. */
-export function isBodyError(v: JsonObject | BodyError): v is BodyError {
-  return typeof v.status === 'number' && typeof v.code === 'string' && typeof v.message === 'string' && Object.getPrototypeOf(v) !== null;
+  if (!parsed.ok) return { ok: false, error: { status: 400, code: 'invalid_request', message: `The body is not an acceptable BidRequest JSON: ${parsed.message}.` } };
+  if (!isJsonObject(parsed.value)) return { ok: false, error: { status: 400, code: 'invalid_request', message: 'The body must be one BidRequest JSON object.' } };
+  return { ok: true, bid: parsed.value };
 }

@@ -9,7 +9,7 @@ import { STATUS_TEXT } from '../errors.ts';
 import { fromMainThread } from '../data/bundle.ts';
 import { buildLookupData } from './data.ts';
 import { LookupEngine } from './pipeline.ts';
-import { bidRequestFrom, checkBodyHeaders, isBodyError, ORTB_MAX_BODY_BYTES, tooLarge } from './ortb-body.ts';
+import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES, tooLarge } from './ortb-body.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
 import type { BotIpRow } from '../fleet/bot-ips.ts';
@@ -167,15 +167,24 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
         const e = tooLarge(null);
         return answer(e.status, JSON.stringify({ error: e.code, message: e.message }), true);
       }
-      // uWS reuses the chunk's memory after this callback: copy it.
-      chunks.push(Buffer.from(new Uint8Array(chunk)));
-      if (!isLast) return;
-      const bid = bidRequestFrom(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), enc.gzip);
-      if (isBodyError(bid)) return answer(bid.status, JSON.stringify({ error: bid.code, message: bid.message }));
+      // uWS reuses the chunk's memory after this callback: a body in several chunks is
+      // copied; one that comes whole (the usual case) is read in place, within the callback.
+      if (!isLast) {
+        chunks.push(Buffer.from(new Uint8Array(chunk)));
+        return;
+      }
+      let whole: Uint8Array;
+      if (chunks.length === 0) whole = new Uint8Array(chunk);
+      else {
+        chunks.push(Buffer.from(new Uint8Array(chunk)));
+        whole = Buffer.concat(chunks, size);
+      }
+      const body = bidRequestFrom(whole, enc.gzip);
+      if (!body.ok) return answer(body.error.status, JSON.stringify({ error: body.error.code, message: body.error.message }));
       const e = engine;
       if (e === null || draining) return answer(503, JSON.stringify({ error: 'unavailable', message: 'This ivtd instance is not serving lookups right now; retry on another instance.' }));
       try {
-        const out = e.lookupOrtb(query, bid, Date.now());
+        const out = e.lookupOrtb(query, body.bid, Date.now());
         if (out.band !== '') stats.byBand[out.band] = (stats.byBand[out.band] ?? 0) + 1;
         answer(out.status, out.body);
       } catch (err) {

@@ -3,7 +3,7 @@
 // what JSON.parse would take but a stranger's body must not carry (duplicate keys, keys
 // naming a prototype, nesting, array and object sizes past the limits), never throwing.
 import t from 'tap';
-import { isJsonObject, parseBoundedJson, type JsonLimits } from '../../src/prebid/bounded-json.ts';
+import { isJsonObject, parseBoundedJson, strictParse, type JsonLimits } from '../../src/prebid/bounded-json.ts';
 
 const LIMITS: JsonLimits = { maxDepth: 8, maxArrayLength: 50, maxObjectKeys: 20 };
 const parse = (s: string, l: JsonLimits = LIMITS) => parseBoundedJson(s, l);
@@ -25,13 +25,14 @@ t.test('agrees with JSON.parse on valid JSON', async (t) => {
   }
 });
 
-t.test('objects have no prototype, so no key reaches Object.prototype', async (t) => {
+t.test('parsed objects hold their own keys only, and no key reaches Object.prototype', async (t) => {
   const r = parse('{"toString":"x","hasOwnProperty":1,"a":{"valueOf":2}}');
   t.ok(r.ok);
   if (!r.ok || !isJsonObject(r.value)) return;
-  t.equal(Object.getPrototypeOf(r.value), null, 'null prototype');
-  t.equal(r.value.toString, 'x', 'an inherited name is just a key');
+  t.equal(r.value.toString, 'x', 'an inherited name sent as a key is just an own key');
+  t.same(Object.keys(r.value), ['toString', 'hasOwnProperty', 'a']);
   t.equal(({} as Record<string, unknown>).polluted, undefined);
+  t.equal(Object.getPrototypeOf(r.value), Object.prototype, 'an ordinary object (the fast path is JSON.parse)');
 });
 
 t.test('refuses what JSON.parse refuses, naming where', async (t) => {
@@ -60,6 +61,12 @@ t.test('refuses what a hostile body carries', async (t) => {
     t.match(error(`{"a":[{"${k}":1}]}`), /is not allowed/, `${k} nested`);
   }
   t.match(error('{"\\u005f_proto__":1}'), /is not allowed/, '__proto__ written with an escape');
+  // The fast path counts keys by the colons outside strings: escaped quotes and colons in
+  // strings must not let a duplicate through.
+  t.match(error('{"a":1,"a":2,"b":"\\u003a"}'), /duplicate key "a"/, 'a duplicate beside an escaped colon');
+  t.match(error('{"a":"x\\":y","a":2}'), /duplicate key "a"/, 'a duplicate after an escaped quote and a colon in a string');
+  t.match(error('{"a":"\\\\","b":{"c":1,"c":1}}'), /duplicate key "c"/, 'a duplicate after an escaped backslash');
+  t.equal(error('{"a:b":"c:d","e\\"f:":[":"]}'), 'parsed', 'colons in keys and strings are not keys');
   t.match(error('['.repeat(9) + ']'.repeat(9)), /nested deeper than 8/, 'nesting one past the limit');
   t.equal(error('['.repeat(8) + ']'.repeat(8)), 'parsed', 'nesting at the limit');
   t.match(error('['.repeat(100_000)), /nested deeper/, 'deep nesting stops at the limit, not the stack');
@@ -83,10 +90,26 @@ t.test('never throws on random input', async (t) => {
     let s = '';
     for (let j = rnd(40); j > 0; j--) s += alphabet[rnd(alphabet.length)];
     const r = parse(s);
+    const strict = strictParse(s, LIMITS);
+    if (r.ok !== strict.ok || (!r.ok && !strict.ok && r.message !== strict.message)) t.fail(`the fast path and the JS parser disagree on ${JSON.stringify(s)}`);
     if (r.ok) {
       parsed++;
       t.same(r.value, JSON.parse(s), `agrees with JSON.parse on ${s}`);
     }
   }
   t.ok(parsed > 0, `some random strings were JSON (${parsed})`);
+  // Valid JSON with duplicates, escapes and colons everywhere: the fast path must refuse
+  // exactly what the JS parser refuses.
+  let dups = 0;
+  for (let i = 0; i < 5000; i++) {
+    const keys = ['a', 'b', 'a:', '\\"', '\\u0061', ':', 'c\\\\'];
+    const member = () => `"${keys[rnd(keys.length)]}":${['1', '"\\u003a"', '":"', '"\\\\"', '{}', '[":",{"a":1}]'][rnd(6)]}`;
+    const obj = (d: number): string => `{${Array.from({ length: rnd(4) }, () => (d > 0 && rnd(3) === 0 ? `"o":${obj(d - 1)}` : member())).join(',')}}`;
+    const s = obj(3);
+    const r = parse(s);
+    const strict = strictParse(s, LIMITS);
+    if (r.ok !== strict.ok) t.fail(`the fast path and the JS parser disagree on ${s}`);
+    if (!strict.ok) dups++;
+  }
+  t.ok(dups > 500, `duplicates were among them (${dups} refused)`);
 });

@@ -115,6 +115,7 @@ t.test('gzip, size limits, auth and hostile bodies; the thread keeps answering',
     ['wrong type: id', JSON.stringify({ id: 5 })],
     ['lone surrogate', '{"id":"\\ud800"}'],
     ['text after value', '{"id":"a"} x'],
+    ['shaped like an internal error', '{"status":200,"code":"unauthorized","message":"x"}'],
   ];
   for (const [what, body] of hostile) {
     const r = await ortb(s, body);
