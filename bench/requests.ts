@@ -10,14 +10,19 @@ const UAS = [
 ];
 const IP_PREFIXES = ['73.162', '86.1', '81.2', '159.89', '89.238', '3.5', '24.5', '98.210'];
 
-/** `n` lookups over a few UAs, 5 000 uids, 50 publishers and scattered IPs. */
-export function lookupPaths(partnerId: string, key: string, n: number, seed = 42): string[] {
-  const out: string[] = [];
+/** A seeded generator of integers in [0, m): the same sequence for the same seed. */
+function lcg(seed: number): (m: number) => number {
   let s = seed;
-  const rnd = (m: number) => {
+  return (m) => {
     s = (s * 1103515245 + 12345) & 0x7fffffff;
     return s % m;
   };
+}
+
+/** `n` lookups over a few UAs, 5 000 uids, 50 publishers and scattered IPs. */
+export function lookupPaths(partnerId: string, key: string, n: number, seed = 42): string[] {
+  const out: string[] = [];
+  const rnd = lcg(seed);
   for (let i = 0; i < n; i++) {
     const ip = `${IP_PREFIXES[rnd(IP_PREFIXES.length)]}.${rnd(256)}.${1 + rnd(254)}`;
     const ua = encodeURIComponent(UAS[rnd(UAS.length)]!);
@@ -41,11 +46,7 @@ export interface BodyRequest {
  */
 export function ortbRequests(partnerId: string, key: string, n: number, seed = 42): BodyRequest[] {
   const out: BodyRequest[] = [];
-  let s = seed;
-  const rnd = (m: number) => {
-    s = (s * 1103515245 + 12345) & 0x7fffffff;
-    return s % m;
-  };
+  const rnd = lcg(seed);
   const path = `/api/v1/ivt/ortb?p=${partnerId}&k=${key}&node=bidder-1`;
   for (let i = 0; i < n; i++) {
     // Drawn in lookupPaths' order, so request i is that lookup's twin.

@@ -132,6 +132,19 @@ function onceRaw(port: number, parts: Buffer[], ms: number, opts: { gapMs?: numb
   });
 }
 
+/** Counts the answer's status; true when it is a 200 or a JSON 4xx with {error, message}. */
+function tally(a: Answer, statuses: Map<number, number>): boolean {
+  statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
+  if (a.status === 200) return true;
+  let body: { error?: unknown; message?: unknown } = {};
+  try {
+    body = JSON.parse(a.body) as typeof body;
+  } catch {
+    return false;
+  }
+  return a.status >= 400 && a.status <= 499 && typeof body.error === 'string' && typeof body.message === 'string';
+}
+
 let seed = 0x5eed;
 function rnd(n: number): number {
   seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
@@ -209,17 +222,7 @@ t.test('hostile lookups: no crash, only 200 or JSON 4xx, memory flat', async (t)
         bad.push(`${c.what}: no answer`);
         continue;
       }
-      statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
-      if (a.status === 200) continue;
-      let body: { error?: unknown; message?: unknown } = {};
-      try {
-        body = JSON.parse(a.body) as typeof body;
-      } catch {
-        /* checked below */
-      }
-      if (a.status < 400 || a.status > 499 || typeof body.error !== 'string' || typeof body.message !== 'string') {
-        bad.push(`${c.what}: ${a.status} ${a.body.slice(0, 80)}`);
-      }
+      if (!tally(a, statuses)) bad.push(`${c.what}: ${a.status} ${a.body.slice(0, 80)}`);
     }
   };
 
@@ -332,15 +335,7 @@ t.test('hostile OpenRTB bodies over raw sockets: no crash, only 200 or JSON 4xx,
     for (const c of cases) {
       const a = await client.sendRaw(c.request);
       if (a === null) continue; // the HTTP layer may close on framing it refuses; checked below that it is rare
-      statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
-      if (a.status === 200) continue;
-      let body: { error?: unknown; message?: unknown } = {};
-      try {
-        body = JSON.parse(a.body) as typeof body;
-      } catch {
-        /* checked below */
-      }
-      if (a.status < 400 || a.status > 499 || typeof body.error !== 'string' || typeof body.message !== 'string') bad.push(`${c.what}: ${a.status} ${a.body.slice(0, 80)}`);
+      if (!tally(a, statuses)) bad.push(`${c.what}: ${a.status} ${a.body.slice(0, 80)}`);
     }
   };
 
