@@ -142,7 +142,8 @@ function buildTests(): { tests: Test[]; notes: string[] } {
   tests.push({ id: 'real_browsers_high', what: `user-agents real browsers (${real.length}), band high`, probes: real.map((r) => web(r.ua, dvtOf(r.category))), count: 'high', goal: 'zero' });
   tests.push({ id: 'real_browsers_ua_invalid', what: 'user-agents real browsers, uaValid=false', probes: real.map((r) => web(r.ua, dvtOf(r.category))), count: 'uaInvalid', goal: 'zero' });
   const topUas = require('top-user-agents') as string[];
-  const topDvt = (ua: string) => (/iPad|Tablet/.test(ua) ? 5 : /Mobile|iPhone|Android/.test(ua) ? 4 : 2);
+  // Android without Mobile is a tablet (Chrome's reduced UA sends Mobile on phones only).
+  const topDvt = (ua: string) => (/iPad|Tablet/.test(ua) || (/Android/.test(ua) && !/Mobile/.test(ua)) ? 5 : /Mobile|iPhone|Android/.test(ua) ? 4 : 2);
   tests.push({ id: 'top_browsers_flagged', what: 'top-user-agents browsers, flagged', probes: topUas.map((ua) => web(ua, topDvt(ua))), count: 'flagged', goal: 'zero' });
 
   const botsFile = join(CORPORA, 'bots/bot-ua.jsonl');

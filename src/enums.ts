@@ -44,10 +44,14 @@ export function environmentOf(app: string | undefined | null, dvt: number): Envi
   return 'site';
 }
 
-/** Reporting dimensions, in the order of spec 4.6. */
+/**
+ * Reporting dimensions, in the order of spec 4.6, then `category` (issue 11): why an
+ * invalid transaction is invalid, one value of CATEGORIES (src/signals/category.ts).
+ * New dimensions go last: the rollup tables gain them as their last column.
+ */
 export const DIMENSIONS = [
   'date', 'hour', 'pub', 'sid', 'app', 'dmn', 'node', 'adt', 'geo', 'dvt', 'os', 'browser',
-  'env', 'cmp', 'adv', 'p1', 'p2', 'p3', 'p4', 'p5',
+  'env', 'cmp', 'adv', 'p1', 'p2', 'p3', 'p4', 'p5', 'category',
 ] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
 
@@ -61,7 +65,7 @@ export type TupleDimension = (typeof TUPLE_DIMENSIONS)[number];
 /** Filters accepted by the reporting API (same names as the dimensions). */
 export const FILTERS = [
   'pub', 'sid', 'app', 'dmn', 'geo', 'dvt', 'os', 'browser', 'env', 'adt', 'cmp', 'adv', 'node',
-  'p1', 'p2', 'p3', 'p4', 'p5',
+  'p1', 'p2', 'p3', 'p4', 'p5', 'category',
 ] as const;
 export type Filter = (typeof FILTERS)[number];
 

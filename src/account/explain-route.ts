@@ -2,16 +2,41 @@
 // on the account port (Bearer). Runs the lookup on the main thread's engine over the same
 // data and keys and returns the response plus the reason codes and raw signals behind it.
 // Never served on 9898. A customer may explain only lookups of its own partner ID.
+// The reason codes come grouped by category too: the list the reporting dimension
+// `category` uses (src/signals/category.ts), so a report's "why" and an explain agree.
 import type { SessionGuard } from './session.ts';
 import { HttpError } from '../errors.ts';
 import { readBody, sendJson, type Router } from '../http/router.ts';
 import type { Store } from '../store/db.ts';
 import type { LookupEngine } from '../prebid/pipeline.ts';
 import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES } from '../prebid/ortb-body.ts';
+import { CATEGORIES, REASON_CATEGORY, type Category } from '../signals/category.ts';
 
 export const EXPLAIN_PATH = '/v1/account/explain';
 /** The same for an OpenRTB lookup: POST the BidRequest with the ORTB lookup's query string. */
 export const EXPLAIN_ORTB_PATH = '/v1/account/explain/ortb';
+
+export interface CategoryReasons {
+  category: Category;
+  /** The reason codes of this category, as `reasons` lists them (a detail may follow a colon). */
+  reasons: string[];
+}
+
+/**
+ * Reason codes grouped by their category, in the order of CATEGORIES; categories without
+ * a reason are left out. `ua_inconsistent:<detail>` counts as `ua_inconsistent`.
+ */
+export function reasonsByCategory(reasons: readonly string[]): CategoryReasons[] {
+  const by = new Map<Category, string[]>();
+  for (const reason of reasons) {
+    const colon = reason.indexOf(':');
+    const cat = REASON_CATEGORY[colon === -1 ? reason : reason.slice(0, colon)] ?? 'none';
+    const list = by.get(cat);
+    if (list) list.push(reason);
+    else by.set(cat, [reason]);
+  }
+  return CATEGORIES.filter((c) => by.has(c)).map((c) => ({ category: c, reasons: by.get(c)! }));
+}
 
 export function mountExplainRoute(router: Router, deps: { store: Store; sessions: SessionGuard; engine: () => LookupEngine }): void {
   /** The lookup's query string, once the session's customer owns its partner ID. */
@@ -29,7 +54,8 @@ export function mountExplainRoute(router: Router, deps: { store: Store; sessions
   };
   router.get(EXPLAIN_PATH, async (ctx) => {
     const query = await ownQuery(ctx);
-    sendJson(ctx.res, 200, deps.engine().explain(query, Date.now()));
+    const ex = deps.engine().explain(query, Date.now());
+    sendJson(ctx.res, 200, { ...ex, categories: reasonsByCategory(ex.reasons) });
   });
   router.post(EXPLAIN_ORTB_PATH, async (ctx) => {
     const query = await ownQuery(ctx);
@@ -39,6 +65,7 @@ export function mountExplainRoute(router: Router, deps: { store: Store; sessions
     if (bad !== null) throw new HttpError(bad.code, bad.message);
     const body = bidRequestFrom(await readBody(ctx.req, ORTB_MAX_BODY_BYTES), enc.gzip);
     if (!body.ok) throw new HttpError(body.error.code, body.error.message, body.error.status);
-    sendJson(ctx.res, 200, deps.engine().explain(query, Date.now(), body.bid));
+    const ex = deps.engine().explain(query, Date.now(), body.bid);
+    sendJson(ctx.res, 200, { ...ex, categories: reasonsByCategory(ex.reasons) });
   });
 }

@@ -1,22 +1,35 @@
 // The fleet's tables in ClickHouse, versioned like the DuckDB migrations
 // (src/store/migrations.ts): applied in order, recorded in schema_migrations, never edited
 // once released. ClickHouse has no transactions, so every statement is idempotent
-// (IF NOT EXISTS) and a migration interrupted halfway is simply run again. Two hosts
-// migrating at once do the same harmless work twice.
+// (IF NOT EXISTS, or skipped when what it adds is there) and a migration interrupted
+// halfway is simply run again. Two hosts migrating at once do the same harmless work
+// twice (or one of them fails once on a column the other just added, and its next
+// attempt finds the column and goes on).
 //
 // The DDL is the single-server form and keeps to what ClickHouse 18.16 and current
 // releases both accept (ENGINE = …MergeTree() PARTITION BY … ORDER BY …, plain types).
 // docs/fleet.md gives the replicated-cluster form (ReplicatedMergeTree + Distributed).
 import type { ClickHouse } from './clickhouse.ts';
 import { FleetError } from './clickhouse.ts';
+import { sqlString } from './sql.ts';
+
+/**
+ * A statement that adds a column, skipped when the table has it already: ClickHouse 18.16
+ * has no ADD COLUMN IF NOT EXISTS.
+ */
+export interface AddColumnStatement {
+  sql: string;
+  table: string;
+  column: string;
+}
 
 export interface ClickHouseMigration {
   version: number;
   name: string;
-  statements: string[];
+  statements: Array<string | AddColumnStatement>;
 }
 
-/** Rollup columns, same names and order as the DuckDB tables (migration 20 there). */
+/** Rollup columns of migration 1, same names and order as the DuckDB tables (migration 20 there). */
 const ROLLUP_COLUMNS_DDL = `
   customer_id  String,
   period_start DateTime('UTC'),
@@ -42,8 +55,21 @@ const ROLLUP_COLUMNS_DDL = `
   givt    UInt64,
   sivt    UInt64`;
 
-/** Every key column: rows equal in all of them are summed by the merges (SummingMergeTree). */
+/** Every key column of migration 1: rows equal in all of them are summed by the merges (SummingMergeTree). */
 const ROLLUP_KEY = '(customer_id, period_start, pub, sid, app, dmn, node, adt, geo, dvt, os, browser, env, cmp, adv, p1, p2, p3, p4, p5)';
+
+/**
+ * A new dimension column of both rollup tables, appended to the sorting key in the same
+ * ALTER: SummingMergeTree sums rows equal in the sorting key and keeps any one value of a
+ * column outside it, so a dimension outside the key would be merged away. ClickHouse
+ * (18.16 and current) allows adding a column to the sorting key only in the ALTER that
+ * adds it, and only without a default expression: existing rows get the type's default
+ * ('' for String). The primary key (the index) stays the first 20 columns.
+ */
+function addKeyColumn(table: string, column: string, type: string, keyBefore: string): AddColumnStatement {
+  const key = `${keyBefore.slice(0, -1)}, ${column})`;
+  return { sql: `ALTER TABLE ${table} ADD COLUMN ${column} ${type}, MODIFY ORDER BY ${key}`, table, column };
+}
 
 export const CLICKHOUSE_MIGRATIONS: ClickHouseMigration[] = [
   {
@@ -93,6 +119,12 @@ export const CLICKHOUSE_MIGRATIONS: ClickHouseMigration[] = [
        ) ENGINE = MergeTree() PARTITION BY toYYYYMM(published_at) ORDER BY (customer_id, version)`,
     ],
   },
+  {
+    version: 3,
+    name: 'rollups: the category dimension (why a transaction is invalid)',
+    // As DuckDB's migration 80: rows delivered before it have category '' (not recorded).
+    statements: ['rollups_hourly', 'rollups_daily'].map((table) => addKeyColumn(table, 'category', 'String', ROLLUP_KEY)),
+  },
 ];
 
 export const CLICKHOUSE_SCHEMA_VERSION = Math.max(...CLICKHOUSE_MIGRATIONS.map((m) => m.version));
@@ -108,11 +140,20 @@ export async function clickhouseSchemaVersion(ch: ClickHouse): Promise<number> {
   return Number(r[0]?.v ?? 0);
 }
 
+async function hasColumn(ch: ClickHouse, table: string, column: string): Promise<boolean> {
+  const r = await ch.rows<{ n: number | string }>(
+    `SELECT count() AS n FROM system.columns WHERE database = currentDatabase() AND table = ${sqlString(table)} AND name = ${sqlString(column)}`,
+    'schema check',
+  );
+  return Number(r[0]?.n ?? 0) > 0;
+}
+
 /**
- * Creates the database and applies the migrations it lacks. Refuses a database whose
+ * Creates the database and applies the migrations it lacks, up to `upTo` (the current
+ * version; tests make an older release's schema with a lower one). Refuses a database whose
  * schema is newer than this ivtd knows (an older binary must not write into it).
  */
-export async function migrateClickHouse(ch: ClickHouse): Promise<number> {
+export async function migrateClickHouse(ch: ClickHouse, upTo = CLICKHOUSE_SCHEMA_VERSION): Promise<number> {
   await ch.ensureDatabase();
   await ch.command(LEDGER, 'CREATE TABLE schema_migrations');
   const current = await clickhouseSchemaVersion(ch);
@@ -124,9 +165,12 @@ export async function migrateClickHouse(ch: ClickHouse): Promise<number> {
     );
   }
   for (const m of CLICKHOUSE_MIGRATIONS) {
-    if (m.version <= current) continue;
-    for (const stmt of m.statements) await ch.command(stmt, `migration ${m.version}`);
+    if (m.version <= current || m.version > upTo) continue;
+    for (const stmt of m.statements) {
+      if (typeof stmt !== 'string' && (await hasColumn(ch, stmt.table, stmt.column))) continue;
+      await ch.command(typeof stmt === 'string' ? stmt : stmt.sql, `migration ${m.version}`);
+    }
     await ch.insert('schema_migrations', [{ version: m.version, name: m.name, applied_at: Math.floor(Date.now() / 1000) }]);
   }
-  return CLICKHOUSE_SCHEMA_VERSION;
+  return Math.max(current, upTo);
 }

@@ -10,6 +10,7 @@
 import { TUPLE_DIMENSIONS, type Band, type TransactionClass } from '../enums.ts';
 import type { LookupMemory } from '../memory/budget.ts';
 import { ThreadCounts } from '../reporting/thread-counts.ts';
+import { categoryOf, type Category } from '../signals/category.ts';
 import type { HistoryFacts } from '../signals/history.ts';
 import { asParsed } from '../signals/ip-address.ts';
 import type { IpAssessment } from '../signals/ip-intel.ts';
@@ -46,6 +47,10 @@ export interface Explanation {
   response: unknown;
   reasons: string[];
   transaction: TransactionClass | null;
+  /** The transaction's category (its reporting `category`), null when the lookup is refused. */
+  category: Category | null;
+  /** The reason code that contributed most ('' when none did): it names the category. */
+  leadingReason: string;
   signals: {
     ip: IpAssessment;
     ua: UaInfo;
@@ -135,7 +140,9 @@ export class LookupEngine {
       applyPolicy(r, d === DENY ? 'denylisted' : d === ALLOW ? 'allowlisted' : null, policy.medium, policy.high);
     }
     if (this.seen !== null) this.noteSeen(s.schain);
-    this.counts.count(this.customerId, hourStart(now), fillDimensions(this.req, s, this.dims), classifyTransaction(r), now);
+    // The category follows the policy: a denied transaction's leading reason is `denylisted`.
+    const cls = classifyTransaction(r);
+    this.counts.count(this.customerId, hourStart(now), fillDimensions(this.req, s, categoryOf(cls === 'valid', r.leading), this.dims), cls, now);
     const body = responseJson(s, r);
     return { status: 200, body: ortb ? ortbResponseJson(body, this.ortb.id, r) : body, band: r.band };
   }
@@ -160,7 +167,7 @@ export class LookupEngine {
 
   /** What lookup() would answer now, with its reasons and signals; changes nothing. */
   explain(query: string, now: number, bid: JsonObject | null = null): Explanation {
-    const ex: Explanation = { status: 0, response: null, reasons: [], transaction: null, signals: null, policy: null };
+    const ex: Explanation = { status: 0, response: null, reasons: [], transaction: null, category: null, leadingReason: '', signals: null, policy: null };
     const refused = this.parse(query, now, bid);
     const s = refused === null ? this.sources.gather(this.req, this.data, now, 'peek') : null;
     let out: LookupOutcome;
@@ -182,6 +189,8 @@ export class LookupEngine {
       ex.reasons = r.reasons.slice();
       if (s.uaInconsistent) ex.reasons.push('ua_inconsistent:' + s.uaConsistency);
       ex.transaction = classifyTransaction(r);
+      ex.category = categoryOf(ex.transaction === 'valid', r.leading);
+      ex.leadingReason = r.leading;
       ex.signals = {
         ip: this.data.ip.assessParsed(asParsed(this.sources.lastIp)),
         ua: this.sources.analyzer.analyze(this.req.ua, now),

@@ -13,7 +13,8 @@ export type Granularity = keyof typeof ROLLUP_TABLES;
 /** Tuple dimensions stored as SMALLINT (enumerations of spec 2.4); the rest are VARCHAR. */
 export const INTEGER_DIMENSIONS: ReadonlySet<TupleDimension> = new Set<TupleDimension>(['adt', 'dvt']);
 
-/** Every rollup column in table order: key columns, then the three counters. */
+/** Every rollup column: key columns, then the three counters (the writer names them; in the
+ * table, columns added by later migrations, such as category, follow the counters). */
 export const ROLLUP_COLUMNS: readonly string[] = ['customer_id', 'period_start', ...TUPLE_DIMENSIONS, 'total', 'givt', 'sivt'];
 /** The columns that identify a row (everything but the counters), quoted for SQL. */
 export const KEY_COLUMNS_SQL = ROLLUP_COLUMNS.slice(0, -3)

@@ -4,6 +4,7 @@
 // of range (422: limit, offset, date order, retention, enumeration values).
 import { AD_TYPES, DEVICE_TYPES, DIMENSIONS, ENVIRONMENTS, FILTERS, type Dimension, type Filter } from '../enums.ts';
 import { HttpError } from '../errors.ts';
+import { CATEGORIES } from '../signals/category.ts';
 import { DAY_MS } from '../time.ts';
 import { parseWholeNumber } from '../whole-number.ts';
 import { oldestKeptDayMs } from './retention.ts';
@@ -80,6 +81,9 @@ function filterValues(f: Filter, raw: string): Array<string | number> {
       out.add(Number(v));
     } else if (f === 'env') {
       if (!(ENVIRONMENTS as readonly string[]).includes(v)) throw outOfRange(`env value "${v}" is not one of ${ENVIRONMENTS.join(', ')}.`);
+      out.add(v);
+    } else if (f === 'category') {
+      if (!(CATEGORIES as readonly string[]).includes(v)) throw outOfRange(`category value "${v}" is not one of ${CATEGORIES.join(', ')}.`);
       out.add(v);
     } else {
       // Countries are recorded upper-case (ISO 3166-1 alpha-2); accept either case.

@@ -33,7 +33,7 @@ export interface CountRow {
 }
 
 /** Dimensions whose values are bounded enumerations; everything else folds on overflow. */
-const BOUNDED: ReadonlySet<TupleDimension> = new Set(['adt', 'dvt', 'env']);
+const BOUNDED: ReadonlySet<TupleDimension> = new Set(['adt', 'dvt', 'env', 'category']);
 /** Per TUPLE_DIMENSIONS position: true where the value becomes OVERFLOW when a tuple folds. */
 export const FOLD_MASK: readonly boolean[] = TUPLE_DIMENSIONS.map((d) => !BOUNDED.has(d));
 

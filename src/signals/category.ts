@@ -62,6 +62,9 @@ export const REASON_CATEGORY: Readonly<Record<string, Category>> = {
   ifa_ip_hopping: 'activity',
   ip_bot_history: 'activity',
   uid_bot_history: 'activity',
+  uid_activity_excessive: 'activity',
+  ifa_activity_excessive: 'activity',
+  ip_activity_excessive: 'activity',
 };
 
 /** The category of a transaction: its leading reason's, or 'none' when it is valid. */

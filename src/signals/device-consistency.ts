@@ -32,9 +32,12 @@ function inconsistent(reason: string): UaConsistency {
 // - tablets (1, 5) may send desktop UAs (iPadOS Safari says Macintosh, Android tablets
 //   default to desktop mode, Surface is Windows), so desktop is allowed there;
 // - phones (4) in "request desktop site" mode say Macintosh (iPhone) or X11 Linux
-//   (Android), so only Windows/ChromeOS desktops are refused;
-// - CTV-like dvt (3, 6, 7): only a plain Windows/macOS/ChromeOS desktop is refused; TV
-//   UAs vary too much (generic X11 Linux on some TVs, phone-like WebViews on sticks);
+//   (Android), so only Windows/ChromeOS desktops are refused; an Android browser or
+//   WebView without `Mobile` (device 'tablet', see ua-analysis.ts) names a tablet, TV or
+//   box, never a phone;
+// - CTV-like dvt (3, 6, 7): a phone (`Mobile` with a model, iPhone), a wearable and a plain
+//   Windows/macOS/ChromeOS desktop are refused; tablets and X11 Linux pass (Android boxes
+//   without a TV token look like tablets, some TVs send generic X11 Linux);
 // - DOOH (8) players run anything.
 function deviceMismatch(dvt: number, info: UaDeviceFacts): boolean {
   const d = info.device;
@@ -45,11 +48,12 @@ function deviceMismatch(dvt: number, info: UaDeviceFacts): boolean {
     case 5:
       return d === 'smarttv' || d === 'console';
     case 4:
-      return d === 'smarttv' || d === 'console' || (d === 'desktop' && (info.os === 'windows' || info.os === 'chromeos'));
+      return d === 'smarttv' || d === 'console' || (d === 'desktop' && (info.os === 'windows' || info.os === 'chromeos')) ||
+        (d === 'tablet' && info.os === 'android');
     case 3:
     case 6:
     case 7:
-      return d === 'desktop' && (info.os === 'windows' || info.os === 'macos' || info.os === 'chromeos');
+      return (d === 'mobile' && !info.webview) || d === 'wearable' || (d === 'desktop' && (info.os === 'windows' || info.os === 'macos' || info.os === 'chromeos'));
     default:
       return false;
   }

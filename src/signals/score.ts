@@ -95,6 +95,9 @@ export interface HistoryTerm {
   readonly half: number;
 }
 
+/** Most lookups per minute one person can cause (docs/scoring.md, "Activity"): the activity floors. */
+export const HUMAN_LOOKUPS_MAX_PER_MIN = 300;
+
 export const HISTORY_TERMS = {
   // Per IP: kept low because carrier NAT puts many real users behind one address.
   ip_velocity: { weight: 0.3, floor: 120, half: 600 },
@@ -109,7 +112,26 @@ export const HISTORY_TERMS = {
   // Past invalid share on this host, gated by evidence (decayed lookups seen).
   ip_bot_history: { weight: 0.85, floor: 5, half: 20 },
   uid_bot_history: { weight: 0.85, floor: 5, half: 20 },
+  // Activity beyond what one person can produce (docs/scoring.md, "Activity"): nothing up
+  // to HUMAN_LOOKUPS_MAX_PER_MIN, `high` alone from about 2 000 lookups/min (6.7 × it).
+  uid_activity_excessive: { weight: 0.95, floor: HUMAN_LOOKUPS_MAX_PER_MIN, half: 2 * HUMAN_LOOKUPS_MAX_PER_MIN },
+  ifa_activity_excessive: { weight: 0.95, floor: HUMAN_LOOKUPS_MAX_PER_MIN, half: 2 * HUMAN_LOOKUPS_MAX_PER_MIN },
+  // Per IP, normalised by its distinct users (never by its raw rate: carrier NAT).
+  ip_activity_excessive: { weight: 0.95, floor: HUMAN_LOOKUPS_MAX_PER_MIN, half: 2 * HUMAN_LOOKUPS_MAX_PER_MIN },
 } as const satisfies Record<string, HistoryTerm>;
+
+/** An IP's rate counts per user only once it shows at least this many distinct uids or UAs. */
+export const IP_ACTIVITY_MIN_USERS = 16;
+
+/**
+ * An IP's lookups per minute per distinct user (the larger of its distinct uids and UAs),
+ * 0 while it shows fewer than IP_ACTIVITY_MIN_USERS: a carrier NAT of many ordinary users
+ * stays at a human rate however busy the address is.
+ */
+export function ipRatePerUser(h: HistoryFacts): number {
+  const users = Math.max(h.ipDistinctUids, h.ipDistinctUas);
+  return users >= IP_ACTIVITY_MIN_USERS ? h.ipRate / users : 0;
+}
 
 /** Score at which the band becomes `medium`. */
 export const BAND_MEDIUM_MIN = 0.3;
@@ -223,6 +245,9 @@ export function score(i: ScoreInputs): ScoreResult {
   q = histTerm(q, sat(h.ifaDistinctIps, T.ifa_ip_hopping), 'ifa_ip_hopping', reasons);
   q = histTerm(q, h.ipBotShare * sat(h.ipSeen, T.ip_bot_history), 'ip_bot_history', reasons);
   q = histTerm(q, h.uidBotShare * sat(h.uidSeen, T.uid_bot_history), 'uid_bot_history', reasons);
+  q = histTerm(q, sat(h.uidRate, T.uid_activity_excessive), 'uid_activity_excessive', reasons);
+  q = histTerm(q, sat(h.ifaRate, T.ifa_activity_excessive), 'ifa_activity_excessive', reasons);
+  q = histTerm(q, sat(ipRatePerUser(h), T.ip_activity_excessive), 'ip_activity_excessive', reasons);
   const pHist = 1 - q;
 
   const s = round4(1 - (1 - pHard) * (1 - pGivt) * (1 - pSivt) * (1 - pHist));

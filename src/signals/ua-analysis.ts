@@ -125,6 +125,17 @@ const WINDOWS_NT = /Windows NT (\d+\.\d+)/;
 const CTV_MARKERS =
   /\b(?:Roku|Web0S|SMART-TV|SmartTV|AFT[A-Z]{1,6}|BRAVIA|Android ?TV|Apple ?TV|tvOS|CrKey|Chromecast|HbbTV|VIDAA|NETTV|SmartCast|VIERA|Viera|AQUOS|Google ?TV|SHIELD|Fire ?TV)\b/;
 
+// TV platforms that also had phones (hence only without a Mobile token), and TV builds.
+const TV_PLATFORMS = /\b(?:Tizen|[Ww]eb[O0]S|NetCast|SMART ?TV|Smart ?TV|Opera TV|HbbTV|DTV)\b|; ?TV[;)]/;
+const MOBILE_TOKEN = /\bMobile\b/;
+// The model an Android UA names ("Android 14; <model> Build/..." or "...; <model>)").
+const ANDROID_MODEL = /Android [\d.]+;(?: [a-z]{2}-[a-zA-Z]{2};)? ([^;)]+?)(?: Build\/|[;)])/;
+// TV and box model names: a screen size in inches before the series letters and number
+// (32LH1..., -55U1...), a UHD series (..65UF...), or LED, TV, 4K, UHD, stick, box. Android TVs' WebViews often say Mobile, so the model decides.
+const TV_MODEL = /(?:^|[-_ ])(?:24|28|32|39|40|42|43|48|49|50|55|58|65|70|75|85|98)[A-Z]{1,2}\d|[A-Z](?:43|50|55|58|65|75)U[A-Z]|LED|TV|\b4K\b|UHD|\b(?:[Ss]tick|STICK|[Bb]ox|BOX)\b/;
+// Consoles, including Android handhelds that ua-parser calls phones.
+const CONSOLE_MODELS = /PlayStation|Xbox|Nintendo|Switch Lite|Retroid|\bRG\d{3}|RGCUBE|Razer Edge|AYANEO|Steam ?Deck/;
+
 const OS_FAMILIES: Readonly<Record<string, string>> = {
   Windows: 'windows',
   'Mac OS': 'macos',
@@ -450,6 +461,23 @@ export class UaAnalyzer {
     // ua-parser calls some sticks and TVs phones or tablets ("Android 10; Chromecast", VIDAA).
     if ((deviceType === 'mobile' || deviceType === 'tablet' || deviceType === 'unknown') && CTV_MARKERS.test(ua)) {
       deviceType = 'smarttv';
+    }
+    // The device the UA names decides phone against TV (docs/scoring.md, "Device
+    // consistency"): without `Mobile`, a TV platform token names a TV (Tizen and webOS
+    // phones say Mobile), and an Android browser or WebView names a tablet, TV or box
+    // (Android phones' browsers and WebViews always say Mobile; ua-parser calls some TVs
+    // phones by their model).
+    const mobileToken = MOBILE_TOKEN.test(ua);
+    if (CONSOLE_MODELS.test(ua)) deviceType = 'console';
+    else if (deviceType !== 'console' && deviceType !== 'smarttv') {
+      if (!mobileToken && TV_PLATFORMS.test(ua)) deviceType = 'smarttv';
+      else if (osName === 'android' && deviceType !== 'desktop') {
+        const model = ANDROID_MODEL.exec(ua)?.[1] ?? '';
+        if (TV_MODEL.test(model)) deviceType = 'smarttv';
+        else if (ua.includes('AppleWebKit/') && (deviceType === 'mobile' || deviceType === 'tablet' || deviceType === 'unknown')) {
+          deviceType = mobileToken ? 'mobile' : 'tablet';
+        }
+      }
     }
 
     const webview =

@@ -194,4 +194,17 @@ export const MIGRATIONS: Migration[] = [
        )`,
     ],
   },
+  {
+    version: 80,
+    name: 'reporting: the category dimension (why a transaction is invalid)',
+    // The column goes last (ALTER TABLE can only append); the writer names its columns.
+    // Rows counted before this version have '' (not recorded): their transactions, valid
+    // or not, were never given a category. From now on every row has one of CATEGORIES
+    // (src/signals/category.ts), 'none' for valid transactions. DuckDB adds a column
+    // with a default but no constraint, so NOT NULL comes in a second step.
+    statements: ['rollups_hourly', 'rollups_daily'].flatMap((table) => [
+      `ALTER TABLE ${table} ADD COLUMN category VARCHAR DEFAULT ''`,
+      `ALTER TABLE ${table} ALTER COLUMN category SET NOT NULL`,
+    ]),
+  },
 ];

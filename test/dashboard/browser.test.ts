@@ -185,6 +185,36 @@ t.test('the dashboard with a signed-in customer', async (t) => {
     t.equal(await tile('givt'), total.rows[0]!.givt_transactions, 'headline GIVT');
     t.equal(await tile('sivt'), total.rows[0]!.sivt_transactions, 'headline SIVT');
     t.equal(await page.locator('.chart canvas').count(), 1, 'the chart is drawn');
+
+    // Invalid traffic by category: the API's report grouped by category, valid traffic left out.
+    const byCategory = await report(srv, `${range}&group_by=category&limit=1000`);
+    const invalidByCategory = byCategory.rows
+      .filter((r) => Number(r.invalid_transactions) > 0)
+      .map((r) => ({ category: String(r.category), invalid: r.invalid_transactions, givt: r.givt_transactions, sivt: r.sivt_transactions }));
+    t.ok(invalidByCategory.length >= 2, `the fixtures are invalid for several reasons: ${invalidByCategory.map((c) => c.category).join(', ')}`);
+    t.ok(byCategory.rows.some((r) => r.category === 'none' && r.invalid_transactions === 0), 'valid traffic is category none');
+    await page.locator('table.category-shares tbody tr').first().waitFor();
+    const shownCategories = await page.locator('table.category-shares tbody tr').evaluateAll((trs) =>
+      // No helper functions in here: the page runs this source as is (tsx's __name is not there).
+      trs.map((tr) => {
+        const o: Record<string, string | number> = { category: (tr as HTMLElement).dataset.category! };
+        for (const td of Array.from(tr.querySelectorAll<HTMLElement>('td[data-col]'))) o[td.dataset.col!.replace('_transactions', '')] = Number((td.textContent ?? '').replace(/,/g, ''));
+        return o;
+      }),
+    );
+    const byName = (a: Record<string, unknown>, b: Record<string, unknown>) => (String(a.category) < String(b.category) ? -1 : 1);
+    t.same([...shownCategories].sort(byName), [...invalidByCategory].sort(byName), 'each category with invalid traffic, counts as the API gives them');
+    t.ok(shownCategories.every((c, i) => i === 0 || Number(shownCategories[i - 1]!.invalid) >= Number(c.invalid)), 'most invalid first');
+    t.match(await page.locator('table.category-shares tr[data-category=declared_crawler] th').textContent(), /Declared crawler or spider/, 'named in words');
+    const [catDownload] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download category CSV' }).click()]);
+    t.equal(catDownload.suggestedFilename(), `ivtd-invalid-by-category_${weekAgo}_${today}.csv`);
+    const catCsv = parseCsv(readFileSync((await catDownload.path())!, 'utf8'));
+    t.same(catCsv[0], ['category', 'invalid_transactions', 'givt_transactions', 'sivt_transactions', 'share']);
+    t.same(
+      catCsv.slice(1).map((r) => r.slice(0, 4)),
+      shownCategories.map((c) => [c.category, String(c.invalid), String(c.givt), String(c.sivt)]),
+      'category CSV: the rows on the page',
+    );
     await screenshots(page, 'analytics');
 
     // Group by dvt and env, filtered to site traffic.
@@ -201,10 +231,25 @@ t.test('the dashboard with a signed-in customer', async (t) => {
     t.same(await tableRows(page), asTable(byDvt.rows, ['dvt', 'env']), 'grouped by dvt,env with a filter: the same rows as the API');
     await screenshots(page, 'analytics-grouped');
 
-    // Group by p1: two pages; the CSV of page 2 is exactly that page.
+    // Group by category, filtered to two of them: the table names each in words.
     await page.getByLabel(/^env ·/).fill('');
     await page.getByRole('checkbox', { name: /^dvt/ }).uncheck();
     await page.getByRole('checkbox', { name: /^env/ }).uncheck();
+    await page.getByRole('checkbox', { name: /^category/ }).check();
+    const twoCategories = invalidByCategory.slice(0, 2).map((c) => c.category).join(',');
+    await page.getByLabel(/^category ·/).fill(twoCategories);
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.locator('table.report thead th[data-col=category]').waitFor();
+    await page.locator('.status.loading').waitFor({ state: 'detached' }).catch(() => undefined);
+    const byCat = await report(srv, `${range}&group_by=category&limit=20&offset=0&category=${twoCategories}`);
+    t.equal(byCat.rows.length, 2, 'the filter keeps the two categories');
+    t.same(await tableRows(page), asTable(byCat.rows, ['category']), 'grouped by category with a category filter: the same rows as the API');
+    t.match(await page.locator(`table.report td[data-col=category][data-value=${byCat.rows[0]!.category}]`).getAttribute('title'), /\w/, 'a category cell says what it means');
+    await screenshots(page, 'analytics-category');
+
+    // Group by p1: two pages; the CSV of page 2 is exactly that page.
+    await page.getByLabel(/^category ·/).fill('');
+    await page.getByRole('checkbox', { name: /^category/ }).uncheck();
     await page.getByRole('checkbox', { name: /^p1/ }).check();
     await page.getByRole('button', { name: 'Apply' }).click();
     await page.locator('table.report thead th[data-col=p1]').waitFor();
@@ -240,7 +285,7 @@ t.test('the dashboard with a signed-in customer', async (t) => {
     t.match(apiError, /^report .*: 422 /, 'the API refuses a range past the retention');
     const shown = page.locator('.status.error').first();
     await shown.waitFor();
-    t.match(await shown.textContent(), /Could not load the (report|chart)/, 'the page says the request failed');
+    t.match(await shown.textContent(), /Could not load the (report|chart|categories)/, 'the page says the request failed');
     t.match(await shown.textContent(), new RegExp(JSON.parse(apiError.replace(/^[^{]*/, '')).message.slice(0, 20).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')), 'with the API message');
     t.ok(await shown.getByRole('button', { name: 'Try again' }).isVisible(), 'and offers to try again');
     await screenshots(page, 'analytics-error');

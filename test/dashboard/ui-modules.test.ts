@@ -11,7 +11,9 @@ import { csvField, csvFileName, toCsv } from '../../src/dashboard/ui/csv.ts';
 import { addDays, daysInRange, isDate, lastDays, rangeProblem, utcDate } from '../../src/dashboard/ui/dates.ts';
 import { healthCurl, lookupCurl, reportCurl, shellQuote } from '../../src/dashboard/ui/examples.ts';
 import { dimensionValueLabel, formatInt, formatRate, ivtRate, maskedKey } from '../../src/dashboard/ui/format.ts';
-import { DIMENSION_LABELS } from '../../src/dashboard/ui/labels.ts';
+import { CATEGORY_LABELS, DIMENSION_LABELS } from '../../src/dashboard/ui/labels.ts';
+import { CATEGORY_CSV_COLUMNS, categoryCsvFileName, categoryShares } from '../../src/dashboard/ui/categories.ts';
+import { CATEGORIES } from '../../src/signals/category.ts';
 import { axisLabel, buildSeries, defaultGranularity, groupByFor, seriesTotals, type TimeRow } from '../../src/dashboard/ui/series.ts';
 import { refreshDelayMs } from '../../src/dashboard/ui/session.ts';
 
@@ -130,6 +132,32 @@ t.test('formatting', async (t) => {
 t.test('every reporting dimension is labelled', async (t) => {
   t.same(Object.keys(DIMENSION_LABELS).sort(), [...DIMENSIONS].sort());
   for (const f of FILTERS) t.ok(DIMENSION_LABELS[f], `filter ${f} has a label`);
+});
+
+t.test('invalid traffic by category: shares of the invalid, most first, valid traffic left out', async (t) => {
+  t.same(Object.keys(CATEGORY_LABELS), [...CATEGORIES], 'every category has a label, in the order of the list');
+  t.equal(dimensionValueLabel('category', 'data_center'), 'Data-center traffic');
+  t.equal(dimensionValueLabel('category', ''), 'Not recorded (counted before categories)');
+  const m = (total: number, givt: number, sivt: number) => ({ total_transactions: total, valid_transactions: total - givt - sivt, invalid_transactions: givt + sivt, givt_transactions: givt, sivt_transactions: sivt });
+  const shares = categoryShares([
+    { category: 'none', ...m(90, 0, 0) },
+    { category: 'activity', ...m(1, 0, 1) },
+    { category: 'data_center', ...m(5, 4, 1) },
+    { category: '', ...m(7, 1, 0) },
+    { category: 'declared_crawler', ...m(1, 1, 0) },
+  ]);
+  t.same(
+    shares.map((s) => [s.category, s.invalid_transactions, s.share]),
+    [['data_center', 5, 0.625], ['declared_crawler', 1, 0.125], ['activity', 1, 0.125], ['', 1, 0.125]],
+    "most first; ties in the list's order, the unrecorded last among them; none and valid-only rows dropped",
+  );
+  t.same(shares[0], { category: 'data_center', label: 'Data-center traffic', invalid_transactions: 5, givt_transactions: 4, sivt_transactions: 1, share: 0.625 });
+  t.same(categoryShares([{ category: 'none', ...m(3, 0, 0) }]), [], 'no invalid traffic: nothing to show');
+  t.equal(
+    toCsv(CATEGORY_CSV_COLUMNS, [shares[0]!, shares[3]!]),
+    'category,invalid_transactions,givt_transactions,sivt_transactions,share\r\ndata_center,5,4,1,0.625\r\n,1,1,0,0.125\r\n',
+  );
+  t.equal(categoryCsvFileName('2024-05-01', '2024-05-07'), 'ivtd-invalid-by-category_2024-05-01_2024-05-07.csv');
 });
 
 t.test('report query string', async (t) => {

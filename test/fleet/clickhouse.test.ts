@@ -89,6 +89,40 @@ t.test('against a real ClickHouse', { skip: clickhouseAvailable() ? false : 'cli
     t.same(ledger.map((r) => Number(r.version)), CLICKHOUSE_MIGRATIONS.map((m) => m.version), 'each migration recorded once');
   });
 
+  t.test('a database of schema 2 gets the category dimension: rows kept, categories kept apart by the merges', async (t) => {
+    const ch = new ClickHouse(parseClickHouseUrl(server.url('fleet_up')));
+    t.teardown(() => ch.close());
+    t.equal(await migrateClickHouse(ch, 2), 2, 'the schema of the release before the category');
+    const hour = Math.floor(Date.now() / 3_600_000) * 3600;
+    const row = (extra: Record<string, string | number>) => ({ customer_id: 'c1', period_start: hour, pub: 'pub-1', adt: 1, dvt: 2, geo: 'US', env: 'site', total: 5, givt: 2, sivt: 1, ...extra });
+    // Two INSERTs, two parts: the merge after the upgrade must still sum them.
+    await ch.insert('rollups_hourly', [row({})]);
+    await ch.insert('rollups_hourly', [row({ total: 1, givt: 0, sivt: 0 })]);
+    // A host stopped halfway through migration 3 on another host: one table already has the column.
+    await ch.command(`ALTER TABLE rollups_daily ADD COLUMN category String, MODIFY ORDER BY (customer_id, period_start, pub, sid, app, dmn, node, adt, geo, dvt, os, browser, env, cmp, adv, p1, p2, p3, p4, p5, category)`);
+
+    t.equal(await migrateClickHouse(ch), CLICKHOUSE_SCHEMA_VERSION, 'upgraded');
+    t.equal(await migrateClickHouse(ch), CLICKHOUSE_SCHEMA_VERSION, 'a second run changes nothing');
+    for (const table of ['rollups_hourly', 'rollups_daily']) {
+      const [meta] = await ch.rows<{ sorting_key: string }>(`SELECT sorting_key FROM system.tables WHERE database = 'fleet_up' AND name = ${sqlString(table)}`);
+      t.match(meta?.sorting_key, /p5, category$/, `${table}: category ends the sorting key`);
+      const cols = await ch.rows<{ type: string }>(`SELECT type FROM system.columns WHERE database = 'fleet_up' AND table = ${sqlString(table)} AND name = 'category'`);
+      t.same(cols.map((c) => c.type), ['String'], `${table}: one category column`);
+    }
+    await ch.insert('rollups_hourly', [row({ category: 'data_center', total: 3, givt: 3, sivt: 0 }), row({ category: 'none', total: 7, givt: 0, sivt: 0 })]);
+    await ch.insert('rollups_hourly', [row({ category: 'data_center', total: 1, givt: 0, sivt: 1 })]);
+    await ch.command('OPTIMIZE TABLE rollups_hourly FINAL');
+    // No sum() in the SELECT: what the merges themselves kept, row by row.
+    const rows = await ch.rows<Record<string, string>>('SELECT category, total, givt, sivt FROM rollups_hourly ORDER BY category');
+    t.same(
+      rows.map((r) => [r.category, Number(r.total), Number(r.givt), Number(r.sivt)]),
+      [['', 6, 2, 1], ['data_center', 4, 3, 1], ['none', 7, 0, 0]],
+      "the old rows as '' (not recorded), each category its own row",
+    );
+    const ledger = await ch.rows<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
+    t.same(ledger.map((r) => Number(r.version)), CLICKHOUSE_MIGRATIONS.map((m) => m.version), 'each migration recorded once');
+  });
+
   t.test('a database from a newer ivtd is refused', async (t) => {
     const ch = new ClickHouse(parseClickHouseUrl(server.url('fleet_b')));
     t.teardown(() => ch.close());

@@ -53,6 +53,7 @@ function dataset(): CountRow[] {
               dvt: String(1 + (k % 8)),
               env: k % 2 ? 'app' : 'site',
               node: `bidder-${k % 2}`,
+              category: ['none', 'data_center', 'declared_crawler', 'activity', ''][k % 5]!,
             }),
             total: 1 + (i % 9),
             givt: i % 4 === 0 ? 1 : 0,
@@ -81,6 +82,9 @@ const REQUESTS: Array<[string, Record<string, string>]> = [
   [A, { group_by: 'p1,pub', limit: '7', offset: '10000' }],
   [A, { group_by: 'geo,adt,dvt', limit: '1000' }],
   [A, { group_by: 'env,app,node' }],
+  [A, { group_by: 'category', limit: '1000' }],
+  [A, { group_by: 'category,date', category: 'data_center,activity', limit: '1000' }],
+  [A, { group_by: 'pub', category: 'none', geo: 'us', limit: '1000' }],
   [A, { group_by: 'pub', pub: hostileList.join(','), limit: '1000' }],
   [A, { group_by: 'p1', p1: VALUES.join(','), limit: '1000' }],
   [A, { group_by: 'date,p1', p1: "it's,\\,x'); DROP TABLE rollups_hourly; --", geo: 'us,de', limit: '1000' }],
@@ -139,6 +143,7 @@ t.test('ClickHouse answers every report exactly as DuckDB does', { skip: clickho
     t.same(got, want, label);
     t.same(await engines.clickhouseHourly.run(customer, params), await engines.duckdbHourly.run(customer, params), `${label} (hourly rows)`);
     if (extra.group_by === 'pub' && extra.pub === undefined && customer === A) t.ok(want.rows.length > 1, 'a report with rows, not only empty ones');
+    if (extra.group_by === 'category') t.same(want.rows.map((r) => r.category), ['', 'activity', 'data_center', 'declared_crawler', 'none'], 'every category of the rows, unrecorded first');
   }
 
   t.test('tenancy: a customer never sees another customer’s rows', async (t) => {

@@ -3,6 +3,7 @@
 import t from 'tap';
 import { startTestServer } from '../helpers/server.ts';
 import { call, login, sleep } from '../account/client.ts';
+import { recentDays, report, settle } from '../reporting/client.ts';
 import { createCustomer } from '../../src/store/customers.ts';
 import { MAX_ENTRIES } from '../../src/policy/model.ts';
 
@@ -38,7 +39,7 @@ t.test('policy API, tenancy, and lookups that follow it', async (t) => {
   t.equal(await band(a), 'high', "A's deny applies to A's lookups at once");
   t.equal(await band(b), 'low', "A's deny list never touches B's lookups");
   const explain = await call(srv.api, 'GET', `/v1/account/explain?${query(a)}`, { token: tokenA });
-  t.match(explain.body, { reasons: ['denylisted'], policy: { decision: 'deny', matches: [{ kind: 'ip', action: 'deny' }], model: { band: 'low' } } }, 'explain shows the policy and the model');
+  t.match(explain.body, { reasons: ['denylisted'], category: 'denylisted', categories: [{ category: 'denylisted', reasons: ['denylisted'] }], policy: { decision: 'deny', matches: [{ kind: 'ip', action: 'deny' }], model: { band: 'low' } } }, 'explain shows the policy and the model');
   const explainB = await call(srv.api, 'GET', `/v1/account/explain?${query(b)}`, { token: tokenB });
   t.match(explainB.body, { policy: null }, "B's explain has no policy");
   t.equal((await call(srv.api, 'GET', '/v1/policy', { token: tokenB })).body.total, 0, "B does not see A's entries");
@@ -49,6 +50,7 @@ t.test('policy API, tenancy, and lookups that follow it', async (t) => {
   const add = await call(srv.api, 'POST', '/v1/policy/entries', { token: tokenB, json: { entries: [{ kind: 'ua_substring', value: 'headlesschrome', action: 'allow' }] } });
   t.match(add.body, { added: 1, entries: 1 });
   t.equal(await band(b, { ua: headless }), 'low', 'allowlisted');
+  t.match((await call(srv.api, 'GET', `/v1/account/explain?${query(b, { ua: headless })}`, { token: tokenB })).body, { transaction: 'valid', category: 'none' }, 'an allowed lookup is valid: category none');
   t.equal(await band(a, { ua: headless, ip: '8.8.4.4' }), 'high', "B's allow list does not help A");
 
   // Thresholds.
@@ -75,6 +77,15 @@ t.test('policy API, tenancy, and lookups that follow it', async (t) => {
   await call(srv.api, 'POST', '/v1/policy/entries', { token: tokenA, json: { entries: [{ kind: 'domain', value: 'Cheat.example', action: 'deny' }, { kind: 'publisher', value: 'pub-77', action: 'allow' }] } });
   const found = await call(srv.api, 'GET', '/v1/policy?search=cheat', { token: tokenA });
   t.match(found.body, { total: 3, matching: 1, entries: [{ kind: 'domain', value: 'cheat.example', action: 'deny' }] });
+
+  // Reporting counts each lookup under its category after the policy: denied → denylisted,
+  // allowed → none. A: low, denied, headless elsewhere, denied; B: low, low, headless, allowed, headless.
+  await settle(srv, 4, a);
+  await settle(srv, 5, { ...b, password: 'other-password-1' });
+  const categories = async (c: { customer_id: string; reporting_key: string }) =>
+    Object.fromEntries((await report(srv, { ...recentDays(), group_by: 'category' }, { customer: c })).body.rows.map((r: any) => [r.category, r.total_transactions]));
+  t.same(await categories(a), { declared_crawler: 1, denylisted: 2, none: 1 }, "A's lookups by category");
+  t.same(await categories(b), { declared_crawler: 2, none: 3 }, "B's lookups by category");
 });
 
 t.test('an update while lookups run reaches every thread within 5 s', async (t) => {

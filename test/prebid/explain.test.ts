@@ -2,6 +2,7 @@
 import t from 'tap';
 import { startTestServer } from '../helpers/server.ts';
 import { createCustomer } from '../../src/store/customers.ts';
+import { reasonsByCategory } from '../../src/account/explain-route.ts';
 
 t.test('explain a lookup on the account port', async (t) => {
   const srv = await startTestServer();
@@ -17,12 +18,34 @@ t.test('explain a lookup on the account port', async (t) => {
 
   const r = await fetch(`${api}/v1/account/explain?${q(srv.customer.partner_id)}`, { headers: { authorization: `Bearer ${token}` } });
   t.equal(r.status, 200);
-  const body = (await r.json()) as { status: number; reasons: string[]; transaction: string; response: { botRisk: { band: string } } };
+  const body = (await r.json()) as {
+    status: number;
+    reasons: string[];
+    transaction: string;
+    category: string;
+    leadingReason: string;
+    categories: Array<{ category: string; reasons: string[] }>;
+    response: { botRisk: { band: string } };
+  };
   t.equal(body.status, 200);
   t.equal(body.response.botRisk.band, 'high');
   t.ok(body.reasons.length >= 2, `reason codes: ${body.reasons.join(', ')}`);
   t.match(body.reasons.join(' '), /asn_hosting|hosting/, 'names the hosting signal');
   t.equal(body.transaction, 'givt');
+  // HeadlessChrome on a hosting IP: the crawler list names HeadlessChrome (0.98), the UA is
+  // automation (0.95), the address a data center (0.6). The strongest leads the category.
+  t.same(body.reasons, ['ua_declared_bot', 'ua_headless', 'asn_hosting']);
+  t.equal(body.leadingReason, 'ua_declared_bot');
+  t.equal(body.category, 'declared_crawler', 'the category reporting counts this lookup under');
+  t.same(
+    body.categories,
+    [
+      { category: 'declared_crawler', reasons: ['ua_declared_bot'] },
+      { category: 'automation', reasons: ['ua_headless'] },
+      { category: 'data_center', reasons: ['asn_hosting'] },
+    ],
+    'each reason code under its category, in the order of the list',
+  );
 
   // A data reload keeps the admin-side engine's keys.
   t.same(await srv.server.reload(), { ok: true, errors: [] });
@@ -71,4 +94,19 @@ t.test('explain answers what the lookup port answers, from the same history, and
   t.ok(Math.abs(second.signals.history.uidSeen - first.signals.history.uidSeen) < 0.01, `explain counted nothing (${first.signals.history.uidSeen} then ${second.signals.history.uidSeen}: decay only)`);
   const after = await explain();
   t.ok(after.signals.history.uidSeen > first.signals.history.uidSeen + 0.9, `while the lookup was counted (${first.signals.history.uidSeen} -> ${after.signals.history.uidSeen})`);
+});
+
+t.test('reason codes grouped by category: details after a colon, the list order, none left out', async (t) => {
+  t.same(reasonsByCategory([]), []);
+  t.same(reasonsByCategory(['geo_mismatch', 'ua_inconsistent:os_vs_dvt', 'ip_vpn', 'ip_tor', 'uid_velocity']), [
+    { category: 'activity', reasons: ['uid_velocity'] },
+    { category: 'anonymizing_proxy', reasons: ['ip_vpn', 'ip_tor'] },
+    { category: 'device_spoofing', reasons: ['ua_inconsistent:os_vs_dvt'] },
+    { category: 'geo_mismatch', reasons: ['geo_mismatch'] },
+  ]);
+  t.same(reasonsByCategory(['denylisted', 'allowlisted', 'asn_hosting']), [
+    { category: 'data_center', reasons: ['asn_hosting'] },
+    { category: 'denylisted', reasons: ['denylisted'] },
+    { category: 'none', reasons: ['allowlisted'] },
+  ]);
 });

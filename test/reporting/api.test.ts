@@ -12,19 +12,23 @@ const APP = fixtureQuery('in-app-android'); // app com.example.game, adt 2, dvt 
 type Cls = 'valid' | 'givt' | 'sivt';
 
 /**
- * The lookups every test below reads back: [query, times, class each is counted as]. The
- * classes are written out by hand from the fixtures' answers on a fresh server (band high
- * is invalid; GIVT when the hard/GIVT evidence leads, else SIVT), not computed by ivtd.
+ * The lookups every test below reads back: [query, times, class each is counted as, the
+ * category of an invalid one]. The classes are written out by hand from the fixtures'
+ * answers on a fresh server (band high is invalid; GIVT when the hard/GIVT evidence leads,
+ * else SIVT), the categories from the reason that weighs most (src/signals/score.ts
+ * weights), not computed by ivtd. Valid ones are category `none`.
  */
-const PLAN: Array<[string, number, Cls]> = [
+const PLAN: Array<[string, number, Cls, string?]> = [
   [BASE, 3, 'valid'],
   [withParams(BASE, { pub: 'pub-456', geo: 'de', p1: 'x', sid: 'ssp2.example', node: 'bidder-us-1', adv: 'adv-2' }), 2, 'valid'],
   [withParams(APP, { geo: 'gb', p3: 'c3' }), 2, 'valid'],
   [withParams(BASE, { dvt: '8', adt: '4', rat: null, geo: 'fr', dmn: 'news.example', cmp: 'cmp-7', p4: 'q', p5: 'z' }), 1, 'valid'],
-  [withParams(fixtureQuery('declared-crawler'), { geo: 'us' }), 1, 'givt'], // p_givt 0.992: a declared crawler
-  [withParams(fixtureQuery('datacenter-ip'), { geo: 'us' }), 1, 'givt'], // hosting IP: p_givt 0.6 > p_sivt 0.25, high
-  [withParams(fixtureQuery('headless-browser'), { geo: 'us' }), 1, 'givt'], // automation: p_givt 0.999
-  [withParams(fixtureQuery('vpn-and-spoofed-device'), { geo: 'us' }), 1, 'sivt'], // p_sivt 0.8125 > p_givt 0.6, high
+  [withParams(fixtureQuery('declared-crawler'), { geo: 'us' }), 1, 'givt', 'declared_crawler'], // p_givt 0.992: a declared crawler
+  [withParams(fixtureQuery('datacenter-ip'), { geo: 'us' }), 1, 'givt', 'data_center'], // hosting IP: p_givt 0.6 > p_sivt 0.25, high; asn_hosting 0.6 leads
+  // automation: p_givt 0.999; HeadlessChrome is also on the crawler list: ua_declared_bot 0.98 leads ua_headless 0.95
+  [withParams(fixtureQuery('headless-browser'), { geo: 'us' }), 1, 'givt', 'declared_crawler'],
+  // p_sivt 0.8125 > p_givt 0.6, high; but asn_hosting 0.6 outweighs ip_vpn and ua_inconsistent 0.5 each
+  [withParams(fixtureQuery('vpn-and-spoofed-device'), { geo: 'us' }), 1, 'sivt', 'data_center'],
   // 25 distinct p5 values for pagination.
   ...Array.from({ length: 25 }, (_, i): [string, number, Cls] => [withParams(BASE, { p5: `page-${String(i).padStart(2, '0')}` }), 1, 'valid']),
 ];
@@ -35,7 +39,7 @@ interface Sent {
 }
 
 /** What the report should say about one lookup: its dimension values (as sent) and class. */
-function expectedOf(query: string, cls: Cls): Sent {
+function expectedOf(query: string, cls: Cls, category = 'none'): Sent {
   const p = new URLSearchParams(query);
   const get = (k: string) => p.get(k) ?? '';
   const dims: Record<string, string | number> = {};
@@ -44,6 +48,7 @@ function expectedOf(query: string, cls: Cls): Sent {
   dims.dvt = Number(get('dvt'));
   dims.geo = get('geo').toUpperCase();
   dims.env = environmentOf(get('app'), Number(get('dvt')));
+  dims.category = category;
   return { dims, cls };
 }
 
@@ -96,10 +101,10 @@ t.before(async () => {
   srv = await startTestServer({ reportRate: 100_000, reportBurst: 100_000 }); // rate limits: rate-limit.test.ts
   hourBefore = new Date().getUTCHours();
   dateBefore = todayUtc();
-  for (const [q, n, cls] of PLAN) {
+  for (const [q, n, cls, category] of PLAN) {
     for (let i = 0; i < n; i++) {
       await lookup(srv, q);
-      sent.push(expectedOf(q, cls));
+      sent.push(expectedOf(q, cls, category));
     }
   }
   hourAfter = new Date().getUTCHours();
@@ -187,6 +192,10 @@ t.test('filters: single values, several values, combined, with grouping', async 
     [{ app: 'com.example.game', p3: 'c3' }, (s) => s.dims.app === 'com.example.game'],
     [{ sid: 'ssp2.example', adv: 'adv-2' }, (s) => s.dims.sid === 'ssp2.example'],
     [{ p2: 'b', p4: 'nothing-like-this' }, () => false],
+    [{ category: 'data_center' }, (s) => s.dims.category === 'data_center'],
+    [{ category: 'declared_crawler,data_center' }, (s) => s.cls !== 'valid'],
+    [{ category: 'none' }, (s) => s.cls === 'valid'],
+    [{ category: 'geo_mismatch,activity' }, () => false],
   ];
   for (const [filters, pick] of cases) {
     const r = await report(srv, { ...recentDays(), ...filters });
@@ -198,6 +207,10 @@ t.test('filters: single values, several values, combined, with grouping', async 
   const g = await report(srv, { ...recentDays(), group_by: 'pub', geo: 'US' });
   const want = aggregate(sent.filter((s) => s.dims.geo === 'US'), (s) => s.dims.pub!);
   t.same(new Map(g.body.rows.map((x: any) => [x.pub, metricsOf(x)])), want, 'grouped and filtered');
+
+  const c = await report(srv, { ...recentDays(), group_by: 'category,pub', category: 'data_center,declared_crawler' });
+  const wantC = aggregate(sent.filter((s) => s.cls !== 'valid'), (s) => `${s.dims.category}/${s.dims.pub}`);
+  t.same(new Map(c.body.rows.map((x: any) => [`${x.category}/${x.pub}`, metricsOf(x)])), wantC, 'grouped by category and filtered by it');
 });
 
 t.test('pagination: pages in order, never overlapping or skipping', async (t) => {
@@ -298,6 +311,8 @@ t.test('400 and 422: the parameter rules of spec 4.6', async (t) => {
     [`start_date=${d.start_date}&end_date=${d.end_date}&dvt=phone`, 422, 'unprocessable'],
     [`start_date=${d.start_date}&end_date=${d.end_date}&env=web`, 422, 'unprocessable'],
     [`start_date=${d.start_date}&end_date=${d.end_date}&pub=`, 422, 'unprocessable'],
+    [`start_date=${d.start_date}&end_date=${d.end_date}&category=bots`, 422, 'unprocessable'],
+    [`start_date=${d.start_date}&end_date=${d.end_date}&category=none,Data_Center`, 422, 'unprocessable'],
     // A malformed request is a 400 even when a value is also out of range.
     [`start_date=${d.start_date}&end_date=${d.end_date}&limit=5000&group_by=nope`, 400, 'unknown_dimension'],
   ];

@@ -84,6 +84,22 @@ t.test('thread counts fold hostile cardinality into the overflow value, counting
   t.equal(c.size, 0, 'drained');
 });
 
+t.test('a folded tuple keeps its category: why stays exact when the free text overflows', async (t) => {
+  const cat = TUPLE_DIMENSIONS.indexOf('category');
+  const c = new TupleCounts(bytesFor(3, dims({ p1: 'hostile-999', category: 'declared_crawler' })), { seed: 1 });
+  const kinds = [['none', 'valid'], ['data_center', 'givt'], ['anonymizing_proxy', 'sivt']] as const;
+  for (let i = 0; i < 900; i++) {
+    const [category, cls] = kinds[i % 3]!;
+    c.count('cust', THIS_HOUR, dims({ p1: `hostile-${i}`, category }), cls);
+  }
+  const rows = c.take();
+  const folded = rows.filter((r) => r.dims[TUPLE_DIMENSIONS.indexOf('p1')] === OVERFLOW);
+  t.same(folded.map((r) => r.dims[cat]).sort(), ['anonymizing_proxy', 'data_center', 'none'], 'one overflow tuple per category, category kept');
+  const byCategory = new Map<string, number>();
+  for (const r of rows) byCategory.set(r.dims[cat]!, (byCategory.get(r.dims[cat]!) ?? 0) + r.total);
+  t.same(Object.fromEntries(byCategory), { none: 300, data_center: 300, anonymizing_proxy: 300 }, 'counts per category exact');
+});
+
 t.test('pending counts merge deltas and fold past their budget', async (t) => {
   const p = new TupleCounts(bytesFor(2, row('a', { p1: 'x' }, 1).dims), { seed: 1 });
   p.addRows([row('a', {}, 2, 1), row('a', {}, 3, 0, 1), row('a', { p1: 'x' }, 1)]);

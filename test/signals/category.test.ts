@@ -1,4 +1,5 @@
 import t from 'tap';
+import { readFileSync } from 'node:fs';
 import { CATEGORIES, REASON_CATEGORY, REASON_CLASS, categoryOf, noBidReason } from '../../src/signals/category.ts';
 import { GIVT_WEIGHTS, HARD_WEIGHTS, HISTORY_TERMS, POLICY_REASONS, SIVT_WEIGHTS, classifyTransaction, score } from '../../src/signals/score.ts';
 import { NO_HISTORY } from '../../src/signals/history.ts';
@@ -54,4 +55,28 @@ t.test('the OpenRTB no-bid reason an invalid transaction implies', async (t) => 
   t.equal(noBidReason(false, 'ua_headless'), 4, 'automation: 4 suspected non-human');
   t.equal(noBidReason(false, 'sua_mismatch'), 4, 'spoofing: 4');
   t.equal(noBidReason(false, 'denylisted'), 4, "the customer's deny list: 4");
+});
+
+t.test('docs/scoring.md lists every category, in order, with exactly its reason codes', async (t) => {
+  const doc = readFileSync(new URL('../../docs/scoring.md', import.meta.url), 'utf8');
+  const start = doc.indexOf('## Categories');
+  t.ok(start > 0, 'the section is there');
+  const section = doc.slice(start, doc.indexOf('\n## ', start + 1));
+  const listed: Array<[string, string[]]> = [];
+  for (const line of section.split('\n')) {
+    const cells = line.split('|').slice(1, -1).map((c) => c.trim());
+    const name = /\(`([a-z_]+)`\)$/.exec(cells[0] ?? '');
+    if (name) listed.push([name[1]!, [...cells.at(-1)!.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!).sort()]);
+  }
+  t.same(listed.map(([c]) => c), [...CATEGORIES], 'one row per category, in the order of CATEGORIES');
+  for (const [category, codes] of listed) {
+    const want = Object.keys(REASON_CATEGORY).filter((code) => REASON_CATEGORY[code] === category).sort();
+    t.same(codes, want, `${category}: its reason codes`);
+  }
+});
+
+t.test("README's table of categories is the list", async (t) => {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const rows = [...readme.matchAll(/^ *\| `([a-z_]+)` \| (GIVT|SIVT|—) \|/gm)].map((m) => m[1]!);
+  t.same(rows, [...CATEGORIES], 'one row per category, in the order of CATEGORIES');
 });

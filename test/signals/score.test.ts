@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import * as historyModule from '../../src/signals/history.ts';
-import { History, NO_HISTORY, type HistoryFacts } from '../../src/signals/history.ts';
+import { History, IP_SET_MAX, NO_HISTORY, type HistoryFacts } from '../../src/signals/history.ts';
+import { categoryOf } from '../../src/signals/category.ts';
 import * as scoreModule from '../../src/signals/score.ts';
 import {
   BAND_HIGH_MIN,
@@ -10,9 +11,11 @@ import {
   GIVT_WEIGHTS,
   HARD_WEIGHTS,
   HISTORY_TERMS,
+  HUMAN_LOOKUPS_MAX_PER_MIN,
   POLICY_REASONS,
   SIVT_WEIGHTS,
   classifyTransaction,
+  ipRatePerUser,
   outcomeForHistory,
   score,
   type ScoreInputs,
@@ -278,3 +281,31 @@ function randomFacts(rnd: () => number): HistoryFacts {
   f.ipSeen = rnd() * 100; f.uidSeen = rnd() * 100;
   return f;
 }
+
+t.test('activity beyond one person is high on its own; a carrier NAT of ordinary users is not', async (t) => {
+  const facts = (over: Partial<HistoryFacts>): HistoryFacts => ({ ...NO_HISTORY, ...over });
+  const human = score(clean({ history: facts({ uidRate: HUMAN_LOOKUPS_MAX_PER_MIN, ipRate: HUMAN_LOOKUPS_MAX_PER_MIN, ipDistinctUids: 1, ipDistinctUas: 1, uidDistinctIps: 1, uidDistinctUas: 1 }) }));
+  t.notOk(human.reasons.includes('uid_activity_excessive'), 'the human bound itself is not excessive');
+  t.not(human.band, 'high');
+  for (const [name, over, code] of [
+    ['uid', { uidRate: 2000 }, 'uid_activity_excessive'],
+    ['ifa', { ifaRate: 2000 }, 'ifa_activity_excessive'],
+    // uids rotated per request fill the bitmaps: the rate per user stays in the thousands.
+    ['ip', { ipRate: 1_200_000, ipDistinctUids: IP_SET_MAX, ipDistinctUas: IP_SET_MAX }, 'ip_activity_excessive'],
+  ] as const) {
+    const r = score(clean({ history: facts(over) }));
+    t.equal(r.band, 'high', `${name}: ${r.score} (${r.reasons.join(', ')})`);
+    t.equal(r.leading, code, `${name}: the activity term leads`);
+    t.equal(categoryOf(false, r.leading), 'activity');
+  }
+  // Only the activity term: alone it reaches high at about 2 000/min.
+  const T = HISTORY_TERMS.uid_activity_excessive;
+  const alone = (x: number) => (T.weight * (x - T.floor)) / (x - T.floor + T.half);
+  t.ok(alone(2000) >= BAND_HIGH_MIN && alone(1900) < BAND_HIGH_MIN, 'high alone from about 2 000/min');
+
+  const cgnat = score(clean({ history: facts({ ipRate: 600, ipDistinctUids: 300, ipDistinctUas: 40, uidRate: 2, uidDistinctIps: 1, uidDistinctUas: 1 }) }));
+  t.not(cgnat.band, 'high', `carrier NAT: ${cgnat.score} (${cgnat.reasons.join(', ')})`);
+  t.notOk(cgnat.reasons.includes('ip_activity_excessive'), 'its users are at a human rate');
+  t.equal(ipRatePerUser(facts({ ipRate: 6000, ipDistinctUids: 10, ipDistinctUas: 12 })), 0, 'few users: the IP term does not speak');
+  t.equal(ipRatePerUser(facts({ ipRate: 6000, ipDistinctUids: 3, ipDistinctUas: 20 })), 300, 'uid-less users counted by their UAs');
+});

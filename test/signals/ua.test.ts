@@ -34,6 +34,18 @@ const UA = {
   samsungInternet:
     'Mozilla/5.0 (Linux; Android 10; SM-G973F) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/24.0 Chrome/117.0.0.0 Mobile Safari/537.36',
   roku: 'Roku/DVP-12.5 (12.5.0.4178-88)',
+  // Hand-written: an Android TV whose WebView says Mobile (its model names the screen size),
+  // a no-name Android box without Mobile, a Tizen TV without SMART-TV, an Android handheld console.
+  androidTvWebview:
+    'Mozilla/5.0 (Linux; Android 12; 43QX8800 Build/SP1A.210812.016; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/118.0.5993.80 Mobile Safari/537.36',
+  androidBox:
+    'Mozilla/5.0 (Linux; Android 11; Q9 Ultra Box) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/110.0.5481.65 Safari/537.36',
+  androidBoxNoName:
+    'Mozilla/5.0 (Linux; Android 10; ZX-800) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/101.0.4951.61 Safari/537.36',
+  tizenPlain:
+    'Mozilla/5.0 (Linux; Tizen 7.0) AppleWebKit/537.36 (KHTML, like Gecko) Version/7.0 Chrome/94.0.4606.31 Safari/537.36',
+  handheldConsole:
+    'Mozilla/5.0 (Linux; Android 13; Retroid Pocket 9) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36',
   tizen:
     'Mozilla/5.0 (SMART-TV; Linux; Tizen 6.0) AppleWebKit/537.36 (KHTML, like Gecko) 76.0.3809.146/6.0 TV Safari/537.36',
   webos:
@@ -286,7 +298,12 @@ t.test('uaConsistency against dvt, app and ifa', async (t) => {
     ['chromebook', 4, undefined, undefined, false, 'dvt4_desktop_ua'],
     ['safariMac', 4, undefined, undefined, true, ''], // iPhone "request desktop website"
     ['roku', 4, 'com.example.app', IFA, false, 'dvt4_smarttv_ua'],
-    ['samsungTablet', 4, undefined, undefined, true, ''], // phone vs tablet: too fuzzy to call
+    // An Android browser without Mobile names a tablet, TV or box, never a phone.
+    ['samsungTablet', 4, undefined, undefined, false, 'dvt4_tablet_ua'],
+    ['androidBoxNoName', 4, 'com.example.app', IFA, false, 'dvt4_tablet_ua'],
+    ['androidBox', 4, 'com.example.app', IFA, false, 'dvt4_smarttv_ua'],
+    ['androidTvWebview', 4, 'com.example.app', IFA, false, 'dvt4_smarttv_ua'],
+    ['tizenPlain', 4, 'com.example.app', IFA, false, 'dvt4_smarttv_ua'],
     // tablet and legacy mobile/tablet
     ['safariIpad', 5, undefined, undefined, true, ''],
     ['safariMac', 5, undefined, undefined, true, ''], // iPadOS Safari says Macintosh
@@ -307,6 +324,18 @@ t.test('uaConsistency against dvt, app and ifa', async (t) => {
     ['chromeWin', 3, undefined, undefined, false, 'dvt3_desktop_ua'],
     ['safariMac', 7, undefined, undefined, false, 'dvt7_desktop_ua'],
     ['firefoxLinux', 3, undefined, undefined, true, ''], // some TVs send generic X11 Linux
+    // A phone (Mobile with a model, iPhone) declared as CTV; its in-app WebViews pass (TV
+    // WebViews say Mobile too), and so do TVs and boxes the model or platform names.
+    ['chromeAndroid', 3, 'com.example.tv', IFA, false, 'dvt3_mobile_ua'],
+    ['samsungInternet', 7, 'com.example.tv', IFA, false, 'dvt7_mobile_ua'],
+    ['safariIphone', 6, 'com.example.tv', IFA, false, 'dvt6_mobile_ua'],
+    ['androidWebview', 3, 'com.example.tv', IFA, true, ''],
+    ['androidTvWebview', 3, 'com.example.tv', IFA, true, ''],
+    ['androidBox', 3, 'com.example.tv', IFA, true, ''],
+    ['androidBoxNoName', 7, 'com.example.tv', IFA, true, ''],
+    ['tizenPlain', 3, 'com.example.tv', IFA, true, ''],
+    ['handheldConsole', 6, 'com.example.game', IFA, true, ''],
+    ['chromeWin', 7, 'com.example.tv', IFA, false, 'dvt7_desktop_ua'],
     // app clients need an app
     ['okhttp', 4, undefined, undefined, false, 'app_client_without_app'],
     ['okhttp', 4, 'com.example.app', IFA, true, ''],

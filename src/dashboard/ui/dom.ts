@@ -144,3 +144,13 @@ export function confirmDialog(opts: { title: string; body: Child[]; confirm: str
     dlg.showModal();
   });
 }
+
+/** Offers `text` as a CSV file download named `fileName` (the browser's own download). */
+export function downloadCsvFile(fileName: string, text: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type: 'text/csv;charset=utf-8' }));
+  const a = h('a', { href: url, download: fileName, class: 'offscreen' });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}

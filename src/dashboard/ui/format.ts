@@ -1,6 +1,7 @@
 // Number and label formatting shared by the pages. Fixed locale so every user (and the
 // browser tests) sees the same digits.
 import { AD_TYPES, DEVICE_TYPES } from '../../enums.ts';
+import { CATEGORY_LABELS, CATEGORY_NOT_RECORDED } from './labels.ts';
 
 const INT = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
 
@@ -18,8 +19,9 @@ export function formatRate(rate: number, total: number): string {
   return total > 0 ? `${(rate * 100).toFixed(1)}%` : '–';
 }
 
-/** Human meaning of an enumerated dimension value (dvt, adt), for tooltips. */
+/** Human meaning of an enumerated dimension value (dvt, adt, category), for tooltips. */
 export function dimensionValueLabel(dimension: string, value: unknown): string | undefined {
+  if (dimension === 'category') return value === '' ? CATEGORY_NOT_RECORDED : (CATEGORY_LABELS as Record<string, string>)[String(value)];
   const table: Record<number, string> | undefined =
     dimension === 'dvt' ? DEVICE_TYPES : dimension === 'adt' ? AD_TYPES : undefined;
   return table?.[Number(value)];

@@ -1,11 +1,13 @@
 // Analytics: a date range, group-by dimensions and filters; headline figures and a time
-// series of the range; then the report table, page by page, exactly as the API returns it.
+// series of the range; invalid traffic by category (why it is invalid); then the report
+// table, page by page, exactly as the API returns it.
 import { DIMENSIONS, FILTERS, type Dimension } from '../../../enums.ts';
 import { reportSearch, type Report, type ReportQuery, type ReportRow } from '../api.ts';
+import { CATEGORY_CSV_COLUMNS, categoryCsvFileName, categoryShares, type CategoryShare } from '../categories.ts';
 import { TransactionsChart } from '../chart.ts';
 import { csvFileName, toCsv } from '../csv.ts';
 import { daysInRange, lastDays, rangeProblem, type DateRange } from '../dates.ts';
-import { clear, field, h, statusBox } from '../dom.ts';
+import { clear, downloadCsvFile, field, h, statusBox } from '../dom.ts';
 import { dimensionValueLabel, formatInt, formatRate, ivtRate } from '../format.ts';
 import { DIMENSION_LABELS, FILTER_HINTS, METRICS } from '../labels.ts';
 import type { Page, PageContext } from '../page.ts';
@@ -36,6 +38,8 @@ export function analyticsPage(ctx: PageContext): Page {
   // Each request remembers its number; an answer to a superseded request is dropped.
   let tableSeq = 0;
   let seriesSeq = 0;
+  let categorySeq = 0;
+  let shares: CategoryShare[] = [];
 
   // ---- the query form
   const start = field('Start date', h('input', { type: 'date', name: 'start_date', required: true }));
@@ -129,6 +133,11 @@ export function analyticsPage(ctx: PageContext): Page {
   const chartBox = h('div', { class: 'chart', role: 'img', 'aria-label': 'Chart of total, valid, GIVT and SIVT transactions and the IVT rate over the selected range' });
   const chart = new TransactionsChart(chartBox);
 
+  // ---- invalid traffic by category: one report grouped by category over the same range and filters
+  const categoryStatus = statusBox();
+  const categoryWrap = h('div', { class: 'table-wrap', tabindex: 0, 'aria-label': 'Invalid transactions by category' });
+  const categoryCsvBtn = h('button', { type: 'button', class: 'secondary', onclick: () => downloadCategoryCsv() }, 'Download category CSV');
+
   // ---- the table
   const tableStatus = statusBox();
   const tableWrap = h('div', { class: 'table-wrap', tabindex: 0, 'aria-label': 'Report rows' });
@@ -144,6 +153,14 @@ export function analyticsPage(ctx: PageContext): Page {
     h('h1', { tabindex: -1 }, 'Analytics'),
     form,
     h('section', { class: 'card', 'aria-labelledby': 'chart-h' }, h('div', { class: 'card-head' }, chartTitle, granGroup), tiles, chartStatus.el, chartBox),
+    h(
+      'section',
+      { class: 'card categories', 'aria-labelledby': 'categories-h' },
+      h('div', { class: 'card-head' }, h('h2', { id: 'categories-h' }, 'Invalid traffic by category'), categoryCsvBtn),
+      h('p', { class: 'hint intro' }, 'Why transactions were invalid: the leading reason of each, in MRC’s GIVT/SIVT terms (group or filter by category for more).'),
+      categoryStatus.el,
+      categoryWrap,
+    ),
     h(
       'section',
       { class: 'card', 'aria-labelledby': 'table-h' },
@@ -210,6 +227,7 @@ export function analyticsPage(ctx: PageContext): Page {
     updateFilterSummary();
     void loadTable();
     void loadSeries();
+    void loadCategories();
   }
 
   async function loadTable(): Promise<void> {
@@ -286,21 +304,85 @@ export function analyticsPage(ctx: PageContext): Page {
     return h(
       'td',
       { 'data-col': d, 'data-value': raw, title: meaning },
-      raw === '' ? h('span', { class: 'muted' }, '(none)') : raw,
-      meaning ? h('span', { class: 'muted' }, ` ${meaning}`) : null,
+      raw === '' ? h('span', { class: 'muted' }, meaning ?? '(none)') : raw,
+      meaning && raw !== '' ? h('span', { class: 'muted' }, ` ${meaning}`) : null,
     );
   }
 
   function downloadCsv(): void {
     if (!current) return;
     const cols = [...current.meta.group_by, ...METRICS.map((m) => m.key)];
-    const blob = new Blob([toCsv(cols, current.rows)], { type: 'text/csv;charset=utf-8' });
-    const url = URL.createObjectURL(blob);
-    const a = h('a', { href: url, download: csvFileName(q.start_date, q.end_date, current.meta.group_by, Math.floor(current.meta.offset / q.limit) + 1), class: 'offscreen' });
-    document.body.append(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    downloadCsvFile(csvFileName(q.start_date, q.end_date, current.meta.group_by, Math.floor(current.meta.offset / q.limit) + 1), toCsv(cols, current.rows));
+  }
+
+  async function loadCategories(): Promise<void> {
+    const id = ++categorySeq;
+    categoryStatus.loading('Loading the categories…');
+    categoryCsvBtn.disabled = true;
+    try {
+      const r = await ctx.api.report({ ...q, group_by: ['category'], limit: 1000, offset: 0 });
+      if (id !== categorySeq) return;
+      shares = categoryShares(r.rows);
+      renderCategories();
+      categoryStatus.done();
+    } catch (e) {
+      if (id !== categorySeq) return;
+      shares = [];
+      clear(categoryWrap);
+      categoryStatus.error(`Could not load the categories: ${(e as Error).message}`, () => void loadCategories());
+    }
+  }
+
+  function renderCategories(): void {
+    categoryCsvBtn.disabled = shares.length === 0;
+    if (shares.length === 0) {
+      categoryWrap.replaceChildren(h('p', { class: 'empty' }, 'No invalid transactions match this query.'));
+      return;
+    }
+    const table = h(
+      'table',
+      { class: 'category-shares' },
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          h('th', { scope: 'col' }, 'Category'),
+          h('th', { scope: 'col', class: 'num' }, 'Invalid'),
+          h('th', { scope: 'col', class: 'num' }, 'GIVT'),
+          h('th', { scope: 'col', class: 'num' }, 'SIVT'),
+          h('th', { scope: 'col', class: 'share' }, 'Share of invalid'),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        ...shares.map((c) => {
+          const pct = `${(c.share * 100).toFixed(1)}%`;
+          return h(
+            'tr',
+            { 'data-category': c.category },
+            h('th', { scope: 'row' }, c.label, c.category ? h('span', { class: 'muted' }, ` ${c.category}`) : null),
+            h('td', { class: 'num', 'data-col': 'invalid_transactions' }, formatInt(c.invalid_transactions)),
+            h('td', { class: 'num', 'data-col': 'givt_transactions' }, formatInt(c.givt_transactions)),
+            h('td', { class: 'num', 'data-col': 'sivt_transactions' }, formatInt(c.sivt_transactions)),
+            h(
+              'td',
+              { class: 'share' },
+              h('meter', { min: 0, max: 1, value: c.share, 'aria-label': `${c.label}: ${pct} of invalid` }),
+              h('span', { class: 'num' }, pct),
+            ),
+          );
+        }),
+      ),
+    );
+    categoryWrap.replaceChildren(table);
+  }
+
+  function downloadCategoryCsv(): void {
+    if (shares.length === 0) return;
+    downloadCsvFile(categoryCsvFileName(q.start_date, q.end_date), toCsv(CATEGORY_CSV_COLUMNS, shares));
   }
 
   function granularity(): Granularity {

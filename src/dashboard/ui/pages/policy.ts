@@ -5,7 +5,7 @@ import { parsePolicyCsv, policyToCsv } from '../../../policy/csv.ts';
 import { ENTRY_KINDS, PolicyError } from '../../../policy/model.ts';
 import type { PolicyEntry, PolicyKind, PolicyView } from '../api.ts';
 import { ApiError } from '../session.ts';
-import { confirmDialog, field, h, setFieldError, statusBox } from '../dom.ts';
+import { confirmDialog, downloadCsvFile, field, h, setFieldError, statusBox } from '../dom.ts';
 import { formatInt } from '../format.ts';
 import type { Page, PageContext } from '../page.ts';
 
@@ -226,13 +226,7 @@ export function policyPage(ctx: PageContext): Page {
   exportBtn.addEventListener('click', async () => {
     try {
       const all = await ctx.api.policy();
-      const blob = new Blob([policyToCsv(all.entries)], { type: 'text/csv;charset=utf-8' });
-      const url = URL.createObjectURL(blob);
-      const a = h('a', { href: url, download: 'ivtd-policy.csv', class: 'offscreen' });
-      document.body.append(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+      downloadCsvFile('ivtd-policy.csv', policyToCsv(all.entries));
     } catch (e) {
       status.error(`Could not export the policy: ${explain(e)}`);
     }
