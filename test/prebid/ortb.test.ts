@@ -160,7 +160,9 @@ t.test('the admin explain takes a bid request too, on the account port', async (
     fetch(`${s.api}/v1/account/explain/ortb?${query}`, { method: 'POST', body, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } });
   const r = await explain(JSON.stringify(spider));
   t.equal(r.status, 200);
-  const body = (await r.json()) as { status: number; reasons: string[]; transaction: string; response: { id: string; nbr: number } };
+  const body = (await r.json()) as { status: number; reasons: string[]; transaction: string; category: string; categories: { category: string; reasons: string[] }[]; response: { id: string; nbr: number } };
+  t.equal(body.category, 'declared_crawler', 'the reporting category, as for a GET lookup');
+  t.match(body.categories, [{ category: 'declared_crawler', reasons: ['ua_declared_bot'] }], 'reasons grouped by category');
   t.equal(body.status, 200);
   t.equal(body.response.id, 'req-gb-1');
   t.equal(body.response.nbr, 3);
