@@ -12,11 +12,13 @@
 //        [--checkout DIR | --ivtd PATH]
 //  - the policy phase (bench/policy.ts): saturation with and without a customer's
 //    100 000-entry allow/deny list, alternating in one run.
+//  - the OpenRTB phase (`--ortb-rounds 3`, 0 skips it): the same lookups as 2–3 KB bid
+//    requests POSTed to /api/v1/ivt/ortb against the GET form, same client, alternating.
 import autocannon from 'autocannon';
 import { describeLatency, latencyVsBare, type LatencyFigures } from './latency.ts';
 import { inThreadBuckets, inThreadLatency, numArg, sleep, startBare, strArg, startIvtd, targetFromArgs, thisCheckout } from './processes.ts';
-import { lookupPaths } from './requests.ts';
-import { pathsScript, wrkAsync, wrkAvailable } from './wrk.ts';
+import { lookupPaths, ortbRequests, type BodyRequest } from './requests.ts';
+import { bodiesScript, pathsScript, wrkAsync, wrkAvailable } from './wrk.ts';
 import { bigPolicy, lookupTimeTotals, setPolicy } from './policy.ts';
 
 const DURATION = numArg('duration', 8);
@@ -27,6 +29,8 @@ const RATES = strArg('rates', '2000,half').split(',');
 /** Entries of the policy phase's list, and its rounds (each: one run without, one with); 0 skips it. */
 const POLICY_ENTRIES = numArg('policy-entries', 100_000);
 const POLICY_ROUNDS = numArg('policy-rounds', 3);
+/** Rounds of the OpenRTB phase (each: one GET run, one ORTB run); 0 skips it. */
+const ORTB_ROUNDS = numArg('ortb-rounds', 3);
 if (RATES.some((r) => r !== 'half' && !(Number(r) > 0))) throw new Error(`--rates takes req/s figures or "half", e.g. 2000,half`);
 
 interface Run {
@@ -37,13 +41,18 @@ interface Run {
   non2xx: number;
 }
 
-/** Saturation: a closed loop of CONNECTIONS sockets. */
-async function hammer(port: number, paths: string[], duration: number): Promise<Run> {
+/** Saturation: a closed loop of CONNECTIONS sockets, GETting `paths` or POSTing bodies. */
+async function hammer(port: number, paths: string[] | BodyRequest[], duration: number): Promise<Run> {
+  const posts = typeof paths[0] === 'object' ? (paths as BodyRequest[]) : null;
   if (wrkAvailable()) {
-    const w = await wrkAsync({ port, script: pathsScript(paths), connections: CONNECTIONS, seconds: duration });
+    const script = posts ? bodiesScript(posts) : pathsScript(paths as string[]);
+    const w = await wrkAsync({ port, script, connections: CONNECTIONS, seconds: duration });
     return { client: 'wrk', rps: Math.round(w.rps), p50Ms: w.p50Ms, p99Ms: w.p99Ms, non2xx: w.non2xx + w.errors };
   }
-  const r = await autocannon({ url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration, requests: paths.map((p) => ({ method: 'GET', path: p })) });
+  const requests = posts
+    ? posts.map((r) => ({ method: 'POST' as const, path: r.path, body: r.body, headers: { 'content-type': 'application/json' } }))
+    : (paths as string[]).map((p) => ({ method: 'GET' as const, path: p }));
+  const r = await autocannon({ url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration, requests });
   return { client: 'autocannon', rps: Math.round(r.requests.average), p50Ms: r.latency.p50, p99Ms: r.latency.p99, non2xx: r.non2xx + r.errors };
 }
 
@@ -68,6 +77,7 @@ async function main(): Promise<void> {
     const inThread = inThreadLatency(before, await inThreadBuckets(ivtd.metricsPort));
 
     const policy = POLICY_ROUNDS > 0 ? await policyPhase(ivtd, paths) : null;
+    const ortb = ORTB_ROUNDS > 0 ? await ortbPhase(ivtd, paths) : null;
 
     const rates = RATES.map((r) => (r === 'half' ? Math.round(sat.rps / 2) : Number(r)));
     const roundSeconds = Math.max(2, Math.round(DURATION / 2));
@@ -89,7 +99,8 @@ async function main(): Promise<void> {
       in_thread_latency_at_saturation: inThread,
       latency_at_fixed_rate: latency,
       policy,
-      targets: { throughput_ratio: '>= 0.6', fixed_rate_p99_ms: '<= 1 (end to end, on a quiet host)', policy_ratio: '>= 0.95' },
+      ortb,
+      targets: { throughput_ratio: '>= 0.6', fixed_rate_p99_ms: '<= 1 (end to end, on a quiet host)', policy_ratio: '>= 0.95', ortb_ratio: '>= 0.5' },
     };
     console.log(`saturation (${sat.client}, ${CONNECTIONS} connections): bare ${base.rps} req/s, ivtd ${sat.rps} req/s, ratio ${summary.throughput_ratio} (target >= 0.6), non-2xx ${sat.non2xx}`);
     console.log(`in-thread  at saturation: p50 ${inThread.p50}, p99 ${inThread.p99}, p99.9 ${inThread.p999} (${inThread.lookups} lookups)`);
@@ -97,6 +108,12 @@ async function main(): Promise<void> {
       console.log(
         `policy     ${policy.entries} entries: ${policy.with_list_rps} vs ${policy.no_list_rps} req/s without (ratio ${policy.throughput_ratio}, target >= 0.95); ` +
           `mean in-thread lookup ${policy.with_list_mean_us} vs ${policy.no_list_mean_us} us (ratio ${policy.in_thread_ratio}); set in ${policy.set_ms} ms`,
+      );
+    }
+    if (ortb) {
+      console.log(
+        `ortb       ${ortb.body_bytes.min}–${ortb.body_bytes.max} B bid requests: ${ortb.ortb_rps} vs ${ortb.get_rps} req/s by GET (ratio ${ortb.throughput_ratio}, target >= 0.5); ` +
+          `mean in-thread lookup ${ortb.ortb_mean_us} vs ${ortb.get_mean_us} us`,
       );
     }
     for (const l of latency) console.log(`latency    ${describeLatency(l)}`);
@@ -152,6 +169,47 @@ async function policyPhase(ivtd: Awaited<ReturnType<typeof startIvtd>>, paths: s
     in_thread_ratio: +(noUs / listUs).toFixed(3),
     rounds_rps: rps,
     rounds_mean_us: { none: mean.none.map((x) => +x.toFixed(2)), list: mean.list.map((x) => +x.toFixed(2)) },
+  };
+}
+
+/**
+ * The same lookups by GET and as OpenRTB bid requests (POST /api/v1/ivt/ortb), saturation
+ * rounds alternating between the two with the same client; medians of each side. The
+ * in-thread mean includes the ORTB body's inflate/parse/map (the handler's whole time).
+ */
+async function ortbPhase(ivtd: Awaited<ReturnType<typeof startIvtd>>, paths: string[]) {
+  const bodies = ortbRequests(ivtd.partnerId, ivtd.key, paths.length);
+  const probe = await fetch(`http://127.0.0.1:${ivtd.prebidPort}${bodies[0]!.path}`, { method: 'POST', body: bodies[0]!.body, headers: { 'content-type': 'application/json' } });
+  if (probe.status !== 200) throw new Error(`ortb phase: sample bid request answered ${probe.status} ${await probe.text()}`);
+  await probe.text();
+  const sizes = bodies.map((b) => Buffer.byteLength(b.body)).sort((a, b) => a - b);
+  const rps: Record<'get' | 'ortb', number[]> = { get: [], ortb: [] };
+  const mean: Record<'get' | 'ortb', number[]> = { get: [], ortb: [] };
+  await hammer(ivtd.prebidPort, bodies, 2); // warm the ORTB path (JIT)
+  for (let round = 0; round < ORTB_ROUNDS; round++) {
+    const order: Array<'get' | 'ortb'> = round % 2 ? ['ortb', 'get'] : ['get', 'ortb'];
+    for (const side of order) {
+      await sleep(1100);
+      const [s0, c0] = await lookupTimeTotals(ivtd.metricsPort);
+      const r = await hammer(ivtd.prebidPort, side === 'get' ? paths : bodies, DURATION);
+      await sleep(1200); // the threads report once a second
+      const [s1, c1] = await lookupTimeTotals(ivtd.metricsPort);
+      if (r.non2xx > 0) throw new Error(`ortb phase (${side}): ${r.non2xx} non-2xx answers`);
+      rps[side].push(r.rps);
+      mean[side].push(((s1 - s0) / (c1 - c0)) * 1e6);
+    }
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const getRps = median(rps.get), ortbRps = median(rps.ortb);
+  return {
+    rounds: ORTB_ROUNDS,
+    body_bytes: { min: sizes[0]!, median: sizes[sizes.length >> 1]!, max: sizes[sizes.length - 1]! },
+    get_rps: getRps,
+    ortb_rps: ortbRps,
+    throughput_ratio: +(ortbRps / getRps).toFixed(3),
+    get_mean_us: +median(mean.get).toFixed(2),
+    ortb_mean_us: +median(mean.ortb).toFixed(2),
+    rounds_rps: rps,
   };
 }
 

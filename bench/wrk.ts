@@ -128,6 +128,15 @@ export function pathsScript(paths: string[]): string {
   return `local paths = {${paths.map(luaString).join(',\n')}}\nlocal i = 0\nrequest = function()\n  i = i % #paths + 1\n  return wrk.format("GET", paths[i])\nend\n`;
 }
 
+/** A script cycling through fixed POST requests with JSON bodies (the OpenRTB lookup). */
+export function bodiesScript(requests: ReadonlyArray<{ path: string; body: string }>): string {
+  const list = requests.map((r) => `{${luaString(r.path)},${luaString(r.body)}}`).join(',\n');
+  return (
+    `local reqs = {${list}}\nlocal headers = {["Content-Type"] = "application/json"}\nlocal i = 0\n` +
+    `request = function()\n  i = i % #reqs + 1\n  return wrk.format("POST", reqs[i][1], headers, reqs[i][2])\nend\n`
+  );
+}
+
 /**
  * Lua that paces each connection: after a response, wait `delayMs` (jittered ±10 % so
  * connections do not march in step) before the next request. wrk's timers have 1 ms

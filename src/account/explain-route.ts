@@ -6,12 +6,15 @@
 // `category` uses (src/signals/category.ts), so a report's "why" and an explain agree.
 import type { SessionGuard } from './session.ts';
 import { HttpError } from '../errors.ts';
-import { sendJson, type Router } from '../http/router.ts';
+import { readBody, sendJson, type Router } from '../http/router.ts';
 import type { Store } from '../store/db.ts';
 import type { LookupEngine } from '../prebid/pipeline.ts';
+import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES } from '../prebid/ortb-body.ts';
 import { CATEGORIES, REASON_CATEGORY, type Category } from '../signals/category.ts';
 
 export const EXPLAIN_PATH = '/v1/account/explain';
+/** The same for an OpenRTB lookup: POST the BidRequest with the ORTB lookup's query string. */
+export const EXPLAIN_ORTB_PATH = '/v1/account/explain/ortb';
 
 export interface CategoryReasons {
   category: Category;
@@ -36,7 +39,8 @@ export function reasonsByCategory(reasons: readonly string[]): CategoryReasons[]
 }
 
 export function mountExplainRoute(router: Router, deps: { store: Store; sessions: SessionGuard; engine: () => LookupEngine }): void {
-  router.get(EXPLAIN_PATH, async (ctx) => {
+  /** The lookup's query string, once the session's customer owns its partner ID. */
+  const ownQuery = async (ctx: Parameters<Parameters<Router['get']>[1]>[0]): Promise<string> => {
     const session = await deps.sessions.requireSession(ctx);
     const raw = ctx.req.url ?? '';
     const q = raw.indexOf('?');
@@ -46,7 +50,22 @@ export function mountExplainRoute(router: Router, deps: { store: Store; sessions
     if (!own || p !== own.partner_id) {
       throw new HttpError('forbidden', 'Explain only lookups of your own partner ID: pass the lookup query string with p set to it.');
     }
+    return query;
+  };
+  router.get(EXPLAIN_PATH, async (ctx) => {
+    const query = await ownQuery(ctx);
     const ex = deps.engine().explain(query, Date.now());
+    sendJson(ctx.res, 200, { ...ex, categories: reasonsByCategory(ex.reasons) });
+  });
+  router.post(EXPLAIN_ORTB_PATH, async (ctx) => {
+    const query = await ownQuery(ctx);
+    const enc = { gzip: false };
+    const h = ctx.req.headers;
+    const bad = checkBodyHeaders(String(h['content-type'] ?? ''), String(h['content-encoding'] ?? ''), enc);
+    if (bad !== null) throw new HttpError(bad.code, bad.message);
+    const body = bidRequestFrom(await readBody(ctx.req, ORTB_MAX_BODY_BYTES), enc.gzip);
+    if (!body.ok) throw new HttpError(body.error.code, body.error.message, body.error.status);
+    const ex = deps.engine().explain(query, Date.now(), body.bid);
     sendJson(ctx.res, 200, { ...ex, categories: reasonsByCategory(ex.reasons) });
   });
 }

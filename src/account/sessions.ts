@@ -116,11 +116,22 @@ async function rotateOnce(store: Store, token: string, refreshTtl: number): Prom
 const CONFLICT_RETRIES = 5;
 
 /**
- * Exchanges a refresh token for its successor. Concurrent uses of one token collide in
- * DuckDB (write conflict on the token or session row); a loser is retried and then sees
- * the token as used, which revokes the session.
+ * Exchanges a refresh token for its successor. Rotations of one process are serialised;
+ * a write conflict with another writer is still retried a few times.
  */
-export async function rotateRefreshToken(store: Store, token: string, refreshTtl: number): Promise<RefreshOutcome> {
+export function rotateRefreshToken(store: Store, token: string, refreshTtl: number): Promise<RefreshOutcome> {
+  // One rotation at a time per store: two uses of one token then meet in order (the second
+  // sees it used and revokes the family) instead of racing into write conflicts that a busy
+  // host could retry past their limit (a 500 and a family left alive).
+  const prev = rotations.get(store) ?? Promise.resolve();
+  const next = prev.then(() => rotateWithRetries(store, token, refreshTtl));
+  rotations.set(store, next.catch(() => undefined));
+  return next;
+}
+
+const rotations = new WeakMap<Store, Promise<unknown>>();
+
+async function rotateWithRetries(store: Store, token: string, refreshTtl: number): Promise<RefreshOutcome> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await rotateOnce(store, token, refreshTtl);

@@ -31,6 +31,8 @@ import type { SeenValues } from './messages.ts';
 import type { AdsTxtVerdict } from '../signals/ads-txt.ts';
 import type { SupplyChain } from '../signals/schain.ts';
 import { emptyRequest, validateAuth, validateRequest, type LookupRequest } from './validate.ts';
+import type { JsonObject } from './bounded-json.ts';
+import { mapBidRequest, ORTB_NAMES, ortbResponseJson, type OrtbExtra } from './ortb.ts';
 
 export interface LookupOutcome {
   status: number;
@@ -87,6 +89,7 @@ export class LookupEngine {
   private readonly seen: { sites: SeenSample; apps: SeenSample; systems: SeenSample } | null;
   private readonly scanner = new QueryScanner();
   private readonly req: LookupRequest = emptyRequest();
+  private readonly ortb: OrtbExtra = { id: '', schain: undefined, sua: null };
   private readonly dims: string[] = new Array(TUPLE_DIMENSIONS.length).fill('');
   private customerId = '';
   private readonly subject: PolicySubject = { ip: undefined as unknown as PolicySubject['ip'], ua: '', uaHi: 0, uaLo: 0, app: '', dmn: '', pub: '', sid: '', chain: null };
@@ -106,8 +109,23 @@ export class LookupEngine {
 
   /** Answers one lookup. `query` is the raw query string (after `?`). */
   lookup(query: string, now: number): LookupOutcome {
-    const refused = this.parse(query, now);
+    const refused = this.parse(query, now, null);
     if (refused !== null) return refused;
+    return this.verdict(now, false);
+  }
+
+  /**
+   * Answers one lookup from an OpenRTB bid request (`bid`, the parsed body; `query` holds
+   * p, k and node): the same verdict, counted the same, plus `id`, `nbr` and `reasons`.
+   */
+  lookupOrtb(query: string, bid: JsonObject, now: number): LookupOutcome {
+    const refused = this.parse(query, now, bid);
+    if (refused !== null) return refused;
+    return this.verdict(now, true);
+  }
+
+  /** Steps 2-4 on the parsed request, then history and counting. */
+  private verdict(now: number, ortb: boolean): LookupOutcome {
     const s = this.sources.gather(this.req, this.data, now, 'observe');
     if (s === null) return BAD_IP;
     const r = score(s);
@@ -125,7 +143,8 @@ export class LookupEngine {
     // The category follows the policy: a denied transaction's leading reason is `denylisted`.
     const cls = classifyTransaction(r);
     this.counts.count(this.customerId, hourStart(now), fillDimensions(this.req, s, categoryOf(cls === 'valid', r.leading), this.dims), cls, now);
-    return { status: 200, body: responseJson(s, r), band: r.band };
+    const body = responseJson(s, r);
+    return { status: 200, body: ortb ? ortbResponseJson(body, this.ortb.id, r) : body, band: r.band };
   }
 
   /** A Set probe per value; the samples are bounded per flush. */
@@ -147,9 +166,9 @@ export class LookupEngine {
   }
 
   /** What lookup() would answer now, with its reasons and signals; changes nothing. */
-  explain(query: string, now: number): Explanation {
+  explain(query: string, now: number, bid: JsonObject | null = null): Explanation {
     const ex: Explanation = { status: 0, response: null, reasons: [], transaction: null, category: null, leadingReason: '', signals: null, policy: null };
-    const refused = this.parse(query, now);
+    const refused = this.parse(query, now, bid);
     const s = refused === null ? this.sources.gather(this.req, this.data, now, 'peek') : null;
     let out: LookupOutcome;
     if (refused !== null) out = refused;
@@ -165,7 +184,8 @@ export class LookupEngine {
         applyPolicy(r, decision === 'deny' ? 'denylisted' : decision === 'allow' ? 'allowlisted' : null, policy.medium, policy.high);
         ex.policy = { medium: policy.medium, high: policy.high, matches: policy.matches(subject), decision, model };
       }
-      out = { status: 200, body: responseJson(s, r), band: r.band };
+      const body = responseJson(s, r);
+      out = { status: 200, body: bid === null ? body : ortbResponseJson(body, this.ortb.id, r), band: r.band };
       ex.reasons = r.reasons.slice();
       if (s.uaInconsistent) ex.reasons.push('ua_inconsistent:' + s.uaConsistency);
       ex.transaction = classifyTransaction(r);
@@ -210,7 +230,7 @@ export class LookupEngine {
   }
 
   /** Step 1: scan, authenticate, validate. Null when the request is good (this.req, this.customerId set). */
-  private parse(query: string, now: number): LookupOutcome | null {
+  private parse(query: string, now: number, bid: JsonObject | null): LookupOutcome | null {
     const scanErr = this.scanner.scan(query);
     if (scanErr) return err(400, scanErr.code, scanErr.message);
     const v = this.scanner.values;
@@ -221,8 +241,16 @@ export class LookupEngine {
     if (customerId === null) {
       return err(401, 'unauthorized', 'Invalid API key for this partner (p): check k and p, or ask your account manager for a new key.');
     }
-    const valErr = validateRequest(v, this.scanner.raw, req);
+    if (bid !== null) {
+      const mapErr = mapBidRequest(bid, v, this.scanner.raw, this.ortb);
+      if (mapErr) return err(mapErr.status, mapErr.code, mapErr.message);
+    }
+    const valErr = validateRequest(v, this.scanner.raw, req, bid === null ? undefined : ORTB_NAMES);
     if (valErr) return err(valErr.status, valErr.code, valErr.message);
+    if (bid !== null) {
+      req.schainObject = this.ortb.schain;
+      req.sua = this.ortb.sua;
+    }
     this.customerId = customerId;
     return null;
   }

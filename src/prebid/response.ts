@@ -3,9 +3,9 @@
 import type { ScoreResult } from '../signals/score.ts';
 import type { LookupSignals } from './signals.ts';
 
-/** `uaValid`: false when the UA is malformed, automated or inconsistent with the request. */
+/** `uaValid`: false when the UA is malformed, automated, inconsistent with the request or contradicted by its client hints. */
 export function uaValid(s: LookupSignals): boolean {
-  return !(s.uaMalformed || s.automation || s.uaInconsistent);
+  return !(s.uaMalformed || s.automation || s.uaInconsistent || s.suaMismatch);
 }
 
 export function responseJson(s: LookupSignals, r: ScoreResult): string {

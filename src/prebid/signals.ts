@@ -12,6 +12,7 @@ import { IpCache } from '../signals/ip-cache.ts';
 import { emptyIpVerdict, type IpVerdict } from '../signals/ip-intel.ts';
 import { parseSchain, type SupplyChain } from '../signals/schain.ts';
 import { ADS_TXT_RESULT, type AdsTxtVerdict } from '../signals/ads-txt.ts';
+import { suaConflict } from '../signals/sua.ts';
 import type { ScoreInputs } from '../signals/score.ts';
 import { UaAnalyzer, emptyVerdict, judge, unparsedVerdict, type UaVerdict } from '../signals/ua-analysis.ts';
 import { UaCache, UA_HASH, hashUa, normalizeUa } from '../signals/ua-cache.ts';
@@ -30,6 +31,8 @@ export interface LookupSignals extends ScoreInputs {
   schainError: string;
   /** The parsed chain (null when absent or invalid); a customer's seller entries match its nodes. */
   schain: SupplyChain | null;
+  /** '' when no `device.sua` came or it agrees with the UA, else what contradicts it (src/signals/sua.ts). */
+  suaConflict: string;
   ipBotActivity: boolean;
   /** The IP is in the fleet's bot-heavy set (a fleet host only; src/fleet/bot-ips.ts). */
   ipFleetBot: boolean;
@@ -43,7 +46,7 @@ export function emptySignals(): LookupSignals {
     declaredBot: false, automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false,
     uaInconsistent: false, geoMismatch: false, schainPresent: false, schainValid: false, schainVerified: false,
     schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: undefined as unknown as HistoryFacts,
-    ip: emptyIpVerdict(), ua: emptyVerdict(), uaConsistency: '', schainCompleteFlag: 0, schainError: '', schain: null,
+    ip: emptyIpVerdict(), ua: emptyVerdict(), uaConsistency: '', schainCompleteFlag: 0, schainError: '', schain: null, suaConflict: '', suaMismatch: false,
     ipBotActivity: false, ipFleetBot: false, adsTxt: ADS_TXT_RESULT.no_domain,
   };
 }
@@ -108,14 +111,16 @@ export class SignalSources {
     this.uaExactLo = uaHashLo;
     s.uaConsistency = uaConsistency(ua, req.dvt, req.app || undefined, req.ifa || undefined).reason;
 
-    s.schainPresent = req.schainRaw !== undefined && req.schainRaw !== '';
+    s.suaConflict = req.sua === null ? '' : suaConflict(req.sua, ua);
+
+    s.schainPresent = req.schainObject !== undefined || (req.schainRaw !== undefined && req.schainRaw !== '');
     s.schainValid = false;
     s.schainVerified = false;
     s.schainCompleteFlag = 0;
     s.schainError = '';
     s.schain = null;
     if (s.schainPresent) {
-      const r = parseSchain(req.schainRaw!);
+      const r = req.schainObject ?? parseSchain(req.schainRaw!);
       if (r.ok) {
         s.schainValid = true;
         s.schain = r.chain;
@@ -146,6 +151,7 @@ export class SignalSources {
     s.ipTor = ip.tor;
     s.ipRelay = ip.relay;
     s.uaInconsistent = s.uaConsistency !== '';
+    s.suaMismatch = s.suaConflict !== '';
     s.geoMismatch = req.geo !== '' && ip.country !== '' && req.geo !== ip.country;
 
     const keys = this.history.keysOf(asParsed(ipAddr), req.uid, req.ifa, uaHashLo, this.keys);

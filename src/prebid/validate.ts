@@ -1,6 +1,8 @@
 // Turns scanned parameter values into a typed lookup request, enforcing the types and
 // conditional rules of spec 4.4. Pure and synchronous; reuses one request object.
 import { CTV_DEVICE_TYPES, RENDERED_AD_TYPES } from '../enums.ts';
+import type { SchainResult } from '../signals/schain.ts';
+import type { SuaFacts } from '../signals/sua.ts';
 import { isUuid } from '../uuid.ts';
 import { P, PARAM_NAMES, REQUIRED } from './params.ts';
 
@@ -32,6 +34,10 @@ export interface LookupRequest {
   dmn: string;
   cmp: string;
   schainRaw: string | undefined; // still percent-encoded (the schain parser decodes per field)
+  /** The supply chain given as an object (an OpenRTB bid request), already checked; else undefined. */
+  schainObject: SchainResult | undefined;
+  /** OpenRTB 2.6 `device.sua`, when an OpenRTB bid request carried one. */
+  sua: SuaFacts | null;
 }
 
 export function emptyRequest(): LookupRequest {
@@ -39,6 +45,7 @@ export function emptyRequest(): LookupRequest {
     partnerId: '', key: '', pub: '', node: '', ip: '', ua: '', uid: '', ifa: '', app: '', sid: '',
     adt: 0, dvt: 0, rat: -1, adv: '', plc: '', cre: '', dim: '', aid: '', geo: '',
     p1: '', p2: '', p3: '', p4: '', p5: '', dmn: '', cmp: '', schainRaw: undefined,
+    schainObject: undefined, sua: null,
   };
 }
 
@@ -48,14 +55,26 @@ export interface ValidationError {
   message: string;
 }
 
+/**
+ * How errors name the values: the query's parameters (the GET lookup), or, for a lookup
+ * built from an OpenRTB bid request, the fields each value came from.
+ */
+export interface ValueNames {
+  /** 'parameter' or 'field'. */
+  noun: string;
+  /** By parameter slot (params.ts). */
+  names: readonly string[];
+}
+export const QUERY_NAMES: ValueNames = { noun: 'parameter', names: PARAM_NAMES };
+
 const DIM_RE = /^[1-9]\d{0,4}x[1-9]\d{0,4}$/;
 const GEO_RE = /^[A-Za-z]{2}$/;
 
-function missing(name: string): ValidationError {
-  return { status: 400, code: 'missing_parameter', message: `Missing required parameter: ${name}.` };
+function missing(name: string, n: ValueNames = QUERY_NAMES, why = ''): ValidationError {
+  return { status: 400, code: 'missing_parameter', message: `Missing required ${n.noun}: ${name}${why}.` };
 }
-function invalid(name: string, why: string): ValidationError {
-  return { status: 400, code: 'invalid_parameter', message: `Invalid parameter ${name}: ${why}.` };
+function invalid(name: string, why: string, n: ValueNames = QUERY_NAMES): ValidationError {
+  return { status: 400, code: 'invalid_parameter', message: `Invalid ${n.noun} ${name}: ${why}.` };
 }
 
 /** Small non-negative integer in [lo, hi] from a decimal string, else -1. */
@@ -83,34 +102,41 @@ export function validateAuth(v: (string | undefined)[], out: LookupRequest): Val
 }
 
 /** Every other parameter: presence, type and the conditional rules. */
-export function validateRequest(v: (string | undefined)[], raw: (string | undefined)[], out: LookupRequest): ValidationError | null {
+export function validateRequest(
+  v: (string | undefined)[],
+  raw: (string | undefined)[],
+  out: LookupRequest,
+  n: ValueNames = QUERY_NAMES,
+): ValidationError | null {
+  const name = n.names;
   for (let i = 0; i < REQUIRED.length; i++) {
     const idx = REQUIRED[i]!;
-    if (!v[idx]) return missing(PARAM_NAMES[idx]!);
+    if (!v[idx]) return missing(name[idx]!, n);
   }
   const adt = smallInt(v[P.adt]!, 1, 4);
-  if (adt < 0) return invalid('adt', 'ad type must be 1 (banner), 2 (video), 3 (audio) or 4 (native)');
+  if (adt < 0) return invalid(name[P.adt]!, 'ad type must be 1 (banner), 2 (video), 3 (audio) or 4 (native)', n);
   const dvt = smallInt(v[P.dvt]!, 1, 8);
-  if (dvt < 0) return invalid('dvt', 'device type must be an integer from 1 to 8');
+  if (dvt < 0) return invalid(name[P.dvt]!, 'device type must be an integer from 1 to 8', n);
   let rat = -1;
   const ratS = v[P.rat];
   if (ratS !== undefined && ratS !== '') {
     rat = smallInt(ratS, 0, 8);
     if (rat < 0 || !RENDERED_AD_TYPES[adt]!.has(rat)) {
-      return invalid('rat', `rendered ad type ${ratS} is not defined for adt=${adt} (allowed: ${[...RENDERED_AD_TYPES[adt]!].join(', ')})`);
+      return invalid(name[P.rat]!, `rendered ad type ${ratS} is not defined for adt=${adt} (allowed: ${[...RENDERED_AD_TYPES[adt]!].join(', ')})`, n);
     }
   }
   const geo = v[P.geo] ?? '';
-  if (geo !== '' && !GEO_RE.test(geo)) return invalid('geo', 'must be a two-letter ISO country code');
+  if (geo !== '' && !GEO_RE.test(geo)) return invalid(name[P.geo]!, 'must be a two-letter ISO country code', n);
   const dim = v[P.dim] ?? '';
-  if (dim !== '' && !DIM_RE.test(dim)) return invalid('dim', 'must be {Width}x{Height}, e.g. 300x250');
+  if (dim !== '' && !DIM_RE.test(dim)) return invalid(name[P.dim]!, 'must be {Width}x{Height}, e.g. 300x250', n);
   const app = v[P.app] ?? '';
   const ifa = v[P.ifa] ?? '';
   if (CTV_DEVICE_TYPES.has(dvt)) {
-    if (!app) return { status: 400, code: 'missing_parameter', message: `Missing required parameter: app (required for CTV and connected devices, dvt=${dvt}).` };
-    if (!ifa) return { status: 400, code: 'missing_parameter', message: `Missing required parameter: ifa (required for CTV and connected devices, dvt=${dvt}).` };
+    const why = ` (required for CTV and connected devices, ${name[P.dvt]}=${dvt})`;
+    if (!app) return missing(name[P.app]!, n, why);
+    if (!ifa) return missing(name[P.ifa]!, n, why);
   } else if (app && !ifa) {
-    return { status: 400, code: 'missing_parameter', message: 'Missing required parameter: ifa (required for in-app traffic, when app is given).' };
+    return missing(name[P.ifa]!, n, ` (required for in-app traffic, when ${name[P.app]} is given)`);
   }
   out.pub = v[P.pub]!;
   out.node = v[P.node]!;
@@ -137,5 +163,7 @@ export function validateRequest(v: (string | undefined)[], raw: (string | undefi
   out.dmn = v[P.dmn] ?? '';
   out.cmp = v[P.cmp] ?? '';
   out.schainRaw = raw[P.schain];
+  out.schainObject = undefined;
+  out.sua = null;
   return null;
 }

@@ -9,12 +9,15 @@ import { STATUS_TEXT } from '../errors.ts';
 import { fromMainThread } from '../data/bundle.ts';
 import { buildLookupData } from './data.ts';
 import { LookupEngine } from './pipeline.ts';
+import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES, tooLarge } from './ortb-body.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
 import type { BotIpRow } from '../fleet/bot-ips.ts';
 import { LATENCY_BUCKETS_US, type FromWorker, type LookupStats, type LookupWorkerInit, type SeenValues, type ToWorker } from './messages.ts';
 
 export const LOOKUP_PATH = '/api/v1/ivt/lookup';
+/** The lookup from an OpenRTB bid request (POST, the BidRequest JSON as the body). */
+export const ORTB_PATH = '/api/v1/ivt/ortb';
 export const HEALTH_PATH = '/health-check';
 /** Spec 4.4 rule 1 / section 8: request line plus headers at most 8 KB. */
 export const MAX_REQUEST_BYTES = 8192;
@@ -48,11 +51,12 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
 
   // While draining, every response closes its connection so the thread can exit once
   // idle keep-alive sockets time out (terminating a thread that holds uWS sockets aborts).
-  const reply = (res: uWS.HttpResponse, status: number, body: string | null) => {
+  // `close`: also close this connection (a body left unread).
+  const reply = (res: uWS.HttpResponse, status: number, body: string | null, close = false) => {
     res.cork(() => {
       res.writeStatus(STATUS_TEXT[status] ?? String(status));
-      if (body === null) res.end(undefined, draining);
-      else res.writeHeader('Content-Type', JSON_TYPE).end(body, draining);
+      if (body === null) res.end(undefined, draining || close);
+      else res.writeHeader('Content-Type', JSON_TYPE).end(body, draining || close);
     });
   };
   const fail = (res: uWS.HttpResponse, status: number, code: string, message: string) =>
@@ -73,18 +77,11 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       status = 413;
       fail(res, 413, 'payload_too_large', `Request is ${size} bytes; the limit for request line plus headers is ${MAX_REQUEST_BYTES}.`);
     } else if (url === LOOKUP_PATH) {
-      if (method !== 'get') {
-        status = 405;
-        fail(res, 405, 'method_not_allowed', 'Use GET for lookups.');
-      } else if (draining) {
-        status = 503;
-        fail(res, 503, 'unavailable', 'This ivtd instance is shutting down; retry on another instance.');
-      } else if (engine === null) {
-        status = 503;
-        fail(res, 503, 'unavailable', 'Lookup data is still loading; retry in a moment.');
-      } else {
+      const refused = unservable(res, method, 'get', 'Use GET for lookups.');
+      if (refused !== 0) status = refused;
+      else {
         try {
-          const out = engine.lookup(query, Date.now());
+          const out = engine!.lookup(query, Date.now()); // unservable() checked it
           status = out.status;
           if (out.band !== '') stats.byBand[out.band] = (stats.byBand[out.band] ?? 0) + 1;
           reply(res, out.status, out.body);
@@ -94,6 +91,13 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
           lastError = (e as Error).message;
           fail(res, 500, 'internal', 'The lookup failed on an internal error; it has been counted. Retry, and report it if it persists.');
         }
+      }
+    } else if (url === ORTB_PATH) {
+      const refused = unservable(res, method, 'post', 'Use POST with the BidRequest JSON as the body.');
+      if (refused !== 0) status = refused;
+      else {
+        ortbRequest(res, req, query, t0);
+        return; // the body arrives later: ortbRequest counts the request when it answers
       }
     } else if (url === HEALTH_PATH) {
       status = draining || engine === null ? 503 : 200;
@@ -106,13 +110,89 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       status = 404;
       fail(res, 404, 'not_found', `No such endpoint: ${url.length > 100 ? url.slice(0, 100) + '…' : url}. Lookups are GET ${LOOKUP_PATH}.`);
     }
+    record(status, t0);
+  });
+
+  /** 405 / 503 answered (its status returned) when a lookup route cannot serve now, else 0. */
+  function unservable(res: uWS.HttpResponse, method: string, want: string, use: string): number {
+    if (method !== want) {
+      fail(res, 405, 'method_not_allowed', use);
+      return 405;
+    }
+    if (draining || engine === null) {
+      fail(res, 503, 'unavailable', draining ? 'This ivtd instance is shutting down; retry on another instance.' : 'Lookup data is still loading; retry in a moment.');
+      return 503;
+    }
+    return 0;
+  }
+
+  function record(status: number, t0: number): void {
     const us = (performance.now() - t0) * 1000;
     stats.byStatus[status] = (stats.byStatus[status] ?? 0) + 1;
     let b = 0;
     while (b < LATENCY_BUCKETS_US.length && us > LATENCY_BUCKETS_US[b]!) b++;
     stats.latency[b]!++;
     stats.latencySumUs += us;
-  });
+  }
+
+  // The OpenRTB lookup: headers read now (uWS's req is only valid in the handler), the body
+  // gathered chunk by chunk up to ORTB_MAX_BODY_BYTES (413 past it, answered at once and the
+  // rest ignored), then parsed with bounds and answered synchronously, like a GET lookup.
+  function ortbRequest(res: uWS.HttpResponse, req: uWS.HttpRequest, query: string, t0: number): void {
+    const enc = { gzip: false };
+    const headerErr = checkBodyHeaders(req.getHeader('content-type'), req.getHeader('content-encoding'), enc);
+    const declared = Number(req.getHeader('content-length') || '0');
+    let done = false;
+    const answer = (status: number, body: string, close = false) => {
+      if (done) return;
+      done = true;
+      reply(res, status, body, close);
+      record(status, t0);
+    };
+    res.onAborted(() => {
+      done = true;
+    });
+    if (headerErr !== null) return answer(headerErr.status, JSON.stringify({ error: headerErr.code, message: headerErr.message }), true);
+    if (declared > ORTB_MAX_BODY_BYTES) {
+      const e = tooLarge(declared);
+      return answer(e.status, JSON.stringify({ error: e.code, message: e.message }), true);
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    res.onData((chunk, isLast) => {
+      if (done) return;
+      size += chunk.byteLength;
+      if (size > ORTB_MAX_BODY_BYTES) {
+        // Answered before the body ends: close, so the unread rest is never taken for a request.
+        const e = tooLarge(null);
+        return answer(e.status, JSON.stringify({ error: e.code, message: e.message }), true);
+      }
+      // uWS reuses the chunk's memory after this callback: a body in several chunks is
+      // copied; one that comes whole (the usual case) is read in place, within the callback.
+      if (!isLast) {
+        chunks.push(Buffer.from(new Uint8Array(chunk)));
+        return;
+      }
+      let whole: Uint8Array;
+      if (chunks.length === 0) whole = new Uint8Array(chunk);
+      else {
+        chunks.push(Buffer.from(new Uint8Array(chunk)));
+        whole = Buffer.concat(chunks, size);
+      }
+      const body = bidRequestFrom(whole, enc.gzip);
+      if (!body.ok) return answer(body.error.status, JSON.stringify({ error: body.error.code, message: body.error.message }));
+      const e = engine;
+      if (e === null || draining) return answer(503, JSON.stringify({ error: 'unavailable', message: 'This ivtd instance is not serving lookups right now; retry on another instance.' }));
+      try {
+        const out = e.lookupOrtb(query, body.bid, Date.now());
+        if (out.band !== '') stats.byBand[out.band] = (stats.byBand[out.band] ?? 0) + 1;
+        answer(out.status, out.body);
+      } catch (err) {
+        lastError = (err as Error).message;
+        answer(500, JSON.stringify({ error: 'internal', message: 'The lookup failed on an internal error; it has been counted. Retry, and report it if it persists.' }));
+      }
+    });
+  }
 
   let reported = cumulative(null);
   const flush = (): { announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats } => {

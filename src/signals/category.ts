@@ -4,6 +4,8 @@
 // checks the list is complete); a transaction's category is that of its leading reason,
 // the one that contributed most, and `none` for valid transactions.
 
+import { GIVT_WEIGHTS, HARD_WEIGHTS, HISTORY_TERMS, POLICY_REASONS, SIVT_WEIGHTS } from './score.ts';
+
 /** The categories, in a fixed order (reporting values; the dashboard shows them in it). */
 export const CATEGORIES = [
   'declared_crawler',
@@ -37,6 +39,7 @@ export const REASON_CATEGORY: Readonly<Record<string, Category>> = {
   ifa_zero: 'known_bad_device',
   device_impossible: 'device_spoofing',
   ua_inconsistent: 'device_spoofing',
+  sua_mismatch: 'device_spoofing',
   ua_declared_bot: 'declared_crawler',
   ua_headless: 'automation',
   asn_hosting: 'data_center',
@@ -68,4 +71,35 @@ export const REASON_CATEGORY: Readonly<Record<string, Category>> = {
 export function categoryOf(valid: boolean, leadingReason: string): Category {
   if (valid || leadingReason === '') return 'none';
   return REASON_CATEGORY[leadingReason] ?? 'none';
+}
+
+/**
+ * The MRC class of each reason code, as classifyTransaction (score.ts) counts it: the hard
+ * and GIVT components are GIVT, the SIVT and history components SIVT, and the customer's
+ * own allow/deny list is neither (POLICY). Shown to bidders beside each reason (OpenRTB
+ * lookups, README "Lookups from an OpenRTB bid request").
+ */
+export type ReasonClass = 'GIVT' | 'SIVT' | 'POLICY';
+export const REASON_CLASS: Readonly<Record<string, ReasonClass>> = Object.fromEntries([
+  ...Object.keys(HARD_WEIGHTS).map((c) => [c, 'GIVT']),
+  ...Object.keys(GIVT_WEIGHTS).map((c) => [c, 'GIVT']),
+  ...Object.keys(SIVT_WEIGHTS).map((c) => [c, 'SIVT']),
+  ...Object.keys(HISTORY_TERMS).map((c) => [c, 'SIVT']),
+  ...POLICY_REASONS.map((c) => [c, 'POLICY']),
+]);
+
+/**
+ * The OpenRTB 2.x no-bid reason (`nbr`) an invalid transaction implies, by the category of
+ * its leading reason: 3 known web spider, 5 cloud, data-center or proxy IP, else 4
+ * suspected non-human traffic (a customer's deny list included). Valid traffic has none.
+ */
+export const NBR_SPIDER = 3;
+export const NBR_NON_HUMAN = 4;
+export const NBR_CLOUD_PROXY = 5;
+export function noBidReason(valid: boolean, leadingReason: string): number | null {
+  if (valid) return null;
+  const c = REASON_CATEGORY[leadingReason];
+  if (c === 'declared_crawler') return NBR_SPIDER;
+  if (c === 'data_center' || c === 'anonymizing_proxy') return NBR_CLOUD_PROXY;
+  return NBR_NON_HUMAN;
 }

@@ -152,3 +152,34 @@ export function parseSchain(raw: string): SchainResult {
   return { ok: true, chain: { ver, complete: complete === '1' ? 1 : 0, nodes } };
 }
 
+
+/**
+ * The object form (OpenRTB 2.5 `source.ext.schain`, 2.6 `source.schain`) under the string
+ * form's rules: `ver` d.d, `complete` 0 or 1, 1 to SCHAIN_MAX_NODES nodes, each with a
+ * non-blank `asi` and `sid` and `hp` 0 or 1. Optional fields of another type than the
+ * spec's (a numeric `rid`, say) are dropped, as `ext` is; a field of a wrong type that the
+ * rules read fails like its malformed string: an object that is not one is 'bad_header'.
+ * `value` is a parsed JSON value. Never throws.
+ */
+export function schainFromObject(value: unknown): SchainResult {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return fail('bad_header');
+  const o = value as Record<string, unknown>;
+  const ver = o.ver;
+  if (typeof ver !== 'string' || !VERSION.test(ver)) return fail('bad_version');
+  const complete = o.complete;
+  if (complete !== 0 && complete !== 1) return fail('bad_complete');
+  const list = o.nodes;
+  if (!Array.isArray(list) || list.length === 0) return fail('no_nodes');
+  if (list.length > SCHAIN_MAX_NODES) return fail('too_many_nodes');
+  const nodes: SchainNode[] = [];
+  for (const n of list as unknown[]) {
+    if (typeof n !== 'object' || n === null || Array.isArray(n)) return fail('empty_node');
+    const f = n as Record<string, unknown>;
+    if (typeof f.asi !== 'string' || isBlank(f.asi)) return fail('empty_asi');
+    if (typeof f.sid !== 'string' || isBlank(f.sid)) return fail('empty_sid');
+    if (f.hp !== 0 && f.hp !== 1) return fail('bad_hp');
+    const text = (v: unknown) => (typeof v === 'string' ? v : '');
+    nodes.push({ asi: f.asi, sid: f.sid, hp: f.hp, rid: text(f.rid), name: text(f.name), domain: text(f.domain) });
+  }
+  return { ok: true, chain: { ver, complete, nodes } };
+}

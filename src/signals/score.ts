@@ -22,6 +22,8 @@ export interface ScoreInputs {
   /** An iCloud Private Relay egress (published ranges): real users behind it, so weak. */
   ipRelay: boolean;
   uaInconsistent: boolean;
+  /** An OpenRTB `device.sua` (client hints) contradicts the UA string (sua.ts). */
+  suaMismatch: boolean;
   geoMismatch: boolean;
   schainPresent: boolean;
   schainValid: boolean;
@@ -72,6 +74,7 @@ export const SIVT_WEIGHTS = {
   ip_vpn: 0.5,
   ua_inconsistent: 0.5,
   seller_unauthorized: 0.4,
+  sua_mismatch: 0.5,
   schain_invalid: 0.35,
   geo_mismatch: 0.25,
   schain_unverified: 0.2,
@@ -215,6 +218,7 @@ export function score(i: ScoreInputs): ScoreResult {
   if (i.ipVpn) { q *= 1 - SIVT_WEIGHTS.ip_vpn; fire(reasons, 'ip_vpn', SIVT_WEIGHTS.ip_vpn); }
   if (i.ipRelay) { q *= 1 - SIVT_WEIGHTS.ip_relay; fire(reasons, 'ip_relay', SIVT_WEIGHTS.ip_relay); }
   if (i.uaInconsistent) { q *= 1 - SIVT_WEIGHTS.ua_inconsistent; fire(reasons, 'ua_inconsistent', SIVT_WEIGHTS.ua_inconsistent); }
+  if (i.suaMismatch) { q *= 1 - SIVT_WEIGHTS.sua_mismatch; fire(reasons, 'sua_mismatch', SIVT_WEIGHTS.sua_mismatch); }
   if (i.geoMismatch) { q *= 1 - SIVT_WEIGHTS.geo_mismatch; fire(reasons, 'geo_mismatch', SIVT_WEIGHTS.geo_mismatch); }
   if (i.schainPresent) {
     // An unparseable chain says nothing about verification or completeness.

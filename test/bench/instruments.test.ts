@@ -9,7 +9,8 @@ import { FLOOD_MODES, floodScript } from '../../bench/flood-script.ts';
 import { isModern } from '../../bench/modern.ts';
 import { paced } from '../../bench/paced.ts';
 import { generateUas } from '../../bench/ua-gen.ts';
-import { parseWrk, wrkAsync, wrkAvailable } from '../../bench/wrk.ts';
+import { bodiesScript, parseWrk, wrkAsync, wrkAvailable } from '../../bench/wrk.ts';
+import { lookupPaths, ortbRequests } from '../../bench/requests.ts';
 
 async function listen(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ port: number; close(): Promise<void> }> {
   const server = createServer({ keepAliveTimeout: 10_000 }, handler).listen(0, '127.0.0.1');
@@ -80,6 +81,45 @@ t.test('flood generator under the real wrk: distinct keys where it should, repea
     if (mode === 'repeated') t.ok(distinct('ua') <= 32, 'repeated: 32 UAs at most');
     if (mode === 'ua-version' || mode === 'ua-shape') t.equal(distinct('ua'), n, `${mode}: a never-seen UA per request`);
   }
+});
+
+t.test('OpenRTB bench requests: 2-3 KB bid requests, each the twin of its GET lookup, POSTed whole by the real wrk', async (t) => {
+  const bodies = ortbRequests('PARTNER', 'KEY', 500);
+  const paths = lookupPaths('PARTNER', 'KEY', 500);
+  const bad: string[] = [];
+  bodies.forEach((b, i) => {
+    const bytes = Buffer.byteLength(b.body);
+    const bid = JSON.parse(b.body) as { device: { ip: string; ua: string; devicetype: number }; user: { id: string }; site: { publisher: { id: string } } };
+    const q = new URL(paths[i]!, 'http://x').searchParams;
+    const why = [
+      bytes < 2048 || bytes > 3072 ? `${bytes} bytes` : '',
+      bid.device.ip !== q.get('ip') || bid.device.ua !== q.get('ua') || bid.user.id !== q.get('uid') || bid.site.publisher.id !== q.get('pub') ? 'not the twin of its GET lookup' : '',
+      String(bid.device.devicetype) !== q.get('dvt') ? 'dvt' : '',
+      b.path !== '/api/v1/ivt/ortb?p=PARTNER&k=KEY&node=bidder-1' ? 'path' : '',
+    ].filter(Boolean);
+    if (why.length) bad.push(`#${i}: ${why.join(', ')}`);
+  });
+  t.same(bad.slice(0, 5), [], 'every bid request 2-3 KB and the same lookup as its GET twin');
+  if (!wrkAvailable()) {
+    t.comment('Debian wrk not installed: the POST script is not run');
+    return;
+  }
+  const got: Array<{ method: string; url: string; type: string; body: string }> = [];
+  const server = await listen((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => (body += c));
+    req.on('end', () => {
+      got.push({ method: req.method!, url: req.url!, type: String(req.headers['content-type']), body });
+      res.end('{}');
+    });
+  });
+  t.teardown(server.close);
+  const w = await wrkAsync({ port: server.port, script: bodiesScript(bodies.slice(0, 20)), connections: 2, seconds: 1 });
+  t.ok(w.requests > 20, `wrk sent requests (${w.requests})`);
+  const sent = new Set(bodies.slice(0, 20).map((b) => b.body));
+  t.ok(got.length > 20 && got.every((g) => g.method === 'POST' && g.url === bodies[0]!.path && g.type === 'application/json' && sent.has(g.body)), 'every request a POST of one whole bid request as JSON');
+  t.equal(new Set(got.map((g) => g.body)).size, 20, 'cycling through all of them');
 });
 
 t.test("wrk's report is parsed", async (t) => {

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
-import { CATEGORIES, REASON_CATEGORY, categoryOf } from '../../src/signals/category.ts';
-import { GIVT_WEIGHTS, HARD_WEIGHTS, HISTORY_TERMS, POLICY_REASONS, SIVT_WEIGHTS, score } from '../../src/signals/score.ts';
+import { CATEGORIES, REASON_CATEGORY, REASON_CLASS, categoryOf, noBidReason } from '../../src/signals/category.ts';
+import { GIVT_WEIGHTS, HARD_WEIGHTS, HISTORY_TERMS, POLICY_REASONS, SIVT_WEIGHTS, classifyTransaction, score } from '../../src/signals/score.ts';
 import { NO_HISTORY } from '../../src/signals/history.ts';
 
 t.test('every reason code the score can give has a category from the list', async (t) => {
@@ -13,7 +13,7 @@ t.test('every reason code the score can give has a category from the list', asyn
 t.test("a transaction's category is its leading reason's", async (t) => {
   const base = {
     ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false, declaredBot: false,
-    automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, geoMismatch: false,
+    automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, geoMismatch: false,
     schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: NO_HISTORY,
   };
   const r = score({ ...base, ipHosting: true, geoMismatch: true, declaredBot: true });
@@ -22,6 +22,39 @@ t.test("a transaction's category is its leading reason's", async (t) => {
   t.equal(categoryOf(true, r.leading), 'none', 'valid transactions have none');
   t.equal(score({ ...base, ipVpn: true, uaInconsistent: true }).leading, 'ip_vpn', 'ties go to the first to fire');
   t.equal(score(base).leading, '');
+});
+
+t.test('every reason code has a class, the one classifyTransaction counts it under', async (t) => {
+  t.same(Object.keys(REASON_CLASS).sort(), Object.keys(REASON_CATEGORY).sort(), 'the same codes as the categories');
+  const base = {
+    ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false, declaredBot: false,
+    automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, geoMismatch: false,
+    schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: NO_HISTORY,
+  };
+  // One strong reason of each component: the transaction's class is the reason's.
+  const cases: Array<[Partial<typeof base>, string]> = [
+    [{ ipBogon: true }, 'ip_bogon'],
+    [{ declaredBot: true }, 'ua_declared_bot'],
+    [{ ipTor: true, uaInconsistent: true, suaMismatch: true }, 'ip_tor'],
+  ];
+  for (const [over, code] of cases) {
+    const r = score({ ...base, ...over });
+    t.equal(r.band, 'high', `${code} alone is high`);
+    t.equal(classifyTransaction(r).toUpperCase(), REASON_CLASS[code], `${code} is ${REASON_CLASS[code]}`);
+  }
+  t.equal(REASON_CLASS.sua_mismatch, 'SIVT');
+  t.equal(REASON_CLASS.asn_hosting, 'GIVT');
+  t.equal(REASON_CLASS.denylisted, 'POLICY');
+});
+
+t.test('the OpenRTB no-bid reason an invalid transaction implies', async (t) => {
+  t.equal(noBidReason(true, 'ua_declared_bot'), null, 'valid: none');
+  t.equal(noBidReason(false, 'ua_declared_bot'), 3, 'declared crawler: 3 known web spider');
+  t.equal(noBidReason(false, 'asn_hosting'), 5, 'data center: 5');
+  t.equal(noBidReason(false, 'ip_tor'), 5, 'anonymizing proxy: 5');
+  t.equal(noBidReason(false, 'ua_headless'), 4, 'automation: 4 suspected non-human');
+  t.equal(noBidReason(false, 'sua_mismatch'), 4, 'spoofing: 4');
+  t.equal(noBidReason(false, 'denylisted'), 4, "the customer's deny list: 4");
 });
 
 t.test('docs/scoring.md lists every category, in order, with exactly its reason codes', async (t) => {

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { SCHAIN_MAX_NODES, parseSchain, type SchainResult, type SupplyChain } from '../../src/signals/schain.ts';
+import { SCHAIN_MAX_NODES, parseSchain, schainFromObject, type SchainResult, type SupplyChain } from '../../src/signals/schain.ts';
 import { SellersRegistry } from '../../src/signals/sellers.ts';
 
 function chainOf(r: SchainResult): SupplyChain {
@@ -219,4 +219,30 @@ t.test('lookup threads verify against the main thread\'s compiled index, not the
   t.notOk(verify(thread, '1.0,1!big.example,s-50000,1'));
   t.ok(thread.has('big.example') && !thread.has('other.example'));
   t.throws(() => SellersRegistry.fromIndex(registry.index.subarray(0, 40)), /truncated/);
+});
+
+t.test('the object form (OpenRTB source.schain) follows the string form rules', async (t) => {
+  const node = { asi: 'exchange1.example', sid: '1234', hp: 1, rid: 'bid-request-1', name: 'publisher', domain: 'publisher.example' };
+  const obj = schainFromObject({ ver: '1.0', complete: 1, nodes: [node], ext: { x: 1 } });
+  const str = parseSchain('1.0,1!exchange1.example,1234,1,bid-request-1,publisher,publisher.example');
+  t.same(obj, str, 'the same chain as its string form');
+  t.same(schainFromObject({ ver: '1.0', complete: 0, nodes: [{ asi: 'a.example', sid: '1', hp: 1, rid: 7 }] }), {
+    ok: true, chain: { ver: '1.0', complete: 0, nodes: [{ asi: 'a.example', sid: '1', hp: 1, rid: '', name: '', domain: '' }] },
+  }, 'optional fields of another type are dropped');
+  const code = (v: unknown) => {
+    const r = schainFromObject(v);
+    return r.ok ? 'ok' : r.error;
+  };
+  t.equal(code('1.0,1!a,1,1'), 'bad_header', 'a string where the object belongs');
+  t.equal(code([]), 'bad_header', 'an array');
+  t.equal(code(null), 'bad_header', 'null');
+  t.equal(code({ ver: 1, complete: 1, nodes: [node] }), 'bad_version', 'a numeric ver');
+  t.equal(code({ ver: '1.0', complete: '1', nodes: [node] }), 'bad_complete', 'a string complete');
+  t.equal(code({ ver: '1.0', complete: 1, nodes: [] }), 'no_nodes');
+  t.equal(code({ ver: '1.0', complete: 1 }), 'no_nodes', 'nodes missing');
+  t.equal(code({ ver: '1.0', complete: 1, nodes: new Array(SCHAIN_MAX_NODES + 1).fill(node) }), 'too_many_nodes');
+  t.equal(code({ ver: '1.0', complete: 1, nodes: [null] }), 'empty_node');
+  t.equal(code({ ver: '1.0', complete: 1, nodes: [{ ...node, asi: ' ' }] }), 'empty_asi');
+  t.equal(code({ ver: '1.0', complete: 1, nodes: [{ ...node, sid: 1234 }] }), 'empty_sid', 'a numeric sid');
+  t.equal(code({ ver: '1.0', complete: 1, nodes: [{ ...node, hp: true }] }), 'bad_hp');
 });

@@ -1,0 +1,186 @@
+// POST /api/v1/ivt/ortb through the real pre-bid listener. Fixtures
+// (test/fixtures/ortb/{exemplary,supplemental}/*.json) are
+//   { "description", "request" (a BidRequest), "query"? (the equivalent GET lookup without
+//     p, k, node), "status", "expect" (a subset of the answer; "/regex/" strings match) }.
+// Every fixture with a `query` runs on two fresh servers in the same order, one by ORTB and
+// one by GET, so both see the same history: their verdicts must be equal. Then hostile
+// bodies: each gets a JSON 4xx and the thread keeps answering.
+import t, { type Test } from 'tap';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { until } from '../helpers/until.ts';
+import { ORTB_MAX_BODY_BYTES, ORTB_MAX_JSON_BYTES } from '../../src/prebid/ortb-body.ts';
+
+interface Fixture {
+  description: string;
+  request: unknown;
+  query?: string;
+  status: number;
+  expect: Record<string, unknown>;
+}
+
+const DIR = join(import.meta.dirname, '..', 'fixtures', 'ortb');
+const fixtures: [string, Fixture][] = [];
+for (const kind of ['exemplary', 'supplemental']) {
+  for (const f of readdirSync(join(DIR, kind)).sort()) fixtures.push([`${kind}/${f}`, JSON.parse(readFileSync(join(DIR, kind, f), 'utf8'))]);
+}
+
+function matches(t: Test, got: unknown, want: unknown, at: string): void {
+  if (typeof want === 'string' && want.length > 1 && want.startsWith('/') && want.endsWith('/')) {
+    t.match(String(got), new RegExp(want.slice(1, -1)), at);
+  } else if (Array.isArray(want)) {
+    t.same(got, want, at);
+  } else if (typeof want === 'object' && want !== null) {
+    for (const [k, v] of Object.entries(want)) matches(t, (got as Record<string, unknown> | undefined)?.[k], v, `${at}.${k}`);
+  } else t.equal(got, want, at);
+}
+
+const auth = (s: TestServer) => `p=${s.customer.partner_id}&k=${s.customer.prebid_key}`;
+
+async function ortb(s: TestServer, body: string | Buffer, headers: Record<string, string> = {}, query = `${auth(s)}&node=bidder-eu-1`) {
+  const r = await fetch(`${s.prebid}/api/v1/ivt/ortb?${query}`, { method: "POST", body: typeof body === "string" ? body : new Uint8Array(body), headers: { 'content-type': 'application/json', ...headers } });
+  const text = await r.text();
+  return { status: r.status, text, json: text === '' ? null : (JSON.parse(text) as Record<string, unknown>) };
+}
+
+const VERDICT = ['botRisk', 'components', 'ipReputation', 'uaValid', 'schain'];
+
+t.test('fixtures: expected answers, and the same verdict as the equivalent GET lookup', async (t) => {
+  const a = await startTestServer({ threads: 1 });
+  t.teardown(() => a.stop());
+  const b = await startTestServer({ threads: 1 });
+  t.teardown(() => b.stop());
+  for (const [name, f] of fixtures) {
+    const got = await ortb(a, JSON.stringify(f.request));
+    t.equal(got.status, f.status, `${name}: status (${f.description}) ${got.text}`);
+    matches(t, got.json, f.expect, name);
+    if (f.status === 200) {
+      t.equal(got.json!.id, (f.request as { id: string }).id, `${name}: id echoed`);
+      for (const r of got.json!.reasons as { code: string; class: string }[]) t.match(r.class, /^(GIVT|SIVT|POLICY)$/, `${name}: ${r.code} classed`);
+      const band = (got.json!.botRisk as { band: string }).band;
+      if (band !== 'high') t.notOk('nbr' in got.json!, `${name}: no nbr below high`);
+      else t.match(String(got.json!.nbr), /^[345]$/, `${name}: nbr 3, 4 or 5 when high`);
+    }
+    if (f.query === undefined) continue;
+    const g = await fetch(`${b.prebid}/api/v1/ivt/lookup?${auth(b)}&node=bidder-eu-1&${f.query}`);
+    const gj = (await g.json()) as Record<string, unknown>;
+    t.equal(g.status, 200, `${name}: GET equivalent answers`);
+    for (const k of VERDICT) t.same(got.json![k], gj[k], `${name}: ${k} same by ORTB and GET`);
+  }
+});
+
+t.test('gzip, size limits, auth and hostile bodies; the thread keeps answering', async (t) => {
+  const s = await startTestServer({ threads: 1 });
+  t.teardown(() => s.stop());
+  const good = JSON.stringify(fixtures.find(([n]) => n === 'exemplary/web-banner.json')![1].request);
+  const ok = await ortb(s, good);
+  t.equal(ok.status, 200, 'plain body');
+
+  const gz = await ortb(s, gzipSync(good), { 'content-encoding': 'gzip' });
+  t.equal(gz.status, 200, 'gzip body inflated');
+  t.equal(gz.json!.id, 'req-web-1', 'the inflated BidRequest was read (id echoed)');
+
+  const bomb = gzipSync(Buffer.alloc(50 * 1024 * 1024, 0x20));
+  t.ok(bomb.length < ORTB_MAX_BODY_BYTES, 'the bomb itself is under the body limit');
+  const b = await ortb(s, bomb, { 'content-encoding': 'gzip' });
+  t.equal(b.status, 413, `gzip bomb stops at ${ORTB_MAX_JSON_BYTES} inflated bytes`);
+  t.equal(b.json!.error, 'payload_too_large');
+
+  const big = await ortb(s, JSON.stringify({ id: 'x', pad: 'a'.repeat(ORTB_MAX_BODY_BYTES) }));
+  t.equal(big.status, 413, 'body over the limit');
+
+  t.equal((await ortb(s, 'not gzip', { 'content-encoding': 'gzip' })).status, 400, 'bad gzip');
+  t.equal((await ortb(s, good, { 'content-type': 'text/plain' })).status, 415, 'wrong media type');
+  t.equal((await ortb(s, good, {}, `p=${s.customer.partner_id}&k=wrong&node=n`)).status, 401, 'same authentication');
+  const get = await fetch(`${s.prebid}/api/v1/ivt/ortb?${auth(s)}`);
+  t.equal(get.status, 405, 'GET on the ORTB path');
+
+  const hostile: [string, string][] = [
+    ['not JSON', 'hello'],
+    ['truncated', good.slice(0, 100)],
+    ['deep nesting', '['.repeat(5000) + ']'.repeat(5000)],
+    ['deep objects', '{"a":'.repeat(100) + '1' + '}'.repeat(100)],
+    ['huge array', JSON.stringify({ id: 'x', imp: new Array(5000).fill(0) })],
+    ['duplicate keys', '{"id":"a","id":"b"}'],
+    ['__proto__ key', '{"id":"a","device":{"__proto__":{"ua":"x"}}}'],
+    ['constructor key', '{"id":"a","constructor":{"prototype":{}}}'],
+    ['array body', '[1,2]'],
+    ['string body', '"x"'],
+    ['empty body', ''],
+    ['wrong type: device', JSON.stringify({ id: 'a', device: 'x' })],
+    ['wrong type: imp', JSON.stringify({ id: 'a', imp: {} })],
+    ['wrong type: ua', JSON.stringify({ id: 'a', device: { ua: 5 } })],
+    ['wrong type: id', JSON.stringify({ id: 5 })],
+    ['lone surrogate', '{"id":"\\ud800"}'],
+    ['text after value', '{"id":"a"} x'],
+    ['shaped like an internal error', '{"status":200,"code":"unauthorized","message":"x"}'],
+  ];
+  for (const [what, body] of hostile) {
+    const r = await ortb(s, body);
+    t.equal(r.status, 400, `${what}: 400`);
+    t.ok(r.json !== null && typeof r.json.error === 'string' && typeof r.json.message === 'string', `${what}: JSON error ${r.text.slice(0, 160)}`);
+  }
+  t.equal(Object.prototype.hasOwnProperty.call({}, 'ua'), false, 'no prototype pollution in the test process');
+  t.equal((await fetch(`${s.prebid}/health-check`)).status, 200, 'thread still healthy');
+  t.equal((await ortb(s, good)).status, 200, 'and still answers bid requests');
+});
+
+t.test('one transaction counted per bid request, by the node of the query', async (t) => {
+  const s = await startTestServer({ threads: 1 });
+  t.teardown(() => s.stop());
+  const good = JSON.stringify(fixtures.find(([n]) => n === 'exemplary/web-banner.json')![1].request);
+  for (let i = 0; i < 3; i++) t.equal((await ortb(s, good, {}, `${auth(s)}&node=ortb-node`)).status, 200);
+  t.equal((await ortb(s, '{"id":"a"}', {}, `${auth(s)}&node=ortb-node`)).status, 400, 'a refused bid request is no transaction');
+  const today = new Date().toISOString().slice(0, 10);
+  const basic = 'Basic ' + Buffer.from(`${s.customer.customer_id}:${s.customer.reporting_key}`).toString('base64');
+  let total = -1;
+  await until(
+    'the counts reach the report',
+    async () => {
+      await s.server.reporting!.flush();
+      const r = await fetch(`${s.reporting}/v1/report?start_date=${today}&end_date=${today}&group_by=node`, { headers: { authorization: basic } });
+      const body = (await r.json()) as { rows: { node: string; total_transactions: number }[] };
+      total = body.rows.find((row) => row.node === 'ortb-node')?.total_transactions ?? -1;
+      return total >= 3;
+    },
+    15_000,
+  ).catch(() => undefined);
+  t.equal(total, 3, 'three bid requests, three transactions');
+});
+
+t.test('the admin explain takes a bid request too, on the account port', async (t) => {
+  const s = await startTestServer({ threads: 1 });
+  t.teardown(() => s.stop());
+  const r0 = await fetch(`${s.api}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ username: s.customer.username, password: s.customer.password }) });
+  const token = ((await r0.json()) as { access_token: string }).access_token;
+  const spider = fixtures.find(([n]) => n === 'supplemental/known-spider-nbr-3.json')![1].request;
+  const explain = (body: string, query = `${auth(s)}&node=n`) =>
+    fetch(`${s.api}/v1/account/explain/ortb?${query}`, { method: 'POST', body, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } });
+  const r = await explain(JSON.stringify(spider));
+  t.equal(r.status, 200);
+  const body = (await r.json()) as { status: number; reasons: string[]; transaction: string; category: string; categories: { category: string; reasons: string[] }[]; response: { id: string; nbr: number } };
+  t.equal(body.category, 'declared_crawler', 'the reporting category, as for a GET lookup');
+  t.match(body.categories, [{ category: 'declared_crawler', reasons: ['ua_declared_bot'] }], 'reasons grouped by category');
+  t.equal(body.status, 200);
+  t.equal(body.response.id, 'req-gb-1');
+  t.equal(body.response.nbr, 3);
+  t.match(body.reasons.join(' '), /ua_declared_bot/);
+  t.equal(body.transaction, 'givt');
+  const missing = await explain(JSON.stringify({ id: 'x', device: { ip: '73.162.10.20' } }));
+  t.match(await missing.json(), { status: 400, response: { error: 'missing_parameter' } }, 'a refused bid request is explained as refused');
+  t.equal((await explain('[1')).status, 400, 'a hostile body is a 400 here too');
+  const other = await fetch(`${s.api}/v1/account/explain/ortb?${auth(s)}&node=n`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+  t.equal(other.status, 400, 'no session → 400 invalid_session');
+});
+
+t.test('mapped strings are bounded like the GET form\'s values', async (t) => {
+  const s = await startTestServer({ threads: 1 });
+  t.teardown(() => s.stop());
+  const bid = structuredClone(fixtures.find(([n]) => n === 'exemplary/web-banner.json')![1].request) as { device: { ua: string } };
+  bid.device.ua = 'Mozilla/5.0 ' + 'x'.repeat(3000);
+  const r = await ortb(s, JSON.stringify(bid));
+  t.equal(r.status, 400);
+  t.match(r.json, { error: 'invalid_parameter', message: /device\.ua.*2048/ });
+});
