@@ -98,9 +98,9 @@ const AUTOMATION_PATTERNS: ReadonlyArray<readonly [RegExp, string]> = [
 ];
 export const AUTOMATION_REASONS: readonly string[] = AUTOMATION_PATTERNS.map(([, r]) => r);
 
-// Tokens of real devices, apps and browsers that isbot's generic rules ("google", "sogou")
-// also match: Google TV devices, Google's Android apps, Sogou's mobile browser.
-const BOT_FALSE_FRIENDS = /google ?tv|com\.google\.android\.[\w.]+|SogouM(?:obileBrowser|SE)/i;
+// Tokens of real devices and apps that isbot's generic "google" rule also matches: Google
+// TV devices, Google's Android apps.
+const BOT_FALSE_FRIENDS = /google ?tv|com\.google\.android\.[\w.]+/i;
 const BOT_FALSE_FRIENDS_ALL = new RegExp(BOT_FALSE_FRIENDS.source, 'gi');
 
 const APP_CLIENT = /^(?:okhttp\/|Dalvik\/|stagefright\/|AppleCoreMedia\/)|\bCFNetwork\/|\bExoPlayerLib\//i;

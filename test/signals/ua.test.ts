@@ -60,14 +60,12 @@ const UA = {
     'Mozilla/5.0 (Windows NT 10.0.19045.100; osmeta 10.3.4000) AppleWebKit/602.1.1 (KHTML, like Gecko) Version/9.0 Safari/602.1.1 osmeta/10.3.4000 Build/4000 [FBAN/FBW;FBAV/200.0.0.10.100;]',
   officeMac: 'Microsoft Office Word/16.80.1 (Mac OS/14.1; Desktop; en-US; NonAppStore; Apple/Mac14,2)',
   macCfnetwork: 'Reader/310 CFNetwork/1410.0.3 Darwin/22.6.0 (x86_64)',
-  // Android apps on Chromebooks (a ChromeOS build; the machine's name with Mobile), Sogou's
-  // mobile browser and an upper-case GOOGLE TV (isbot's generic rules).
+  // Android apps on Chromebooks (a ChromeOS build; the machine's name with Mobile) and an
+  // upper-case GOOGLE TV (isbot's generic "google" rule).
   androidOnChromebook:
     'Mozilla/5.0 (Linux; Android 11; Acme Chromebook 14 Build/R118-15604.57.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/118.0.5993.111 Mobile Safari/537.36',
   androidX86:
     'Mozilla/5.0 (Linux; x86_64; Android 11; Acme Laptop 5) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/114.0.0.0 Safari/537.36',
-  sogouMobile:
-    'Mozilla/5.0 (Linux; Android 12; AB-1234 Build/SP1A.210812.016; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/95.0.4638.74 Mobile Safari/537.36 SogouMSE,SogouMobileBrowser/7.2.1',
   googleTvUpper:
     'Mozilla/5.0 (Linux; Android 11; ACME GOOGLE TV 4K Build/RTT2.230601.005; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/126.0.6478.134 Mobile Safari/537.36',
   handheldConsole:
@@ -139,7 +137,6 @@ const cases: Array<[keyof typeof UA, Expect]> = [
   ['officeMac', { device: 'desktop' }],
   ['androidOnChromebook', { os: 'android', device: 'desktop' }],
   ['androidX86', { os: 'android', device: 'desktop' }],
-  ['sogouMobile', { os: 'android', device: 'mobile', declaredBot: false }],
   ['googleTvUpper', { os: 'android', device: 'smarttv', declaredBot: false }],
   ['macCfnetwork', { device: 'desktop', appClient: true }],
   ['ps5', { os: 'playstation', device: 'console' }],
