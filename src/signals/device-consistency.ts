@@ -29,6 +29,9 @@ function inconsistent(reason: string): UaConsistency {
 }
 
 // Device classes the UA may not show for each dvt (spec 2.4). Conservative on purpose:
+// - PC (2): no phone, tablet, TV, console or wearable, and no Android device that is not
+//   a PC (an app's own UA, "com.google.android.youtube/... (Linux; U; Android 12; ...)",
+//   names no device class but is an Android phone, tablet or box);
 // - tablets (1, 5) may send desktop UAs (iPadOS Safari says Macintosh, Android tablets
 //   default to desktop mode, Surface is Windows), so desktop is allowed there;
 // - phones (4) in "request desktop site" mode say Macintosh (iPhone) or X11 Linux
@@ -45,7 +48,9 @@ function deviceMismatch(dvt: number, info: UaDeviceFacts): boolean {
   const d = info.device;
   switch (dvt) {
     case 2:
-      return d === 'mobile' || d === 'tablet' || d === 'smarttv' || d === 'console' || d === 'wearable';
+      // Android is no PC's OS unless the UA names the PC (a Chromebook: device 'desktop').
+      return d === 'mobile' || d === 'tablet' || d === 'smarttv' || d === 'console' || d === 'wearable' ||
+        (info.os === 'android' && d !== 'desktop');
     case 1:
     case 5:
       return d === 'smarttv' || d === 'console';

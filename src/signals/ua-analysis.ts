@@ -179,6 +179,7 @@ const OS_FAMILIES: Readonly<Record<string, string>> = {
   iOS: 'ios',
   Android: 'android',
   'Android-x86': 'android',
+  android: 'android', // ua-parser's name for "(Linux; U; Android 14; ...)" in apps' own UAs
   'Chromium OS': 'chromeos',
   'Chrome OS': 'chromeos',
   Linux: 'linux',

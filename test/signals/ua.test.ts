@@ -66,6 +66,7 @@ const UA = {
     'Mozilla/5.0 (Linux; Android 11; Acme Chromebook 14 Build/R118-15604.57.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/118.0.5993.111 Mobile Safari/537.36',
   androidX86:
     'Mozilla/5.0 (Linux; x86_64; Android 11; Acme Laptop 5) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/114.0.0.0 Safari/537.36',
+  youtubeApp: 'com.google.android.youtube/19.10.35(Linux; U; Android 14; en_US; AB-12 Build/UP1A.231005.007) gzip',
   googleTvUpper:
     'Mozilla/5.0 (Linux; Android 11; ACME GOOGLE TV 4K Build/RTT2.230601.005; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/126.0.6478.134 Mobile Safari/537.36',
   handheldConsole:
@@ -138,6 +139,7 @@ const cases: Array<[keyof typeof UA, Expect]> = [
   ['androidOnChromebook', { os: 'android', device: 'desktop' }],
   ['androidX86', { os: 'android', device: 'desktop' }],
   ['googleTvUpper', { os: 'android', device: 'smarttv', declaredBot: false }],
+  ['youtubeApp', { os: 'android', device: 'unknown', declaredBot: false }],
   ['macCfnetwork', { device: 'desktop', appClient: true }],
   ['ps5', { os: 'playstation', device: 'console' }],
   ['xbox', { os: 'xbox', browser: 'edge', device: 'console' }],
@@ -376,6 +378,9 @@ t.test('uaConsistency against dvt, app and ifa', async (t) => {
     // Android apps on a Chromebook declared as a PC pass; as CTV they do not.
     ['androidOnChromebook', 2, undefined, undefined, true, ''],
     ['androidX86', 2, undefined, undefined, true, ''],
+    // An Android app's own UA names no device class, but Android is no PC's OS.
+    ['youtubeApp', 2, undefined, undefined, false, 'dvt2_unknown_ua'],
+    ['youtubeApp', 4, 'com.google.android.youtube', IFA, true, ''],
     ['androidOnChromebook', 3, 'com.example.tv', IFA, false, 'ifa_on_desktop'],
     ['androidTvWebview', 3, 'com.example.tv', IFA, true, ''],
     ['androidBox', 3, 'com.example.tv', IFA, true, ''],
