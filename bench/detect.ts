@@ -263,7 +263,8 @@ async function score(server: IvtdServer, tests: Test[]): Promise<Row[]> {
     let high = 0;
     let uaInvalid = 0;
     const examples: string[] = [];
-    const wrongWay = (hit: boolean) => (t.goal === 'higher' ? !hit : hit);
+    // Detection rows (goal 'higher' or '>= N %') go wrong on a miss; must-stay-valid rows on a hit.
+    const wrongWay = (hit: boolean) => (t.goal === 'higher' || t.goal.startsWith('>=') ? !hit : hit);
     verdicts.forEach((v, i) => {
       if (t.count === 'schainAgrees') {
         const label = t.expected!(t.probes[i]!);

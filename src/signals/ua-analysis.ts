@@ -173,6 +173,20 @@ const ANDROID_MODEL = /Android [\d.]+;(?: [a-z]{2}[-_][a-zA-Z]{2};)? ([^;)]+?)(?
 // often say Mobile, so the model decides.
 const TV_MODEL =
   /(?:^|[-_ ]|\b[A-Z])(?:24|28|32|39|40|42|43|48|49|50|55|58|65|70|75|85|98)[A-Z]{1,4}\d|[A-Z](?:43|50|55|58|65|75)U[A-Z]|LED|TV|\b4K\b|UHD|(?:[Ss]tick|STICK|[Bb]ox|BOX)\b|\b(?:STB|OTT|IPTV|DVB|[Ss]tream|STREAM)|Amlogic|Allwinner|\b(?:S905|RK33\d\d|H31[36]|H61[68])|\b(?:MXQ|X96|T95|H96|A95X|M8S|MECOOL|Tanix|UGOOS|Formuler|Zidoo)/;
+// A phone named by its maker's model naming or by a phone-only app or browser (for WebViews,
+// which say Mobile on every Android device): Samsung Galaxy phones SM-A/E/F/G/J/M/N/S/W + 3
+// digits (SM-T/P/X are tablets); Pixel N; Xiaomi's Redmi, POCO, Mi N and model numbers
+// (M2xxxKxxG, yymmxxxxG); OPPO CPH + 4 digits, realme RMX + 4, OnePlus KB/IN/HD/GM/LE/NE + 4;
+// vivo V + 4 digits, iQOO I + 4; Huawei/Honor "ABC-LX1"/"ABC-AN00"; Motorola moto, XT + 4;
+// Transsion's TECNO, Infinix, itel; Nokia; LG LM-X123; Sony Xperia XQ-AB12; ASUS_; Blackview
+// BV + 4. Apps and browsers made for phones: Facebook (FB_IAB/FB4A/FBAN), Instagram, Threads
+// (Barcelona), X (TwitterAndroid), Baidu (baiduboxapp), WeChat (MicroMessenger), QQ's browser,
+// KakaoTalk, the phone makers' own browsers.
+// ua-parser names a vendor for a phone from a maker's name alone for these: Huawei's TVs and
+// screens carry the same "Build/HUAWEI..." as its phones, so for them the model code decides.
+const VENDOR_NOT_PHONE: ReadonlySet<string> = new Set(['Generic', 'Huawei']);
+const PHONE_NAMED =
+  /\bSM-[AEFGJMNSW]\d{3}|\bPixel \d|\b(?:Redmi|POCO|Xiaomi|M[Ii] \d)|\bM2\d{3}[A-Z]\d|\b2[0-4]\d{5,6}[A-Z]{1,3}\b|\b(?:CPH|RMX|KB|IN|HD|GM|LE|NE)\d{4}\b|\b[VI]2\d{3}[A-Z]{0,2}\b|\b[A-Z]{3,4}-(?:AL|AN|LX|TL|NX|BD|DL|L|N)\d|\b(?:moto|motorola)\b|\bXT\d{4}|\b(?:TECNO|Infinix|itel|Nokia)\b|\bLM-[A-Z]\d{3}|\bXQ-[A-Z]{2}\d{2}|\bASUS_|\bBV\d{4}|FB_IAB|FB4A|FBAN|Instagram|Barcelona|TwitterAndroid|baiduboxapp|MicroMessenger|MQQBrowser|KAKAOTALK|VivoBrowser|HeyTapBrowser|MiuiBrowser|SamsungBrowser/;
 const OS_FAMILIES: Readonly<Record<string, string>> = {
   Windows: 'windows',
   'Mac OS': 'macos',
@@ -505,6 +519,10 @@ export class UaAnalyzer {
     // Android phones' browsers and WebViews always say it, so a complete Android browser
     // UA without it (it ends in Safari/) names a tablet, TV or box. ua-parser alone calls
     // some sticks and TVs phones ("Android 10; Chromecast", VIDAA) and some phones tablets.
+    const webview =
+      /; wv\)/.test(ua) ||
+      browser.name === 'Chrome WebView' ||
+      (osName === 'ios' && ua.includes('Mobile/') && !ua.includes('Safari/'));
     const tokens = deviceTokens(ua);
     if (tokens & TOKEN_CONSOLE) deviceType = 'console';
     else if (tokens & TOKEN_TV) deviceType = 'smarttv';
@@ -519,16 +537,17 @@ export class UaAnalyzer {
         const model = ANDROID_MODEL.exec(ua)?.[1] ?? '';
         if (TV_MODEL.test(model)) deviceType = 'smarttv';
         else if (deviceType === 'mobile' || deviceType === 'tablet' || deviceType === 'unknown') {
-          if (mobileToken) deviceType = 'mobile';
+          // Every Android WebView says Mobile, phone or TV box alike: a WebView names a phone
+          // only when its model follows a phone maker's naming or a phone-only app or browser
+          // wraps it; an unnamed box's WebView stays unknown. A browser that says Mobile is a
+          // phone's (TV boxes' browsers drop it or name the platform).
+          const named = (device.type === 'mobile' && device.vendor !== undefined && !VENDOR_NOT_PHONE.has(device.vendor)) || PHONE_NAMED.test(ua);
+          if (mobileToken) deviceType = !webview || named ? 'mobile' : 'unknown';
           else if (ua.includes('AppleWebKit/') && ua.includes('Safari/')) deviceType = 'tablet';
         }
       }
     }
 
-    const webview =
-      /; wv\)/.test(ua) ||
-      browser.name === 'Chrome WebView' ||
-      (osName === 'ios' && ua.includes('Mobile/') && !ua.includes('Safari/'));
 
     let browserFamily = browser.name ? (BROWSER_FAMILIES[browser.name] ?? 'other') : 'unknown';
     if (webview && (browserFamily === 'webkit' || browserFamily === 'unknown')) browserFamily = 'webview';

@@ -56,6 +56,21 @@ const UA = {
     'Mozilla/5.0 (Linux; Android 12; Acme Google TV 4K Build/STT2.230301.004; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/121.0.6167.101 Mobile Safari/537.36',
   phoneTruncated:
     'Mozilla/5.0 (Linux; Android 12; XY-2210 Build/SP1A.210812.016; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/99.0.4844.58',
+  // Hand-written: WebViews (every Android WebView says Mobile) of a model no maker's phone
+  // naming covers — a box or an unknown phone, unknown either way; the same WebView inside a
+  // phone-only app (Instagram's own UA tail); an OPPO phone by its CPH code; a Huawei phone by
+  // its model code and a Huawei screen whose build names the maker but whose model is no
+  // phone code.
+  unnamedWebview:
+    'Mozilla/5.0 (Linux; Android 12; KX-90 Build/SP1A.210812.016; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/120.0.6099.43 Mobile Safari/537.36',
+  unnamedWebviewInstagram:
+    'Mozilla/5.0 (Linux; Android 12; KX-90 Build/SP1A.210812.016; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/120.0.6099.43 Mobile Safari/537.36 Instagram 300.0.0.1.100 Android (31/12; 400dpi; 1080x2340; Acme; KX-90; kx90; mt6765; en_US; 500000000)',
+  oppoWebview:
+    'Mozilla/5.0 (Linux; Android 14; CPH2601 Build/UP1A.231005.007; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/125.0.6422.53 Mobile Safari/537.36',
+  huaweiPhoneWebview:
+    'Mozilla/5.0 (Linux; Android 12; ABC-LX9 Build/HUAWEIABC-LX9; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/114.0.5735.196 Mobile Safari/537.36',
+  huaweiScreenWebview:
+    'Mozilla/5.0 (Linux; Android 10; ABCD-550 Build/HUAWEIABCD-550; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/88.0.4324.93 Mobile Safari/537.36',
   fbWindows:
     'Mozilla/5.0 (Windows NT 10.0.19045.100; osmeta 10.3.4000) AppleWebKit/602.1.1 (KHTML, like Gecko) Version/9.0 Safari/602.1.1 osmeta/10.3.4000 Build/4000 [FBAN/FBW;FBAV/200.0.0.10.100;]',
   officeMac: 'Microsoft Office Word/16.80.1 (Mac OS/14.1; Desktop; en-US; NonAppStore; Apple/Mac14,2)',
@@ -134,6 +149,11 @@ const cases: Array<[keyof typeof UA, Expect]> = [
   ['androidTvBuild', { os: 'android', device: 'smarttv', webview: true }],
   ['boxWebview', { os: 'android', device: 'smarttv', webview: true }],
   ['googleTv', { os: 'android', device: 'smarttv', declaredBot: false }],
+  ['unnamedWebview', { os: 'android', device: 'unknown', webview: true }], // phone or box: the UA does not say
+  ['unnamedWebviewInstagram', { os: 'android', device: 'mobile', webview: true }],
+  ['oppoWebview', { os: 'android', device: 'mobile', webview: true }],
+  ['huaweiPhoneWebview', { os: 'android', device: 'mobile', webview: true }],
+  ['huaweiScreenWebview', { os: 'android', device: 'unknown', webview: true }],
   ['phoneTruncated', { os: 'android', device: 'unknown' }], // not a tablet: a phone the truncation hid
   ['officeMac', { device: 'desktop' }],
   ['androidOnChromebook', { os: 'android', device: 'desktop' }],
@@ -369,6 +389,15 @@ t.test('uaConsistency against dvt, app and ifa', async (t) => {
     ['safariIphone', 6, 'com.example.tv', IFA, false, 'dvt6_mobile_ua'],
     ['androidWebview', 3, 'com.example.tv', IFA, false, 'dvt3_mobile_ua'],
     ['iosWebview', 7, 'com.example.tv', IFA, false, 'dvt7_mobile_ua'],
+    // A WebView names a phone only by its maker's model naming or a phone-only app around it;
+    // an unnamed WebView is let through as CTV and as a phone alike (docs/scoring.md).
+    ['oppoWebview', 3, 'com.example.tv', IFA, false, 'dvt3_mobile_ua'],
+    ['huaweiPhoneWebview', 7, 'com.example.tv', IFA, false, 'dvt7_mobile_ua'],
+    ['unnamedWebviewInstagram', 3, 'com.example.tv', IFA, false, 'dvt3_mobile_ua'],
+    ['unnamedWebview', 3, 'com.example.tv', IFA, true, ''],
+    ['unnamedWebview', 4, 'com.example.app', IFA, true, ''],
+    ['unnamedWebview', 2, undefined, undefined, false, 'dvt2_unknown_ua'],
+    ['huaweiScreenWebview', 3, 'com.example.tv', IFA, true, ''],
     ['androidTvBuild', 3, 'com.example.tv', IFA, true, ''],
     ['boxWebview', 7, 'com.example.tv', IFA, true, ''],
     ['googleTv', 3, 'com.example.tv', IFA, true, ''],
