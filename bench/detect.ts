@@ -163,8 +163,12 @@ function buildTests(): { tests: Test[]; notes: string[] } {
     const desktops = head('desktop');
     // Mismatches: the UA names one device, the request declares another.
     tests.push({ id: 'phone_as_ctv', what: 'phone UA sent as dvt=3 (app+ifa), caught', probes: head('smartphone').map((r) => inApp(r.ua, 3)), count: 'flagged', goal: 'higher' });
+    tests.push({ id: 'phone_as_ctv_modern', what: '… modern part, caught', probes: head('smartphone').filter((r) => isModern(r.ua)).map((r) => inApp(r.ua, 3)), count: 'flagged', goal: '>= 95 %' });
+    tests.push({ id: 'phone_as_connected', what: 'phone UA sent as dvt=6/7 (app+ifa), caught', probes: head('smartphone').map((r, i) => inApp(r.ua, i % 2 ? 7 : 6)), count: 'flagged', goal: 'higher' });
     tests.push({ id: 'tv_as_phone', what: 'TV/stick UA sent as phone dvt=4 (app+ifa), caught', probes: head('tv').map((r) => inApp(r.ua, 4)), count: 'flagged', goal: 'higher' });
+    tests.push({ id: 'tv_as_phone_modern', what: '… modern part, caught', probes: head('tv').filter((r) => isModern(r.ua)).map((r) => inApp(r.ua, 4)), count: 'flagged', goal: '>= 95 %' });
     tests.push({ id: 'desktop_as_ctv', what: 'desktop UA sent as dvt=3 (app+ifa), caught', probes: desktops.map((r) => inApp(r.ua, 3)), count: 'flagged', goal: 'higher' });
+    tests.push({ id: 'desktop_as_ctv_modern', what: '… modern part, caught', probes: desktops.filter((r) => isModern(r.ua)).map((r) => inApp(r.ua, 3)), count: 'flagged', goal: 'higher' });
     tests.push({ id: 'windows_as_phone', what: 'Windows desktop UA sent as phone dvt=4, caught', probes: desktops.filter((r) => WINDOWS.test(r.ua)).map((r) => web(r.ua, 4)), count: 'flagged', goal: 'higher' });
     tests.push({ id: 'phone_as_pc', what: 'phone UA sent as PC dvt=2, caught', probes: head('smartphone').map((r) => web(r.ua, 2)), count: 'flagged', goal: 'higher' });
     tests.push({
@@ -259,7 +263,8 @@ async function score(server: IvtdServer, tests: Test[]): Promise<Row[]> {
     let high = 0;
     let uaInvalid = 0;
     const examples: string[] = [];
-    const wrongWay = (hit: boolean) => (t.goal === 'higher' ? !hit : hit);
+    // Detection rows (goal 'higher' or '>= N %') go wrong on a miss; must-stay-valid rows on a hit.
+    const wrongWay = (hit: boolean) => (t.goal === 'higher' || t.goal.startsWith('>=') ? !hit : hit);
     verdicts.forEach((v, i) => {
       if (t.count === 'schainAgrees') {
         const label = t.expected!(t.probes[i]!);

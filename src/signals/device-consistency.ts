@@ -29,31 +29,40 @@ function inconsistent(reason: string): UaConsistency {
 }
 
 // Device classes the UA may not show for each dvt (spec 2.4). Conservative on purpose:
+// - PC (2): no phone, tablet, TV, console or wearable, and no Android device that is not
+//   a PC (an app's own UA, "com.google.android.youtube/... (Linux; U; Android 12; ...)",
+//   names no device class but is an Android phone, tablet or box);
 // - tablets (1, 5) may send desktop UAs (iPadOS Safari says Macintosh, Android tablets
 //   default to desktop mode, Surface is Windows), so desktop is allowed there;
 // - phones (4) in "request desktop site" mode say Macintosh (iPhone) or X11 Linux
 //   (Android), so only Windows/ChromeOS desktops are refused; an Android browser or
 //   WebView without `Mobile` (device 'tablet', see ua-analysis.ts) names a tablet, TV or
 //   box, never a phone;
-// - CTV-like dvt (3, 6, 7): a phone (`Mobile` with a model, iPhone), a wearable and a plain
-//   Windows/macOS/ChromeOS desktop are refused; tablets and X11 Linux pass (Android boxes
-//   without a TV token look like tablets, some TVs send generic X11 Linux);
+// - phones (4): a "Windows NT" UA names a PC or Windows tablet whatever else it says;
+// - CTV-like dvt (3, 6, 7): a phone (an Android browser or in-app WebView that says Mobile
+//   and names no TV model or platform, an iPhone), a wearable and a plain Windows/macOS/
+//   ChromeOS desktop are refused; tablets and X11 Linux pass (Android boxes without a TV
+//   token look like tablets, some TVs send generic X11 Linux);
 // - DOOH (8) players run anything.
 function deviceMismatch(dvt: number, info: UaDeviceFacts): boolean {
   const d = info.device;
   switch (dvt) {
     case 2:
-      return d === 'mobile' || d === 'tablet' || d === 'smarttv' || d === 'console' || d === 'wearable';
+      // Android is no PC's OS unless the UA names the PC (a Chromebook: device 'desktop').
+      return d === 'mobile' || d === 'tablet' || d === 'smarttv' || d === 'console' || d === 'wearable' ||
+        (info.os === 'android' && d !== 'desktop');
     case 1:
     case 5:
       return d === 'smarttv' || d === 'console';
     case 4:
-      return d === 'smarttv' || d === 'console' || (d === 'desktop' && (info.os === 'windows' || info.os === 'chromeos')) ||
+      // "Windows NT" names a PC or a Windows tablet whatever ua-parser calls it (Windows
+      // phones said "Windows Phone", a different family).
+      return d === 'smarttv' || d === 'console' || info.os === 'windows' || (d === 'desktop' && info.os === 'chromeos') ||
         (d === 'tablet' && info.os === 'android');
     case 3:
     case 6:
     case 7:
-      return (d === 'mobile' && !info.webview) || d === 'wearable' || (d === 'desktop' && (info.os === 'windows' || info.os === 'macos' || info.os === 'chromeos'));
+      return d === 'mobile' || d === 'wearable' || (d === 'desktop' && (info.os === 'windows' || info.os === 'macos' || info.os === 'chromeos'));
     default:
       return false;
   }

@@ -98,6 +98,11 @@ const AUTOMATION_PATTERNS: ReadonlyArray<readonly [RegExp, string]> = [
 ];
 export const AUTOMATION_REASONS: readonly string[] = AUTOMATION_PATTERNS.map(([, r]) => r);
 
+// Tokens of real devices and apps that isbot's generic "google" rule also matches: Google
+// TV devices, Google's Android apps.
+const BOT_FALSE_FRIENDS = /google ?tv|com\.google\.android\.[\w.]+/i;
+const BOT_FALSE_FRIENDS_ALL = new RegExp(BOT_FALSE_FRIENDS.source, 'gi');
+
 const APP_CLIENT = /^(?:okhttp\/|Dalvik\/|stagefright\/|AppleCoreMedia\/)|\bCFNetwork\/|\bExoPlayerLib\//i;
 
 // Whole-string placeholders (compared lowercased and trimmed).
@@ -121,27 +126,74 @@ const WINDOWS_NT_VERSIONS: ReadonlySet<string> = new Set([
 ]);
 const WINDOWS_NT = /Windows NT (\d+\.\d+)/;
 
-// TV, stick and set-top tokens (case-sensitive: "AFT" must not match "After").
-const CTV_MARKERS =
-  /\b(?:Roku|Web0S|SMART-TV|SmartTV|AFT[A-Z]{1,6}|BRAVIA|Android ?TV|Apple ?TV|tvOS|CrKey|Chromecast|HbbTV|VIDAA|NETTV|SmartCast|VIERA|Viera|AQUOS|Google ?TV|SHIELD|Fire ?TV)\b/;
+// The device tokens a UA can carry, collected in one pass (DEVICE_TOKENS, global): each
+// alternative is a capturing group whose index is its kind. Case-sensitive ("AFT" must not
+// match "After", "Mobile" not "mobile" in app names).
+const TOKEN_MOBILE = 1;
+/** A TV, stick or set-top platform that never named a phone: a TV even when it says Mobile (Android TV WebViews do). */
+const TOKEN_TV = 2;
+/** A platform that had TVs and phones or watches (Tizen, webOS, AQUOS...): a TV only without Mobile. */
+const TOKEN_TV_UNLESS_MOBILE = 4;
+const TOKEN_CONSOLE = 8;
+/** A desktop OS or windowing system, or a Mac (Office for Mac, CFNetwork on x86): for UAs ua-parser places nowhere. */
+const TOKEN_DESKTOP = 16;
+const DEVICE_TOKENS = new RegExp(
+  [
+    /(\bMobile\b)/.source,
+    // Android TV builds are released as <letter>TT<n> (PTT1, RTT0, STTC...); TV and box
+    // vendors also cut them to two letters (Build/QT, Build/RT); "wv-atv" is an Android TV WebView.
+    /(\b(?:Roku|Web0S|webOS\.TV|NetCast|SMART-TV|SMART ?TV|Smart ?TV|SmartTV|Opera TV|HbbTV|AFT[A-Z]{1,6}|BRAVIA|Android ?TV|Google ?TV|Apple ?TV|AppleTV|tvOS|CrKey|Chromecast|VIDAA|NETTV|SmartCast|SHIELD|Fire ?TV|stbapp|wv-atv)\b|Build\/[A-Z]TT[A-Z\d]|Build\/[PQRSTU][TI][;)])/.source,
+    /(\b(?:Tizen|[Ww]eb[O0]S|DTV|AQUOS|VIERA|Viera)\b|; ?TV[;)])/.source,
+    // Consoles, including Android handhelds that ua-parser calls phones.
+    /(Play[Ss]tation|PLAYSTATION|Xbox|XBOX|Nintendo|Switch Lite|Retroid|\bRG\d{3}|RGCUBE|Razer Edge|AYANEO|Steam ?Deck)/.source,
+    /(\b(?:Macintosh|Mac OS(?: X|\/)|MacBook\w*|iMac\d*|Macmini|MacPro|X11|Windows NT|Win64|WOW64|Windows (?:9[58]|ME|XP|2000)|FreeBSD|OpenBSD|NetBSD|SunOS|HP-UX)\b|\(Desktop;|Darwin\/[\d.]+ \((?:x86_64|i386)\))/.source,
+  ].join('|'),
+  'g',
+);
 
-// TV platforms that also had phones (hence only without a Mobile token), and TV builds.
-const TV_PLATFORMS = /\b(?:Tizen|[Ww]eb[O0]S|NetCast|SMART ?TV|Smart ?TV|Opera TV|HbbTV|DTV)\b|; ?TV[;)]/;
-const MOBILE_TOKEN = /\bMobile\b/;
+/** The TOKEN_* bits of the device tokens `ua` carries (one scan). */
+function deviceTokens(ua: string): number {
+  DEVICE_TOKENS.lastIndex = 0;
+  let bits = 0;
+  let m: RegExpExecArray | null;
+  while ((m = DEVICE_TOKENS.exec(ua)) !== null) {
+    bits |= m[1] !== undefined ? TOKEN_MOBILE : m[2] !== undefined ? TOKEN_TV : m[3] !== undefined ? TOKEN_TV_UNLESS_MOBILE : m[4] !== undefined ? TOKEN_CONSOLE : TOKEN_DESKTOP;
+  }
+  return bits;
+}
+
+// An Android UA from a PC: Chromebook/Pixelbook, a ChromeOS build, an x86_64 CPU.
+const ANDROID_PC = /Chromebook|Pixelbook|Build\/R\d{2,3}-\d|; x86_64;/;
 // The model an Android UA names ("Android 14; <model> Build/..." or "...; <model>)").
-const ANDROID_MODEL = /Android [\d.]+;(?: [a-z]{2}-[a-zA-Z]{2};)? ([^;)]+?)(?: Build\/|[;)])/;
+const ANDROID_MODEL = /Android [\d.]+;(?: [a-z]{2}[-_][a-zA-Z]{2};)? ([^;)]+?)(?: Build\/|[;)])/;
 // TV and box model names: a screen size in inches before the series letters and number
-// (32LH1..., -55U1...), a UHD series (..65UF...), or LED, TV, 4K, UHD, stick, box. Android TVs' WebViews often say Mobile, so the model decides.
-const TV_MODEL = /(?:^|[-_ ])(?:24|28|32|39|40|42|43|48|49|50|55|58|65|70|75|85|98)[A-Z]{1,2}\d|[A-Z](?:43|50|55|58|65|75)U[A-Z]|LED|TV|\b4K\b|UHD|\b(?:[Ss]tick|STICK|[Bb]ox|BOX)\b/;
-// Consoles, including Android handhelds that ua-parser calls phones.
-const CONSOLE_MODELS = /PlayStation|Xbox|Nintendo|Switch Lite|Retroid|\bRG\d{3}|RGCUBE|Razer Edge|AYANEO|Steam ?Deck/;
-
+// (32LH1..., -55U1..., H32F8..., 43GUS6...), a UHD series (..65UF...); LED, TV, 4K, UHD;
+// stick, box, STB, OTT, IPTV, DVB, stream; the SoCs and families of no-name Android boxes
+// (Amlogic S905, Rockchip RK33xx, Allwinner H313/H616/H618; MXQ, X96, T95, H96, A95X, M8S...). Android TVs' WebViews
+// often say Mobile, so the model decides.
+const TV_MODEL =
+  /(?:^|[-_ ]|\b[A-Z])(?:24|28|32|39|40|42|43|48|49|50|55|58|65|70|75|85|98)[A-Z]{1,4}\d|[A-Z](?:43|50|55|58|65|75)U[A-Z]|LED|TV|\b4K\b|UHD|(?:[Ss]tick|STICK|[Bb]ox|BOX)\b|\b(?:STB|OTT|IPTV|DVB|[Ss]tream|STREAM)|Amlogic|Allwinner|\b(?:S905|RK33\d\d|H31[36]|H61[68])|\b(?:MXQ|X96|T95|H96|A95X|M8S|MECOOL|Tanix|UGOOS|Formuler|Zidoo)/;
+// A phone named by its maker's model naming or by a phone-only app or browser (for WebViews,
+// which say Mobile on every Android device): Samsung Galaxy phones SM-A/E/F/G/J/M/N/S/W + 3
+// digits (SM-T/P/X are tablets); Pixel N; Xiaomi's Redmi, POCO, Mi N and model numbers
+// (M2xxxKxxG, yymmxxxxG); OPPO CPH + 4 digits, realme RMX + 4, OnePlus KB/IN/HD/GM/LE/NE + 4;
+// vivo V + 4 digits, iQOO I + 4; Huawei/Honor "ABC-LX1"/"ABC-AN00"; Motorola moto, XT + 4;
+// Transsion's TECNO, Infinix, itel; Nokia; LG LM-X123; Sony Xperia XQ-AB12; ASUS_; Blackview
+// BV + 4. Apps and browsers made for phones: Facebook (FB_IAB/FB4A/FBAN), Instagram, Threads
+// (Barcelona), X (TwitterAndroid), Baidu (baiduboxapp), WeChat (MicroMessenger), QQ's browser,
+// KakaoTalk, the phone makers' own browsers.
+// ua-parser names a vendor for a phone from a maker's name alone for these: Huawei's TVs and
+// screens carry the same "Build/HUAWEI..." as its phones, so for them the model code decides.
+const VENDOR_NOT_PHONE: ReadonlySet<string> = new Set(['Generic', 'Huawei']);
+const PHONE_NAMED =
+  /\bSM-[AEFGJMNSW]\d{3}|\bPixel \d|\b(?:Redmi|POCO|Xiaomi|M[Ii] \d)|\bM2\d{3}[A-Z]\d|\b2[0-4]\d{5,6}[A-Z]{1,3}\b|\b(?:CPH|RMX|KB|IN|HD|GM|LE|NE)\d{4}\b|\b[VI]2\d{3}[A-Z]{0,2}\b|\b[A-Z]{3,4}-(?:AL|AN|LX|TL|NX|BD|DL|L|N)\d|\b(?:moto|motorola)\b|\bXT\d{4}|\b(?:TECNO|Infinix|itel|Nokia)\b|\bLM-[A-Z]\d{3}|\bXQ-[A-Z]{2}\d{2}|\bASUS_|\bBV\d{4}|FB_IAB|FB4A|FBAN|Instagram|Barcelona|TwitterAndroid|baiduboxapp|MicroMessenger|MQQBrowser|KAKAOTALK|VivoBrowser|HeyTapBrowser|MiuiBrowser|SamsungBrowser/;
 const OS_FAMILIES: Readonly<Record<string, string>> = {
   Windows: 'windows',
   'Mac OS': 'macos',
   iOS: 'ios',
   Android: 'android',
   'Android-x86': 'android',
+  android: 'android', // ua-parser's name for "(Linux; U; Android 14; ...)" in apps' own UAs
   'Chromium OS': 'chromeos',
   'Chrome OS': 'chromeos',
   Linux: 'linux',
@@ -445,7 +497,9 @@ export class UaAnalyzer {
     const device = p.getDevice();
 
     const appClient = APP_CLIENT.test(ua);
-    const declaredBot = !appClient && isbot(ua);
+    // isbot's generic rules also hit some real devices and apps (BOT_FALSE_FRIENDS): such
+    // a UA is judged again without those tokens.
+    const declaredBot = !appClient && isbot(ua) && (!BOT_FALSE_FRIENDS.test(ua) || isbot(ua.replace(BOT_FALSE_FRIENDS_ALL, '')));
 
     let automationReason = '';
     for (const [re, reason] of AUTOMATION_PATTERNS) {
@@ -458,32 +512,42 @@ export class UaAnalyzer {
     const osName = osFamily(os.name, device.vendor, device.model, device.type);
     let deviceType: UaDevice = device.type && DEVICE_TYPES.has(device.type) ? (device.type as UaDevice) : 'unknown';
     if (deviceType === 'unknown' && DESKTOP_OS.has(osName)) deviceType = 'desktop';
-    // ua-parser calls some sticks and TVs phones or tablets ("Android 10; Chromecast", VIDAA).
-    if ((deviceType === 'mobile' || deviceType === 'tablet' || deviceType === 'unknown') && CTV_MARKERS.test(ua)) {
-      deviceType = 'smarttv';
-    }
-    // The device the UA names decides phone against TV (docs/scoring.md, "Device
-    // consistency"): without `Mobile`, a TV platform token names a TV (Tizen and webOS
-    // phones say Mobile), and an Android browser or WebView names a tablet, TV or box
-    // (Android phones' browsers and WebViews always say Mobile; ua-parser calls some TVs
-    // phones by their model).
-    const mobileToken = MOBILE_TOKEN.test(ua);
-    if (CONSOLE_MODELS.test(ua)) deviceType = 'console';
-    else if (deviceType !== 'console' && deviceType !== 'smarttv') {
-      if (!mobileToken && TV_PLATFORMS.test(ua)) deviceType = 'smarttv';
-      else if (osName === 'android' && deviceType !== 'desktop') {
-        const model = ANDROID_MODEL.exec(ua)?.[1] ?? '';
-        if (TV_MODEL.test(model)) deviceType = 'smarttv';
-        else if (ua.includes('AppleWebKit/') && (deviceType === 'mobile' || deviceType === 'tablet' || deviceType === 'unknown')) {
-          deviceType = mobileToken ? 'mobile' : 'tablet';
-        }
-      }
-    }
-
+    // The device the UA names decides (docs/scoring.md, "Device consistency"), from one
+    // scan of its device tokens: a console; a TV, stick or box platform (a TV even when it
+    // says Mobile: Android TV WebViews do); a desktop OS for UAs ua-parser places nowhere
+    // (old or rare desktops, Mac apps); a platform that also had phones only without Mobile; else for Android the model (screen-size series, box names), then `Mobile`:
+    // Android phones' browsers and WebViews always say it, so a complete Android browser
+    // UA without it (it ends in Safari/) names a tablet, TV or box. ua-parser alone calls
+    // some sticks and TVs phones ("Android 10; Chromecast", VIDAA) and some phones tablets.
     const webview =
       /; wv\)/.test(ua) ||
       browser.name === 'Chrome WebView' ||
       (osName === 'ios' && ua.includes('Mobile/') && !ua.includes('Safari/'));
+    const tokens = deviceTokens(ua);
+    if (tokens & TOKEN_CONSOLE) deviceType = 'console';
+    else if (tokens & TOKEN_TV) deviceType = 'smarttv';
+    else if (deviceType === 'unknown' && tokens & TOKEN_DESKTOP && !(tokens & TOKEN_MOBILE)) deviceType = 'desktop';
+    else if (deviceType !== 'console' && deviceType !== 'smarttv') {
+      const mobileToken = (tokens & TOKEN_MOBILE) !== 0;
+      if (!mobileToken && tokens & TOKEN_TV_UNLESS_MOBILE) deviceType = 'smarttv';
+      // Android apps on a Chromebook or another x86 PC: a ChromeOS build (R<milestone>-...),
+      // the machine's name, an x86_64 CPU (phones and TV boxes are ARM).
+      else if (osName === 'android' && ANDROID_PC.test(ua)) deviceType = 'desktop';
+      else if (osName === 'android' && deviceType !== 'desktop') {
+        const model = ANDROID_MODEL.exec(ua)?.[1] ?? '';
+        if (TV_MODEL.test(model)) deviceType = 'smarttv';
+        else if (deviceType === 'mobile' || deviceType === 'tablet' || deviceType === 'unknown') {
+          // Every Android WebView says Mobile, phone or TV box alike: a WebView names a phone
+          // only when its model follows a phone maker's naming or a phone-only app or browser
+          // wraps it; an unnamed box's WebView stays unknown. A browser that says Mobile is a
+          // phone's (TV boxes' browsers drop it or name the platform).
+          const named = (device.type === 'mobile' && device.vendor !== undefined && !VENDOR_NOT_PHONE.has(device.vendor)) || PHONE_NAMED.test(ua);
+          if (mobileToken) deviceType = !webview || named ? 'mobile' : 'unknown';
+          else if (ua.includes('AppleWebKit/') && ua.includes('Safari/')) deviceType = 'tablet';
+        }
+      }
+    }
+
 
     let browserFamily = browser.name ? (BROWSER_FAMILIES[browser.name] ?? 'other') : 'unknown';
     if (webview && (browserFamily === 'webkit' || browserFamily === 'unknown')) browserFamily = 'webview';

@@ -1,6 +1,9 @@
 // Activity-based IVT end to end: a real server, real lookups, the real history. One uid or
 // one IFA far beyond what a person produces reaches `high` on its own (clean UA, clean
-// residential IP); a busy carrier-NAT address of many ordinary users does not.
+// residential IP), and so does one address whose users each do (its cookie-less users
+// told apart by UA: test/signals/score.test.ts, on the real history with a clock); a busy
+// carrier-NAT address of many ordinary users does not. The server runs two lookup threads
+// where it matters: history is shared, so a client spread over both is seen whole.
 import t from 'tap';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
@@ -42,8 +45,8 @@ async function explain(srv: TestServer, l: Lookup): Promise<Explained> {
   return (await r.json()) as Explained;
 }
 
-t.test('one uid hammering from one IP with a clean Chrome UA is high on activity alone', async (t) => {
-  const srv = await startTestServer();
+t.test('one uid hammering from one IP with a clean Chrome UA is high on activity alone (two lookup threads)', async (t) => {
+  const srv = await startTestServer({ threads: 2 });
   t.teardown(() => srv.stop());
   const one: Lookup = { ip: '86.12.40.7', ua: CHROME, uid: 'hammer-uid-1' };
   const before = await explain(srv, one);
@@ -71,8 +74,8 @@ t.test('one IFA hammering is high on activity alone', async (t) => {
   t.notOk(e.reasons.includes('uid_activity_excessive'), 'no uid to blame');
 });
 
-t.test('a busy carrier-NAT address of ordinary users stays below high', async (t) => {
-  const srv = await startTestServer();
+t.test('a busy carrier-NAT address of ordinary users stays below high (two lookup threads)', async (t) => {
+  const srv = await startTestServer({ threads: 2 });
   t.teardown(() => srv.stop());
   // 300 subscribers, 40 browser builds, 2 lookups each within the minute: 600/min on one IP.
   const uas = Array.from({ length: 40 }, (_, i) =>
@@ -87,4 +90,17 @@ t.test('a busy carrier-NAT address of ordinary users stays below high', async (t
   t.not(e.response.botRisk.band, 'high', `score ${e.response.botRisk.score}, reasons: ${e.reasons.join(', ')}`);
   t.notOk(e.reasons.includes('ip_activity_excessive'), 'each user is at a human rate');
   t.equal(e.transaction, 'valid');
+});
+
+t.test('one address rotating many uids, each beyond a person, is high (two lookup threads)', async (t) => {
+  const srv = await startTestServer({ threads: 2 });
+  t.teardown(() => srv.stop());
+  // 20 cookies from one address, one UA, about 1 000 lookups each in a burst.
+  const lookups: Lookup[] = Array.from({ length: 20_000 }, (_, i) => ({ ip: '98.33.4.22', ua: CHROME, uid: `farm-${i % 20}` }));
+  const last = await send(srv, lookups, 32);
+  t.equal(last.botRisk.band, 'high', `the lookup port answers high (score ${last.botRisk.score})`);
+  const e = await explain(srv, lookups[0]!);
+  t.ok(e.reasons.includes('ip_activity_excessive'), `reasons: ${e.reasons.join(', ')}`);
+  t.ok(e.reasons.includes('uid_activity_excessive'), 'and each uid on its own');
+  t.equal(e.transaction, 'sivt', 'counted invalid in reporting');
 });

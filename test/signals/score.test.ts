@@ -309,3 +309,27 @@ t.test('activity beyond one person is high on its own; a carrier NAT of ordinary
   t.equal(ipRatePerUser(facts({ ipRate: 6000, ipDistinctUids: 10, ipDistinctUas: 12 })), 0, 'few users: the IP term does not speak');
   t.equal(ipRatePerUser(facts({ ipRate: 6000, ipDistinctUids: 3, ipDistinctUas: 20 })), 300, 'uid-less users counted by their UAs');
 });
+
+t.test('real history, one address: cookie-less UAs or rotated uids beyond a person are high alone; a carrier NAT is not', async (t) => {
+  const T0 = Date.UTC(2026, 0, 5, 12);
+  const run = (n: number, perMs: number, o: (i: number) => { ip: string; uid: string; ua: string }) => {
+    const h = History.create({ epoch: T0, seed: 7 });
+    let last = NO_HISTORY;
+    // n lookups spread evenly over one minute (perMs per millisecond), the real decayed history.
+    for (let i = 0; i < n; i++) last = { ...h.observe(h.keysFor({ ...o(i), ifa: '' }), T0 + Math.floor(i / perMs)) };
+    return score(clean({ history: last }));
+  };
+  const ua = (i: number) => `Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/12${i % 6}.0.${6100 + i}.0 Safari/537.36`;
+  // 24 UAs, no cookie, 2 000 lookups per minute each.
+  const uas = run(48_000, 0.8, (i) => ({ ip: '98.33.4.21', uid: '', ua: ua(i % 24) }));
+  t.equal(uas.band, 'high', `UAs: ${uas.score} (${uas.reasons.join(', ')})`);
+  t.equal(uas.leading, 'ip_activity_excessive');
+  // 40 uids rotated round-robin, 2 000 per minute each: the uid terms and the IP term agree.
+  const uids = run(80_000, 1.4, (i) => ({ ip: '98.33.4.22', uid: `farm-${i % 40}`, ua: ua(0) }));
+  t.equal(uids.band, 'high', `uids: ${uids.score} (${uids.reasons.join(', ')})`);
+  t.ok(uids.reasons.includes('ip_activity_excessive') && uids.reasons.includes('uid_activity_excessive'), uids.reasons.join(', '));
+  // Carrier NAT: 500 subscribers, 60 UAs, 30 lookups per minute each (15 000 per minute on one address).
+  const nat = run(15_000, 0.25, (i) => ({ ip: '31.94.12.35', uid: `sub-${i % 500}`, ua: ua((i % 500) % 60) }));
+  t.not(nat.band, 'high', `carrier NAT: ${nat.score} (${nat.reasons.join(', ')})`);
+  t.notOk(nat.reasons.includes('ip_activity_excessive'), 'each subscriber at a human rate');
+});

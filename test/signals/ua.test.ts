@@ -44,6 +44,46 @@ const UA = {
     'Mozilla/5.0 (Linux; Android 10; ZX-800) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/101.0.4951.61 Safari/537.36',
   tizenPlain:
     'Mozilla/5.0 (Linux; Tizen 7.0) AppleWebKit/537.36 (KHTML, like Gecko) Version/7.0 Chrome/94.0.4606.31 Safari/537.36',
+  // Hand-written: an Android TV WebView named only by its Android TV build (xTT), a no-name
+  // box WebView whose model ends in BOX, a Google TV (isbot's "google" rule), a phone UA cut
+  // short after the Chrome version (no Safari/: not evidence of a tablet), Facebook's app on
+  // Windows (ua-parser calls it a phone), Office for Mac and a Mac app over CFNetwork on x86.
+  androidTvBuild:
+    'Mozilla/5.0 (Linux; Android 12; QX3 Build/STTE.231115.002; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/120.0.6099.43 Mobile Safari/537.36',
+  boxWebview:
+    'Mozilla/5.0 (Linux; Android 11; HOMEBOX-7 Build/RP1A.201005.006; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/116.0.5845.92 Mobile Safari/537.36',
+  googleTv:
+    'Mozilla/5.0 (Linux; Android 12; Acme Google TV 4K Build/STT2.230301.004; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/121.0.6167.101 Mobile Safari/537.36',
+  phoneTruncated:
+    'Mozilla/5.0 (Linux; Android 12; XY-2210 Build/SP1A.210812.016; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/99.0.4844.58',
+  // Hand-written: WebViews (every Android WebView says Mobile) of a model no maker's phone
+  // naming covers — a box or an unknown phone, unknown either way; the same WebView inside a
+  // phone-only app (Instagram's own UA tail); an OPPO phone by its CPH code; a Huawei phone by
+  // its model code and a Huawei screen whose build names the maker but whose model is no
+  // phone code.
+  unnamedWebview:
+    'Mozilla/5.0 (Linux; Android 12; KX-90 Build/SP1A.210812.016; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/120.0.6099.43 Mobile Safari/537.36',
+  unnamedWebviewInstagram:
+    'Mozilla/5.0 (Linux; Android 12; KX-90 Build/SP1A.210812.016; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/120.0.6099.43 Mobile Safari/537.36 Instagram 300.0.0.1.100 Android (31/12; 400dpi; 1080x2340; Acme; KX-90; kx90; mt6765; en_US; 500000000)',
+  oppoWebview:
+    'Mozilla/5.0 (Linux; Android 14; CPH2601 Build/UP1A.231005.007; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/125.0.6422.53 Mobile Safari/537.36',
+  huaweiPhoneWebview:
+    'Mozilla/5.0 (Linux; Android 12; ABC-LX9 Build/HUAWEIABC-LX9; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/114.0.5735.196 Mobile Safari/537.36',
+  huaweiScreenWebview:
+    'Mozilla/5.0 (Linux; Android 10; ABCD-550 Build/HUAWEIABCD-550; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/88.0.4324.93 Mobile Safari/537.36',
+  fbWindows:
+    'Mozilla/5.0 (Windows NT 10.0.19045.100; osmeta 10.3.4000) AppleWebKit/602.1.1 (KHTML, like Gecko) Version/9.0 Safari/602.1.1 osmeta/10.3.4000 Build/4000 [FBAN/FBW;FBAV/200.0.0.10.100;]',
+  officeMac: 'Microsoft Office Word/16.80.1 (Mac OS/14.1; Desktop; en-US; NonAppStore; Apple/Mac14,2)',
+  macCfnetwork: 'Reader/310 CFNetwork/1410.0.3 Darwin/22.6.0 (x86_64)',
+  // Android apps on Chromebooks (a ChromeOS build; the machine's name with Mobile) and an
+  // upper-case GOOGLE TV (isbot's generic "google" rule).
+  androidOnChromebook:
+    'Mozilla/5.0 (Linux; Android 11; Acme Chromebook 14 Build/R118-15604.57.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/118.0.5993.111 Mobile Safari/537.36',
+  androidX86:
+    'Mozilla/5.0 (Linux; x86_64; Android 11; Acme Laptop 5) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/114.0.0.0 Safari/537.36',
+  youtubeApp: 'com.google.android.youtube/19.10.35(Linux; U; Android 14; en_US; AB-12 Build/UP1A.231005.007) gzip',
+  googleTvUpper:
+    'Mozilla/5.0 (Linux; Android 11; ACME GOOGLE TV 4K Build/RTT2.230601.005; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/126.0.6478.134 Mobile Safari/537.36',
   handheldConsole:
     'Mozilla/5.0 (Linux; Android 13; Retroid Pocket 9) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36',
   tizen:
@@ -106,6 +146,21 @@ const cases: Array<[keyof typeof UA, Expect]> = [
   ['appleTv', { os: 'tvos', device: 'smarttv', appClient: true }],
   ['chromecast', { os: 'chromecast', device: 'smarttv' }],
   ['chromecastAndroid', { os: 'android', device: 'smarttv' }], // ua-parser alone says mobile
+  ['androidTvBuild', { os: 'android', device: 'smarttv', webview: true }],
+  ['boxWebview', { os: 'android', device: 'smarttv', webview: true }],
+  ['googleTv', { os: 'android', device: 'smarttv', declaredBot: false }],
+  ['unnamedWebview', { os: 'android', device: 'unknown', webview: true }], // phone or box: the UA does not say
+  ['unnamedWebviewInstagram', { os: 'android', device: 'mobile', webview: true }],
+  ['oppoWebview', { os: 'android', device: 'mobile', webview: true }],
+  ['huaweiPhoneWebview', { os: 'android', device: 'mobile', webview: true }],
+  ['huaweiScreenWebview', { os: 'android', device: 'unknown', webview: true }],
+  ['phoneTruncated', { os: 'android', device: 'unknown' }], // not a tablet: a phone the truncation hid
+  ['officeMac', { device: 'desktop' }],
+  ['androidOnChromebook', { os: 'android', device: 'desktop' }],
+  ['androidX86', { os: 'android', device: 'desktop' }],
+  ['googleTvUpper', { os: 'android', device: 'smarttv', declaredBot: false }],
+  ['youtubeApp', { os: 'android', device: 'unknown', declaredBot: false }],
+  ['macCfnetwork', { device: 'desktop', appClient: true }],
   ['ps5', { os: 'playstation', device: 'console' }],
   ['xbox', { os: 'xbox', browser: 'edge', device: 'console' }],
   ['headless', { automation: true, declaredBot: true, automationReason: 'headless_chrome', browser: 'headless', os: 'linux', device: 'desktop' }],
@@ -295,6 +350,8 @@ t.test('uaConsistency against dvt, app and ifa', async (t) => {
     ['chromeAndroid', 4, undefined, undefined, true, ''],
     ['androidWebview', 4, 'com.example.news', IFA, true, ''],
     ['chromeWin', 4, undefined, undefined, false, 'dvt4_desktop_ua'],
+    ['fbWindows', 4, 'com.facebook.katana', undefined, false, 'dvt4_desktop_ua'], // "Windows NT" is never a phone
+    ['phoneTruncated', 4, 'com.example.news', IFA, true, ''],
     ['chromebook', 4, undefined, undefined, false, 'dvt4_desktop_ua'],
     ['safariMac', 4, undefined, undefined, true, ''], // iPhone "request desktop website"
     ['roku', 4, 'com.example.app', IFA, false, 'dvt4_smarttv_ua'],
@@ -324,12 +381,36 @@ t.test('uaConsistency against dvt, app and ifa', async (t) => {
     ['chromeWin', 3, undefined, undefined, false, 'dvt3_desktop_ua'],
     ['safariMac', 7, undefined, undefined, false, 'dvt7_desktop_ua'],
     ['firefoxLinux', 3, undefined, undefined, true, ''], // some TVs send generic X11 Linux
-    // A phone (Mobile with a model, iPhone) declared as CTV; its in-app WebViews pass (TV
-    // WebViews say Mobile too), and so do TVs and boxes the model or platform names.
+    // A phone (Mobile with no TV model, build or platform; iPhone) declared as CTV, its
+    // in-app WebViews included; TVs and boxes the model, build or platform names pass (their
+    // WebViews say Mobile too).
     ['chromeAndroid', 3, 'com.example.tv', IFA, false, 'dvt3_mobile_ua'],
     ['samsungInternet', 7, 'com.example.tv', IFA, false, 'dvt7_mobile_ua'],
     ['safariIphone', 6, 'com.example.tv', IFA, false, 'dvt6_mobile_ua'],
-    ['androidWebview', 3, 'com.example.tv', IFA, true, ''],
+    ['androidWebview', 3, 'com.example.tv', IFA, false, 'dvt3_mobile_ua'],
+    ['iosWebview', 7, 'com.example.tv', IFA, false, 'dvt7_mobile_ua'],
+    // A WebView names a phone only by its maker's model naming or a phone-only app around it;
+    // an unnamed WebView is let through as CTV and as a phone alike (docs/scoring.md).
+    ['oppoWebview', 3, 'com.example.tv', IFA, false, 'dvt3_mobile_ua'],
+    ['huaweiPhoneWebview', 7, 'com.example.tv', IFA, false, 'dvt7_mobile_ua'],
+    ['unnamedWebviewInstagram', 3, 'com.example.tv', IFA, false, 'dvt3_mobile_ua'],
+    ['unnamedWebview', 3, 'com.example.tv', IFA, true, ''],
+    ['unnamedWebview', 4, 'com.example.app', IFA, true, ''],
+    ['unnamedWebview', 2, undefined, undefined, false, 'dvt2_unknown_ua'],
+    ['huaweiScreenWebview', 3, 'com.example.tv', IFA, true, ''],
+    ['androidTvBuild', 3, 'com.example.tv', IFA, true, ''],
+    ['boxWebview', 7, 'com.example.tv', IFA, true, ''],
+    ['googleTv', 3, 'com.example.tv', IFA, true, ''],
+    ['androidTvBuild', 4, 'com.example.tv', IFA, false, 'dvt4_smarttv_ua'],
+    ['googleTv', 4, 'com.example.tv', IFA, false, 'dvt4_smarttv_ua'],
+    ['officeMac', 3, 'com.microsoft.word', IFA, false, 'ifa_on_desktop'],
+    // Android apps on a Chromebook declared as a PC pass; as CTV they do not.
+    ['androidOnChromebook', 2, undefined, undefined, true, ''],
+    ['androidX86', 2, undefined, undefined, true, ''],
+    // An Android app's own UA names no device class, but Android is no PC's OS.
+    ['youtubeApp', 2, undefined, undefined, false, 'dvt2_unknown_ua'],
+    ['youtubeApp', 4, 'com.google.android.youtube', IFA, true, ''],
+    ['androidOnChromebook', 3, 'com.example.tv', IFA, false, 'ifa_on_desktop'],
     ['androidTvWebview', 3, 'com.example.tv', IFA, true, ''],
     ['androidBox', 3, 'com.example.tv', IFA, true, ''],
     ['androidBoxNoName', 7, 'com.example.tv', IFA, true, ''],
