@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ClickHouse } from '../../src/fleet/clickhouse.ts';
-import { KeyPublisher, KeyPuller, liveAt } from '../../src/fleet/keys.ts';
+import { KeyPublisher, KeyPuller, liveAt, PULL_INTERVAL_MS } from '../../src/fleet/keys.ts';
 import { migrateClickHouse } from '../../src/fleet/schema.ts';
 import { parseClickHouseUrl } from '../../src/fleet/url.ts';
 import { log } from '../../src/log.ts';
@@ -26,6 +26,12 @@ const hashes = (keys: LiveKey[]) => keys.map((k) => k.key_hash).sort();
 
 t.test('liveAt drops keys whose grace ended', async (t) => {
   t.same(hashes(liveAt([key(1), key(2, 1000), key(3, 3000)], 2000)), [key(1).key_hash, key(3).key_hash]);
+});
+
+t.test('the 5 s budget for a key change to reach the edges', async (t) => {
+  // Publication is immediate (keysChanged → nudge, test/fleet/fleet.test.ts); an edge pulls
+  // at least every PULL_INTERVAL_MS, leaving the rest of 5 s for the two queries and the push.
+  t.ok(PULL_INTERVAL_MS <= 2000, `edges pull every ${PULL_INTERVAL_MS} ms`);
 });
 
 t.test('against a real ClickHouse', { skip: clickhouseAvailable() ? false : 'clickhouse-server is not installed' }, async (t) => {

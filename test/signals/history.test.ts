@@ -238,19 +238,23 @@ t.test('two threads see one history', async (t) => {
     import(workerData.tsx).then((api) => { api.register(); return import(workerData.url); }).then(({ History }) => {
       const h = new History(workerData.mem);
       for (let k = 0; k < 500; k++) h.observe(h.keysFor({ ip: '198.51.100.5', uid: 'shared-uid', ifa: '', ua: 'UA' }), workerData.t0 + k);
-      parentPort.postMessage('done');
+      parentPort.postMessage(h.contended);
     });`;
   const url = new URL('../../src/signals/history.ts', import.meta.url).href;
   const runWorker = () =>
-    new Promise<void>((resolve, reject) => {
+    new Promise<number>((resolve, reject) => {
       const w = new Worker(src, { eval: true, workerData: { mem, url, t0: T0, tsx: import.meta.resolve('tsx/esm/api') } });
-      w.once('message', () => resolve());
+      w.once('message', (contended: number) => resolve(contended));
       w.once('error', reject);
     });
-  await Promise.all([runWorker(), runWorker()]);
+  const contended = (await Promise.all([runWorker(), runWorker()])).reduce((a, b) => a + b, 0);
   const f = { ...here.peek(here.keysFor({ ip: '198.51.100.5', uid: 'shared-uid', ifa: '', ua: 'UA' }), T0 + 500) };
-  t.ok(f.uidSeen > 990 && f.uidSeen <= 1001, `both threads' 1000 lookups in one record (${f.uidSeen})`);
-  t.ok(f.ipSeen > 990 && f.ipSeen <= 1001, `ip too (${f.ipSeen})`);
+  // A lock whose holder the OS preempted is not waited for: the update goes ahead unlocked
+  // (counted as contended) and it or the holder's may be lost, one per such update at most.
+  // Separate per-thread records would read ~500 with nothing contended.
+  const floor = 990 - contended;
+  t.ok(f.uidSeen > floor && f.uidSeen <= 1001, `both threads' 1000 lookups in one record (${f.uidSeen}; ${contended} updates went ahead unlocked)`);
+  t.ok(f.ipSeen > floor && f.ipSeen <= 1001, `ip too (${f.ipSeen})`);
 });
 
 t.test('ipBotActivity thresholds', async (t) => {
