@@ -126,6 +126,39 @@ const WINDOWS_NT_VERSIONS: ReadonlySet<string> = new Set([
 ]);
 const WINDOWS_NT = /Windows NT (\d+\.\d+)/;
 
+// Internet Explorer as it shipped. MSIE tokens: Windows 1.0-5.01, 5.5, 6.0-10.0 (IE 11 sends
+// "rv:11.0"; IE-based shells add "MSIE 11.0" beside Trident/7.0); Mac 4.5, 5.0, 5.1x and 5.2x
+// (IE for Mac ended at 5.2.3, on PowerPC). Trident/N is IE N+4 (4.0 = IE 8 ... 7.0 = IE 11,
+// 8.0 in Windows 10 previews; 3.1 = IE Mobile 7: majors 3 to 8); compatibility view and IE-based shells send
+// a lower MSIE beside the real Trident, never a higher one. Other browsers that borrow the
+// token (Amiga's AWeb says "MSIE 7.01") name no Windows and are left alone.
+const MSIE_VERSIONS: ReadonlySet<string> = new Set([
+  '1.0', '1.5', '2.0', '3.0', '3.01', '3.02', '4.0', '4.01', '4.5', '5.0', '5.01', '5.05', '5.12', '5.13', '5.14',
+  '5.15', '5.16', '5.17', '5.2', '5.21', '5.22', '5.23', '5.5', '6.0', '7.0', '8.0', '9.0', '10.0', '11.0',
+]);
+const MSIE_MAC_ONLY = /^(?:4\.5|5\.1\d|5\.2\d?)$/;
+const MSIE = /\bMSIE (\d+\.\d+)/;
+// Majors only: the UA cache shares one examination between UAs whose slash versions differ
+// after the major (ua-cache.ts).
+const TRIDENT = /\bTrident\/(\d+)\./;
+const MAC = /Macintosh|Mac_P|Mac OS X/;
+
+/** The UA names an Internet Explorer (version, engine, platform) that never shipped. */
+function ieNeverShipped(ua: string): boolean {
+  const tridentToken = TRIDENT.exec(ua)?.[1];
+  const trident = tridentToken === undefined ? NaN : parseInt(tridentToken, 10);
+  if (trident < 3 || trident > 8) return true;
+  const msie = MSIE.exec(ua)?.[1];
+  if (msie === undefined) return false;
+  const windows = ua.includes('Windows');
+  if (!MSIE_VERSIONS.has(msie)) return windows;
+  const major = parseInt(msie, 10);
+  if (major > trident + 4) return true;
+  if (major === 11 && Number.isNaN(trident)) return true;
+  if (MAC.test(ua)) return major >= 6 || msie === '5.01' || msie === '5.5';
+  return windows && MSIE_MAC_ONLY.test(msie);
+}
+
 // The device tokens a UA can carry, collected in one pass (DEVICE_TOKENS, global): each
 // alternative is a capturing group whose index is its kind. Case-sensitive ("AFT" must not
 // match "After", "Mobile" not "mobile" in app names).
@@ -284,8 +317,8 @@ export interface UaTraits {
   preReason: MalformedReason | '';
   /** The last rule (a Mozilla/ string nothing could be read from) fires. */
   unparseable: boolean;
-  /** "Windows NT x.y" names a Windows that does not exist. */
-  windowsNtBad: boolean;
+  /** The UA names a Windows NT or Internet Explorer that never shipped (see neverShipped). */
+  neverShipped: boolean;
   declaredBot: boolean;
   automation: boolean;
   automationReason: string;
@@ -310,7 +343,7 @@ export interface UaVerdict extends UaTraits {
 
 export function emptyVerdict(): UaVerdict {
   return {
-    preReason: '', unparseable: false, windowsNtBad: false, declaredBot: false, automation: false,
+    preReason: '', unparseable: false, neverShipped: false, declaredBot: false, automation: false,
     automationReason: '', appClient: false, os: 'unknown', browser: 'unknown', device: 'unknown',
     webview: false, browserMajor: NaN, blinkMajor: NaN, osMajor: NaN, chromeNumbered: false,
     malformed: false, malformedReason: '',
@@ -353,7 +386,7 @@ export class VersionClock {
 }
 
 function impossibleVersion(t: UaTraits, c: VersionCeilings): boolean {
-  if (t.windowsNtBad) return true;
+  if (t.neverShipped) return true;
   const major = t.browserMajor;
   if (t.browser === 'firefox' && major > c.firefox) return true;
   if (t.browser === 'safari' && major > c.apple) return true;
@@ -563,7 +596,7 @@ export class UaAnalyzer {
 
     out.preReason = preReasonOf(ua);
     out.unparseable = ua.startsWith('Mozilla/') && !declaredBot && !browser.name && !os.name && !engine.name && !device.type;
-    out.windowsNtBad = windowsNt?.[1] !== undefined && !WINDOWS_NT_VERSIONS.has(windowsNt[1]);
+    out.neverShipped = (windowsNt?.[1] !== undefined && !WINDOWS_NT_VERSIONS.has(windowsNt[1])) || ieNeverShipped(ua);
     out.declaredBot = declaredBot;
     out.automation = automationReason !== '';
     out.automationReason = automationReason;

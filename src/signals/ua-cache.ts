@@ -157,7 +157,7 @@ function pack(t: UaTraits, u: Uint32Array, base: number): void {
       (browserIndex.get(t.browser)! << 23)) >>>
     0;
   u[base + B] = ((packMajor(t.browserMajor) << 16) | packMajor(t.blinkMajor)) >>> 0;
-  u[base + C] = ((packMajor(t.osMajor) << 16) | (t.chromeNumbered ? 1 : 0) | (t.windowsNtBad ? 2 : 0)) >>> 0;
+  u[base + C] = ((packMajor(t.osMajor) << 16) | (t.chromeNumbered ? 1 : 0) | (t.neverShipped ? 2 : 0)) >>> 0;
 }
 
 function unpack(u: Uint32Array, base: number, out: UaTraits): void {
@@ -180,7 +180,7 @@ function unpack(u: Uint32Array, base: number, out: UaTraits): void {
   const c = u[base + C]!;
   out.osMajor = unpackMajor(c >>> 16);
   out.chromeNumbered = (c & 1) !== 0;
-  out.windowsNtBad = (c & 2) !== 0;
+  out.neverShipped = (c & 2) !== 0;
 }
 
 if (OS_CODES.length > 64 || BROWSER_CODES.length > 64 || MALFORMED_REASONS.length > 15 || AUTOMATION_REASONS.length > 31) {

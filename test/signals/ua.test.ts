@@ -215,12 +215,36 @@ t.test('malformed rules, each with its reason code', async (t) => {
     ['Mozilla/5.0 (Windows NT 11.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36', 'impossible_version'],
     ['Mozilla/5.0 (iPhone; CPU iPhone OS 45_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/45.0 Mobile/15E148 Safari/604.1', 'impossible_version'],
     ['Mozilla/5.0 (Linux; Android 40; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36', 'impossible_version'],
+    // Internet Explorers that never shipped: a version that never was, a newer MSIE than its
+    // Trident, IE 6+ on a Mac, Mac-only IE 4.5 on Windows, "MSIE 11.0" without Trident, a Trident
+    // major that never was.
+    ['Mozilla/4.0 (compatible; MSIE 6.2; Windows NT 5.1)', 'impossible_version'],
+    ['Mozilla/5.0 (compatible; MSIE 10.0; Windows NT 6.1; Trident/5.0)', 'impossible_version'],
+    ['Mozilla/5.0 (compatible; MSIE 9.0; Macintosh; Intel Mac OS X 10_8_2; Trident/5.0)', 'impossible_version'],
+    ['Mozilla/4.0 (compatible; MSIE 4.5; Windows NT 5.0)', 'impossible_version'],
+    ['Mozilla/5.0 (compatible; MSIE 11.0; Windows NT 6.1; WOW64)', 'impossible_version'],
+    ['Mozilla/5.0 (Windows NT 10.0; WOW64; Trident/12.0; rv:11.0) like Gecko', 'impossible_version'],
     ['Mozilla/5.0 (Frobnicator; Qux 3) Zork', 'unparseable'],
   ];
   for (const [ua, reason] of malformed) {
     const info = analyzer.analyze(ua);
     t.equal(info.malformed, true, `${JSON.stringify(ua.slice(0, 50))} malformed`);
     t.equal(info.malformedReason, reason, `${JSON.stringify(ua.slice(0, 50))} → ${reason}`);
+  }
+});
+
+t.test('Internet Explorers that shipped stay valid', async (t) => {
+  for (const ua of [
+    'Mozilla/4.0 (compatible; MSIE 8.0; Windows NT 6.1; Trident/4.0; SLCC2)',
+    'Mozilla/5.0 (Windows NT 6.3; WOW64; Trident/7.0; rv:11.0) like Gecko',
+    'Mozilla/4.0 (compatible; MSIE 7.0; Windows NT 10.0; WOW64; Trident/7.0; .NET4.0C)', // compatibility view
+    'Mozilla/5.0 (compatible; MSIE 11.0; Windows NT 6.3; Trident/7.0)', // IE-based shells
+    'Mozilla/4.0 (compatible; MSIE 7.0; Windows Phone OS 7.0; Trident/3.1; IEMobile/7.0; Acme; 7)',
+    'Mozilla/4.0 (compatible; MSIE 5.23; Mac_PowerPC)',
+    'Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 5.1; SV1)',
+    'Mozilla/6.0 (compatible; MSIE 7.01; Amiga-AWeb)', // borrows the token, names no Windows
+  ]) {
+    t.notOk(analyzer.analyze(ua).malformed, ua);
   }
 });
 
