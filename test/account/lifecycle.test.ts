@@ -11,15 +11,17 @@ import { INVALID_SESSION, call, login, sleep } from './client.ts';
 const VALID = { name: 'Persisted', demand_id: 'dsp-1', tag: '<iframe src="https://ads.example/x"></iframe>' };
 
 t.test('expired access and refresh tokens', async (t) => {
-  const srv = await startTestServer({ accessTokenTtl: 1, refreshTokenTtl: 2 });
+  // 2 s access tokens: a token refreshed late in a second keeps at least a second of life for
+  // the retry on a busy CI host (1 s tokens left it milliseconds there).
+  const srv = await startTestServer({ accessTokenTtl: 2, refreshTokenTtl: 4 });
   t.teardown(() => srv.stop());
   // exp is whole seconds (iat rounded down): log in just after a second starts, so the
-  // 1 s token is surely alive for the first check.
+  // 2 s token is surely alive for the first check.
   await sleep(1020 - (Date.now() % 1000));
   const s = await login(srv.api, srv.customer.username, srv.customer.password);
-  t.equal(s.expires_in, 1);
+  t.equal(s.expires_in, 2);
   t.equal((await call(srv.api, 'GET', '/v1/project/list', { token: s.access_token })).status, 200, 'fresh token works');
-  await sleep(1100);
+  await sleep(2100);
   const expired = await call(srv.api, 'GET', '/v1/project/list', { token: s.access_token });
   t.equal(expired.status, 400, 'expired access token');
   t.same(expired.body, INVALID_SESSION);
@@ -29,7 +31,7 @@ t.test('expired access and refresh tokens', async (t) => {
   t.equal(r.status, 200);
   t.equal((await call(srv.api, 'GET', '/v1/project/list', { token: r.body.access_token })).status, 200, 'retry works');
 
-  await sleep(2100);
+  await sleep(4100);
   const late = await call(srv.api, 'POST', '/refresh_token', { json: { refresh_token: r.body.refresh_token } });
   t.equal(late.status, 401, 'expired refresh token');
   t.match(late.body.message, /expired/);
