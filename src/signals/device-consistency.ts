@@ -39,10 +39,11 @@ function inconsistent(reason: string): UaConsistency {
 //   WebView without `Mobile` (device 'tablet', see ua-analysis.ts) names a tablet, TV or
 //   box, never a phone;
 // - phones (4): a "Windows NT" UA names a PC or Windows tablet whatever else it says;
-// - CTV-like dvt (3, 6, 7): a phone (an Android browser or in-app WebView that says Mobile
-//   and names no TV model or platform, an iPhone), a wearable and a plain Windows/macOS/
-//   ChromeOS desktop are refused; tablets and X11 Linux pass (Android boxes without a TV
-//   token look like tablets, some TVs send generic X11 Linux);
+// - CTV-like dvt (3, 6, 7): a phone (an Android browser that says Mobile and names no TV
+//   model or platform, an in-app WebView whose model or app names a phone, an iPhone), a
+//   wearable and a plain Windows/macOS/ChromeOS desktop are refused; tablets, unnamed
+//   Android WebViews (device 'unknown': a phone's or a box's) and X11 Linux pass (Android
+//   boxes without a TV token look like tablets, some TVs send generic X11 Linux);
 // - DOOH (8) players run anything.
 function deviceMismatch(dvt: number, info: UaDeviceFacts): boolean {
   const d = info.device;

@@ -129,9 +129,9 @@ const WINDOWS_NT = /Windows NT (\d+\.\d+)/;
 // Internet Explorer as it shipped. MSIE tokens: Windows 1.0-5.01, 5.5, 6.0-10.0 (IE 11 sends
 // "rv:11.0"; IE-based shells add "MSIE 11.0" beside Trident/7.0); Mac 4.5, 5.0, 5.1x and 5.2x
 // (IE for Mac ended at 5.2.3, on PowerPC). Trident/N is IE N+4 (4.0 = IE 8 ... 7.0 = IE 11,
-// 8.0 in Windows 10 previews; 3.1 = IE Mobile 7: majors 3 to 8); compatibility view and IE-based shells send
-// a lower MSIE beside the real Trident, never a higher one. Other browsers that borrow the
-// token (Amiga's AWeb says "MSIE 7.01") name no Windows and are left alone.
+// 8.0 in Windows 10 previews; 3.1 = IE Mobile 7: majors 3 to 8); compatibility view and
+// IE-based shells send a lower MSIE beside the real Trident, never a higher one. Other
+// browsers that borrow the token (Amiga's AWeb says "MSIE 7.01") name no Windows: left alone.
 const MSIE_VERSIONS: ReadonlySet<string> = new Set([
   '1.0', '1.5', '2.0', '3.0', '3.01', '3.02', '4.0', '4.01', '4.5', '5.0', '5.01', '5.05', '5.12', '5.13', '5.14',
   '5.15', '5.16', '5.17', '5.2', '5.21', '5.22', '5.23', '5.5', '6.0', '7.0', '8.0', '9.0', '10.0', '11.0',
@@ -202,10 +202,13 @@ const ANDROID_MODEL = /Android [\d.]+;(?: [a-z]{2}[-_][a-zA-Z]{2};)? ([^;)]+?)(?
 // TV and box model names: a screen size in inches before the series letters and number
 // (32LH1..., -55U1..., H32F8..., 43GUS6...), a UHD series (..65UF...); LED, TV, 4K, UHD;
 // stick, box, STB, OTT, IPTV, DVB, stream; the SoCs and families of no-name Android boxes
-// (Amlogic S905, Rockchip RK33xx, Allwinner H313/H616/H618; MXQ, X96, T95, H96, A95X, M8S...). Android TVs' WebViews
-// often say Mobile, so the model decides.
+// (Amlogic S905, Rockchip RK33xx, Allwinner H313/H616/H618; MXQ, X96, T95, H96, A95X,
+// M8S...). Android TVs' WebViews often say Mobile, so the model decides.
 const TV_MODEL =
   /(?:^|[-_ ]|\b[A-Z])(?:24|28|32|39|40|42|43|48|49|50|55|58|65|70|75|85|98)[A-Z]{1,4}\d|[A-Z](?:43|50|55|58|65|75)U[A-Z]|LED|TV|\b4K\b|UHD|(?:[Ss]tick|STICK|[Bb]ox|BOX)\b|\b(?:STB|OTT|IPTV|DVB|[Ss]tream|STREAM)|Amlogic|Allwinner|\b(?:S905|RK33\d\d|H31[36]|H61[68])|\b(?:MXQ|X96|T95|H96|A95X|M8S|MECOOL|Tanix|UGOOS|Formuler|Zidoo)/;
+// ua-parser names a vendor for a phone from a maker's name alone for these: Huawei's TVs and
+// screens carry the same "Build/HUAWEI..." as its phones, so for them the model code decides.
+const VENDOR_NOT_PHONE: ReadonlySet<string> = new Set(['Generic', 'Huawei']);
 // A phone named by its maker's model naming or by a phone-only app or browser (for WebViews,
 // which say Mobile on every Android device): Samsung Galaxy phones SM-A/E/F/G/J/M/N/S/W + 3
 // digits (SM-T/P/X are tablets); Pixel N; Xiaomi's Redmi, POCO, Mi N and model numbers
@@ -215,9 +218,6 @@ const TV_MODEL =
 // BV + 4. Apps and browsers made for phones: Facebook (FB_IAB/FB4A/FBAN), Instagram, Threads
 // (Barcelona), X (TwitterAndroid), Baidu (baiduboxapp), WeChat (MicroMessenger), QQ's browser,
 // KakaoTalk, the phone makers' own browsers.
-// ua-parser names a vendor for a phone from a maker's name alone for these: Huawei's TVs and
-// screens carry the same "Build/HUAWEI..." as its phones, so for them the model code decides.
-const VENDOR_NOT_PHONE: ReadonlySet<string> = new Set(['Generic', 'Huawei']);
 const PHONE_NAMED =
   /\bSM-[AEFGJMNSW]\d{3}|\bPixel \d|\b(?:Redmi|POCO|Xiaomi|M[Ii] \d)|\bM2\d{3}[A-Z]\d|\b2[0-4]\d{5,6}[A-Z]{1,3}\b|\b(?:CPH|RMX|KB|IN|HD|GM|LE|NE)\d{4}\b|\b[VI]2\d{3}[A-Z]{0,2}\b|\b[A-Z]{3,4}-(?:AL|AN|LX|TL|NX|BD|DL|L|N)\d|\b(?:moto|motorola)\b|\bXT\d{4}|\b(?:TECNO|Infinix|itel|Nokia)\b|\bLM-[A-Z]\d{3}|\bXQ-[A-Z]{2}\d{2}|\bASUS_|\bBV\d{4}|FB_IAB|FB4A|FBAN|Instagram|Barcelona|TwitterAndroid|baiduboxapp|MicroMessenger|MQQBrowser|KAKAOTALK|VivoBrowser|HeyTapBrowser|MiuiBrowser|SamsungBrowser/;
 const OS_FAMILIES: Readonly<Record<string, string>> = {
@@ -317,7 +317,7 @@ export interface UaTraits {
   preReason: MalformedReason | '';
   /** The last rule (a Mozilla/ string nothing could be read from) fires. */
   unparseable: boolean;
-  /** The UA names a Windows NT or Internet Explorer that never shipped (see neverShipped). */
+  /** The UA names a Windows NT or an Internet Explorer (ieNeverShipped) that never shipped. */
   neverShipped: boolean;
   declaredBot: boolean;
   automation: boolean;
@@ -548,10 +548,11 @@ export class UaAnalyzer {
     // The device the UA names decides (docs/scoring.md, "Device consistency"), from one
     // scan of its device tokens: a console; a TV, stick or box platform (a TV even when it
     // says Mobile: Android TV WebViews do); a desktop OS for UAs ua-parser places nowhere
-    // (old or rare desktops, Mac apps); a platform that also had phones only without Mobile; else for Android the model (screen-size series, box names), then `Mobile`:
-    // Android phones' browsers and WebViews always say it, so a complete Android browser
-    // UA without it (it ends in Safari/) names a tablet, TV or box. ua-parser alone calls
-    // some sticks and TVs phones ("Android 10; Chromecast", VIDAA) and some phones tablets.
+    // (old or rare desktops, Mac apps); a platform that also had phones only without Mobile;
+    // else for Android the model (screen-size series, box names), then `Mobile`: Android
+    // phones' browsers and WebViews always say it, so a complete Android browser UA without
+    // it (it ends in Safari/) names a tablet, TV or box. ua-parser alone calls some sticks
+    // and TVs phones ("Android 10; Chromecast", VIDAA) and some phones tablets.
     const webview =
       /; wv\)/.test(ua) ||
       browser.name === 'Chrome WebView' ||
@@ -580,7 +581,6 @@ export class UaAnalyzer {
         }
       }
     }
-
 
     let browserFamily = browser.name ? (BROWSER_FAMILIES[browser.name] ?? 'other') : 'unknown';
     if (webview && (browserFamily === 'webkit' || browserFamily === 'unknown')) browserFamily = 'webview';
