@@ -173,6 +173,14 @@ function slotsFor(n: number): number {
   return size;
 }
 
+/** Open addressing, linear probing: entry `index` (stored + 1, 0 = empty) at its hash's first free slot. */
+function placeInSlots(slots: Int32Array, hash: number, index: number): void {
+  const mask = slots.length - 1;
+  let i = hash & mask;
+  while (slots[i] !== 0) i = (i + 1) & mask;
+  slots[i] = index + 1;
+}
+
 function typed<T extends Int32Array | Uint32Array | Uint16Array | Uint8Array>(
   Kind: { new (b: ArrayBufferLike): T; BYTES_PER_ELEMENT: number },
   values: ArrayLike<number> | number,
@@ -345,10 +353,7 @@ export function buildAdsTxtIndex(input: {
       const p = hostIndex.get(`${kindName}:${d}`) ?? hostIndex.get(`${kindName}:${rootDomain(d) ?? d}`);
       if (p !== undefined && p !== h) partners.push(p);
     }
-    const mask = hostSlots.length - 1;
-    let i = hostKeyHash(hs.kind, hs.host, 0, hs.host.length) & mask;
-    while (hostSlots[i] !== 0) i = (i + 1) & mask;
-    hostSlots[i] = h + 1;
+    placeInSlots(hostSlots, hostKeyHash(hs.kind, hs.host, 0, hs.host.length), h);
   });
   partnerStart[nh] = partners.length;
 
@@ -362,10 +367,7 @@ export function buildAdsTxtIndex(input: {
     addString(sk.account);
     sellerSysLen[k] = sk.system.length;
     sellerAccLen[k] = sk.account.length;
-    const mask = sellerSlots.length - 1;
-    let i = sellerKeyHash(sk.system, 0, sk.system.length, sk.account, 0, sk.account.length) & mask;
-    while (sellerSlots[i] !== 0) i = (i + 1) & mask;
-    sellerSlots[i] = k + 1;
+    placeInSlots(sellerSlots, sellerKeyHash(sk.system, 0, sk.system.length, sk.account, 0, sk.account.length), k);
   });
   stats.sellerKeys = ns;
 
@@ -381,10 +383,7 @@ export function buildAdsTxtIndex(input: {
       pairHost[p] = h;
       pairSeller[p] = k;
       pairCode[p] = code;
-      const mask = pairSlots.length - 1;
-      let i = pairHash(h, k) & mask;
-      while (pairSlots[i] !== 0) i = (i + 1) & mask;
-      pairSlots[i] = p + 1;
+      placeInSlots(pairSlots, pairHash(h, k), p);
       p++;
     }
   }
@@ -399,10 +398,7 @@ export function buildAdsTxtIndex(input: {
     appOff[j] = addString(a.app);
     appLen[j] = a.app.length;
     appHost[j] = a.host;
-    const mask = appSlots.length - 1;
-    let i = appKeyHash(a.app) & mask;
-    while (appSlots[i] !== 0) i = (i + 1) & mask;
-    appSlots[i] = j + 1;
+    placeInSlots(appSlots, appKeyHash(a.app), j);
   });
 
   const poolArr = typed(Uint16Array, poolLen, shared);
