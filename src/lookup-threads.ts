@@ -54,6 +54,8 @@ export const SEEN_SAMPLE_PER_FLUSH = 1000;
 
 /** A thread that served this long before failing starts its backoff from the beginning. */
 const STABLE_MS = 60_000;
+/** How long a policy push waits for a thread to say the policy is in force. */
+const POLICY_ACK_MS = 2_000;
 const RESTART_DELAY = { min: 250, max: 30_000 };
 
 interface Slot {
@@ -83,6 +85,7 @@ export class LookupServer {
   private keys: LiveKey[] = [];
   /** Every customer's compiled policy, by customer (what a new thread starts with). */
   private policies = new Map<string, PolicyUpdate>();
+  private policyPushes = 0;
   private data: { bundle: DataBundle; id: number } | null = null;
   private fallback: { app: uWS.TemplatedApp; socket: uWS.us_listen_socket | null } | null = null;
   port = 0;
@@ -255,7 +258,8 @@ export class LookupServer {
     }
     if (m.type === 'counts') this.opts.onCounts(m.rows, m.stats);
     else if (m.type === 'fatal') this.opts.onWorkerError?.(m.index, new Error(`lookup thread ${m.index} failed: ${m.message}`));
-    const key = m.type === 'data-ok' || m.type === 'data-failed' ? `data:${m.id}:${m.index}` : m.type === 'stopped' ? `stop:${m.index}` : '';
+    const key =
+      m.type === 'data-ok' || m.type === 'data-failed' ? `data:${m.id}:${m.index}` : m.type === 'policy-ok' ? `policy:${m.id}:${m.index}` : m.type === 'stopped' ? `stop:${m.index}` : '';
     if (key) {
       const p = this.pending.get(key);
       if (p) {
@@ -282,10 +286,16 @@ export class LookupServer {
     });
   }
 
-  /** Customers' policies changed: every thread swaps them in (buffers are shared, never copied). */
-  pushPolicies(updates: PolicyUpdate[]): void {
+  /**
+   * Customers' policies changed: every thread swaps them in (buffers are shared, never
+   * copied). Resolves once every running thread has them in force, so a lookup that starts
+   * after it applies them; a thread that does not answer within POLICY_ACK_MS (stuck, or being
+   * replaced: a new thread starts with every policy) is not waited for longer.
+   */
+  async pushPolicies(updates: PolicyUpdate[]): Promise<void> {
     for (const u of updates) this.policies.set(u.customerId, u);
-    for (const s of this.slots) s.worker?.postMessage({ type: 'policy', updates } satisfies ToWorker);
+    const id = ++this.policyPushes;
+    await Promise.all(this.slots.map((s) => this.ask(s, { type: 'policy', id, updates }, `policy:${id}:${s.index}`, POLICY_ACK_MS)));
   }
 
   pushKeys(keys: LiveKey[]): void {

@@ -218,9 +218,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     };
     let engineReady = false;
     const policies = new PolicyService(policySource, plan.policyBytes, (updates: PolicyUpdate[]) => {
-      lookups.pushPolicies(updates);
+      const inForce = lookups.pushPolicies(updates);
       if (engineReady) engine.policies.apply(updates);
       fleet?.policiesChanged();
+      return inForce;
     }, memory.uaCache.seed);
     await policies.refresh();
     const refreshPoliciesSoon = () => {

@@ -14,7 +14,7 @@ async function commit(store: Store, service: PolicyService | null, customerId: s
   await write();
   if (service && compiled) {
     const version = (await policyVersions(store)).get(customerId) ?? 0;
-    service.install(customerId, version, compiled);
+    await service.install(customerId, version, compiled);
   }
 }
 

@@ -29,7 +29,8 @@ export class PolicyService {
     private readonly source: PolicySource,
     /** The memory budget's policy share: all customers' compiled policies together. */
     readonly budgetBytes: number,
-    private readonly push: (updates: PolicyUpdate[]) => void,
+    /** Hands updates to the lookup threads; resolves once they are in force there. */
+    private readonly push: (updates: PolicyUpdate[]) => Promise<void>,
     /** The lookup threads' UA cache seed (exact-UA entries are keyed by its hash). */
     private readonly uaSeed: number,
   ) {}
@@ -67,12 +68,12 @@ export class PolicyService {
     return c;
   }
 
-  /** Installs a compiled policy at `version` and pushes it to the threads now. */
-  install(customerId: string, version: number, policy: CompiledPolicy): void {
+  /** Installs a compiled policy at `version` and pushes it to the threads now; resolves once it is in force there. */
+  async install(customerId: string, version: number, policy: CompiledPolicy): Promise<void> {
     const had = this.compiled.get(customerId);
     if (had && had.version > version) return;
     this.compiled.set(customerId, { version, policy });
-    this.push([{ customerId, buffer: policy.buffer }]);
+    await this.push([{ customerId, buffer: policy.buffer }]);
   }
 
   /** Recompiles every customer whose version changed; pushes what changed. One at a time. */
@@ -117,6 +118,6 @@ export class PolicyService {
         log.error({ customer: customerId, err: (e as Error).message }, 'policy not loaded');
       }
     }
-    if (updates.length > 0) this.push(updates);
+    if (updates.length > 0) await this.push(updates);
   }
 }

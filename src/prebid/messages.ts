@@ -64,8 +64,8 @@ export const LATENCY_BUCKETS_US = [10, 25, 50, 100, 250, 500, 1000, 2500, 10000]
 export type ToWorker =
   | { type: 'data'; id: number; bundle: DataBundle }
   | { type: 'keys'; keys: LiveKey[] }
-  /** Customers whose policy changed: the new compiled buffer, or null when it was removed. */
-  | { type: 'policy'; updates: PolicyUpdate[] }
+  /** Customers whose policy changed: the new compiled buffer, or null when it was removed. Answered by policy-ok. */
+  | { type: 'policy'; id: number; updates: PolicyUpdate[] }
   | { type: 'stop' }
   /** Fault injection (tests of the supervision): the thread fails as an uncaught bug would. */
   | { type: 'crash' };
@@ -75,6 +75,8 @@ export type FromWorker =
   | { type: 'listen-failed'; index: number; message: string }
   | { type: 'data-ok'; index: number; id: number }
   | { type: 'data-failed'; index: number; id: number; message: string }
+  /** Policy push `id` is in force on this thread: every lookup it starts from now on applies it. */
+  | { type: 'policy-ok'; index: number; id: number }
   /** Once a second: tuples this thread added to the shared counts, its own rows (shared table full), figures. */
   | { type: 'counts'; index: number; announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats }
   | { type: 'stopped'; index: number; announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats }

@@ -251,6 +251,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     if (m.type === 'policy') {
       for (const u of m.updates) policies.set(u.customerId, u);
       engine?.policies.apply(m.updates);
+      post({ type: 'policy-ok', index: init.index, id: m.id });
     } else if (m.type === 'keys') {
       keys = m.keys;
       engine?.keys.replace(keys);

@@ -97,12 +97,14 @@ t.test('an update while lookups run reaches every thread within 5 s', async (t) 
   let n = 0;
   const q = () => new URLSearchParams({ p: c.partner_id, k: c.prebid_key, pub: 'pub-1', node: 'n', ip: `73.${(n >> 8) & 255}.${n & 255}.9`, ua: CHROME, uid: `u${n++}`, sid: 'exchange.example', adt: '1', dvt: '2' }).toString();
   let running = true;
-  const seen: Array<{ at: number; band: string }> = [];
+  // `sent`: when the lookup was sent; `at`: when its answer came back.
+  const seen: Array<{ sent: number; at: number; band: string }> = [];
   const load = (async () => {
     while (running) {
       // New connections land on either thread.
+      const sent = Date.now();
       const r = await fetch(`${srv.prebid}/api/v1/ivt/lookup?${q()}`, { headers: { connection: 'close' } });
-      seen.push({ at: Date.now(), band: ((await r.json()) as { botRisk: { band: string } }).botRisk.band });
+      seen.push({ sent, at: Date.now(), band: ((await r.json()) as { botRisk: { band: string } }).botRisk.band });
     }
   })();
   await sleep(300);
@@ -114,10 +116,47 @@ t.test('an update while lookups run reaches every thread within 5 s', async (t) 
   running = false;
   await load;
   const before = seen.filter((s) => s.at < changedAt);
-  const after = seen.filter((s) => s.at > answeredAt);
+  // The API answers once every thread has the change in force: every lookup sent after that
+  // applies it (one sent earlier may have been answered before the change, whenever it returns).
+  const after = seen.filter((s) => s.sent > answeredAt);
   t.ok(before.length > 0 && before.every((s) => s.band === 'low'), `low before the change (${before.length} lookups)`);
   t.ok(after.length > 5, `${after.length} lookups after`);
   const firstHigh = seen.find((s) => s.band === 'high');
   t.ok(firstHigh !== undefined && firstHigh.at - changedAt < 5000, `high from ${firstHigh ? firstHigh.at - changedAt : '?'} ms after the change`);
-  t.ok(after.every((s) => s.band === 'high'), 'and high on every thread after the PUT answered');
+  t.ok(after.every((s) => s.band === 'high'), 'and high on every thread for every lookup sent after the PUT answered');
+});
+
+t.test('a change is in force on every thread when the API answers', async (t) => {
+  const srv = await startTestServer({ threads: 2 });
+  t.teardown(() => srv.stop());
+  const c = srv.customer;
+  const token = (await login(srv.api, c.username, c.password)).access_token;
+  let n = 0;
+  const lookup = async () => {
+    const q = new URLSearchParams({ p: c.partner_id, k: c.prebid_key, pub: 'pub-1', node: 'n', ip: `73.${(n >> 8) & 255}.${n & 255}.9`, ua: CHROME, uid: `v${n++}`, sid: 'exchange.example', adt: '1', dvt: '2' });
+    const r = await fetch(`${srv.prebid}/api/v1/ivt/lookup?${q}`, { headers: { connection: 'close' } });
+    return ((await r.json()) as { botRisk: { band: string } }).botRisk.band;
+  };
+  // Deny, then lift the deny, 40 times; right after each answer, four lookups on new
+  // connections (both threads) must follow it. Without waiting for the threads, a thread
+  // still busy with lookups answers some of these by the policy before.
+  // Both threads kept busy meanwhile (other publishers' lookups), as in production.
+  let running = true;
+  const busy = Array.from({ length: 6 }, async () => {
+    while (running) {
+      const q = new URLSearchParams({ p: c.partner_id, k: c.prebid_key, pub: 'pub-2', node: 'n', ip: '73.1.2.3', ua: CHROME, uid: 'busy', sid: 'exchange.example', adt: '1', dvt: '2' });
+      await (await fetch(`${srv.prebid}/api/v1/ivt/lookup?${q}`)).arrayBuffer();
+    }
+  });
+  const stale: string[] = [];
+  for (let i = 0; i < 40; i++) {
+    const deny = i % 2 === 0;
+    const r = await call(srv.api, 'PUT', '/v1/policy', { token, json: { entries: deny ? [{ kind: 'publisher', value: 'pub-1', action: 'deny' }] : [] } });
+    if (r.status !== 200) t.fail(JSON.stringify(r.body));
+    const bands = await Promise.all([lookup(), lookup(), lookup(), lookup()]);
+    for (const b of bands) if (b !== (deny ? 'high' : 'low')) stale.push(`change ${i}: ${b}`);
+  }
+  running = false;
+  await Promise.all(busy);
+  t.same(stale, [], 'no lookup sent after an answer used the policy before it');
 });
