@@ -217,9 +217,16 @@ const VENDOR_NOT_PHONE: ReadonlySet<string> = new Set(['Generic', 'Huawei']);
 // Transsion's TECNO, Infinix, itel; Nokia; LG LM-X123; Sony Xperia XQ-AB12; ASUS_; Blackview
 // BV + 4. Apps and browsers made for phones: Facebook (FB_IAB/FB4A/FBAN), Instagram, Threads
 // (Barcelona), X (TwitterAndroid), Baidu (baiduboxapp), WeChat (MicroMessenger), QQ's browser,
-// KakaoTalk, the phone makers' own browsers.
+// KakaoTalk, the phone makers' own browsers, Opera for Android (OPR/ without the OMI/ of
+// Opera's TV SDK). Japanese carriers' model codes: docomo <maker>-<nn><year letter> (SO-51A,
+// F-05J), SoftBank and Y!mobile <nnn><maker> (901SH, A204SO), au <maker>[VG]<nn> (SOV41,
+// SCG01); carriers sell phones and tablets under them, their TV boxes are named otherwise.
 const PHONE_NAMED =
-  /\bSM-[AEFGJMNSW]\d{3}|\bPixel \d|\b(?:Redmi|POCO|Xiaomi|M[Ii] \d)|\bM2\d{3}[A-Z]\d|\b2[0-4]\d{5,6}[A-Z]{1,3}\b|\b(?:CPH|RMX|KB|IN|HD|GM|LE|NE)\d{4}\b|\b[VI]2\d{3}[A-Z]{0,2}\b|\b[A-Z]{3,4}-(?:AL|AN|LX|TL|NX|BD|DL|L|N)\d|\b(?:moto|motorola)\b|\bXT\d{4}|\b(?:TECNO|Infinix|itel|Nokia)\b|\bLM-[A-Z]\d{3}|\bXQ-[A-Z]{2}\d{2}|\bASUS_|\bBV\d{4}|FB_IAB|FB4A|FBAN|Instagram|Barcelona|TwitterAndroid|baiduboxapp|MicroMessenger|MQQBrowser|KAKAOTALK|VivoBrowser|HeyTapBrowser|MiuiBrowser|SamsungBrowser/;
+  /\b[A-Z]{1,2}-(?:0[1-9]|[45]\d)[A-Z]\b|\b(?:A[0-4]|[1-9])0\d(?:SH|SO|KC|ZT|HW|OP|XM|SC|FC|LE|ZS)\b|\b(?:SO|SC|SH|KY|LG|HW|ZT|OP|XI|FC)[VG]\d{2}\b|\bOPR\/(?!.*\bOMI\/)|\bSM-[AEFGJMNSW]\d{3}|\bPixel \d|\b(?:Redmi|POCO|Xiaomi|M[Ii] \d)|\bM2\d{3}[A-Z]\d|\b2[0-4]\d{5,6}[A-Z]{1,3}\b|\b(?:CPH|RMX|KB|IN|HD|GM|LE|NE)\d{4}\b|\b[VI]2\d{3}[A-Z]{0,2}\b|\b[A-Z]{3,4}-(?:AL|AN|LX|TL|NX|BD|DL|L|N)\d|\b(?:moto|motorola)\b|\bXT\d{4}|\b(?:TECNO|Infinix|itel|Nokia)\b|\bLM-[A-Z]\d{3}|\bXQ-[A-Z]{2}\d{2}|\bASUS_|\bBV\d{4}|FB_IAB|FB4A|FBAN|Instagram|Barcelona|TwitterAndroid|baiduboxapp|MicroMessenger|MQQBrowser|KAKAOTALK|VivoBrowser|HeyTapBrowser|MiuiBrowser|SamsungBrowser/;
+// Browsers made for phones that send their own platform token (UC Browser's "UCWEB/2.0
+// (MIDP-2.0; U; Adr 5.0; ...)", Opera Mini's J2ME and proxy forms): a phone's when they say
+// Mobile, whatever OS ua-parser reads ("Linux", none).
+const PHONE_BROWSER = /^UCWEB\/|\bOpera Mini\/|\bOpera Mobi\b/;
 const OS_FAMILIES: Readonly<Record<string, string>> = {
   Windows: 'windows',
   'Mac OS': 'macos',
@@ -560,6 +567,7 @@ export class UaAnalyzer {
     const tokens = deviceTokens(ua);
     if (tokens & TOKEN_CONSOLE) deviceType = 'console';
     else if (tokens & TOKEN_TV) deviceType = 'smarttv';
+    else if (tokens & TOKEN_MOBILE && PHONE_BROWSER.test(ua)) deviceType = 'mobile';
     else if (deviceType === 'unknown' && tokens & TOKEN_DESKTOP && !(tokens & TOKEN_MOBILE)) deviceType = 'desktop';
     else if (deviceType !== 'console' && deviceType !== 'smarttv') {
       const mobileToken = (tokens & TOKEN_MOBILE) !== 0;
@@ -573,10 +581,11 @@ export class UaAnalyzer {
         else if (deviceType === 'mobile' || deviceType === 'tablet' || deviceType === 'unknown') {
           // Every Android WebView says Mobile, phone or TV box alike: a WebView names a phone
           // only when its model follows a phone maker's naming or a phone-only app or browser
-          // wraps it; an unnamed box's WebView stays unknown. A browser that says Mobile is a
-          // phone's (TV boxes' browsers drop it or name the platform).
+          // wraps it, or it runs Android 6 or older (measured: unnamed boxes' WebViews run 7
+          // and later, docs/scoring.md); an unnamed box's WebView stays unknown. A browser
+          // that says Mobile is a phone's (TV boxes' browsers drop it or name the platform).
           const named = (device.type === 'mobile' && device.vendor !== undefined && !VENDOR_NOT_PHONE.has(device.vendor)) || PHONE_NAMED.test(ua);
-          if (mobileToken) deviceType = !webview || named ? 'mobile' : 'unknown';
+          if (mobileToken) deviceType = !webview || named || majorOf(os.version) <= 6 ? 'mobile' : 'unknown';
           else if (ua.includes('AppleWebKit/') && ua.includes('Safari/')) deviceType = 'tablet';
         }
       }

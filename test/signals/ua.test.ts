@@ -71,6 +71,24 @@ const UA = {
     'Mozilla/5.0 (Linux; Android 12; ABC-LX9 Build/HUAWEIABC-LX9; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/114.0.5735.196 Mobile Safari/537.36',
   huaweiScreenWebview:
     'Mozilla/5.0 (Linux; Android 10; ABCD-550 Build/HUAWEIABCD-550; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/88.0.4324.93 Mobile Safari/537.36',
+  // Hand-written: WebViews named by a Japanese carrier's model code (docomo, SoftBank, au),
+  // Opera for Android in its WebView form, an unnamed WebView on Android 6 (phones' only,
+  // measured: docs/scoring.md), UC Browser's and Opera Mini's own UA forms, and Opera's TV SDK
+  // (OMI/) in an Android box, which is no phone.
+  docomoWebview:
+    'Mozilla/5.0 (Linux; Android 13; F-51B Build/V41RD41B; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/120.0.6099.43 Mobile Safari/537.36',
+  softbankWebview:
+    'Mozilla/5.0 (Linux; Android 12; A103SH Build/S1234; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/118.0.5993.80 Mobile Safari/537.36',
+  auWebview:
+    'Mozilla/5.0 (Linux; Android 13; KYG01 Build/TP1A.220624.014; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/121.0.6167.101 Mobile Safari/537.36',
+  operaAndroidWebview:
+    'Mozilla/5.0 (Linux; Android 13; KX-90 Build/TP1A.220624.014; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/124.0.6367.82 Mobile Safari/537.36 OPR/81.1.4292.78446',
+  unnamedWebviewAndroid6:
+    'Mozilla/5.0 (Linux; Android 6.0; KX-50 Build/MRA58K; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/70.0.3538.110 Mobile Safari/537.36',
+  ucBrowserOwn: 'UCWEB/2.0 (MIDP-2.0; U; Adr 9; en-US; KX-90) U2/1.0.0 UCBrowser/12.10.0.1163 U2/1.0.0 Mobile',
+  operaMiniProxy: 'UCWEB/2.0 (Linux; U; Opera Mini/7.1.32052/30.3697; en-US; KX-90) U2/1.0.0 UCBrowser/9.9.0.543 Mobile',
+  operaTvBox:
+    'Mozilla/5.0 (Linux; Android 9; KX-92 Build/PPR1.180610.011; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/87.0.4280.66 Mobile Safari/537.36 OPR/46.0.2207.0 OMI/4.20.0.87.Acme.1',
   fbWindows:
     'Mozilla/5.0 (Windows NT 10.0.19045.100; osmeta 10.3.4000) AppleWebKit/602.1.1 (KHTML, like Gecko) Version/9.0 Safari/602.1.1 osmeta/10.3.4000 Build/4000 [FBAN/FBW;FBAV/200.0.0.10.100;]',
   officeMac: 'Microsoft Office Word/16.80.1 (Mac OS/14.1; Desktop; en-US; NonAppStore; Apple/Mac14,2)',
@@ -154,6 +172,14 @@ const cases: Array<[keyof typeof UA, Expect]> = [
   ['oppoWebview', { os: 'android', device: 'mobile', webview: true }],
   ['huaweiPhoneWebview', { os: 'android', device: 'mobile', webview: true }],
   ['huaweiScreenWebview', { os: 'android', device: 'unknown', webview: true }],
+  ['docomoWebview', { os: 'android', device: 'mobile', webview: true }],
+  ['softbankWebview', { os: 'android', device: 'mobile', webview: true }],
+  ['auWebview', { os: 'android', device: 'mobile', webview: true }],
+  ['operaAndroidWebview', { os: 'android', device: 'mobile', webview: true }],
+  ['unnamedWebviewAndroid6', { os: 'android', device: 'mobile', webview: true }],
+  ['ucBrowserOwn', { device: 'mobile' }],
+  ['operaTvBox', { os: 'android', device: 'unknown', webview: true }],
+  ['operaMiniProxy', { device: 'mobile' }],
   ['phoneTruncated', { os: 'android', device: 'unknown' }], // not a tablet: a phone the truncation hid
   ['officeMac', { device: 'desktop' }],
   ['androidOnChromebook', { os: 'android', device: 'desktop' }],
@@ -422,6 +448,16 @@ t.test('uaConsistency against dvt, app and ifa', async (t) => {
     ['unnamedWebview', 4, 'com.example.app', IFA, true, ''],
     ['unnamedWebview', 2, undefined, undefined, false, 'dvt2_unknown_ua'],
     ['huaweiScreenWebview', 3, 'com.example.tv', IFA, true, ''],
+    ['docomoWebview', 3, 'com.example.tv', IFA, false, 'dvt3_mobile_ua'],
+    ['softbankWebview', 7, 'com.example.tv', IFA, false, 'dvt7_mobile_ua'],
+    ['auWebview', 6, 'com.example.tv', IFA, false, 'dvt6_mobile_ua'],
+    ['operaAndroidWebview', 3, 'com.example.tv', IFA, false, 'dvt3_mobile_ua'],
+    ['unnamedWebviewAndroid6', 3, 'com.example.tv', IFA, false, 'dvt3_mobile_ua'],
+    ['unnamedWebviewAndroid6', 4, 'com.example.app', IFA, true, ''],
+    ['ucBrowserOwn', 3, 'com.example.tv', IFA, false, 'dvt3_mobile_ua'],
+    ['operaMiniProxy', 2, undefined, undefined, false, 'dvt2_mobile_ua'],
+    ['ucBrowserOwn', 4, undefined, undefined, true, ''],
+    ['operaTvBox', 3, 'com.example.tv', IFA, true, ''],
     ['androidTvBuild', 3, 'com.example.tv', IFA, true, ''],
     ['boxWebview', 7, 'com.example.tv', IFA, true, ''],
     ['googleTv', 3, 'com.example.tv', IFA, true, ''],
