@@ -7,7 +7,7 @@ import { iso31661Alpha2ToAlpha3, iso31661Alpha3ToAlpha2 } from 'iso-3166';
 import { schainFromObject, type SchainResult } from '../signals/schain.ts';
 import { CHROMIUM_BRANDS, emptySua, suaPlatform, type SuaFacts } from '../signals/sua.ts';
 import { noBidReason, REASON_CLASS } from '../signals/category.ts';
-import { classifyTransaction, type ScoreResult } from '../signals/score.ts';
+import type { ScoreResult } from '../signals/score.ts';
 import type { JsonObject, JsonValue } from './bounded-json.ts';
 import { isJsonObject } from './bounded-json.ts';
 import { P, PARAM_NAMES } from './params.ts';
@@ -39,17 +39,28 @@ export interface OrtbExtra {
   id: string;
   schain: SchainResult | undefined;
   sua: SuaFacts | null;
+  /** The engine's one SuaFacts, refilled per request (`sua` points at it when the request has one). */
+  readonly suaScratch: SuaFacts;
 }
 
-function bad(field: string, why: string): ValidationError {
-  return { status: 400, code: 'invalid_parameter', message: `Invalid field ${field}: ${why}.` };
+export function emptyOrtbExtra(): OrtbExtra {
+  return { id: '', schain: undefined, sua: null, suaScratch: emptySua() };
 }
 
-function obj(parent: JsonObject | null, key: string, path: string): JsonObject | null | ValidationError {
+/** A field the mapping refuses: thrown by the readers below, caught once in mapBidRequest (the 400 path only). */
+class FieldError {
+  constructor(readonly error: ValidationError) {}
+}
+
+function bad(field: string, why: string): FieldError {
+  return new FieldError({ status: 400, code: 'invalid_parameter', message: `Invalid field ${field}: ${why}.` });
+}
+
+function obj(parent: JsonObject | null, key: string, path: string): JsonObject | null {
   if (parent === null) return null;
   const v = parent[key];
   if (v === undefined || v === null) return null;
-  if (!isJsonObject(v)) return bad(path, 'must be an object');
+  if (!isJsonObject(v)) throw bad(path, 'must be an object');
   return v;
 }
 
@@ -59,24 +70,22 @@ function obj(parent: JsonObject | null, key: string, path: string): JsonObject |
  */
 export const ORTB_MAX_FIELD_CHARS = 2048;
 
-function str(parent: JsonObject | null, key: string, path: string): string | ValidationError {
+function str(parent: JsonObject | null, key: string, path: string): string {
   if (parent === null) return '';
   const v = parent[key];
   if (v === undefined || v === null) return '';
-  if (typeof v !== 'string') return bad(path, 'must be a string');
-  if (v.length > ORTB_MAX_FIELD_CHARS) return bad(path, `longer than ${ORTB_MAX_FIELD_CHARS} characters`);
+  if (typeof v !== 'string') throw bad(path, 'must be a string');
+  if (v.length > ORTB_MAX_FIELD_CHARS) throw bad(path, `longer than ${ORTB_MAX_FIELD_CHARS} characters`);
   return v;
 }
 
-function int(parent: JsonObject | null, key: string, path: string): number | ValidationError {
+function int(parent: JsonObject | null, key: string, path: string): number {
   if (parent === null) return -1;
   const v = parent[key];
   if (v === undefined || v === null) return -1;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) return bad(path, 'must be a non-negative integer');
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw bad(path, 'must be a non-negative integer');
   return v;
 }
-
-const isErr = (v: unknown): v is ValidationError => typeof v === 'object' && v !== null && 'code' in v;
 
 /** The host of a page URL ('' when it has none), lowercased. */
 export function pageHost(page: string): string {
@@ -103,30 +112,22 @@ export function countryAlpha2(c: string): string | null {
   return u === 'XKX' ? 'XK' : (iso31661Alpha3ToAlpha2[u] ?? null);
 }
 
-function suaFacts(sua: JsonObject): SuaFacts | ValidationError {
-  const f = emptySua();
+/** Fills `f` from `device.sua`. */
+function suaFacts(sua: JsonObject, f: SuaFacts): SuaFacts {
   const platform = obj(sua, 'platform', 'device.sua.platform');
-  if (isErr(platform)) return platform;
-  if (platform !== null) {
-    const brand = str(platform, 'brand', 'device.sua.platform.brand');
-    if (isErr(brand)) return brand;
-    f.platform = suaPlatform(brand);
-  }
+  f.platform = platform === null ? '' : suaPlatform(str(platform, 'brand', 'device.sua.platform.brand'));
   const mobile = int(sua, 'mobile', 'device.sua.mobile');
-  if (isErr(mobile)) return mobile;
   f.mobile = mobile === 0 || mobile === 1 ? mobile : -1;
-  const source = int(sua, 'source', 'device.sua.source');
-  if (isErr(source)) return source;
-  f.source = source;
+  f.source = int(sua, 'source', 'device.sua.source');
+  f.chromium = false;
+  f.chromiumMajor = NaN;
   const browsers = sua.browsers;
   if (browsers !== undefined && browsers !== null) {
-    if (!Array.isArray(browsers)) return bad('device.sua.browsers', 'must be an array');
+    if (!Array.isArray(browsers)) throw bad('device.sua.browsers', 'must be an array');
     let rank = CHROMIUM_BRANDS.length;
     for (const b of browsers) {
-      if (!isJsonObject(b)) return bad('device.sua.browsers[]', 'must be an object');
-      const brand = str(b, 'brand', 'device.sua.browsers[].brand');
-      if (isErr(brand)) return brand;
-      const r = CHROMIUM_BRANDS.indexOf(brand);
+      if (!isJsonObject(b)) throw bad('device.sua.browsers[]', 'must be an object');
+      const r = CHROMIUM_BRANDS.indexOf(str(b, 'brand', 'device.sua.browsers[].brand'));
       if (r === -1) continue;
       f.chromium = true;
       if (r < rank) {
@@ -142,31 +143,35 @@ function suaFacts(sua: JsonObject): SuaFacts | ValidationError {
   return f;
 }
 
+/** imp[0]'s formats in the order they decide the AdCOM ad type (video, audio, native before banner), with their field paths. */
+const IMP_KINDS = (['video', 'audio', 'native', 'banner'] as const).map((key) => ({
+  key,
+  adt: { video: '2', audio: '3', native: '4', banner: '1' }[key],
+  sized: key === 'video' || key === 'banner',
+  path: `imp[0].${key}`,
+  w: `imp[0].${key}.w`,
+  h: `imp[0].${key}.h`,
+  fw: `imp[0].${key}.format[0].w`,
+  fh: `imp[0].${key}.format[0].h`,
+}));
+
 /** imp[0]'s format as the AdCOM ad type (video, audio, native before banner in a multi-format imp) and its size. */
-function impFacts(imp0: JsonObject, v: (string | undefined)[]): ValidationError | null {
-  const kinds: [string, string][] = [['video', '2'], ['audio', '3'], ['native', '4'], ['banner', '1']];
-  for (const [key, adt] of kinds) {
-    const o = obj(imp0, key, `imp[0].${key}`);
-    if (isErr(o)) return o;
+function impFacts(imp0: JsonObject, v: (string | undefined)[]): void {
+  for (const k of IMP_KINDS) {
+    const o = obj(imp0, k.key, k.path);
     if (o === null) continue;
-    if (v[P.adt] === undefined) v[P.adt] = adt;
-    if (v[P.dim] === undefined && (key === 'video' || key === 'banner')) {
-      let w = int(o, 'w', `imp[0].${key}.w`);
-      if (isErr(w)) return w;
-      let h = int(o, 'h', `imp[0].${key}.h`);
-      if (isErr(h)) return h;
+    if (v[P.adt] === undefined) v[P.adt] = k.adt;
+    if (v[P.dim] === undefined && k.sized) {
+      let w = int(o, 'w', k.w);
+      let h = int(o, 'h', k.h);
       const format = o.format;
       if ((w <= 0 || h <= 0) && Array.isArray(format) && isJsonObject(format[0])) {
-        const f0 = format[0];
-        w = int(f0, 'w', `imp[0].${key}.format[0].w`);
-        if (isErr(w)) return w;
-        h = int(f0, 'h', `imp[0].${key}.format[0].h`);
-        if (isErr(h)) return h;
+        w = int(format[0], 'w', k.fw);
+        h = int(format[0], 'h', k.fh);
       }
       if (w > 0 && h > 0) v[P.dim] = `${w}x${h}`;
     }
   }
-  return null;
 }
 
 /**
@@ -182,80 +187,58 @@ export function mapBidRequest(bid: JsonObject, v: (string | undefined)[], raw: (
   extra.id = '';
   extra.schain = undefined;
   extra.sua = null;
+  try {
+    return mapBody(bid, v, extra);
+  } catch (e) {
+    if (e instanceof FieldError) return e.error;
+    throw e;
+  }
+}
+
+function mapBody(bid: JsonObject, v: (string | undefined)[], extra: OrtbExtra): ValidationError | null {
   const id = bid.id;
-  if (typeof id === 'string' && id.length > ORTB_MAX_FIELD_CHARS) return bad('id', `longer than ${ORTB_MAX_FIELD_CHARS} characters`);
+  if (typeof id === 'string' && id.length > ORTB_MAX_FIELD_CHARS) throw bad('id', `longer than ${ORTB_MAX_FIELD_CHARS} characters`);
   if (typeof id !== 'string' || id === '') return { status: 400, code: 'missing_parameter', message: 'Missing required field: id (the BidRequest id, a string).' };
   extra.id = id;
 
   const device = obj(bid, 'device', 'device');
-  if (isErr(device)) return device;
   const site = obj(bid, 'site', 'site');
-  if (isErr(site)) return site;
   const app = obj(bid, 'app', 'app');
-  if (isErr(app)) return app;
   const user = obj(bid, 'user', 'user');
-  if (isErr(user)) return user;
   const source = obj(bid, 'source', 'source');
-  if (isErr(source)) return source;
 
+  // Every field is type-checked, also when another one is taken instead.
   const ip = str(device, 'ip', 'device.ip');
-  if (isErr(ip)) return ip;
   const ipv6 = str(device, 'ipv6', 'device.ipv6');
-  if (isErr(ipv6)) return ipv6;
   v[P.ip] = ip || ipv6 || undefined;
-  const ua = str(device, 'ua', 'device.ua');
-  if (isErr(ua)) return ua;
-  v[P.ua] = ua || undefined;
-  const ifa = str(device, 'ifa', 'device.ifa');
-  if (isErr(ifa)) return ifa;
-  v[P.ifa] = ifa || undefined;
+  v[P.ua] = str(device, 'ua', 'device.ua') || undefined;
+  v[P.ifa] = str(device, 'ifa', 'device.ifa') || undefined;
   const dvt = int(device, 'devicetype', 'device.devicetype');
-  if (isErr(dvt)) return dvt;
   v[P.dvt] = dvt < 0 ? undefined : String(dvt);
-  const geo = obj(device, 'geo', 'device.geo');
-  if (isErr(geo)) return geo;
-  const country = str(geo, 'country', 'device.geo.country');
-  if (isErr(country)) return country;
+  const country = str(obj(device, 'geo', 'device.geo'), 'country', 'device.geo.country');
   if (country !== '') {
     const a2 = countryAlpha2(country);
-    if (a2 === null) return bad('device.geo.country', `"${country.slice(0, 8)}" is not an ISO-3166-1 alpha-3 country code`);
+    if (a2 === null) throw bad('device.geo.country', `"${country.slice(0, 8)}" is not an ISO-3166-1 alpha-3 country code`);
     v[P.geo] = a2;
   }
   const sua = obj(device, 'sua', 'device.sua');
-  if (isErr(sua)) return sua;
-  if (sua !== null) {
-    const f = suaFacts(sua);
-    if (isErr(f)) return f;
-    extra.sua = f;
-  }
+  if (sua !== null) extra.sua = suaFacts(sua, extra.suaScratch);
 
-  const bundle = str(app, 'bundle', 'app.bundle');
-  if (isErr(bundle)) return bundle;
-  v[P.app] = bundle || undefined;
+  v[P.app] = str(app, 'bundle', 'app.bundle') || undefined;
   const siteDomain = str(site, 'domain', 'site.domain');
-  if (isErr(siteDomain)) return siteDomain;
   const page = str(site, 'page', 'site.page');
-  if (isErr(page)) return page;
   const appDomain = str(app, 'domain', 'app.domain');
-  if (isErr(appDomain)) return appDomain;
   v[P.dmn] = siteDomain || pageHost(page) || appDomain || undefined;
   const publisher = obj(site ?? app, 'publisher', site !== null ? 'site.publisher' : 'app.publisher');
-  if (isErr(publisher)) return publisher;
-  const pub = str(publisher, 'id', site !== null ? 'site.publisher.id' : 'app.publisher.id');
-  if (isErr(pub)) return pub;
-  v[P.pub] = pub || undefined;
+  v[P.pub] = str(publisher, 'id', site !== null ? 'site.publisher.id' : 'app.publisher.id') || undefined;
 
   const uid = str(user, 'id', 'user.id');
-  if (isErr(uid)) return uid;
   const buyeruid = str(user, 'buyeruid', 'user.buyeruid');
-  if (isErr(buyeruid)) return buyeruid;
   v[P.uid] = uid || buyeruid || undefined;
 
   // source.schain (2.6), source.ext.schain (2.5, Prebid), ext.schain (2.4): the first present.
   const sourceExt = obj(source, 'ext', 'source.ext');
-  if (isErr(sourceExt)) return sourceExt;
   const bidExt = obj(bid, 'ext', 'ext');
-  if (isErr(bidExt)) return bidExt;
   const chain: JsonValue | undefined = source?.schain ?? sourceExt?.schain ?? bidExt?.schain ?? undefined;
   if (chain !== undefined && chain !== null) {
     const r = schainFromObject(chain);
@@ -266,19 +249,21 @@ export function mapBidRequest(bid: JsonObject, v: (string | undefined)[], raw: (
 
   const imp = bid.imp;
   if (imp !== undefined && imp !== null) {
-    if (!Array.isArray(imp)) return bad('imp', 'must be an array');
+    if (!Array.isArray(imp)) throw bad('imp', 'must be an array');
     if (imp.length > 0) {
-      if (!isJsonObject(imp[0])) return bad('imp[0]', 'must be an object');
-      const e = impFacts(imp[0], v);
-      if (e !== null) return e;
+      if (!isJsonObject(imp[0])) throw bad('imp[0]', 'must be an object');
+      impFacts(imp[0], v);
     }
   }
   return null;
 }
 
-/** The spec 2.2 response (`base`, a JSON object's text) with `id`, `nbr` and `reasons` added. */
-export function ortbResponseJson(base: string, id: string, r: ScoreResult): string {
-  const nbr = noBidReason(classifyTransaction(r) === 'valid', r.leading);
+/**
+ * The spec 2.2 response (`base`, a JSON object's text) with `id`, `nbr` and `reasons` added;
+ * `valid`: the transaction's class (classifyTransaction), which the caller has already.
+ */
+export function ortbResponseJson(base: string, id: string, r: ScoreResult, valid: boolean): string {
+  const nbr = noBidReason(valid, r.leading);
   let reasons = '';
   for (const code of r.reasons) {
     const cls = REASON_CLASS[code];

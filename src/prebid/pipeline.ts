@@ -32,7 +32,7 @@ import type { AdsTxtVerdict } from '../signals/ads-txt.ts';
 import type { SupplyChain } from '../signals/schain.ts';
 import { emptyRequest, validateAuth, validateRequest, type LookupRequest } from './validate.ts';
 import type { JsonObject } from './bounded-json.ts';
-import { mapBidRequest, ORTB_NAMES, ortbResponseJson, type OrtbExtra } from './ortb.ts';
+import { emptyOrtbExtra, mapBidRequest, ORTB_NAMES, ortbResponseJson, type OrtbExtra } from './ortb.ts';
 
 export interface LookupOutcome {
   status: number;
@@ -89,7 +89,7 @@ export class LookupEngine {
   private readonly seen: { sites: SeenSample; apps: SeenSample; systems: SeenSample } | null;
   private readonly scanner = new QueryScanner();
   private readonly req: LookupRequest = emptyRequest();
-  private readonly ortb: OrtbExtra = { id: '', schain: undefined, sua: null };
+  private readonly ortb: OrtbExtra = emptyOrtbExtra();
   private readonly dims: string[] = new Array(TUPLE_DIMENSIONS.length).fill('');
   private customerId = '';
   private readonly subject: PolicySubject = { ip: undefined as unknown as PolicySubject['ip'], ua: '', uaHi: 0, uaLo: 0, app: '', dmn: '', pub: '', sid: '', chain: null };
@@ -144,7 +144,7 @@ export class LookupEngine {
     const cls = classifyTransaction(r);
     this.counts.count(this.customerId, hourStart(now), fillDimensions(this.req, s, categoryOf(cls === 'valid', r.leading), this.dims), cls, now);
     const body = responseJson(s, r);
-    return { status: 200, body: ortb ? ortbResponseJson(body, this.ortb.id, r) : body, band: r.band };
+    return { status: 200, body: ortb ? ortbResponseJson(body, this.ortb.id, r, cls === 'valid') : body, band: r.band };
   }
 
   /** A Set probe per value; the samples are bounded per flush. */
@@ -184,11 +184,11 @@ export class LookupEngine {
         applyPolicy(r, decision === 'deny' ? 'denylisted' : decision === 'allow' ? 'allowlisted' : null, policy.medium, policy.high);
         ex.policy = { medium: policy.medium, high: policy.high, matches: policy.matches(subject), decision, model };
       }
+      ex.transaction = classifyTransaction(r);
       const body = responseJson(s, r);
-      out = { status: 200, body: bid === null ? body : ortbResponseJson(body, this.ortb.id, r), band: r.band };
+      out = { status: 200, body: bid === null ? body : ortbResponseJson(body, this.ortb.id, r, ex.transaction === 'valid'), band: r.band };
       ex.reasons = r.reasons.slice();
       if (s.uaInconsistent) ex.reasons.push('ua_inconsistent:' + s.uaConsistency);
-      ex.transaction = classifyTransaction(r);
       ex.category = categoryOf(ex.transaction === 'valid', r.leading);
       ex.leadingReason = r.leading;
       ex.signals = {

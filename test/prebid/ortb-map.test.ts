@@ -4,7 +4,8 @@
 import t from 'tap';
 import { parseSchain, schainFromObject } from '../../src/signals/schain.ts';
 import { emptySua, suaConflict } from '../../src/signals/sua.ts';
-import { countryAlpha2, pageHost } from '../../src/prebid/ortb.ts';
+import { countryAlpha2, emptyOrtbExtra, mapBidRequest, pageHost } from '../../src/prebid/ortb.ts';
+import { P, PARAM_NAMES } from '../../src/prebid/params.ts';
 
 t.test('schain object form follows the string form', async (t) => {
   const node = { asi: 'exchange1.example', sid: '1234', hp: 1, rid: 'r', name: 'n', domain: 'd.example' };
@@ -43,4 +44,35 @@ t.test('country and page host', async (t) => {
   t.equal(pageHost('//cdn.example/x'), 'cdn.example');
   t.equal(pageHost('https://u:p@h.example'), 'h.example');
   t.equal(pageHost('not a url'), '');
+});
+
+t.test('mapBidRequest: every field type-checked, the first bad one named; sua refilled per request', async (t) => {
+  const extra = emptyOrtbExtra();
+  const map = (bid: Record<string, unknown>) => {
+    const v: (string | undefined)[] = new Array(PARAM_NAMES.length).fill(undefined);
+    const raw: (string | undefined)[] = new Array(PARAM_NAMES.length).fill(undefined);
+    return { err: mapBidRequest(bid as never, v, raw, extra), v };
+  };
+  const ok = map({ id: 'b1', device: { ip: '73.1.2.3', ua: 'UA', devicetype: 2, geo: { country: 'USA' } }, user: { buyeruid: 'u9' }, imp: [{ banner: { format: [{ w: 300, h: 250 }] } }] });
+  t.equal(ok.err, null);
+  t.equal(ok.v[P.ip], '73.1.2.3');
+  t.equal(ok.v[P.uid], 'u9', 'buyeruid when user.id is absent');
+  t.equal(ok.v[P.geo], 'US');
+  t.equal(ok.v[P.adt], '1');
+  t.equal(ok.v[P.dim], '300x250', 'size from format[0]');
+  t.match(map({ id: 'b', device: { ip: '73.1.2.3', ipv6: 6 } }).err, { status: 400, message: /device\.ipv6: must be a string/ }, 'ipv6 checked although ip is taken');
+  t.match(map({ id: 'b', user: { id: 'u', buyeruid: 7 } }).err, { status: 400, message: /user\.buyeruid/ }, 'buyeruid checked although id is taken');
+  t.match(map({ id: 'b', device: 'x', site: 5 }).err, { message: /Invalid field device:/ }, 'the first bad field in reading order');
+  t.match(map({ id: 'b', imp: [{ video: { w: -1 } }] }).err, { message: /imp\[0\]\.video\.w: must be a non-negative integer/ });
+  t.match(map({ id: 'b', imp: [{ banner: { format: [{ w: 'x' }] } }] }).err, { message: /imp\[0\]\.banner\.format\[0\]\.w/ });
+  t.match(map({ id: '' }).err, { code: 'missing_parameter' });
+  t.match(map({ id: 'b', device: { geo: { country: 'QQQ' } } }).err, { message: /device\.geo\.country: "QQQ"/ });
+
+  t.equal(map({ id: 'b', device: { sua: { platform: { brand: 'Windows' }, mobile: 0, browsers: [{ brand: 'Google Chrome', version: ['124', '0'] }] } } }).err, null);
+  t.match(extra.sua, { platform: 'windows', mobile: 0, chromium: true, chromiumMajor: 124 });
+  t.equal(map({ id: 'b', device: {} }).err, null);
+  t.equal(extra.sua, null, 'no sua: none, not the last one');
+  t.equal(map({ id: 'b', device: { sua: { mobile: 1 } } }).err, null);
+  t.match(extra.sua, { platform: '', mobile: 1, chromium: false, source: -1 }, "nothing kept from the earlier request's sua");
+  t.ok(Number.isNaN(extra.sua!.chromiumMajor));
 });
