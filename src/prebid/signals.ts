@@ -94,21 +94,19 @@ export class SignalSources {
     const s = this.signals;
     const ip = s.ip;
     const ua = s.ua;
-    let uaHashLo: number;
     if (mode === 'observe') {
       this.ipCache.verdict(ipAddr, data.ip, data.generation, ip);
       this.uaCache.verdict(req.ua, now, ua);
-      uaHashLo = this.uaCache.exactLo;
+      this.uaExactLo = this.uaCache.exactLo;
       this.uaExactHi = this.uaCache.exactHi;
     } else {
       data.ip.verdict(asParsed(ipAddr), ip);
       hashUa(req.ua, this.uaCache.memory.seed);
-      uaHashLo = UA_HASH[1]!;
+      this.uaExactLo = UA_HASH[1]!;
       this.uaExactHi = UA_HASH[0]!;
       if (unparsedVerdict(req.ua, ua) === null) judge(this.analyzer.examine(normalizeUa(req.ua), ua) as UaVerdict, this.analyzer.ceilingsAt(now));
     }
 
-    this.uaExactLo = uaHashLo;
     s.uaConsistency = uaConsistency(ua, req.dvt, req.app || undefined, req.ifa || undefined).reason;
 
     s.suaConflict = req.sua === null ? '' : suaConflict(req.sua, ua);
@@ -154,7 +152,7 @@ export class SignalSources {
     s.suaMismatch = s.suaConflict !== '';
     s.geoMismatch = req.geo !== '' && ip.country !== '' && req.geo !== ip.country;
 
-    const keys = this.history.keysOf(asParsed(ipAddr), req.uid, req.ifa, uaHashLo, this.keys);
+    const keys = this.history.keysOf(asParsed(ipAddr), req.uid, req.ifa, this.uaExactLo, this.keys);
     s.history = mode === 'observe' ? this.history.observe(keys, now) : this.history.peek(keys, now);
     s.ipFleetBot = this.fleetBotIps.has(keys.ipHi, keys.ipLo);
     s.ipBotActivity = s.ipFleetBot || ipBotActivity(s.history);
