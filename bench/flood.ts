@@ -22,12 +22,14 @@
 //   node --import tsx bench/flood.ts [--seconds 90] [--phase-seconds 20] [--threads 2]
 //        [--connections 32] [--client-threads 1] [--phist-seconds 20] [--rss-every 3]
 //        [--rss-limit 6144] [--slices N] [--skip-phist] [--checkout DIR | --ivtd PATH]
-//        [--baseline-checkout DIR | --baseline-ivtd PATH]
+//        [--baseline-checkout DIR | --baseline-ivtd PATH] [--cpu-prof DIR]
+// `--cpu-prof DIR`: the servers run from a checkout write V8 CPU profiles of every thread to
+// DIR when they stop (where a lookup thread's time goes under the flood; not for binaries).
 import { connect, type Socket } from 'node:net';
 import { loadavg } from 'node:os';
 import { FLOOD_MODES, floodScript, type FloodMode } from './flood-script.ts';
 import {
-  inThreadBuckets, inThreadLatency, numArg, rssMb, sleep, startBare, startIvtd, targetFromArgs, thisCheckout,
+  inThreadBuckets, inThreadLatency, numArg, rssMb, sleep, startBare, startIvtd, strArg, targetFromArgs, thisCheckout,
   type InThreadLatency, type IvtdServer, type IvtdTarget,
 } from './processes.ts';
 import { generateUas, type GeneratedUa } from './ua-gen.ts';
@@ -42,6 +44,7 @@ const PHIST_SECONDS = numArg('phist-seconds', 20);
 const RSS_EVERY = numArg('rss-every', 3);
 const RSS_LIMIT_MB = numArg('rss-limit', 6144);
 const SKIP_PHIST = process.argv.includes('--skip-phist');
+const CPU_PROF = strArg('cpu-prof', '');
 /** Slices per non-flood phase, alternating between servers when a baseline is measured too. */
 const SLICES = numArg('slices', targetFromArgs(process.argv, 'baseline-') ? 4 : 1);
 /** RSS growth over the flood's second half above which memory counts as still growing. */
@@ -175,7 +178,7 @@ const phaseLine = (label: string, phase: Phase) => {
 };
 
 async function start(target: IvtdTarget, uas: GeneratedUa[]): Promise<Subject> {
-  const server = await startIvtd(target, { threads: THREADS });
+  const server = await startIvtd(target, { threads: THREADS, nodeArgs: CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : undefined });
   try {
     await sleep(1000);
     const startupRss = rssMb(server.pid);
