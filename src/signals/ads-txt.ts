@@ -495,6 +495,8 @@ export class AdsTxtIndex {
       h = c.appHost[a]!;
     } else {
       if (domain === '') return ADS_TXT_RESULT.no_domain;
+      // Nothing crawled yet (or the crawl is off): no suffix to probe.
+      if (c.hostStatus.length === 0) return ADS_TXT_RESULT.not_crawled;
       h = this.siteHost(domain);
     }
     if (h < 0) return ADS_TXT_RESULT.not_crawled;

@@ -162,6 +162,13 @@ t.test('authorize: the relationship rules of ads.txt 1.1 with sellers.json', asy
   t.equal(a('NEWS.Example', 'X.EXAMPLE', 'PUB-OWNER'), ADS_TXT_RESULT.owner, 'case-insensitive');
 });
 
+t.test('authorize with nothing crawled: not crawled, no domain, no developer domain', async (t) => {
+  const idx = index([]);
+  t.equal(idx.authorize('www.pub.example', '', 'x.example', '1', null), ADS_TXT_RESULT.not_crawled);
+  t.equal(idx.authorize('', '', 'x.example', '1', null), ADS_TXT_RESULT.no_domain);
+  t.equal(idx.authorize('', 'com.example.app', 'x.example', '1', null), ADS_TXT_RESULT.no_developer_domain);
+});
+
 t.test('authorize: hosts, subdomains, unknowns and the placeholder', async (t) => {
   const idx = index([
     file('pub.example', 'x.example, 1, DIRECT\nSUBDOMAIN=video.pub.example\n'),
