@@ -353,6 +353,7 @@ export class AdsTxtIndex {
   /** Host index of exactly s[from, to) of `kind`, or -1. */
   private findHost(kind: number, s: string, from: number, to: number): number {
     const c = this.c;
+    if (c.hostLen.length === 0) return -1; // nothing crawled (or the crawl is off): no hashing
     const mask = c.hostSlots.length - 1;
     let i = hostKeyHash(kind, s, from, to) & mask;
     const len = to - from;
@@ -396,6 +397,7 @@ export class AdsTxtIndex {
   /** App index of the bundle ID (case-sensitive, as the spec says), or -1. */
   private findApp(app: string): number {
     const c = this.c;
+    if (c.appLen.length === 0) return -1;
     const mask = c.appSlots.length - 1;
     let i = appKeyHash(app) & mask;
     for (;;) {
@@ -495,8 +497,6 @@ export class AdsTxtIndex {
       h = c.appHost[a]!;
     } else {
       if (domain === '') return ADS_TXT_RESULT.no_domain;
-      // Nothing crawled yet (or the crawl is off): no suffix to probe.
-      if (c.hostStatus.length === 0) return ADS_TXT_RESULT.not_crawled;
       h = this.siteHost(domain);
     }
     if (h < 0) return ADS_TXT_RESULT.not_crawled;

@@ -550,6 +550,12 @@ export class UaAnalyzer {
     }
 
     const osName = osFamily(os.name, device.vendor, device.model, device.type);
+    let osVersion = clipVersion(os.version);
+    if (osName === 'roku' && osVersion === '') {
+      const m = /Roku\/DVP-(\d+(?:\.\d+)*)/.exec(ua);
+      if (m?.[1]) osVersion = m[1];
+    }
+    const osMajor = majorOf(osVersion);
     let deviceType: UaDevice = device.type && DEVICE_TYPES.has(device.type) ? (device.type as UaDevice) : 'unknown';
     if (deviceType === 'unknown' && DESKTOP_OS.has(osName)) deviceType = 'desktop';
     // The device the UA names decides (docs/scoring.md, "Device consistency"), from one
@@ -584,9 +590,11 @@ export class UaAnalyzer {
           // wraps it, or it runs Android 6 or older (measured: unnamed boxes' WebViews run 7
           // and later, docs/scoring.md); an unnamed box's WebView stays unknown. A browser
           // that says Mobile is a phone's (TV boxes' browsers drop it or name the platform).
-          const named = (device.type === 'mobile' && device.vendor !== undefined && !VENDOR_NOT_PHONE.has(device.vendor)) || PHONE_NAMED.test(ua);
-          if (mobileToken) deviceType = !webview || named || majorOf(os.version) <= 6 ? 'mobile' : 'unknown';
-          else if (ua.includes('AppleWebKit/') && ua.includes('Safari/')) deviceType = 'tablet';
+          // Cheapest evidence first: the phone-naming regex runs only for a WebView that needs it.
+          if (mobileToken) {
+            const vendorNamesPhone = device.type === 'mobile' && device.vendor !== undefined && !VENDOR_NOT_PHONE.has(device.vendor);
+            deviceType = !webview || osMajor <= 6 || vendorNamesPhone || PHONE_NAMED.test(ua) ? 'mobile' : 'unknown';
+          } else if (ua.includes('AppleWebKit/') && ua.includes('Safari/')) deviceType = 'tablet';
         }
       }
     }
@@ -596,11 +604,6 @@ export class UaAnalyzer {
     if (declaredBot && automationReason === '') browserFamily = 'bot';
     else if (appClient && browserFamily === 'unknown') browserFamily = 'app';
 
-    let osVersion = clipVersion(os.version);
-    if (osName === 'roku' && osVersion === '') {
-      const m = /Roku\/DVP-(\d+(?:\.\d+)*)/.exec(ua);
-      if (m?.[1]) osVersion = m[1];
-    }
     const windowsNt = osName === 'windows' ? WINDOWS_NT.exec(ua) : null;
 
     out.preReason = preReasonOf(ua);
@@ -616,7 +619,7 @@ export class UaAnalyzer {
     out.webview = webview;
     out.browserMajor = majorOf(browser.version);
     out.blinkMajor = engine.name === 'Blink' ? majorOf(engine.version) : NaN;
-    out.osMajor = majorOf(osVersion);
+    out.osMajor = osMajor;
     out.chromeNumbered = browser.name !== undefined && CHROME_NUMBERED.has(browser.name);
     this.browserVersion = clipVersion(browser.version);
     this.osVersion = osVersion;

@@ -9,6 +9,20 @@ import { MAX_ENTRIES } from '../../src/policy/model.ts';
 
 const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36';
 
+/**
+ * Lookups of publisher pub-1 by a plain browser, each from a new uid and address (so history
+ * stays out of it), on a new connection (either thread); answers the band.
+ */
+function freshLookups(srv: { prebid: string; customer: { partner_id: string; prebid_key: string } }, uidPrefix: string): () => Promise<string> {
+  const c = srv.customer;
+  let n = 0;
+  return async () => {
+    const q = new URLSearchParams({ p: c.partner_id, k: c.prebid_key, pub: 'pub-1', node: 'n', ip: `73.${(n >> 8) & 255}.${n & 255}.9`, ua: CHROME, uid: `${uidPrefix}${n++}`, sid: 'exchange.example', adt: '1', dvt: '2' });
+    const r = await fetch(`${srv.prebid}/api/v1/ivt/lookup?${q}`, { headers: { connection: 'close' } });
+    return ((await r.json()) as { botRisk: { band: string } }).botRisk.band;
+  };
+}
+
 t.test('policy API, tenancy, and lookups that follow it', async (t) => {
   const srv = await startTestServer({ threads: 2 });
   t.teardown(() => srv.stop());
@@ -93,9 +107,7 @@ t.test('an update while lookups run reaches every thread within 5 s', async (t) 
   t.teardown(() => srv.stop());
   const c = srv.customer;
   const token = (await login(srv.api, c.username, c.password)).access_token;
-  // A new uid and address each time, so history stays out of it.
-  let n = 0;
-  const q = () => new URLSearchParams({ p: c.partner_id, k: c.prebid_key, pub: 'pub-1', node: 'n', ip: `73.${(n >> 8) & 255}.${n & 255}.9`, ua: CHROME, uid: `u${n++}`, sid: 'exchange.example', adt: '1', dvt: '2' }).toString();
+  const lookup = freshLookups(srv, 'u');
   let running = true;
   // `sent`: when the lookup was sent; `at`: when its answer came back.
   const seen: Array<{ sent: number; at: number; band: string }> = [];
@@ -103,8 +115,8 @@ t.test('an update while lookups run reaches every thread within 5 s', async (t) 
     while (running) {
       // New connections land on either thread.
       const sent = Date.now();
-      const r = await fetch(`${srv.prebid}/api/v1/ivt/lookup?${q()}`, { headers: { connection: 'close' } });
-      seen.push({ sent, at: Date.now(), band: ((await r.json()) as { botRisk: { band: string } }).botRisk.band });
+      const band = await lookup();
+      seen.push({ sent, at: Date.now(), band });
     }
   })();
   await sleep(300);
@@ -131,12 +143,7 @@ t.test('a change is in force on every thread when the API answers', async (t) =>
   t.teardown(() => srv.stop());
   const c = srv.customer;
   const token = (await login(srv.api, c.username, c.password)).access_token;
-  let n = 0;
-  const lookup = async () => {
-    const q = new URLSearchParams({ p: c.partner_id, k: c.prebid_key, pub: 'pub-1', node: 'n', ip: `73.${(n >> 8) & 255}.${n & 255}.9`, ua: CHROME, uid: `v${n++}`, sid: 'exchange.example', adt: '1', dvt: '2' });
-    const r = await fetch(`${srv.prebid}/api/v1/ivt/lookup?${q}`, { headers: { connection: 'close' } });
-    return ((await r.json()) as { botRisk: { band: string } }).botRisk.band;
-  };
+  const lookup = freshLookups(srv, 'v');
   // Deny, then lift the deny, 40 times; right after each answer, four lookups on new
   // connections (both threads) must follow it. Without waiting for the threads, a thread
   // still busy with lookups answers some of these by the policy before.
