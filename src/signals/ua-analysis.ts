@@ -227,6 +227,10 @@ const PHONE_NAMED =
 // (MIDP-2.0; U; Adr 5.0; ...)", Opera Mini's J2ME and proxy forms): a phone's when they say
 // Mobile, whatever OS ua-parser reads ("Linux", none).
 const PHONE_BROWSER = /^UCWEB\/|\bOpera Mini\/|\bOpera Mobi\b/;
+// Yandex's apps and browser for large screens mark their build `/apad` ("YaApp_Android/22.36/apad",
+// "YaSearchBrowser/23.56.1/apad") and say Mobile like the phone build: tablets, TVs, boxes,
+// consoles and foldables run it, so its Mobile names no phone (the model still may).
+const LARGE_SCREEN_BUILD = /\bYa\w+\/[\d.]+\/apad\b/;
 const OS_FAMILIES: Readonly<Record<string, string>> = {
   Windows: 'windows',
   'Mac OS': 'macos',
@@ -589,11 +593,13 @@ export class UaAnalyzer {
           // only when its model follows a phone maker's naming or a phone-only app or browser
           // wraps it, or it runs Android 6 or older (measured: unnamed boxes' WebViews run 7
           // and later, docs/scoring.md); an unnamed box's WebView stays unknown. A browser
-          // that says Mobile is a phone's (TV boxes' browsers drop it or name the platform).
-          // Cheapest evidence first: the phone-naming regex runs only for a WebView that needs it.
+          // that says Mobile is a phone's (TV boxes' browsers drop it or name the platform),
+          // unless it is Yandex's large-screen build, whose Mobile is a WebView's.
+          // Cheapest evidence first: the phone-naming regex runs only when Mobile is not enough.
           if (mobileToken) {
             const vendorNamesPhone = device.type === 'mobile' && device.vendor !== undefined && !VENDOR_NOT_PHONE.has(device.vendor);
-            deviceType = !webview || osMajor <= 6 || vendorNamesPhone || PHONE_NAMED.test(ua) ? 'mobile' : 'unknown';
+            const mobileNamesPhone = webview ? osMajor <= 6 : !LARGE_SCREEN_BUILD.test(ua);
+            deviceType = mobileNamesPhone || vendorNamesPhone || PHONE_NAMED.test(ua) ? 'mobile' : 'unknown';
           } else if (ua.includes('AppleWebKit/') && ua.includes('Safari/')) deviceType = 'tablet';
         }
       }

@@ -89,6 +89,15 @@ const UA = {
   operaMiniProxy: 'UCWEB/2.0 (Linux; U; Opera Mini/7.1.32052/30.3697; en-US; KX-90) U2/1.0.0 UCBrowser/9.9.0.543 Mobile',
   operaTvBox:
     'Mozilla/5.0 (Linux; Android 9; KX-92 Build/PPR1.180610.011; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/87.0.4280.66 Mobile Safari/537.36 OPR/46.0.2207.0 OMI/4.20.0.87.Acme.1',
+  // Hand-written: Yandex's app in its large-screen build (`/apad`, which tablets, TVs and
+  // boxes run) on an unnamed Android device, the same app's phone build, and the large-screen
+  // build on a Galaxy phone (a foldable runs it) that its model names.
+  yandexLargeScreen:
+    'Mozilla/5.0 (Linux; arm; Android 11; KX-77) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/110.0.5481.100 YaApp_Android/23.10/apad YaSearchBrowser/23.10/apad BroPP/1.0 SA/3 Mobile Safari/537.36',
+  yandexPhoneBuild:
+    'Mozilla/5.0 (Linux; arm; Android 11; KX-77) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/110.0.5481.100 YaApp_Android/23.10 YaSearchBrowser/23.10 BroPP/1.0 SA/3 Mobile Safari/537.36',
+  yandexLargeScreenGalaxy:
+    'Mozilla/5.0 (Linux; arm_64; Android 13; SM-F936B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/116.0.5845.114 YaSearchBrowser/23.81/apad BroPP/1.0 YaSearchApp/23.81/apad webOmni SA/3 Mobile Safari/537.36',
   fbWindows:
     'Mozilla/5.0 (Windows NT 10.0.19045.100; osmeta 10.3.4000) AppleWebKit/602.1.1 (KHTML, like Gecko) Version/9.0 Safari/602.1.1 osmeta/10.3.4000 Build/4000 [FBAN/FBW;FBAV/200.0.0.10.100;]',
   officeMac: 'Microsoft Office Word/16.80.1 (Mac OS/14.1; Desktop; en-US; NonAppStore; Apple/Mac14,2)',
@@ -177,6 +186,9 @@ const cases: Array<[keyof typeof UA, Expect]> = [
   ['auWebview', { os: 'android', device: 'mobile', webview: true }],
   ['operaAndroidWebview', { os: 'android', device: 'mobile', webview: true }],
   ['unnamedWebviewAndroid6', { os: 'android', device: 'mobile', webview: true }],
+  ['yandexLargeScreen', { os: 'android', device: 'unknown', webview: false }],
+  ['yandexPhoneBuild', { os: 'android', device: 'mobile', webview: false }],
+  ['yandexLargeScreenGalaxy', { os: 'android', device: 'mobile', webview: false }],
   ['ucBrowserOwn', { device: 'mobile' }],
   ['operaTvBox', { os: 'android', device: 'unknown', webview: true }],
   ['operaMiniProxy', { device: 'mobile' }],
@@ -458,6 +470,14 @@ t.test('uaConsistency against dvt, app and ifa', async (t) => {
     ['operaMiniProxy', 2, undefined, undefined, false, 'dvt2_mobile_ua'],
     ['ucBrowserOwn', 4, undefined, undefined, true, ''],
     ['operaTvBox', 3, 'com.example.tv', IFA, true, ''],
+    // Yandex's large-screen build says Mobile on tablets, TVs and boxes: unknown unless the
+    // model names a phone; its phone build's Mobile names a phone.
+    ['yandexLargeScreen', 3, 'com.example.tv', IFA, true, ''],
+    ['yandexLargeScreen', 4, 'com.example.app', IFA, true, ''],
+    ['yandexLargeScreen', 5, 'com.example.app', IFA, true, ''],
+    ['yandexPhoneBuild', 3, 'com.example.tv', IFA, false, 'dvt3_mobile_ua'],
+    ['yandexLargeScreenGalaxy', 3, 'com.example.tv', IFA, false, 'dvt3_mobile_ua'],
+    ['yandexLargeScreenGalaxy', 4, 'com.example.app', IFA, true, ''],
     ['androidTvBuild', 3, 'com.example.tv', IFA, true, ''],
     ['boxWebview', 7, 'com.example.tv', IFA, true, ''],
     ['googleTv', 3, 'com.example.tv', IFA, true, ''],
