@@ -227,8 +227,8 @@ const PHONE_NAMED =
 // (MIDP-2.0; U; Adr 5.0; ...)", Opera Mini's J2ME and proxy forms): a phone's when they say
 // Mobile, whatever OS ua-parser reads ("Linux", none).
 const PHONE_BROWSER = /^UCWEB\/|\bOpera Mini\/|\bOpera Mobi\b/;
-// Yandex's apps and browser for large screens mark their build `/apad` ("YaApp_Android/22.36/apad",
-// "YaSearchBrowser/23.56.1/apad") and say Mobile like the phone build: tablets, TVs, boxes,
+// Yandex's apps and browser for large screens mark their build `/apad` ("YaApp_Android/24.12/apad",
+// "YaSearchBrowser/24.12/apad") and say Mobile like the phone build: tablets, TVs, boxes,
 // consoles and foldables run it, so its Mobile names no phone (the model still may).
 const LARGE_SCREEN_BUILD = /\bYa\w+\/[\d.]+\/apad\b/;
 const OS_FAMILIES: Readonly<Record<string, string>> = {

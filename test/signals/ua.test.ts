@@ -93,9 +93,9 @@ const UA = {
   // boxes run) on an unnamed Android device, the same app's phone build, and the large-screen
   // build on a Galaxy phone (a foldable runs it) that its model names.
   yandexLargeScreen:
-    'Mozilla/5.0 (Linux; arm; Android 11; KX-77) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/110.0.5481.100 YaApp_Android/23.10/apad YaSearchBrowser/23.10/apad BroPP/1.0 SA/3 Mobile Safari/537.36',
+    'Mozilla/5.0 (Linux; arm; Android 11; KX-77) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/110.0.5481.100 YaApp_Android/23.17/apad YaSearchBrowser/23.17/apad BroPP/1.0 SA/3 Mobile Safari/537.36',
   yandexPhoneBuild:
-    'Mozilla/5.0 (Linux; arm; Android 11; KX-77) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/110.0.5481.100 YaApp_Android/23.10 YaSearchBrowser/23.10 BroPP/1.0 SA/3 Mobile Safari/537.36',
+    'Mozilla/5.0 (Linux; arm; Android 11; KX-77) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/110.0.5481.100 YaApp_Android/23.17 YaSearchBrowser/23.17 BroPP/1.0 SA/3 Mobile Safari/537.36',
   yandexLargeScreenGalaxy:
     'Mozilla/5.0 (Linux; arm_64; Android 13; SM-F936B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/116.0.5845.114 YaSearchBrowser/23.81/apad BroPP/1.0 YaSearchApp/23.81/apad webOmni SA/3 Mobile Safari/537.36',
   fbWindows:
