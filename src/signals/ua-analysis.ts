@@ -598,7 +598,7 @@ export class UaAnalyzer {
           // Cheapest evidence first: the phone-naming regex runs only when Mobile is not enough.
           if (mobileToken) {
             const vendorNamesPhone = device.type === 'mobile' && device.vendor !== undefined && !VENDOR_NOT_PHONE.has(device.vendor);
-            const mobileNamesPhone = webview ? osMajor <= 6 : !(ua.includes('/apad') && LARGE_SCREEN_BUILD.test(ua));
+            const mobileNamesPhone = webview ? osMajor <= 6 : !LARGE_SCREEN_BUILD.test(ua);
             deviceType = mobileNamesPhone || vendorNamesPhone || PHONE_NAMED.test(ua) ? 'mobile' : 'unknown';
           } else if (ua.includes('AppleWebKit/') && ua.includes('Safari/')) deviceType = 'tablet';
         }

@@ -1,6 +1,6 @@
 // /v1/policy on the real server: Bearer and tenancy, 422s naming the field, 413 past the
 // cap, and the lookup threads answering by the policy within 5 s of a change.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { startTestServer } from '../helpers/server.ts';
 import { call, login, sleep } from '../account/client.ts';
 import { recentDays, report, settle } from '../reporting/client.ts';
@@ -102,11 +102,17 @@ t.test('policy API, tenancy, and lookups that follow it', async (t) => {
   t.same(await categories(b), { declared_crawler: 2, none: 3 }, "B's lookups by category");
 });
 
-t.test('an update while lookups run reaches every thread within 5 s', async (t) => {
+/** A server with two lookup threads, its customer, and that customer's API token. */
+async function twoThreadServer(t: Test) {
   const srv = await startTestServer({ threads: 2 });
   t.teardown(() => srv.stop());
   const c = srv.customer;
-  const token = (await login(srv.api, c.username, c.password)).access_token;
+  const token: string = (await login(srv.api, c.username, c.password)).access_token;
+  return { srv, c, token };
+}
+
+t.test('an update while lookups run reaches every thread within 5 s', async (t) => {
+  const { srv, c, token } = await twoThreadServer(t);
   const lookup = freshLookups(srv, 'u');
   let running = true;
   // `sent`: when the lookup was sent; `at`: when its answer came back.
@@ -139,10 +145,7 @@ t.test('an update while lookups run reaches every thread within 5 s', async (t) 
 });
 
 t.test('a change is in force on every thread when the API answers', async (t) => {
-  const srv = await startTestServer({ threads: 2 });
-  t.teardown(() => srv.stop());
-  const c = srv.customer;
-  const token = (await login(srv.api, c.username, c.password)).access_token;
+  const { srv, c, token } = await twoThreadServer(t);
   const lookup = freshLookups(srv, 'v');
   // Deny, then lift the deny, 40 times; right after each answer, four lookups on new
   // connections (both threads) must follow it. Without waiting for the threads, a thread
