@@ -254,7 +254,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     log.info({ host: config.host, port: prebidPort }, 'pre-bid port open; lookups answer 503 until the data is loaded');
 
     bundle = loadBundle(config);
-    built = buildLookupData(bundle, dataGeneration);
+    built = buildLookupData(bundle, dataGeneration, { verify: true });
     bundle.sellersIndex = built.data.sellers.index;
     for (const f of describeBundle(bundle)) log.info(f, 'data file loaded');
     for (const w of [...bundle.warnings, ...built.warnings]) log.warn({ warning: w }, 'data warning');
@@ -339,7 +339,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         const generation = dataGeneration + 1;
         try {
           next = loadBundle(nextConfig);
-          const b = buildLookupData(next, generation);
+          const b = buildLookupData(next, generation, { verify: true });
           next.sellersIndex = b.data.sellers.index;
           for (const w of [...next.warnings, ...b.warnings]) log.warn({ warning: w }, 'data warning');
           built = b;
@@ -386,7 +386,15 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     if (first && opts.announceFirstCustomer) announce(first, running);
     return running;
   } catch (e) {
-    for (const fn of cleanup.splice(0)) await Promise.resolve(fn()).catch(() => undefined);
+    // Undo what started, then fail with the start's error. A ref'd timer keeps Node alive
+    // while a step still waits on an unref'd one (a retry sleep), so the error is always
+    // reported and the exit is never a silent 0; a step still hanging after 10 s is left.
+    let guard: NodeJS.Timeout | undefined;
+    const undo = (async () => {
+      for (const fn of cleanup.splice(0)) await Promise.resolve(fn()).catch(() => undefined);
+    })();
+    await Promise.race([undo, new Promise((r) => (guard = setTimeout(r, 10_000)))]);
+    clearTimeout(guard);
     throw e;
   }
 }
@@ -427,10 +435,21 @@ function announce(
 export async function serve(config: Config, reread?: () => Config): Promise<void> {
   log.level = config.logLevel;
   log.info({ dataDir: config.dataDir, host: config.host, threads: config.threads, version: versionInfo().version }, 'ivtd starting');
+  let stopping = false;
+  // Only a signal (or a fatal error, exit 1) ends `serve`. Should Node's event loop ever run
+  // out of work instead (a start-up step waiting on nothing that keeps the loop alive), the
+  // process would end with status 0, which systemd's Restart=on-failure reads as a
+  // deliberate stop: say so and end with 1, so the host is restarted rather than left dark.
+  let ranDry = false;
+  process.on('beforeExit', () => {
+    if (stopping || ranDry || (process.exitCode ?? 0) !== 0) return;
+    ranDry = true;
+    log.fatal('the process ran out of work before a signal asked it to stop (a bug: please report it); exiting 1 so a supervisor restarts it');
+    process.exitCode = 1;
+  });
   const t0 = Date.now();
   const s = await startServer(config, { announceFirstCustomer: true });
   log.info({ ms: Date.now() - t0, ports: s.ports }, 'ivtd ready');
-  let stopping = false;
   const shutdown = (why: string, code: number) => {
     if (stopping) return;
     stopping = true;

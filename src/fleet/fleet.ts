@@ -80,6 +80,24 @@ export interface Fleet {
   close(): Promise<void>;
 }
 
+/**
+ * Waits for `work`, or START_WAIT_MS at most. The timer is ref'd on purpose: while the start
+ * waits here nothing else may keep Node's event loop alive yet (no listener is open), and a
+ * loop that runs out of work ends the process with status 0 mid-start, which a supervisor
+ * does not restart (a host rebooted during a ClickHouse outage would stay dark).
+ */
+async function briefly(work: Promise<unknown>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, START_WAIT_MS);
+  });
+  try {
+    await Promise.race([work, waited]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export async function startFleet(opts: FleetOptions): Promise<Fleet> {
   const { config, store } = opts;
   const role = config.role as Role;
@@ -92,6 +110,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
   // The schema is checked (and created) in the background until it works; the start waits
   // for it only briefly, so an unreachable or hanging ClickHouse never holds up lookups.
   let closed = false;
+  let wakeMigrate: (() => void) | null = null;
   let warned = '';
   const migrate = async (): Promise<void> => {
     while (!closed) {
@@ -104,15 +123,21 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
         const msg = (e as Error).message;
         if (msg !== warned) log.warn({ err: msg, retryInSeconds: MIGRATE_RETRY_MS / 1000 }, 'fleet: ClickHouse not ready; serving on, rollups wait in the spool');
         warned = msg;
-        await new Promise((r) => {
+        // Unref'd once serving (the listeners keep Node alive); close() cuts it short.
+        await new Promise<void>((r) => {
           const t = setTimeout(r, MIGRATE_RETRY_MS);
           t.unref();
+          wakeMigrate = () => {
+            clearTimeout(t);
+            r();
+          };
         });
+        wakeMigrate = null;
       }
     }
   };
   const migrated = migrate();
-  await Promise.race([migrated, new Promise((r) => setTimeout(r, START_WAIT_MS).unref())]);
+  await briefly(migrated);
 
   const writer = await FleetWriter.open(store, ch, {
     flushIntervalMs: config.flushInterval * 1000,
@@ -131,7 +156,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     const kept = await puller.loadLocal();
     log.info({ keys: kept, version: puller.setVersion }, kept === null ? 'fleet edge: no key set kept yet' : 'fleet edge: serving the key set kept from the last run');
     const first = puller.pull().catch(() => undefined); // logged inside; the kept set serves
-    await Promise.race([first, new Promise((r) => setTimeout(r, START_WAIT_MS).unref())]);
+    await briefly(first);
     puller.start();
     policyPuller = new PolicyPuller(ch, store, () => opts.onPoliciesPulled?.());
     policyPuller.start();
@@ -289,6 +314,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     },
     async close() {
       closed = true;
+      wakeMigrate?.();
       for (const t of timers) clearInterval(t);
       publisher?.stop();
       puller?.stop();
