@@ -8,6 +8,10 @@ import type { DataBundle, DataFile } from '../data/bundle.ts';
 import { IfaList } from '../signals/ifa.ts';
 import { loadIpIntel, type IpIntel } from '../signals/ip-intel.ts';
 import { SellersRegistry } from '../signals/sellers.ts';
+import { openMmdb, verifyMmdb } from '../signals/mmdb.ts';
+import { AsnTable } from '../signals/asn-table.ts';
+import { AsnList } from '../signals/asn-list.ts';
+import { parseOrgPatterns } from '../signals/org-patterns.ts';
 import { IpRanges } from '../signals/ip-ranges.ts';
 import { AdsTxtIndex } from '../signals/ads-txt.ts';
 
@@ -40,10 +44,37 @@ function step<T>(file: DataFile | null, fn: () => T): T {
   }
 }
 
-/** Throws DataBuildError naming the file when a file is unusable. */
-export function buildLookupData(b: DataBundle, generation: number): BuiltData {
+/**
+ * The main thread's check of every IP data file on its own, before anything is built from
+ * them: an error names the file that is bad (its path, or the embedded asset), and each MMDB
+ * is verified whole (tree and data section), not only probed, so a subtly corrupt file is
+ * refused at start or reload instead of failing lookups later.
+ */
+function verifyIpFiles(b: DataBundle): void {
+  const mmdbs: Array<[DataFile | null, string]> = [
+    [b.asnMmdb, 'ASN MMDB'],
+    [b.countryMmdb, 'country MMDB'],
+    [b.anonymousIpMmdb, 'anonymous-IP MMDB'],
+  ];
+  for (const [f, label] of mmdbs) if (f) step(f, () => verifyMmdb(openMmdb(f.bytes, label), f.bytes, label));
+  if (b.asnBin) {
+    const asnBin = b.asnBin;
+    step(asnBin, () => AsnTable.fromBytes(asnBin.bytes));
+  }
+  step(b.hostingAsns, () => AsnList.parse(text(b.hostingAsns), b.hostingAsns.name));
+  step(b.vpnAsns, () => AsnList.parse(text(b.vpnAsns), b.vpnAsns.name));
+  step(b.hostingOrgPatterns, () => parseOrgPatterns(text(b.hostingOrgPatterns), b.hostingOrgPatterns.name));
+}
+
+/**
+ * Throws DataBuildError naming the file when a file is unusable. `verify` (the main thread,
+ * which builds first) checks each file whole on its own first; the lookup threads then build
+ * from the same bytes without repeating it.
+ */
+export function buildLookupData(b: DataBundle, generation: number, opts: { verify?: boolean } = {}): BuiltData {
   const warnings: string[] = [];
-  const ip = step(b.asnBin ?? b.asnMmdb ?? b.countryMmdb, () =>
+  if (opts.verify) verifyIpFiles(b);
+  const ip = step(null, () =>
     loadIpIntel({
       ...(b.asnBin ? { asnBin: b.asnBin.bytes } : {}),
       ...(b.asnMmdb ? { asnMmdb: b.asnMmdb.bytes } : {}),
