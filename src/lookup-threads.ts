@@ -20,7 +20,7 @@ import type { BotIpRow } from './fleet/bot-ips.ts';
 import type { LiveKey } from './prebid/keys.ts';
 import type { PolicyUpdate } from './policy/service.ts';
 import type { FromWorker, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from './prebid/messages.ts';
-import { HEALTH_PATH } from './prebid/worker.ts';
+import { HEALTH_PATH, LINGER_MS } from './prebid/worker.ts';
 import { startWorker } from './runtime/worker-entry.ts';
 
 export interface LookupServerOptions {
@@ -41,6 +41,8 @@ export interface LookupServerOptions {
   onWorkerError?: (index: number, err: Error) => void;
   /** A replacement thread is serving again. */
   onRestart?: (index: number, restarts: number) => void;
+  /** The main thread's listener answered a request (not a health check) 503: no thread was alive. */
+  onUnavailable?: () => void;
   /** First and longest wait before starting a replacement thread, ms. */
   restartDelayMs?: { min: number; max: number };
 }
@@ -211,11 +213,30 @@ export class LookupServer {
     }
   }
 
+  /**
+   * A thread is failing and holds its port until told to let go: when it is the last one
+   * alive, the 503 listener opens first, then the thread closes; either way it is told to go.
+   * The port never refuses a connection in between.
+   */
+  private takeOver(index: number): void {
+    const slot = this.slots[index];
+    const worker = slot?.worker;
+    if (!slot || !worker) return;
+    const letGo = () => worker.postMessage({ type: 'handover' } satisfies ToWorker);
+    const othersLive = this.slots.some((s) => s !== slot && s.live);
+    if (othersLive || !this.listening) letGo();
+    else this.openFallback(letGo);
+  }
+
   /** While no thread is alive, the main thread keeps the port and answers 503. */
-  private openFallback(): void {
-    if (this.fallback !== null || this.port === 0) return;
+  private openFallback(onListening?: () => void): void {
+    if (this.fallback !== null || this.port === 0) {
+      onListening?.();
+      return;
+    }
     const app = uWS.App().any('/*', (res, req) => {
       const health = req.getUrl() === HEALTH_PATH;
+      if (!health) this.opts.onUnavailable?.();
       res.cork(() => {
         res.writeStatus(STATUS_TEXT[503]!);
         if (health) res.end(undefined, true);
@@ -233,9 +254,11 @@ export class LookupServer {
     const listen = () => {
       if (this.fallback !== fb) return;
       app.listen(this.opts.host, this.port, (ls) => {
-        if (this.fallback === fb && ls) fb.socket = ls;
-        else if (ls) uWS.us_listen_socket_close(ls);
-        else setTimeout(listen, 250);
+        if (this.fallback === fb && ls) {
+          fb.socket = ls;
+          onListening?.();
+        } else if (ls) uWS.us_listen_socket_close(ls);
+        else setTimeout(listen, 50);
       });
     };
     listen();
@@ -246,8 +269,9 @@ export class LookupServer {
     if (fb === null) return;
     this.fallback = null;
     if (fb.socket) uWS.us_listen_socket_close(fb.socket);
-    // Closes kept-alive connections too (exists in v20.30, missing from its typings).
-    (fb.app as unknown as { close(): void }).close();
+    // Then closes kept-alive connections too (exists in v20.30, missing from its typings),
+    // once the requests already on them are answered.
+    setTimeout(() => (fb.app as unknown as { close(): void }).close(), LINGER_MS);
   }
 
   private onMessage(m: FromWorker): void {
@@ -257,7 +281,10 @@ export class LookupServer {
       if (m.seen !== null) this.opts.onSeen?.(m.seen);
     }
     if (m.type === 'counts') this.opts.onCounts(m.rows, m.stats);
-    else if (m.type === 'fatal') this.opts.onWorkerError?.(m.index, new Error(`lookup thread ${m.index} failed: ${m.message}`));
+    else if (m.type === 'fatal') {
+      this.opts.onWorkerError?.(m.index, new Error(`lookup thread ${m.index} failed: ${m.message}`));
+      this.takeOver(m.index);
+    }
     const key =
       m.type === 'data-ok' || m.type === 'data-failed' ? `data:${m.id}:${m.index}` : m.type === 'policy-ok' ? `policy:${m.id}:${m.index}` : m.type === 'stopped' ? `stop:${m.index}` : '';
     if (key) {

@@ -208,6 +208,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       },
       onWorkerError: (index, err) => log.error({ thread: index, err: err.message }, 'lookup thread failed'),
       onRestart: (index, restarts) => log.warn({ thread: index, restarts }, 'lookup thread replaced and serving again'),
+      onUnavailable: () => metrics.recordUnavailable(),
     });
 
     // Customers' policies: compiled once each into shared memory, within the budget's policy

@@ -224,6 +224,11 @@ export class ServiceMetrics {
   }
 
   /** Count sink for RunningServer.countSinks: one call per lookup thread per second. */
+  /** A lookup the main thread's listener answered 503 while no lookup thread was alive. */
+  recordUnavailable(): void {
+    this.requests.inc({ status: '503' });
+  }
+
   recordLookups(stats: LookupStats): void {
     for (const status in stats.byStatus) this.requests.inc({ status }, stats.byStatus[status]!);
     for (const band in stats.byBand) this.bands.inc({ band }, stats.byBand[band]!);

@@ -68,7 +68,9 @@ export type ToWorker =
   | { type: 'policy'; id: number; updates: PolicyUpdate[] }
   | { type: 'stop' }
   /** Fault injection (tests of the supervision): the thread fails as an uncaught bug would. */
-  | { type: 'crash' };
+  | { type: 'crash' }
+  /** To a failing thread: another listener holds the port now; close yours and end. */
+  | { type: 'handover' };
 
 export type FromWorker =
   | { type: 'listening'; index: number; port: number }

@@ -23,6 +23,10 @@ export const HEALTH_PATH = '/health-check';
 export const MAX_REQUEST_BYTES = 8192;
 
 const JSON_TYPE = 'application/json';
+/** How long a failing thread keeps its port for the main thread's 503 listener to open. */
+const HANDOVER_WAIT_MS = 1000;
+/** How long a listener that stops accepting still answers the connections it accepted. */
+export const LINGER_MS = 100;
 
 function emptyStats(thread: number): LookupStats {
   return {
@@ -221,26 +225,51 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
    * end this one.
    */
   let dying = false;
+  let handover: (() => void) | null = null;
   const fatal = (err: unknown) => {
     if (dying) return;
     dying = true;
     draining = true;
     clearInterval(timer);
+    let closed = false;
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      try {
+        if (listenSocket) uWS.us_listen_socket_close(listenSocket);
+        listenSocket = null;
+      } finally {
+        // Requests already on accepted connections are answered before those close.
+        setTimeout(() => {
+          try {
+            (app as unknown as { close(): void }).close();
+            // What it answered while handing over counts too.
+            post({ type: 'counts', index: init.index, ...flush() });
+          } finally {
+            setImmediate(() => process.exit(1));
+          }
+        }, LINGER_MS);
+      }
+    };
+    handover = close;
     try {
       // The counts of this last second still reach reporting.
       post({ type: 'counts', index: init.index, ...flush() });
       post({ type: 'fatal', index: init.index, message: err instanceof Error ? `${err.message}` : String(err) });
-      if (listenSocket) uWS.us_listen_socket_close(listenSocket);
-      listenSocket = null;
-      (app as unknown as { close(): void }).close();
     } finally {
-      setImmediate(() => process.exit(1));
+      // The port stays open until the main thread says another listener holds it (the
+      // last thread's 503 listener), so no connection is refused meanwhile; not for long.
+      setTimeout(close, HANDOVER_WAIT_MS);
     }
   };
   process.on('uncaughtException', fatal);
   process.on('unhandledRejection', fatal);
 
   port.on('message', (m: ToWorker) => {
+    if (m.type === 'handover') {
+      handover?.();
+      return;
+    }
     if (m.type === 'crash') {
       // Fault injection for the supervision test: fail the way a bug would, outside a request.
       setImmediate(() => {
