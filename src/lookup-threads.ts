@@ -108,6 +108,10 @@ export class LookupServer {
     // them threads cannot share the port, and a replacement thread (or the 503 listener)
     // cannot bind it while old connections linger in TIME-WAIT. So port 0 is resolved here.
     if (port === 0) port = await freePort(this.opts.host);
+    // SO_REUSEPORT would also let a second process of the same user share the port and take
+    // about half of its connections (a second ivtd on another data dir answering 401 to this
+    // one's customers): refuse to start when anything listens there already.
+    else await portIsFree(this.opts.host, port);
     try {
       for (let i = 0; i < this.opts.threads; i++) {
         const slot: Slot = { index: i, worker: null, live: false, startedAt: 0, failures: 0, restartTimer: null };
@@ -396,5 +400,24 @@ function freePort(host: string): Promise<number> {
       const { port } = srv.address() as AddressInfo;
       srv.close(() => resolve(port));
     });
+  });
+}
+
+/** Something listening on the pre-bid port (another ivtd) refuses the start, with what to do. */
+export class PortInUseError extends Error {}
+
+/**
+ * Resolves when nothing listens on host:port. The probe binds without SO_REUSEPORT, so a
+ * listener that set it (another uWebSockets.js process) makes the bind fail too.
+ */
+function portIsFree(host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EADDRINUSE') {
+        reject(new PortInUseError(`the pre-bid port ${host}:${port} is already in use (another ivtd, or another program): stop it, or choose another port with --prebid-port`));
+      } else reject(e);
+    });
+    srv.listen({ host, port, exclusive: true }, () => srv.close(() => resolve()));
   });
 }
