@@ -41,6 +41,8 @@ export interface LookupServerOptions {
   onWorkerError?: (index: number, err: Error) => void;
   /** A replacement thread is serving again. */
   onRestart?: (index: number, restarts: number) => void;
+  /** UA version ceilings never fall below this time (ms), whatever the clock says (setVersionFloor). */
+  versionFloorMs?: number;
   /** The main thread's listener answered a request (not a health check) 503: no thread was alive. */
   onUnavailable?: () => void;
   /** First and longest wait before starting a replacement thread, ms. */
@@ -149,6 +151,7 @@ export class LookupServer {
       trackBotIps: this.opts.onBotIps !== undefined,
       countsIntervalMs: this.opts.countsIntervalMs ?? 1000,
       seenSample: this.opts.onSeen ? SEEN_SAMPLE_PER_FLUSH : 0,
+      versionFloorMs: this.opts.versionFloorMs ?? 0,
     };
     // The same way from a checkout and inside the binary (src/runtime/worker-entry.ts).
     const worker = startWorker('lookup', init, { resourceLimits: lookupHeapLimits(this.opts.memory) });

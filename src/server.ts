@@ -2,7 +2,8 @@
 // threads and the control socket (and the account/reporting listeners), and handles
 // SIGHUP (reload) and SIGTERM/SIGINT (drain, flush, exit 0).
 import { diffConfig, type Config } from './config.ts';
-import { versionInfo } from './ops/version.ts';
+import { knownCurrentMs, versionInfo } from './ops/version.ts';
+import { setVersionFloor } from './signals/ua-analysis.ts';
 import { describeBundle, loadBundle, type DataBundle } from './data/bundle.ts';
 import { log } from './log.ts';
 import { allocateLookupMemory, describePlan, planMemory } from './memory/budget.ts';
@@ -163,7 +164,18 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       if (!(e instanceof SourcesError) || config.dataRefresh > 0) throw e;
       log.warn({ err: e.message }, 'sources file unusable: no data refresh status until it is fixed');
     }
+    // A clock running behind the build or its data would lower the UA version ceilings below
+    // versions that already shipped: they are held at that date, and the operator is told.
+    const knownCurrent = knownCurrentMs();
+    setVersionFloor(knownCurrent);
+    if (Date.now() < knownCurrent - 60_000) {
+      log.warn(
+        { clock: new Date().toISOString(), buildOrData: new Date(knownCurrent).toISOString() },
+        'the system clock reads earlier than this build or its embedded data: fix the clock (NTP); UA version checks hold at the build date meanwhile (ivtd_clock_behind_seconds)',
+      );
+    }
     const metrics = new ServiceMetrics({
+      knownCurrentMs: knownCurrent,
       threads: config.threads,
       liveThreads: () => lookups.liveThreads,
       threadRestarts: () => lookups.restarts,
@@ -209,6 +221,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       onWorkerError: (index, err) => log.error({ thread: index, err: err.message }, 'lookup thread failed'),
       onRestart: (index, restarts) => log.warn({ thread: index, restarts }, 'lookup thread replaced and serving again'),
       onUnavailable: () => metrics.recordUnavailable(),
+      versionFloorMs: knownCurrent,
     });
 
     // Customers' policies: compiled once each into shared memory, within the budget's policy

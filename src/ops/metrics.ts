@@ -39,6 +39,8 @@ export interface MetricsSources {
   refreshStatus?: (() => RefreshStatus) | undefined;
   /** Bytes of each part of the memory budget (fixed at start), and how full each shared table is (0..1). */
   memory?(): { parts: Record<string, number>; occupancy: Record<string, number> };
+  /** The latest time this build and its embedded data provably exist at (ms; knownCurrentMs). */
+  knownCurrentMs?: number;
 }
 
 interface Sample {
@@ -103,6 +105,9 @@ export class ServiceMetrics {
         { value: total, labels: { thread: String(thread), state: 'reserved' } },
       ]),
     );
+    register(r, 'ivtd_clock_behind_seconds', 'How far the system clock reads earlier than the build or its newest embedded data (0 when it does not): fix the clock (NTP); UA version checks hold at the build date meanwhile.', 'gauge', () => [
+      { value: Math.max(0, ((sources.knownCurrentMs ?? 0) - Date.now()) / 1000) },
+    ]);
     register(r, 'ivtd_memory_budget_bytes', 'The memory budget (--memory-budget) by part: fixed at start, whatever the traffic.', 'gauge', () => {
       const m = sources.memory?.();
       return m ? Object.entries(m.parts).map(([part, value]) => ({ value, labels: { part } })) : [];

@@ -82,3 +82,22 @@ export function formatVersion(v: VersionInfo): string {
     '',
   ].join('\n');
 }
+
+/** ms of an ISO date or date-time, or 0 when it is not one. */
+function dateMs(s: string | undefined): number {
+  const ms = s ? Date.parse(s) : NaN;
+  return Number.isFinite(ms) ? ms : 0;
+}
+
+/**
+ * The latest time this program provably exists at (ms): the binary's build date, the
+ * embedded ASN table's build date, the embedded country database's date (its package
+ * version ends in YYYYMMDDHH). A clock earlier than this runs behind.
+ */
+export function knownCurrentMs(v: VersionInfo = versionInfo()): number {
+  let ms = dateMs(v.builtAt === 'dev' ? undefined : v.builtAt);
+  ms = Math.max(ms, dateMs(v.data.asn?.builtAt));
+  const stamp = /(\d{4})(\d{2})(\d{2})\d{2}$/.exec(v.data.countryMmdb?.version ?? '');
+  if (stamp) ms = Math.max(ms, dateMs(`${stamp[1]}-${stamp[2]}-${stamp[3]}T00:00:00Z`));
+  return ms;
+}

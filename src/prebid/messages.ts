@@ -22,6 +22,8 @@ export interface LookupWorkerInit {
   countsIntervalMs: number;
   /** Distinct values of each kind a thread samples per flush for the data refresher's crawl (0: none). */
   seenSample?: number;
+  /** The UA version ceilings are never computed for a time before this (ms; see setVersionFloor). */
+  versionFloorMs?: number;
 }
 
 /** Values seen in traffic since the last flush, bounded (src/prebid/seen-sample.ts). */

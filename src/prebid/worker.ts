@@ -9,6 +9,7 @@ import { STATUS_TEXT } from '../errors.ts';
 import { fromMainThread } from '../data/bundle.ts';
 import { buildLookupData } from './data.ts';
 import { LookupEngine } from './pipeline.ts';
+import { setVersionFloor } from '../signals/ua-analysis.ts';
 import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES, tooLarge } from './ortb-body.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
@@ -44,6 +45,7 @@ function cumulative(e: LookupEngine | null): number[] {
 
 export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void {
   const post = (m: FromWorker) => port.postMessage(m);
+  setVersionFloor(init.versionFloorMs ?? 0);
   // Null until the first data message: the port is open but lookups and health answer 503.
   let engine: LookupEngine | null = null;
   let keys = init.keys;

@@ -382,11 +382,24 @@ export function versionCeilings(now: number): VersionCeilings {
   };
 }
 
-/** Ceilings memoised per UTC day (one per thread): computed from the lookup's own clock. */
+/**
+ * The earliest time the ceilings may be computed for (ms since the epoch; 0: none): when this
+ * build was made, or the newest embedded data, whichever is later. A clock running behind
+ * would otherwise lower the ceilings below versions that already shipped, and call current
+ * browsers impossible. Set once per thread at start (src/prebid/worker.ts, src/server.ts).
+ */
+let versionFloorMs = 0;
+
+export function setVersionFloor(ms: number): void {
+  versionFloorMs = Number.isFinite(ms) && ms > 0 ? ms : 0;
+}
+
+/** Ceilings memoised per UTC day (one per thread): computed from the lookup's own clock, never below the floor. */
 export class VersionClock {
   private day = NaN;
   private value: VersionCeilings = versionCeilings(0);
-  at(now: number): VersionCeilings {
+  at(lookupNow: number): VersionCeilings {
+    const now = lookupNow < versionFloorMs ? versionFloorMs : lookupNow;
     const day = Math.floor(now / DAY_MS);
     if (day !== this.day) {
       this.day = day;
