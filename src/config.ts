@@ -1,7 +1,8 @@
 // Service configuration. Precedence: command-line flag > IVTD_* environment variable >
 // JSON config file (--config / IVTD_CONFIG) > default. OPTIONS is the one table that
 // the flag parser, the environment reader, `ivtd --help` and README all follow.
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { DEFAULT_PORTS } from './enums.ts';
@@ -176,17 +177,58 @@ export function parseOptionFlags(argv: string[]): { flags: Partial<Record<Option
   return { flags, rest };
 }
 
-/** Resolves the configuration from flags, environment and config file. */
+/** How long a reload waits for the config file to be read (a FIFO or a hung mount never answers). */
+export const CONFIG_READ_TIMEOUT_MS = 5000;
+
+/**
+ * resolveConfig for a running server (SIGHUP, `ivtd reload`): the config file is read off the
+ * event loop, within CONFIG_READ_TIMEOUT_MS, so a path that blocks never freezes the main
+ * thread (account API, metrics, flushes).
+ */
+export async function resolveConfigAsync(
+  flags: Partial<Record<OptionKey, string>> = {},
+  env: NodeJS.ProcessEnv = process.env,
+  timeoutMs = CONFIG_READ_TIMEOUT_MS,
+): Promise<Config> {
+  const configPath = flags.config ?? env[envName('config')];
+  if (!configPath) return resolveConfig(flags, env);
+  let timer: NodeJS.Timeout | undefined;
+  const read = async () => {
+    // A FIFO or a device would block the read (and Node's exit, which waits for the thread
+    // doing it): only a regular file is read.
+    const st = await stat(configPath).catch((e: Error) => {
+      throw new ConfigError(`cannot read config file ${configPath}: ${e.message}`);
+    });
+    if (!st.isFile()) throw new ConfigError(`cannot read config file ${configPath}: not a regular file`);
+    return readFile(configPath, 'utf8').catch((e: Error) => {
+      throw new ConfigError(`cannot read config file ${configPath}: ${e.message}`);
+    });
+  };
+  const text = await Promise.race([
+    read(),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new ConfigError(`cannot read config file ${configPath}: no answer within ${timeoutMs / 1000} s (a FIFO, or a hung mount?)`)), timeoutMs);
+    }),
+  ]).finally(() => clearTimeout(timer));
+  return resolveConfig(flags, env, text);
+}
+
+/**
+ * Resolves the configuration from flags, environment and config file. `fileText` is the
+ * config file's content when the caller read it already (resolveConfigAsync).
+ */
 export function resolveConfig(
   flags: Partial<Record<OptionKey, string>> = {},
   env: NodeJS.ProcessEnv = process.env,
+  fileText?: string,
 ): Config {
   const configPath = flags.config ?? env[envName('config')];
   let file: Record<string, unknown> = {};
   if (configPath) {
     let text: string;
     try {
-      text = readFileSync(configPath, 'utf8');
+      if (fileText === undefined && !statSync(configPath).isFile()) throw new Error('not a regular file');
+      text = fileText ?? readFileSync(configPath, 'utf8');
     } catch (e) {
       throw new ConfigError(`cannot read config file ${configPath}: ${(e as Error).message}`);
     }

@@ -446,7 +446,7 @@ function announce(
  * `ivtd serve`: start, then live until SIGTERM/SIGINT. SIGHUP re-reads the config (through
  * `reread`, the same flags/env/file resolution as at start) and reloads the data files.
  */
-export async function serve(config: Config, reread?: () => Config): Promise<void> {
+export async function serve(config: Config, reread?: () => Promise<Config>): Promise<void> {
   log.level = config.logLevel;
   log.info({ dataDir: config.dataDir, host: config.host, threads: config.threads, version: versionInfo().version }, 'ivtd starting');
   let stopping = false;
@@ -508,12 +508,12 @@ export async function serve(config: Config, reread?: () => Config): Promise<void
  * failure keeps the running config and data, and is logged. Options other than the live
  * ones are named as needing a restart.
  */
-async function reloadAll(s: RunningServer, config: Config, reread?: () => Config): Promise<void> {
+async function reloadAll(s: RunningServer, config: Config, reread?: () => Promise<Config>): Promise<void> {
   log.info('SIGHUP: reloading config and data files');
   let next: Config = config;
   if (reread) {
     try {
-      next = reread();
+      next = await reread();
     } catch (e) {
       log.error({ err: (e as Error).message }, 'config reload refused: keeping the running config and data');
       return;

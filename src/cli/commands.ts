@@ -5,7 +5,7 @@ import { parsePolicyCsv, policyToCsv } from '../policy/csv.ts';
 import { DEFAULT_THRESHOLDS, PolicyError } from '../policy/model.ts';
 import type { StoredPolicy } from '../store/policies.ts';
 import { join } from 'node:path';
-import { ConfigError, OPTIONS, optionsHelp, resolveConfig, type Config } from '../config.ts';
+import { ConfigError, OPTIONS, optionsHelp, resolveConfig, resolveConfigAsync, type Config } from '../config.ts';
 import { DB_FILE, Store, StoreLockedError } from '../store/db.ts';
 import type { CustomerListing } from '../store/customers.ts';
 import { StoreError } from '../store/store-error.ts';
@@ -388,7 +388,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
       const config = resolveConfig(options);
       const { serve } = await import('../server.ts');
       // SIGHUP re-resolves the config the same way (the file and environment may have changed).
-      await serve(config, () => resolveConfig(options));
+      await serve(config, () => resolveConfigAsync(options));
       return 0;
     }
     if (line === 'systemd-unit') {

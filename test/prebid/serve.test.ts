@@ -120,3 +120,33 @@ t.test('serve: first start, lookups through SIGHUP reloads, bad reload refused, 
   t.equal(await exit, 0, 'SIGTERM exits 0');
   t.match(p.out(), /stopped cleanly/);
 });
+
+t.test('serve: a config path that blocks (a FIFO) never freezes the main thread on SIGHUP', async (t) => {
+  const { execFileSync } = await import('node:child_process');
+  const dataDir = mkdtempSync(join(tmpdir(), 'ivtd-serve-fifo-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const configFile = join(dataDir, 'ivtd.json');
+  writeFileSync(configFile, JSON.stringify({ logLevel: 'info' }));
+  const p = start(dataDir, configFile);
+  t.teardown(() => {
+    if (p.child.exitCode === null) p.child.kill('SIGKILL');
+  });
+  const ready = JSON.parse((await p.waitFor(/\{[^\n]*"msg":"ivtd ready"\}/))[0]) as { ports: { metrics: number; api: number } };
+  rmSync(configFile);
+  execFileSync('mkfifo', [configFile]);
+  const mark = p.out().length;
+  p.child.kill('SIGHUP');
+  await p.waitFor(/SIGHUP: reloading/, mark);
+  // While the reload waits on the FIFO, the account API and /metrics answer at once.
+  for (const url of [`http://127.0.0.1:${ready.ports.metrics}/metrics`, `http://127.0.0.1:${ready.ports.api}/`]) {
+    const t0 = Date.now();
+    const r = await fetch(url);
+    await r.arrayBuffer();
+    t.ok(Date.now() - t0 < 1000, `${url} answered in ${Date.now() - t0} ms during the blocked reload`);
+  }
+  await p.waitFor(/ivtd\.json: not a regular file[^\n]*config reload refused/, mark, 15_000);
+  t.pass('the reload refuses the FIFO, names it, and keeps the running config');
+  const exit = new Promise<number | null>((r) => p.child.once('exit', (code) => r(code)));
+  p.child.kill('SIGTERM');
+  t.equal(await exit, 0, 'SIGTERM exits 0');
+});
