@@ -19,7 +19,7 @@ import { parseAppDevelopers } from '../signals/ads-txt-build.ts';
 import { isDomainName } from '../signals/ads-txt.ts';
 import { HOUR_MS, MINUTE_MS, SECOND_MS } from '../time.ts';
 import { AdsTxtCrawler, rootOfSeen, type CrawlResult } from './ads-txt-crawl.ts';
-import { LockBusyError, acquireLock, mtimeOf, readJson, writeAtomic } from './files.ts';
+import { LockBusyError, acquireLock, keepOwnerOf, mtimeOf, readJson, writeAtomic } from './files.ts';
 import { HttpGetError, httpGet, type HttpGetOptions, type HttpGetResult } from './http-get.ts';
 import { findServiceTagsLink, parseRangeSource } from './range-formats.ts';
 import { loadSources, type MaxmindSource, type MmdbTarget, type RangeSource, type SourcesConfig } from './sources.ts';
@@ -189,6 +189,9 @@ export class DataRefresher {
 
   constructor(private readonly opts: RefresherOptions) {
     this.log = opts.log ?? SILENT;
+    // Run as root (`sudo ivtd data update`) on the service's data dir: what it writes keeps
+    // the data dir's owner, so the service's own refreshes can replace it later.
+    keepOwnerOf(opts.dataDir);
     this.now = opts.now ?? Date.now;
     const cfg = opts.sources;
     this.userAgent = `ivtd/${pkg.version} (+data refresh${cfg.contact ? `; ${cfg.contact}` : ''})`;
@@ -355,6 +358,26 @@ export class DataRefresher {
   }
 
   private async pass(mode: { all: boolean; sources?: boolean; intervalMs?: number; adsTxtLimit?: number }): Promise<RefreshReport> {
+    try {
+      return await this.passLocked(mode);
+    } catch (e) {
+      // A pass that cannot write its files (a folder left by root, a full disk) failed for
+      // every source: say so in their status (ivtd_data_source_up), not only in a log line.
+      if (!(e instanceof LockBusyError)) {
+        const reason = `cannot write the refreshed data in ${this.opts.dataDir}: ${(e as Error).message}`.slice(0, 500);
+        for (const src of this.opts.sources.sources) {
+          const st = (this.state.sources[src.name] ??= emptyState(src.kind === 'maxmind' ? src.displayUrl : src.url));
+          st.status = 'failed';
+          st.failures++;
+          st.error = reason;
+        }
+        this.log.error({ err: reason }, 'data refresh failed: the data in use stays; fix the data dir (ownership, space) and it recovers on the next pass');
+      }
+      throw e;
+    }
+  }
+
+  private async passLocked(mode: { all: boolean; sources?: boolean; intervalMs?: number; adsTxtLimit?: number }): Promise<RefreshReport> {
     const lock = acquireLock(this.path(REFRESH_DIR, LOCK_FILE));
     this.busy = true;
     const release = () => {

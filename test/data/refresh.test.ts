@@ -430,3 +430,42 @@ t.test('each format: broken, truncated and oversized answers keep the last good 
   t.match((await new DataRefresher({ dataDir: dir, sources: mm(4096) }).runOnce({ all: true })).items[0], { result: 'failed', detail: /over the 4096-byte limit/ });
   t.ok(readFileSync(join(dir, 'country.mmdb')).equals(COUNTRY_MMDB), 'the last good database stays');
 });
+
+t.test('run as root on the service user\'s data dir: what it writes keeps that owner', { skip: process.getuid?.() !== 0 ? 'needs root' : false }, async (t) => {
+  const { chownSync, readdirSync } = await import('node:fs');
+  const w = await web(t);
+  serveAll(w);
+  const dir = tempDir(t);
+  chownSync(dir, 65534, 65534); // the service's user (nobody here)
+  const r = new DataRefresher({ dataDir: dir, sources: allSources(w) });
+  await r.runOnce({ all: true });
+  const rootOwned: string[] = [];
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (statSync(p).uid !== 65534) rootOwned.push(p);
+      if (e.isDirectory()) walk(p);
+    }
+  };
+  walk(dir);
+  t.ok(existsSync(join(dir, 'ranges', 'aws.txt')), 'the refresh wrote its files');
+  t.same(rootOwned, [], 'every folder and file belongs to the data dir\'s owner');
+});
+
+t.test('a pass that cannot write its files marks every source down (ivtd_data_source_up tells the truth)', async (t) => {
+  const w = await web(t);
+  serveAll(w);
+  const dir = tempDir(t);
+  const log = collectLog();
+  const r = new DataRefresher({ dataDir: dir, sources: allSources(w), log });
+  await r.runOnce({ all: true });
+  t.ok(r.status().sources.every((s) => s.status === 'ok'), 'first pass: every source up');
+  // The refresher cannot take its lock any more (a folder where the lock file goes: as
+  // unwritable as a root-owned folder is to the service's user); its state file stays.
+  mkdirSync(join(dir, 'refresh', 'lock'));
+  await t.rejects(r.runOnce({ all: true }));
+  const down = r.status().sources.filter((s) => s.status === 'failed');
+  t.equal(down.length, r.status().sources.length, 'every source is down');
+  t.match(down[0]!.error, /cannot write the refreshed data/, 'with the reason');
+  t.ok(log.lines.some((l) => l.level === 'error' && /data refresh failed/.test(l.msg)), 'and an error line');
+});
