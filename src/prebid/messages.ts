@@ -72,7 +72,9 @@ export type ToWorker =
   /** Fault injection (tests of the supervision): the thread fails as an uncaught bug would. */
   | { type: 'crash' }
   /** To a failing thread: another listener holds the port now; close yours and end. */
-  | { type: 'handover' };
+  | { type: 'handover' }
+  /** Tests and benchmarks: run a full garbage collection now, then answer gc-done. */
+  | { type: 'gc' };
 
 export type FromWorker =
   | { type: 'listening'; index: number; port: number }
@@ -81,6 +83,7 @@ export type FromWorker =
   | { type: 'data-failed'; index: number; id: number; message: string }
   /** Policy push `id` is in force on this thread: every lookup it starts from now on applies it. */
   | { type: 'policy-ok'; index: number; id: number }
+  | { type: 'gc-done'; index: number }
   /** Once a second: tuples this thread added to the shared counts, its own rows (shared table full), figures. */
   | { type: 'counts'; index: number; announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats }
   | { type: 'stopped'; index: number; announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats }

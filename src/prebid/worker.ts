@@ -4,7 +4,8 @@
 import uWS from 'uWebSockets.js';
 import type { MessagePort } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
-import { getHeapStatistics } from 'node:v8';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { STATUS_TEXT } from '../errors.ts';
 import { fromMainThread } from '../data/bundle.ts';
 import { buildLookupData } from './data.ts';
@@ -272,6 +273,11 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       handover?.();
       return;
     }
+    if (m.type === 'gc') {
+      fullGc();
+      post({ type: 'gc-done', index: init.index });
+      return;
+    }
     if (m.type === 'crash') {
       // Fault injection for the supervision test: fail the way a bug would, outside a request.
       setImmediate(() => {
@@ -326,4 +332,14 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     listenSocket = ls;
     post({ type: 'listening', index: init.index, port: uWS.us_socket_local_port(ls as unknown as uWS.us_socket) });
   });
+}
+
+let gcFn: (() => void) | null = null;
+/** A full garbage collection (V8's gc(), exposed on first use; never on the lookup path). */
+function fullGc(): void {
+  if (gcFn === null) {
+    setFlagsFromString('--expose-gc');
+    gcFn = runInNewContext('gc') as () => void;
+  }
+  gcFn();
 }

@@ -5,6 +5,7 @@
 // must never crash, every answer must be 200 or a JSON 4xx with {error, message}, and
 // memory must stay flat while the whole corpus runs six times.
 import t from 'tap';
+import { MemoryTrend } from '../helpers/memory-trend.ts';
 import { connect, type Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { PARAM_NAMES } from '../../src/prebid/params.ts';
@@ -215,8 +216,10 @@ t.test('hostile lookups: no crash, only 200 or JSON 4xx, memory flat', async (t)
     });
   }
 
+  const trend = new MemoryTrend(2000, () => srv.server.lookups.collectGarbage());
   const run = async () => {
     for (const c of strict) {
+      await trend.tick();
       const a = await client.send(c.target);
       if (a === null) {
         bad.push(`${c.what}: no answer`);
@@ -228,15 +231,12 @@ t.test('hostile lookups: no crash, only 200 or JSON 4xx, memory flat', async (t)
 
   // The first pass touches pages of the shared tables for the first time (they are allocated
   // at full size but the OS maps pages as they are written); later passes repeat its keys.
-  const rss: number[] = [];
   for (let pass = 0; pass < 6; pass++) {
+    trend.sampling = pass > 0;
     await run();
-    global.gc?.();
-    rss.push(Math.round(process.memoryUsage().rss / 1048576));
   }
-  t.comment(`RSS after each pass (MB): ${rss.join(' ')}`);
-  // GC makes RSS swing by tens of MB; a leak of 1 KB per request would add 70 MB over four passes.
-  const grew = rss[5]! - rss[1]!;
+  const perRequest = trend.bytesPerRequest();
+  t.comment(`RSS over the last five passes: ${trend.samples} samples, ${trend.range()}, means ${trend.means(10)}, trend ${Math.round(perRequest)} bytes per request`);
 
   t.comment(`${cases.length} cases: ${strict.length} run 6 times (answers ${JSON.stringify(Object.fromEntries(statuses))}), ${httpLayer.length} with raw control bytes sent once (${unanswered} not answered by the HTTP layer)`);
   t.same(bad.slice(0, 20), [], 'every answer is 200 or a JSON 4xx naming the error');
@@ -244,7 +244,9 @@ t.test('hostile lookups: no crash, only 200 or JSON 4xx, memory flat', async (t)
   t.ok((statuses.get(200) ?? 0) > 1000 && (statuses.get(400) ?? 0) > 1000, 'both accepted and refused requests reached the lookup');
   t.equal((await fetch(`${srv.prebid}/health-check`)).status, 200, 'still healthy');
   t.equal(srv.server.lookups.liveThreads, 2, 'no lookup thread was lost');
-  t.ok(grew < 48, `memory flat across repeats (${grew} MB from the second pass to the sixth, ${4 * strict.length} requests)`);
+  // A leak of 1 KB per request would show as ~1000; GC swings average out over the samples.
+  t.ok(trend.samples >= 30, `enough samples for a trend (${trend.samples})`);
+  t.ok(perRequest < 400, `memory flat across repeats: ${Math.round(perRequest)} bytes per request over ${5 * strict.length} requests`);
 });
 
 t.test('hostile OpenRTB bodies over raw sockets: no crash, only 200 or JSON 4xx, memory flat', async (t) => {
@@ -331,8 +333,10 @@ t.test('hostile OpenRTB bodies over raw sockets: no crash, only 200 or JSON 4xx,
   const statuses = new Map<number, number>();
   const client = new RawClient(port);
   t.teardown(() => client.close());
+  const trend = new MemoryTrend(150, () => srv.server.lookups.collectGarbage());
   const run = async () => {
     for (const c of cases) {
+      await trend.tick();
       const a = await client.sendRaw(c.request);
       if (a === null) continue; // the HTTP layer may close on framing it refuses; checked below that it is rare
       if (!tally(a, statuses)) bad.push(`${c.what}: ${a.status} ${a.body.slice(0, 80)}`);
@@ -351,21 +355,22 @@ t.test('hostile OpenRTB bodies over raw sockets: no crash, only 200 or JSON 4xx,
   // Ten digits or more: uWS v20.30 closes the connection itself, before ivtd sees the request.
   t.equal(await onceRaw(port, [head(2 ** 31), good], 2000), null, 'a 2 GB Content-Length: the connection is closed unanswered');
 
-  const rss: number[] = [];
   let answered = 0;
   for (let pass = 0; pass < 4; pass++) {
     const before = [...statuses.values()].reduce((a, b) => a + b, 0);
+    trend.sampling = pass > 0;
     await run();
     answered = [...statuses.values()].reduce((a, b) => a + b, 0) - before;
-    global.gc?.();
-    rss.push(Math.round(process.memoryUsage().rss / 1048576));
   }
-  t.comment(`ORTB: ${cases.length} cases, 4 passes; answers ${JSON.stringify(Object.fromEntries(statuses))}; RSS after each pass (MB): ${rss.join(' ')}`);
+  const perRequest = trend.bytesPerRequest();
+  t.comment(`ORTB: ${cases.length} cases, 4 passes; answers ${JSON.stringify(Object.fromEntries(statuses))}; RSS over the last three: ${trend.samples} samples, ${trend.range()}, means ${trend.means(10)}, trend ${Math.round(perRequest)} bytes per request`);
   t.same(bad.slice(0, 20), [], 'every answer is 200 or a JSON 4xx naming the error');
   t.ok(answered > cases.length * 0.95, `nearly every case answered (${answered} of ${cases.length} in the last pass)`);
   t.ok((statuses.get(200) ?? 0) > 100 && (statuses.get(400) ?? 0) > 500, 'both accepted and refused bid requests reached the lookup');
   t.ok((statuses.get(413) ?? 0) >= 4, 'the size limits were hit');
   t.equal((await fetch(`${srv.prebid}/health-check`)).status, 200, 'still healthy');
   t.equal(srv.server.lookups.liveThreads, 2, 'no lookup thread was lost');
-  t.ok(rss[3]! - rss[1]! < 48, `memory flat across repeats (${rss[3]! - rss[1]!} MB from the second pass to the fourth)`);
+  // These bodies are up to 64 KB each: a body kept per request would show as tens of KB.
+  t.ok(trend.samples >= 20, `enough samples for a trend (${trend.samples})`);
+  t.ok(perRequest < 2048, `memory flat across repeats: ${Math.round(perRequest)} bytes per request over ${3 * cases.length} requests`);
 });
