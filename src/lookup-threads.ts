@@ -13,7 +13,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import type { Worker } from 'node:worker_threads';
 import { forThreads, type DataBundle } from './data/bundle.ts';
 import { STATUS_TEXT } from './errors.ts';
-import type { LookupMemory } from './memory/budget.ts';
+import type { LookupMemory } from './prebid/messages.ts';
 import type { CountRow } from './reporting/tuple.ts';
 import type { NewTuple } from './reporting/tuple-dictionary.ts';
 import type { BotIpRow } from './fleet/bot-ips.ts';

@@ -8,7 +8,6 @@
 // 'peek' mode: it reads what the lookup threads have and writes nothing.
 // One LookupEngine per lookup thread (and one on the main thread, for explain).
 import { TUPLE_DIMENSIONS, type Band, type TransactionClass } from '../enums.ts';
-import type { LookupMemory } from '../memory/budget.ts';
 import { ThreadCounts } from '../reporting/thread-counts.ts';
 import { categoryOf, type Category } from '../signals/category.ts';
 import type { HistoryFacts } from '../signals/history.ts';
@@ -27,7 +26,7 @@ import { responseJson } from './response.ts';
 import { BotIpTracker } from './bot-ip-tracker.ts';
 import { SignalSources } from './signals.ts';
 import { SeenSample } from './seen-sample.ts';
-import type { SeenValues } from './messages.ts';
+import type { LookupMemory, SeenValues } from './messages.ts';
 import type { AdsTxtVerdict } from '../signals/ads-txt.ts';
 import type { SupplyChain } from '../signals/schain.ts';
 import { emptyRequest, validateAuth, validateRequest, type LookupRequest } from './validate.ts';
