@@ -17,7 +17,7 @@ import type { LookupMemory } from './prebid/messages.ts';
 import type { CountRow } from './reporting/tuple.ts';
 import type { NewTuple } from './reporting/tuple-dictionary.ts';
 import type { BotIpRow } from './fleet/bot-ips.ts';
-import type { LiveKey } from './prebid/keys.ts';
+import type { LiveKey } from './store/api-keys.ts';
 import type { PolicyUpdate } from './policy/service.ts';
 import type { FromWorker, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from './prebid/messages.ts';
 import { HEALTH_PATH } from './prebid/worker.ts';

@@ -4,7 +4,7 @@ import type { SharedCountsMemory } from '../reporting/shared-counts.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
 import type { BotIpRow } from '../fleet/bot-ips.ts';
-import type { LiveKey } from './keys.ts';
+import type { LiveKey } from '../store/api-keys.ts';
 import type { PolicyUpdate } from '../policy/service.ts';
 import type { FleetBotIpMemory } from '../signals/fleet-bot-ips.ts';
 import type { HistoryMemory } from '../signals/history.ts';

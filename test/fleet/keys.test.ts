@@ -10,7 +10,7 @@ import { KeyPublisher, KeyPuller, liveAt, PULL_INTERVAL_MS } from '../../src/fle
 import { migrateClickHouse } from '../../src/fleet/schema.ts';
 import { parseClickHouseUrl } from '../../src/fleet/url.ts';
 import { log } from '../../src/log.ts';
-import type { LiveKey } from '../../src/prebid/keys.ts';
+import type { LiveKey } from '../../src/store/api-keys.ts';
 import { Store } from '../../src/store/db.ts';
 import { clickhouseAvailable, startClickHouse } from '../helpers/clickhouse.ts';
 
