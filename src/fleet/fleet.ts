@@ -21,8 +21,8 @@ import { ClickHouseReportSource } from './reports.ts';
 import { dropExpiredRollups } from './retention.ts';
 import { migrateClickHouse } from './schema.ts';
 import { FleetWriter } from './spool.ts';
-import type { Role } from './roles.ts';
-import { parseClickHouseUrl } from './url.ts';
+import type { Role } from '../fleet-roles.ts';
+import { parseClickHouseUrl } from '../clickhouse-url.ts';
 
 
 /** Seconds between schema attempts while ClickHouse is unreachable at start. */

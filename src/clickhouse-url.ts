@@ -1,7 +1,7 @@
 // `--clickhouse-url http://[user[:password]@]host:port[/database]`: where the fleet's
 // shared state lives. Parsed once at start; a malformed URL stops the start with a message
 // that says what is wrong, never a half-configured fleet.
-import { isIdentifier } from './sql.ts';
+import { isIdentifier } from './fleet/sql.ts';
 
 export const DEFAULT_CLICKHOUSE_DATABASE = 'ivtd';
 const DEFAULT_PORTS: Record<string, number> = { 'http:': 8123, 'https:': 8443 };
