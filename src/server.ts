@@ -15,7 +15,7 @@ import { LookupEngine } from './prebid/pipeline.ts';
 import type { LookupStats, SeenValues } from './prebid/messages.ts';
 import { mountExplainRoute } from './account/explain-route.ts';
 import { LookupServer } from './lookup-threads.ts';
-import { startControlServer } from './cli/control.ts';
+import { startControlServer } from './provisioning/control.ts';
 import { startAccountApi } from './account/api.ts';
 import { mountDashboard } from './dashboard/static.ts';
 import { mountReportRoute } from './reporting/api.ts';
