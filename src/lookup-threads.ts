@@ -11,7 +11,8 @@
 import uWS from 'uWebSockets.js';
 import { createServer, type AddressInfo } from 'node:net';
 import type { Worker } from 'node:worker_threads';
-import { forThreads, type DataBundle } from './data/bundle.ts';
+import type { DataBundle } from './data/bundle.ts';
+import { forThreads } from './data/thread-bundle.ts';
 import { STATUS_TEXT } from './errors.ts';
 import type { LookupMemory } from './prebid/messages.ts';
 import type { CountRow } from './reporting/tuple.ts';

@@ -6,7 +6,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import { STATUS_TEXT } from '../errors.ts';
-import { fromMainThread } from '../data/bundle.ts';
+import { fromMainThread } from '../data/thread-bundle.ts';
 import { buildLookupData } from './data.ts';
 import { LookupEngine } from './pipeline.ts';
 import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES, tooLarge } from './ortb-body.ts';
