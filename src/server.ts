@@ -14,7 +14,7 @@ import type { CountRow } from './reporting/tuple.ts';
 import { LookupEngine } from './prebid/pipeline.ts';
 import type { LookupStats, SeenValues } from './prebid/messages.ts';
 import { mountExplainRoute } from './account/explain-route.ts';
-import { LookupServer } from './lookup-threads.ts';
+import { LookupServer } from './prebid/lookup-threads.ts';
 import { startControlServer } from './provisioning/control.ts';
 import { startAccountApi } from './account/api.ts';
 import { mountDashboard } from './dashboard/static.ts';

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadBundle } from '../../src/data/bundle.ts';
-import { LookupServer } from '../../src/lookup-threads.ts';
+import { LookupServer } from '../../src/prebid/lookup-threads.ts';
 import { planMemory } from '../../src/memory/budget.ts';
 import { allocateLookupMemory } from '../../src/lookup-memory.ts';
 import { startTestServer } from '../helpers/server.ts';

@@ -11,17 +11,17 @@
 import uWS from 'uWebSockets.js';
 import { createServer, type AddressInfo } from 'node:net';
 import type { Worker } from 'node:worker_threads';
-import type { DataBundle } from './data/bundle.ts';
-import { forThreads } from './data/thread-bundle.ts';
-import { STATUS_TEXT } from './errors.ts';
-import type { CountRow } from './reporting/tuple.ts';
-import type { NewTuple } from './reporting/tuple-dictionary.ts';
-import type { BotIpRow } from './fleet/bot-ips.ts';
-import type { LiveKey } from './store/api-keys.ts';
-import type { PolicyUpdate } from './policy/service.ts';
-import type { FromWorker, LookupMemory, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from './prebid/messages.ts';
-import { HEALTH_PATH } from './prebid/worker.ts';
-import { startWorker } from './runtime/worker-entry.ts';
+import type { DataBundle } from '../data/bundle.ts';
+import { forThreads } from '../data/thread-bundle.ts';
+import { STATUS_TEXT } from '../errors.ts';
+import type { CountRow } from '../reporting/tuple.ts';
+import type { NewTuple } from '../reporting/tuple-dictionary.ts';
+import type { BotIpRow } from '../fleet/bot-ips.ts';
+import type { LiveKey } from '../store/api-keys.ts';
+import type { PolicyUpdate } from '../policy/service.ts';
+import type { FromWorker, LookupMemory, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from './messages.ts';
+import { HEALTH_PATH } from './worker.ts';
+import { startWorker } from '../runtime/worker-entry.ts';
 
 export interface LookupServerOptions {
   host: string;
