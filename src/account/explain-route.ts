@@ -9,7 +9,7 @@ import { HttpError } from '../errors.ts';
 import { readBody, sendJson, type Router } from '../http/router.ts';
 import type { Store } from '../store/db.ts';
 import type { LookupEngine } from '../prebid/pipeline.ts';
-import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES } from '../prebid/ortb-body.ts';
+import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES } from '../ortb/body.ts';
 import { CATEGORIES, REASON_CATEGORY, type Category } from '../signals/category.ts';
 
 export const EXPLAIN_PATH = '/v1/account/explain';

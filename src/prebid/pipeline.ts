@@ -30,8 +30,8 @@ import type { LookupMemory, SeenValues } from './messages.ts';
 import type { AdsTxtVerdict } from '../signals/ads-txt.ts';
 import type { SupplyChain } from '../signals/schain.ts';
 import { emptyRequest, validateAuth, validateRequest, type LookupRequest } from './validate.ts';
-import type { JsonObject } from './bounded-json.ts';
-import { emptyOrtbExtra, mapBidRequest, ORTB_NAMES, ortbResponseJson, type OrtbExtra } from './ortb.ts';
+import type { JsonObject } from '../ortb/bounded-json.ts';
+import { emptyOrtbExtra, mapBidRequest, ORTB_NAMES, ortbResponseJson, type OrtbExtra } from '../ortb/map.ts';
 
 export interface LookupOutcome {
   status: number;

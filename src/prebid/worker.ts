@@ -9,7 +9,7 @@ import { STATUS_TEXT } from '../errors.ts';
 import { fromMainThread } from '../data/thread-bundle.ts';
 import { buildLookupData } from './data.ts';
 import { LookupEngine } from './pipeline.ts';
-import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES, tooLarge } from './ortb-body.ts';
+import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES, tooLarge } from '../ortb/body.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
 import type { BotIpRow } from '../fleet/bot-ips.ts';

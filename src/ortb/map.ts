@@ -10,8 +10,8 @@ import { noBidReason, REASON_CLASS } from '../signals/category.ts';
 import type { ScoreResult } from '../signals/score.ts';
 import type { JsonObject, JsonValue } from './bounded-json.ts';
 import { isJsonObject } from './bounded-json.ts';
-import { P, PARAM_NAMES } from './params.ts';
-import type { ValidationError, ValueNames } from './validate.ts';
+import { P, PARAM_NAMES } from '../prebid/params.ts';
+import type { ValidationError, ValueNames } from '../prebid/validate.ts';
 
 /** The OpenRTB field each slot comes from, for error messages. */
 const FIELD: Partial<Record<(typeof PARAM_NAMES)[number], string>> = {
