@@ -2,7 +2,7 @@
 // lookup's parameter slots (params.ts), so the same validation (validate.ts, with errors
 // naming the OpenRTB field), signals and score run on it. README "Lookups from an OpenRTB
 // bid request" documents the table below. Synchronous, no I/O; allocation is bounded by
-// the body limits of ortb-body.ts.
+// the body limits of body.ts.
 import { iso31661Alpha2ToAlpha3, iso31661Alpha3ToAlpha2 } from 'iso-3166';
 import { schainFromObject, type SchainResult } from '../signals/schain.ts';
 import { CHROMIUM_BRANDS, emptySua, suaPlatform, type SuaFacts } from '../signals/sua.ts';

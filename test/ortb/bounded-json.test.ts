@@ -1,4 +1,4 @@
-// The strict, bounded JSON parser that reads OpenRTB bodies (src/prebid/bounded-json.ts):
+// The strict, bounded JSON parser that reads OpenRTB bodies (src/ortb/bounded-json.ts):
 // it must agree with JSON.parse on valid JSON, refuse what JSON.parse refuses, and refuse
 // what JSON.parse would take but a stranger's body must not carry (duplicate keys, keys
 // naming a prototype, nesting, array and object sizes past the limits), never throwing.
