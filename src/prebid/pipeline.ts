@@ -24,7 +24,7 @@ import { KeyTable } from './keys.ts';
 import { QueryScanner } from './query.ts';
 import { responseJson } from './response.ts';
 import { BotIpTracker } from './bot-ip-tracker.ts';
-import { SignalSources } from './signals.ts';
+import { SignalSources } from './gather.ts';
 import { SeenSample } from './seen-sample.ts';
 import type { LookupMemory, SeenValues } from './messages.ts';
 import type { AdsTxtVerdict } from '../signals/ads-txt.ts';
