@@ -1,6 +1,6 @@
 // A lookup, start to end, all synchronous over memory:
 //   1. parse     the raw query → a validated LookupRequest (and the customer its key names)
-//   2. signals   → one LookupSignals object (signals.ts)
+//   2. signals   → one LookupSignals object (gather.ts)
 //   3. score     → ScoreResult (src/signals/score.ts)
 //   4. serialize → the JSON answer (response.ts)
 // then, on the lookup path only, the history learns the outcome and the transaction is
