@@ -11,7 +11,8 @@ import type { ScoreResult } from '../signals/score.ts';
 import type { JsonObject, JsonValue } from './bounded-json.ts';
 import { isJsonObject } from './bounded-json.ts';
 import { P, PARAM_NAMES } from '../prebid/params.ts';
-import type { ValidationError, ValueNames } from '../prebid/validate.ts';
+import type { ErrorAnswer } from '../errors.ts';
+import type { ValueNames } from '../prebid/validate.ts';
 
 /** The OpenRTB field each slot comes from, for error messages. */
 const FIELD: Partial<Record<(typeof PARAM_NAMES)[number], string>> = {
@@ -49,7 +50,7 @@ export function emptyOrtbExtra(): OrtbExtra {
 
 /** A field the mapping refuses: thrown by the readers below, caught once in mapBidRequest (the 400 path only). */
 class FieldError {
-  constructor(readonly error: ValidationError) {}
+  constructor(readonly error: ErrorAnswer) {}
 }
 
 function bad(field: string, why: string): FieldError {
@@ -179,7 +180,7 @@ function impFacts(imp0: JsonObject, v: (string | undefined)[]): void {
  * parameters stay) from the bid request, and `extra`. Null when the body maps, else the
  * 400 naming the field. Presence of required values is left to validateRequest.
  */
-export function mapBidRequest(bid: JsonObject, v: (string | undefined)[], raw: (string | undefined)[], extra: OrtbExtra): ValidationError | null {
+export function mapBidRequest(bid: JsonObject, v: (string | undefined)[], raw: (string | undefined)[], extra: OrtbExtra): ErrorAnswer | null {
   for (const i of BODY_SLOTS) {
     v[i] = undefined;
     raw[i] = undefined;
@@ -195,7 +196,7 @@ export function mapBidRequest(bid: JsonObject, v: (string | undefined)[], raw: (
   }
 }
 
-function mapBody(bid: JsonObject, v: (string | undefined)[], extra: OrtbExtra): ValidationError | null {
+function mapBody(bid: JsonObject, v: (string | undefined)[], extra: OrtbExtra): ErrorAnswer | null {
   const id = bid.id;
   if (typeof id === 'string' && id.length > ORTB_MAX_FIELD_CHARS) throw bad('id', `longer than ${ORTB_MAX_FIELD_CHARS} characters`);
   if (typeof id !== 'string' || id === '') return { status: 400, code: 'missing_parameter', message: 'Missing required field: id (the BidRequest id, a string).' };

@@ -13,7 +13,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import type { Worker } from 'node:worker_threads';
 import type { DataBundle } from '../data/bundle.ts';
 import { forThreads } from '../data/thread-bundle.ts';
-import { STATUS_TEXT } from '../errors.ts';
+import { errorJson, STATUS_TEXT, type ErrorAnswer } from '../errors.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
 import type { BotIpRow } from '../fleet/bot-ips.ts';
@@ -57,6 +57,7 @@ const STABLE_MS = 60_000;
 /** How long a policy push waits for a thread to say the policy is in force. */
 const POLICY_ACK_MS = 2_000;
 const RESTART_DELAY = { min: 250, max: 30_000 };
+const NO_THREAD: ErrorAnswer = { status: 503, code: 'unavailable', message: 'No lookup thread is running; a new one is starting. Retry in a moment or on another instance.' };
 
 interface Slot {
   index: number;
@@ -220,10 +221,7 @@ export class LookupServer {
         res.writeStatus(STATUS_TEXT[503]!);
         if (health) res.end(undefined, true);
         else {
-          res.writeHeader('Content-Type', 'application/json').end(
-            JSON.stringify({ error: 'unavailable', message: 'No lookup thread is running; a new one is starting. Retry in a moment or on another instance.' }),
-            true,
-          );
+          res.writeHeader('Content-Type', 'application/json').end(errorJson(NO_THREAD), true);
         }
       });
     });
