@@ -18,7 +18,7 @@ import { TUPLE_DIMENSIONS } from '../src/enums.ts';
 import { ClickHouse } from '../src/fleet/clickhouse.ts';
 import { ClickHouseReportSource } from '../src/fleet/reports.ts';
 import { migrateClickHouse } from '../src/fleet/schema.ts';
-import { parseClickHouseUrl } from '../src/fleet/url.ts';
+import { parseClickHouseUrl } from '../src/clickhouse-url.ts';
 import { KEY_COLUMNS_SQL, ROLLUP_COLUMNS, ROLLUP_TABLES } from '../src/reporting/columns.ts';
 import { ReportEngine } from '../src/reporting/engine.ts';
 import { storeThreads } from '../src/reporting/service.ts';

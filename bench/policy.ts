@@ -5,7 +5,7 @@
 // time (ivtd_lookup_duration_seconds sum / count). None of the entries matches the bench's
 // requests, so every lookup runs every check to the end (IP ranges, hashed values, the
 // whole UA through the substring automaton): the most a list costs.
-import { sendControl } from '../src/cli/control.ts';
+import { sendControl } from '../src/provisioning/control.ts';
 import type { PolicyEntry } from '../src/policy/model.ts';
 
 /** `n` entries of every kind, none matching bench/requests.ts paths. */

@@ -7,8 +7,8 @@ import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { DEFAULT_PORTS } from './enums.ts';
 import { parseDuration } from './time.ts';
-import { ROLES } from './fleet/roles.ts';
-import { parseClickHouseUrl } from './fleet/url.ts';
+import { ROLES } from './fleet-roles.ts';
+import { parseClickHouseUrl } from './clickhouse-url.ts';
 import { LOG_LEVELS } from './log.ts';
 import { parseWholeNumber } from './whole-number.ts';
 

@@ -32,8 +32,24 @@ export interface ErrorBody {
   message: string;
 }
 
-/** An error that carries its HTTP status and a message fit to show a person. */
-export class HttpError extends Error {
+/**
+ * A refusal as plain data: the status to answer, the code and the sentence for a person.
+ * Every "no" of the lookup path is one (the query scan, validation, the OpenRTB body, the
+ * routes); no stack is captured, so a refused lookup costs no more than an answered one.
+ */
+export interface ErrorAnswer {
+  readonly status: number;
+  readonly code: ErrorCode;
+  readonly message: string;
+}
+
+/** The one error body as JSON text: {"error": "<code>", "message": "<sentence>"}. */
+export function errorJson(e: ErrorAnswer): string {
+  return JSON.stringify({ error: e.code, message: e.message });
+}
+
+/** An error that carries its HTTP status and a message fit to show a person (thrown on the main thread's listeners). */
+export class HttpError extends Error implements ErrorAnswer {
   readonly status: number;
   constructor(
     readonly code: ErrorCode,

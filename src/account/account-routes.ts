@@ -11,7 +11,7 @@ import { KEY_KINDS, type KeyKind } from '../store/secrets.ts';
 import { StoreError } from '../store/store-error.ts';
 import { isWholeNumberIn } from '../whole-number.ts';
 import { FieldError, refuseUnknownFields } from './field-error.ts';
-import type { SessionGuard } from './session.ts';
+import type { SessionGuard } from './session-guard.ts';
 
 const ROTATE_FIELDS: ReadonlySet<string> = new Set(['kind', 'grace_seconds']);
 const ROTATE_BODY_LIMIT = 4 * 1024;

@@ -14,7 +14,7 @@ import { LoginThrottle } from './login-throttle.ts';
 import { mountProjectRoutes } from './project-routes.ts';
 import { mountPolicyRoutes } from './policy-routes.ts';
 import type { PolicyService } from '../policy/service.ts';
-import { SessionGuard } from './session.ts';
+import { SessionGuard } from './session-guard.ts';
 import { pruneSessions } from './sessions.ts';
 
 /** Path families where every request needs a valid Bearer token, matched or not. */

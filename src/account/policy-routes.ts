@@ -10,7 +10,7 @@ import {
 import type { PolicyService } from '../policy/service.ts';
 import type { Store } from '../store/db.ts';
 import { FieldError, refuseUnknownFields } from './field-error.ts';
-import type { SessionGuard } from './session.ts';
+import type { SessionGuard } from './session-guard.ts';
 
 /** A whole policy of MAX_ENTRIES entries as JSON, with room. */
 export const POLICY_BODY_LIMIT = 16 * 1024 * 1024;

@@ -6,7 +6,7 @@ import type { Store } from '../store/db.ts';
 import { FieldError } from './field-error.ts';
 import { parseProjectCreate, parseProjectPatch } from './project-fields.ts';
 import { createProject, deleteProject, getProject, listProjects, projectId, updateProject } from './projects.ts';
-import type { SessionGuard } from './session.ts';
+import type { SessionGuard } from './session-guard.ts';
 
 export const LIST_LIMIT_DEFAULT = 20;
 export const LIST_LIMIT_MAX = 100;

@@ -3,7 +3,7 @@
 // dir is told to reload afterwards over the control socket.
 import type { Config } from '../config.ts';
 import { refresherFor, type RefreshReport, type RefreshStatus } from '../data/refresh.ts';
-import { ControlUnavailableError, sendControl } from './control.ts';
+import { ControlUnavailableError, sendControl } from '../provisioning/control.ts';
 
 export const DATA_USAGE = {
   update: {

@@ -1,7 +1,7 @@
 // Finds and reads every data file a lookup needs, on the main thread, so that no thread
 // holds a copy of its own: a file from disk is read once into shared memory; inside the
 // binary an embedded file is not copied at all (each thread reads the executable's own
-// pages, see forThreads/fromMainThread). Precedence per file: an explicit flag (--mmdb-*) >
+// pages, see thread-bundle.ts). Precedence per file: an explicit flag (--mmdb-*) >
 // a file of the same name in <data-dir> > the embedded default.
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -106,29 +106,6 @@ function fromAsset(name: string, asset: string): DataFile {
     );
   }
 }
-
-const NO_BYTES = new Uint8Array(0);
-
-function mapFiles(b: DataBundle, f: (file: DataFile) => DataFile): DataBundle {
-  const one = (x: DataFile | null) => (x === null ? null : f(x));
-  return {
-    ...b,
-    asnBin: one(b.asnBin), asnMmdb: one(b.asnMmdb), countryMmdb: f(b.countryMmdb), anonymousIpMmdb: one(b.anonymousIpMmdb),
-    hostingAsns: f(b.hostingAsns), vpnAsns: f(b.vpnAsns), hostingOrgPatterns: f(b.hostingOrgPatterns), badIfas: f(b.badIfas),
-    sellers: b.sellers.map(f),
-  };
-}
-
-/** The bundle as posted to a lookup thread: shared bytes travel as they are, embedded ones by name. */
-export function forThreads(b: DataBundle): DataBundle {
-  return mapFiles(b, (f) => (f.asset !== undefined ? { ...f, bytes: NO_BYTES } : f));
-}
-
-/** In a lookup thread: the embedded files' bytes again, from the executable's pages. */
-export function fromMainThread(b: DataBundle): DataBundle {
-  return mapFiles(b, (f) => (f.asset !== undefined ? { ...f, bytes: readAssetInPlace(f.asset)! } : f));
-}
-
 
 function overridable(dataDir: string, name: string, asset: string): DataFile {
   const p = join(dataDir, name);

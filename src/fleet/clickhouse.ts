@@ -5,7 +5,7 @@
 // whether ClickHouse answered (the statement failed) or could not be reached.
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { sqlIdentifier } from './sql.ts';
-import type { ClickHouseTarget } from './url.ts';
+import type { ClickHouseTarget } from '../clickhouse-url.ts';
 
 /** ClickHouse exception codes ivtd reacts to. */
 export const CH_CODES = {

@@ -10,7 +10,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Config } from '../config.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import { log } from '../log.ts';
-import type { LiveKey } from '../prebid/keys.ts';
+import type { LiveKey } from '../store/api-keys.ts';
 import type { ReportSource } from '../reporting/engine.ts';
 import type { Store } from '../store/db.ts';
 import { BOT_IPS, dropOldBotIps, publishBotIps, pullFleetBotIps, type BotIpRow } from './bot-ips.ts';
@@ -21,8 +21,8 @@ import { ClickHouseReportSource } from './reports.ts';
 import { dropExpiredRollups } from './retention.ts';
 import { migrateClickHouse } from './schema.ts';
 import { FleetWriter } from './spool.ts';
-import type { Role } from './roles.ts';
-import { parseClickHouseUrl } from './url.ts';
+import type { Role } from '../fleet-roles.ts';
+import { parseClickHouseUrl } from '../clickhouse-url.ts';
 
 
 /** Seconds between schema attempts while ClickHouse is unreachable at start. */

@@ -5,7 +5,7 @@
 // threads at once) and keep the last set they pulled in their own DuckDB, so an edge that
 // restarts while ClickHouse is away serves the keys it knew.
 import { log } from '../log.ts';
-import type { LiveKey } from '../prebid/keys.ts';
+import type { LiveKey } from '../store/api-keys.ts';
 import type { Store } from '../store/db.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { sqlInt } from './sql.ts';

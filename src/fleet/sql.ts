@@ -3,6 +3,7 @@
 // not a constant of this code reaches SQL through these functions and nowhere else:
 // strings as escaped literals, numbers as checked integers, names as checked identifiers.
 // Bulk rows never go through SQL text: they travel as JSONEachRow insert bodies.
+import { isIdentifier } from '../clickhouse-url.ts';
 
 /**
  * A single-quoted ClickHouse string literal holding exactly `value`.
@@ -37,13 +38,6 @@ export function sqlInt(n: number): string {
 export function sqlList(values: ReadonlyArray<string | number>): string {
   if (values.length === 0) throw new RangeError('sqlList wants at least one value');
   return '(' + values.map((v) => (typeof v === 'number' ? sqlInt(v) : sqlString(v))).join(', ') + ')';
-}
-
-const IDENTIFIER_RE = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
-
-/** True for a name ivtd accepts as a ClickHouse database name (used unquoted). */
-export function isIdentifier(name: string): boolean {
-  return IDENTIFIER_RE.test(name);
 }
 
 /** A database or table name, checked: letters, digits and `_`, not starting with a digit. */

@@ -5,13 +5,8 @@
 // is allocated once at that size, so memory stays flat whatever the traffic.
 // The tables in shared memory (history and caches) exist once per process, whatever
 // `--threads`; the per-thread parts are divided among the threads.
-import { TUPLE_SLOT_BYTES, allocateSharedCounts, type SharedCountsMemory } from '../reporting/shared-counts.ts';
-import { TYPICAL_ENTRY_BYTES } from '../reporting/tuple-dictionary.ts';
-import { allocateFleetBotIps, type FleetBotIpMemory } from '../signals/fleet-bot-ips.ts';
-import { allocateHistory, type HistoryMemory } from '../signals/history.ts';
-import { allocateIpCache, type IpCacheMemory } from '../signals/ip-cache.ts';
-import { allocateUaCache, type UaCacheMemory } from '../signals/ua-cache.ts';
-import { randomSeed } from './hash.ts';
+// Pure arithmetic, importing nothing: the tables themselves are allocated from the plan by
+// src/lookup-memory.ts.
 
 const MB = 1 << 20;
 
@@ -93,44 +88,6 @@ export function planMemory(budgetMb: number, threads: number): MemoryPlan {
     policyBytes: Math.floor(bytes * SHARES.policy),
     keyMemoEntries: Math.max(64, Math.floor((bytes * SHARES.threadCaches) / threads / KEY_MEMO_ENTRY_BYTES)),
     adsTxtRecords: Math.floor((bytes * SHARES.adsTxt) / ADS_TXT_RECORD_BYTES),
-  };
-}
-
-/** The shared memory every lookup thread opens (posted to each thread; SharedArrayBuffers are shared, not copied). */
-export interface LookupMemory {
-  readonly history: HistoryMemory;
-  readonly uaCache: UaCacheMemory;
-  readonly ipCache: IpCacheMemory;
-  readonly counts: SharedCountsMemory;
-  /** The fleet's bot-heavy IPs (fixed size, about 1 MB; empty without a fleet). */
-  readonly fleetBotIps: FleetBotIpMemory;
-  readonly threadCountsBytes: number;
-  readonly keyMemoEntries: number;
-}
-
-/**
- * How many new reporting tuples one customer may add per hour: as many as the main
- * thread's dictionary can hold for two hours in two thirds of the pending share (the rest
- * is for rows waiting to be written again), and as the shared table has slots for.
- */
-export function tuplesPerCustomerHour(plan: MemoryPlan): number {
-  const byDictionary = Math.floor((plan.pendingCountsBytes * 2) / 3 / TYPICAL_ENTRY_BYTES / 2);
-  const bySlots = Math.floor(plan.sharedCountsBytes / TUPLE_SLOT_BYTES / 2);
-  return Math.max(1000, Math.min(byDictionary, bySlots));
-}
-
-/** Allocates the shared tables of a plan (the main thread does this once per process). */
-export function allocateLookupMemory(plan: MemoryPlan, opts: { seed?: number; epoch?: number } = {}): LookupMemory {
-  const seed = opts.seed ?? randomSeed();
-  const epoch = opts.epoch ?? Date.now();
-  return {
-    history: allocateHistory(plan.historyBytes, { seed, epoch }),
-    uaCache: allocateUaCache(plan.uaCacheBytes, seed ^ 0x7a11ce, epoch),
-    ipCache: allocateIpCache(plan.ipCacheBytes, seed ^ 0x1bad1dea),
-    fleetBotIps: allocateFleetBotIps(),
-    counts: allocateSharedCounts(plan.sharedCountsBytes, seed ^ 0x7091e5, tuplesPerCustomerHour(plan)),
-    threadCountsBytes: plan.threadCountsBytes,
-    keyMemoEntries: plan.keyMemoEntries,
   };
 }
 

@@ -8,21 +8,10 @@ import type { RefreshStatus } from '../data/refresh.ts';
 import { Router, listen, type Listener } from '../http/router.ts';
 import { log } from '../log.ts';
 import { LATENCY_BUCKETS_US, type LookupStats } from '../prebid/messages.ts';
+import type { FlushStats } from '../reporting/service.ts';
 import { versionInfo } from './version.ts';
 
 export const METRICS_PATH = '/metrics';
-
-/** What the reporting writer tells about its flushes (RollupWriter.stats() fits). */
-export interface FlushStats {
-  pendingTuples: number;
-  flushes: number;
-  failedFlushes: number;
-  rowsWritten: number;
-  /** Rows the store refused for their own content, logged and dropped. */
-  rowsQuarantined?: number;
-  /** Epoch ms of the last successful flush; without it no flush lag is exported. */
-  lastFlushAt?: number | null;
-}
 
 export interface MetricsSources {
   /** The data the lookups serve now (replaced on reload). */

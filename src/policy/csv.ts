@@ -2,7 +2,7 @@
 // `kind,action,value`, then one entry per line, RFC 4180 quoting. Export neutralises values
 // a spreadsheet would run as formulas with a leading apostrophe (as every CSV of ivtd
 // does); import removes that apostrophe again, so export → import gives the same list.
-import { csvField } from '../dashboard/ui/csv.ts';
+import { csvField } from '../csv.ts';
 import { parseEntry, PolicyError, type PolicyEntry } from './model.ts';
 
 export const CSV_COLUMNS = ['kind', 'action', 'value'] as const;

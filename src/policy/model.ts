@@ -5,26 +5,10 @@
 // reference for people. Pure (no Node modules): the dashboard's CSV import runs it too.
 import { parseIp } from '../signals/ip-address.ts';
 import { BAND_HIGH_MIN, BAND_MEDIUM_MIN } from '../signals/score.ts';
+import { ACTIONS, ENTRY_KINDS, entryKey, type Action, type EntryKind, type Policy, type PolicyEntry } from '../policy-entry.ts';
 
-/** What an entry matches, each against one request value (docs/policy.md). */
-export const ENTRY_KINDS = ['ip', 'ua', 'ua_substring', 'app', 'domain', 'publisher', 'seller'] as const;
-export type EntryKind = (typeof ENTRY_KINDS)[number];
-export const ACTIONS = ['allow', 'deny'] as const;
-export type Action = (typeof ACTIONS)[number];
-
-export interface PolicyEntry {
-  kind: EntryKind;
-  value: string;
-  action: Action;
-}
-
-export interface Policy {
-  /** Score at which the band becomes `medium`; null = the model's default. */
-  medium: number | null;
-  /** Score at which the band becomes `high`; null = the model's default. */
-  high: number | null;
-  entries: PolicyEntry[];
-}
+// The shape, re-exported so that the policy's callers find the whole vocabulary here.
+export { ACTIONS, ENTRY_KINDS, entryKey, type Action, type EntryKind, type Policy, type PolicyEntry };
 
 /** The per-customer cap: entries in one policy (413 past it). */
 export const MAX_ENTRIES = 100_000;
@@ -205,10 +189,6 @@ export function parseEntries(raw: unknown, field: string, opts: { actionOptional
     out.push(e);
   }
   return out;
-}
-
-export function entryKey(e: { kind: EntryKind; value: string }): string {
-  return `${e.kind}\u0000${e.value}`;
 }
 
 function parseThreshold(raw: unknown, name: 'medium' | 'high'): number | null {

@@ -4,7 +4,7 @@
 import { TUPLE_DIMENSIONS, environmentOf, type TupleDimension } from '../enums.ts';
 import { clipDim } from '../reporting/tuple.ts';
 import type { Category } from '../signals/category.ts';
-import type { LookupSignals } from './signals.ts';
+import type { LookupSignals } from './gather.ts';
 import type { LookupRequest } from './validate.ts';
 
 type Rule = (r: LookupRequest, s: LookupSignals, category: Category) => string;

@@ -4,14 +4,7 @@
 // size comes from the memory budget) and holds copies, never slices of a request.
 import { hashKey } from '../store/secrets.ts';
 import { ownString } from '../reporting/tuple.ts';
-
-/** A key that works now or until its grace period ends, as the store lists it. */
-export interface LiveKey {
-  customer_id: string;
-  partner_id: string;
-  key_hash: string; // sha256 hex of the key
-  expires_at_ms: number | null;
-}
+import type { LiveKey } from '../store/api-keys.ts';
 
 interface Entry {
   customerId: string;

@@ -1,11 +1,27 @@
 // Messages between the main thread and the lookup threads.
 import type { DataBundle } from '../data/bundle.ts';
-import type { LookupMemory } from '../memory/budget.ts';
+import type { SharedCountsMemory } from '../reporting/shared-counts.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
 import type { BotIpRow } from '../fleet/bot-ips.ts';
-import type { LiveKey } from './keys.ts';
+import type { LiveKey } from '../store/api-keys.ts';
 import type { PolicyUpdate } from '../policy/service.ts';
+import type { FleetBotIpMemory } from '../signals/fleet-bot-ips.ts';
+import type { HistoryMemory } from '../signals/history.ts';
+import type { IpCacheMemory } from '../signals/ip-cache.ts';
+import type { UaCacheMemory } from '../signals/ua-cache.ts';
+
+/** The shared memory every lookup thread opens (allocated by src/lookup-memory.ts; posted to each thread; SharedArrayBuffers are shared, not copied). */
+export interface LookupMemory {
+  readonly history: HistoryMemory;
+  readonly uaCache: UaCacheMemory;
+  readonly ipCache: IpCacheMemory;
+  readonly counts: SharedCountsMemory;
+  /** The fleet's bot-heavy IPs (fixed size, about 1 MB; empty without a fleet). */
+  readonly fleetBotIps: FleetBotIpMemory;
+  readonly threadCountsBytes: number;
+  readonly keyMemoEntries: number;
+}
 
 export interface LookupWorkerInit {
   index: number;

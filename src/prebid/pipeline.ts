@@ -1,6 +1,6 @@
 // A lookup, start to end, all synchronous over memory:
 //   1. parse     the raw query → a validated LookupRequest (and the customer its key names)
-//   2. signals   → one LookupSignals object (signals.ts)
+//   2. signals   → one LookupSignals object (gather.ts)
 //   3. score     → ScoreResult (src/signals/score.ts)
 //   4. serialize → the JSON answer (response.ts)
 // then, on the lookup path only, the history learns the outcome and the transaction is
@@ -8,7 +8,7 @@
 // 'peek' mode: it reads what the lookup threads have and writes nothing.
 // One LookupEngine per lookup thread (and one on the main thread, for explain).
 import { TUPLE_DIMENSIONS, type Band, type TransactionClass } from '../enums.ts';
-import type { LookupMemory } from '../memory/budget.ts';
+import { errorJson, type ErrorAnswer } from '../errors.ts';
 import { ThreadCounts } from '../reporting/thread-counts.ts';
 import { categoryOf, type Category } from '../signals/category.ts';
 import type { HistoryFacts } from '../signals/history.ts';
@@ -25,14 +25,14 @@ import { KeyTable } from './keys.ts';
 import { QueryScanner } from './query.ts';
 import { responseJson } from './response.ts';
 import { BotIpTracker } from './bot-ip-tracker.ts';
-import { SignalSources } from './signals.ts';
+import { SignalSources } from './gather.ts';
 import { SeenSample } from './seen-sample.ts';
-import type { SeenValues } from './messages.ts';
+import type { LookupMemory, SeenValues } from './messages.ts';
 import type { AdsTxtVerdict } from '../signals/ads-txt.ts';
 import type { SupplyChain } from '../signals/schain.ts';
 import { emptyRequest, validateAuth, validateRequest, type LookupRequest } from './validate.ts';
-import type { JsonObject } from './bounded-json.ts';
-import { emptyOrtbExtra, mapBidRequest, ORTB_NAMES, ortbResponseJson, type OrtbExtra } from './ortb.ts';
+import type { JsonObject } from '../ortb/bounded-json.ts';
+import { emptyOrtbExtra, mapBidRequest, ORTB_NAMES, ortbResponseJson, type OrtbExtra } from '../ortb/map.ts';
 
 export interface LookupOutcome {
   status: number;
@@ -71,11 +71,13 @@ export interface Explanation {
   } | null;
 }
 
-function err(status: number, code: string, message: string): LookupOutcome {
-  return { status, body: JSON.stringify({ error: code, message }), band: '' };
+/** A refused lookup: the error body (errorJson), no band. */
+function refused(e: ErrorAnswer): LookupOutcome {
+  return { status: e.status, body: errorJson(e), band: '' };
 }
 
-const BAD_IP = err(400, 'invalid_parameter', 'Invalid parameter ip: must be an IPv4 or IPv6 address.');
+const BAD_IP = refused({ status: 400, code: 'invalid_parameter', message: 'Invalid parameter ip: must be an IPv4 or IPv6 address.' });
+const BAD_KEY = refused({ status: 401, code: 'unauthorized', message: 'Invalid API key for this partner (p): check k and p, or ask your account manager for a new key.' });
 
 export class LookupEngine {
   readonly keys: KeyTable;
@@ -232,21 +234,19 @@ export class LookupEngine {
   /** Step 1: scan, authenticate, validate. Null when the request is good (this.req, this.customerId set). */
   private parse(query: string, now: number, bid: JsonObject | null): LookupOutcome | null {
     const scanErr = this.scanner.scan(query);
-    if (scanErr) return err(400, scanErr.code, scanErr.message);
+    if (scanErr) return refused(scanErr);
     const v = this.scanner.values;
     const req = this.req;
     const authErr = validateAuth(v, req);
-    if (authErr) return err(authErr.status, authErr.code, authErr.message);
+    if (authErr) return refused(authErr);
     const customerId = this.keys.authorize(req.partnerId, req.key, now);
-    if (customerId === null) {
-      return err(401, 'unauthorized', 'Invalid API key for this partner (p): check k and p, or ask your account manager for a new key.');
-    }
+    if (customerId === null) return BAD_KEY;
     if (bid !== null) {
       const mapErr = mapBidRequest(bid, v, this.scanner.raw, this.ortb);
-      if (mapErr) return err(mapErr.status, mapErr.code, mapErr.message);
+      if (mapErr) return refused(mapErr);
     }
     const valErr = validateRequest(v, this.scanner.raw, req, bid === null ? undefined : ORTB_NAMES);
-    if (valErr) return err(valErr.status, valErr.code, valErr.message);
+    if (valErr) return refused(valErr);
     if (bid !== null) {
       req.schainObject = this.ortb.schain;
       req.sua = this.ortb.sua;

@@ -1,13 +1,10 @@
 // One-pass scanner for the raw lookup query string (spec 4.4 rules 2-4). It reads the
 // still-encoded text once, rejects what the contract forbids, and decodes only the values
 // of known parameters into a reused slot array. No URLSearchParams, no per-parameter objects.
+import type { ErrorAnswer } from '../errors.ts';
 import { isHexDigit, percentDecode } from '../http/percent.ts';
 import { PARAM_COUNT, PARAM_NAMES, paramIndex } from './params.ts';
 
-export interface ScanError {
-  code: 'forbidden_character' | 'bad_encoding' | 'duplicate_parameter' | 'uppercase_not_allowed' | 'invalid_request';
-  message: string;
-}
 
 const AMP = 0x26, EQ = 0x3d, PCT = 0x25, PLUS = 0x2b, HASH = 0x23, AT = 0x40, SEMI = 0x3b;
 
@@ -21,7 +18,8 @@ export class QueryScanner {
   readonly values: (string | undefined)[] = new Array(PARAM_COUNT).fill(undefined);
   readonly raw: (string | undefined)[] = new Array(PARAM_COUNT).fill(undefined);
 
-  scan(query: string): ScanError | null {
+  /** Null, or the first violation (a 400). */
+  scan(query: string): ErrorAnswer | null {
     const values = this.values;
     const raw = this.raw;
     for (let i = 0; i < PARAM_COUNT; i++) {
@@ -42,7 +40,7 @@ export class QueryScanner {
     return null;
   }
 
-  private pair(q: string, start: number, end: number): ScanError | null {
+  private pair(q: string, start: number, end: number): ErrorAnswer | null {
     // Name: up to the first '='; must be lowercase.
     let eq = -1;
     let upper = false;
@@ -57,9 +55,9 @@ export class QueryScanner {
     const nameEnd = eq === -1 ? end : eq;
     const rawName = q.slice(start, nameEnd);
     if (upper) {
-      return { code: 'uppercase_not_allowed', message: `Parameter names must be lowercase: "${clip(rawName)}".` };
+      return { status: 400, code: 'uppercase_not_allowed', message: `Parameter names must be lowercase: "${clip(rawName)}".` };
     }
-    if (nameEnd === start) return { code: 'invalid_request', message: 'A query parameter has an empty name.' };
+    if (nameEnd === start) return { status: 400, code: 'invalid_request', message: 'A query parameter has an empty name.' };
     // Names are plain ASCII tokens; a percent-encoded name is not a known parameter.
     const idx = paramIndex(rawName);
     // Value: raw, still-encoded; the forbidden characters and encoding are checked on it.
@@ -69,7 +67,7 @@ export class QueryScanner {
         const c = q.charCodeAt(i);
         if (c === PCT) {
           if (i + 2 >= end || !isHexDigit(q.charCodeAt(i + 1)) || !isHexDigit(q.charCodeAt(i + 2))) {
-            return { code: 'bad_encoding', message: `Parameter ${clip(rawName)} has broken percent-encoding.` };
+            return { status: 400, code: 'bad_encoding', message: `Parameter ${clip(rawName)} has broken percent-encoding.` };
           }
           needsDecode = true;
           i += 2;
@@ -77,17 +75,18 @@ export class QueryScanner {
           needsDecode = true;
         } else if (c === EQ || c === HASH || c === AT || c === SEMI) {
           return {
+            status: 400,
             code: 'forbidden_character',
             message: `Parameter ${clip(rawName)} contains a forbidden character "${String.fromCharCode(c)}"; URL-encode the value (# @ = ; are not allowed raw).`,
           };
         } else if (c < 0x20 || c === 0x7f) {
-          return { code: 'bad_encoding', message: `Parameter ${clip(rawName)} contains a raw control character; URL-encode the value.` };
+          return { status: 400, code: 'bad_encoding', message: `Parameter ${clip(rawName)} contains a raw control character; URL-encode the value.` };
         }
       }
     }
     if (idx === -1) return null; // unknown parameters (rid, …) are accepted and ignored
     if (this.raw[idx] !== undefined) {
-      return { code: 'duplicate_parameter', message: `Parameter ${PARAM_NAMES[idx]} is given more than once.` };
+      return { status: 400, code: 'duplicate_parameter', message: `Parameter ${PARAM_NAMES[idx]} is given more than once.` };
     }
     const rawValue = eq === -1 ? '' : q.slice(eq + 1, end);
     this.raw[idx] = rawValue;
@@ -97,7 +96,7 @@ export class QueryScanner {
     }
     const decoded = percentDecode(rawValue.indexOf('+') === -1 ? rawValue : rawValue.replace(/\+/g, ' '));
     if (decoded === null) {
-      return { code: 'bad_encoding', message: `Parameter ${PARAM_NAMES[idx]} is not valid percent-encoded UTF-8.` };
+      return { status: 400, code: 'bad_encoding', message: `Parameter ${PARAM_NAMES[idx]} is not valid percent-encoded UTF-8.` };
     }
     this.values[idx] = decoded;
     return null;

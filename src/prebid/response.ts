@@ -1,7 +1,7 @@
 // Step 4 of a lookup: the spec 2.2 response, written straight to JSON text (numbers are
 // already rounded by the score; every field is a number or a boolean, so no escaping).
 import type { ScoreResult } from '../signals/score.ts';
-import type { LookupSignals } from './signals.ts';
+import type { LookupSignals } from './gather.ts';
 
 /** `uaValid`: false when the UA is malformed, automated, inconsistent with the request or contradicted by its client hints. */
 export function uaValid(s: LookupSignals): boolean {

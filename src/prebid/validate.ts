@@ -1,6 +1,7 @@
 // Turns scanned parameter values into a typed lookup request, enforcing the types and
 // conditional rules of spec 4.4. Pure and synchronous; reuses one request object.
 import { CTV_DEVICE_TYPES, RENDERED_AD_TYPES } from '../enums.ts';
+import type { ErrorAnswer } from '../errors.ts';
 import type { SchainResult } from '../signals/schain.ts';
 import type { SuaFacts } from '../signals/sua.ts';
 import { isUuid } from '../uuid.ts';
@@ -49,11 +50,6 @@ export function emptyRequest(): LookupRequest {
   };
 }
 
-export interface ValidationError {
-  status: 400 | 401;
-  code: 'missing_parameter' | 'invalid_parameter' | 'unauthorized';
-  message: string;
-}
 
 /**
  * How errors name the values: the query's parameters (the GET lookup), or, for a lookup
@@ -70,10 +66,10 @@ export const QUERY_NAMES: ValueNames = { noun: 'parameter', names: PARAM_NAMES }
 const DIM_RE = /^[1-9]\d{0,4}x[1-9]\d{0,4}$/;
 const GEO_RE = /^[A-Za-z]{2}$/;
 
-function missing(name: string, n: ValueNames = QUERY_NAMES, why = ''): ValidationError {
+function missing(name: string, n: ValueNames = QUERY_NAMES, why = ''): ErrorAnswer {
   return { status: 400, code: 'missing_parameter', message: `Missing required ${n.noun}: ${name}${why}.` };
 }
-function invalid(name: string, why: string, n: ValueNames = QUERY_NAMES): ValidationError {
+function invalid(name: string, why: string, n: ValueNames = QUERY_NAMES): ErrorAnswer {
   return { status: 400, code: 'invalid_parameter', message: `Invalid ${n.noun} ${name}: ${why}.` };
 }
 
@@ -90,7 +86,7 @@ function smallInt(s: string, lo: number, hi: number): number {
 }
 
 /** Authentication fields first (401 for a missing key), then the partner id's form. */
-export function validateAuth(v: (string | undefined)[], out: LookupRequest): ValidationError | null {
+export function validateAuth(v: (string | undefined)[], out: LookupRequest): ErrorAnswer | null {
   const k = v[P.k];
   if (!k) return { status: 401, code: 'unauthorized', message: 'Missing API key: pass the pre-bid key as query parameter k.' };
   const p = v[P.p];
@@ -107,7 +103,7 @@ export function validateRequest(
   raw: (string | undefined)[],
   out: LookupRequest,
   n: ValueNames = QUERY_NAMES,
-): ValidationError | null {
+): ErrorAnswer | null {
   const name = n.names;
   for (let i = 0; i < REQUIRED.length; i++) {
     const idx = REQUIRED[i]!;

@@ -6,12 +6,12 @@ import type { MessagePort } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { STATUS_TEXT } from '../errors.ts';
-import { fromMainThread } from '../data/bundle.ts';
+import { errorJson, STATUS_TEXT, type ErrorAnswer } from '../errors.ts';
+import { fromMainThread } from '../data/thread-bundle.ts';
 import { buildLookupData } from './data.ts';
 import { LookupEngine } from './pipeline.ts';
 import { setVersionFloor } from '../signals/ua-analysis.ts';
-import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES, tooLarge } from './ortb-body.ts';
+import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES, tooLarge } from '../ortb/body.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
 import type { BotIpRow } from '../fleet/bot-ips.ts';
@@ -29,6 +29,20 @@ const JSON_TYPE = 'application/json';
 const HANDOVER_WAIT_MS = 1000;
 /** How long a listener that stops accepting still answers the connections it accepted. */
 export const LINGER_MS = 100;
+
+// The port's own refusals (the lookup's are the pipeline's), each written once.
+const USE_GET: ErrorAnswer = { status: 405, code: 'method_not_allowed', message: 'Use GET for lookups.' };
+const USE_POST: ErrorAnswer = { status: 405, code: 'method_not_allowed', message: 'Use POST with the BidRequest JSON as the body.' };
+const LOWERCASE: ErrorAnswer = { status: 400, code: 'uppercase_not_allowed', message: `The request path must be lowercase: use ${LOOKUP_PATH}.` };
+const DRAINING: ErrorAnswer = { status: 503, code: 'unavailable', message: 'This ivtd instance is shutting down; retry on another instance.' };
+const LOADING: ErrorAnswer = { status: 503, code: 'unavailable', message: 'Lookup data is still loading; retry in a moment.' };
+/** The same, found once an OpenRTB body has arrived. */
+const NOT_SERVING: ErrorAnswer = { status: 503, code: 'unavailable', message: 'This ivtd instance is not serving lookups right now; retry on another instance.' };
+const INTERNAL: ErrorAnswer = { status: 500, code: 'internal', message: 'The lookup failed on an internal error; it has been counted. Retry, and report it if it persists.' };
+
+function notFound(url: string): ErrorAnswer {
+  return { status: 404, code: 'not_found', message: `No such endpoint: ${url.length > 100 ? url.slice(0, 100) + '…' : url}. Lookups are GET ${LOOKUP_PATH}.` };
+}
 
 function emptyStats(thread: number): LookupStats {
   return {
@@ -66,71 +80,94 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       else res.writeHeader('Content-Type', JSON_TYPE).end(body, draining || close);
     });
   };
-  const fail = (res: uWS.HttpResponse, status: number, code: string, message: string) =>
-    reply(res, status, JSON.stringify({ error: code, message }));
+  /** Every "no" of this port: the one error body. */
+  const refuse = (res: uWS.HttpResponse, e: ErrorAnswer, close = false) => reply(res, e.status, errorJson(e), close);
 
-  const app = uWS.App().any('/*', (res, req) => {
-    const t0 = performance.now();
-    const method = req.getMethod();
-    const url = req.getUrl();
-    const query = req.getQuery() ?? '';
-    // As sent: "GET /path?query HTTP/1.1\r\n", each header "name: value\r\n", then "\r\n".
-    let size = method.length + 1 + url.length + (query.length > 0 ? 1 + query.length : 0) + 11 + 2;
+  // One route per path (uWS matches the path, then the method); a path's other methods get
+  // its 405. Every route first applies spec 4.4 rule 1 (oversized).
+  const app = uWS.App()
+    .get(LOOKUP_PATH, (res, req) => {
+      const t0 = performance.now();
+      const query = req.getQuery() ?? '';
+      if (oversized(res, req, query, t0)) return;
+      record(lookup(res, query), t0);
+    })
+    .any(LOOKUP_PATH, (res, req) => {
+      const t0 = performance.now();
+      if (oversized(res, req, req.getQuery() ?? '', t0)) return;
+      refuse(res, USE_GET);
+      record(USE_GET.status, t0);
+    })
+    .post(ORTB_PATH, (res, req) => {
+      const t0 = performance.now();
+      const query = req.getQuery() ?? '';
+      if (oversized(res, req, query, t0)) return;
+      const no = unavailable();
+      if (no !== null) {
+        refuse(res, no);
+        record(no.status, t0);
+      } else ortbRequest(res, req, query, t0); // the body arrives later: ortbRequest counts the request when it answers
+    })
+    .any(ORTB_PATH, (res, req) => {
+      const t0 = performance.now();
+      if (oversized(res, req, req.getQuery() ?? '', t0)) return;
+      refuse(res, USE_POST);
+      record(USE_POST.status, t0);
+    })
+    .any(HEALTH_PATH, (res, req) => {
+      // Health checks are not lookups: kept out of the stats (but for the 413).
+      if (oversized(res, req, req.getQuery() ?? '', performance.now())) return;
+      reply(res, draining || engine === null ? 503 : 200, null);
+    })
+    .any('/*', (res, req) => {
+      const t0 = performance.now();
+      if (oversized(res, req, req.getQuery() ?? '', t0)) return;
+      const url = req.getUrl();
+      const lower = url.toLowerCase();
+      const e = lower === LOOKUP_PATH || lower === HEALTH_PATH ? LOWERCASE : notFound(url);
+      refuse(res, e);
+      record(e.status, t0);
+    });
+
+  /**
+   * Spec 4.4 rule 1, on every path before anything else: the request line plus headers,
+   * counted as sent ("GET /path?query HTTP/1.1\r\n", each header "name: value\r\n", then
+   * "\r\n"), at most MAX_REQUEST_BYTES; past it the 413 is answered (and counted) here.
+   */
+  function oversized(res: uWS.HttpResponse, req: uWS.HttpRequest, query: string, t0: number): boolean {
+    let size = req.getMethod().length + 1 + req.getUrl().length + (query.length > 0 ? 1 + query.length : 0) + 11 + 2;
     req.forEach((k, v) => {
       size += k.length + v.length + 4;
     });
-    let status: number;
-    if (size > MAX_REQUEST_BYTES) {
-      status = 413;
-      fail(res, 413, 'payload_too_large', `Request is ${size} bytes; the limit for request line plus headers is ${MAX_REQUEST_BYTES}.`);
-    } else if (url === LOOKUP_PATH) {
-      const refused = unservable(res, method, 'get', 'Use GET for lookups.');
-      if (refused !== 0) status = refused;
-      else {
-        try {
-          const out = engine!.lookup(query, Date.now()); // unservable() checked it
-          status = out.status;
-          if (out.band !== '') stats.byBand[out.band] = (stats.byBand[out.band] ?? 0) + 1;
-          reply(res, out.status, out.body);
-        } catch (e) {
-          // A bug must cost one answer, not the thread (and with it the process: see fatal()).
-          status = 500;
-          lastError = (e as Error).message;
-          fail(res, 500, 'internal', 'The lookup failed on an internal error; it has been counted. Retry, and report it if it persists.');
-        }
-      }
-    } else if (url === ORTB_PATH) {
-      const refused = unservable(res, method, 'post', 'Use POST with the BidRequest JSON as the body.');
-      if (refused !== 0) status = refused;
-      else {
-        ortbRequest(res, req, query, t0);
-        return; // the body arrives later: ortbRequest counts the request when it answers
-      }
-    } else if (url === HEALTH_PATH) {
-      status = draining || engine === null ? 503 : 200;
-      reply(res, status, null);
-      return; // health checks are not lookups: keep them out of the stats
-    } else if (url.toLowerCase() === LOOKUP_PATH || url.toLowerCase() === HEALTH_PATH) {
-      status = 400;
-      fail(res, 400, 'uppercase_not_allowed', 'The request path must be lowercase: use /api/v1/ivt/lookup.');
-    } else {
-      status = 404;
-      fail(res, 404, 'not_found', `No such endpoint: ${url.length > 100 ? url.slice(0, 100) + '…' : url}. Lookups are GET ${LOOKUP_PATH}.`);
-    }
-    record(status, t0);
-  });
+    if (size <= MAX_REQUEST_BYTES) return false;
+    refuse(res, { status: 413, code: 'payload_too_large', message: `Request is ${size} bytes; the limit for request line plus headers is ${MAX_REQUEST_BYTES}.` });
+    record(413, t0);
+    return true;
+  }
 
-  /** 405 / 503 answered (its status returned) when a lookup route cannot serve now, else 0. */
-  function unservable(res: uWS.HttpResponse, method: string, want: string, use: string): number {
-    if (method !== want) {
-      fail(res, 405, 'method_not_allowed', use);
-      return 405;
+  /** The 503 while this thread cannot serve lookups (draining, or no data yet), else null. */
+  function unavailable(): ErrorAnswer | null {
+    return draining ? DRAINING : engine === null ? LOADING : null;
+  }
+
+  /** A GET lookup answered; its status returned. */
+  function lookup(res: uWS.HttpResponse, query: string): number {
+    const no = unavailable();
+    if (no !== null) {
+      refuse(res, no);
+      return no.status;
     }
-    if (draining || engine === null) {
-      fail(res, 503, 'unavailable', draining ? 'This ivtd instance is shutting down; retry on another instance.' : 'Lookup data is still loading; retry in a moment.');
-      return 503;
+    try {
+      const out = engine!.lookup(query, Date.now()); // unavailable() checked it
+      if (out.band !== '') stats.byBand[out.band] = (stats.byBand[out.band] ?? 0) + 1;
+      reply(res, out.status, out.body);
+      return out.status;
+    } catch (e) {
+      // A bug must cost one answer, not the thread (and with it the process: see fatal()).
+      lastError = (e as Error).message;
+      refuse(res, INTERNAL);
+      return INTERNAL.status;
     }
-    return 0;
   }
 
   function record(status: number, t0: number): void {
@@ -156,14 +193,12 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       reply(res, status, body, close);
       record(status, t0);
     };
+    const no = (e: ErrorAnswer, close = false) => answer(e.status, errorJson(e), close);
     res.onAborted(() => {
       done = true;
     });
-    if (headerErr !== null) return answer(headerErr.status, JSON.stringify({ error: headerErr.code, message: headerErr.message }), true);
-    if (declared > ORTB_MAX_BODY_BYTES) {
-      const e = tooLarge(declared);
-      return answer(e.status, JSON.stringify({ error: e.code, message: e.message }), true);
-    }
+    if (headerErr !== null) return no(headerErr, true);
+    if (declared > ORTB_MAX_BODY_BYTES) return no(tooLarge(declared), true);
     const chunks: Buffer[] = [];
     let size = 0;
     res.onData((chunk, isLast) => {
@@ -171,8 +206,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       size += chunk.byteLength;
       if (size > ORTB_MAX_BODY_BYTES) {
         // Answered before the body ends: close, so the unread rest is never taken for a request.
-        const e = tooLarge(null);
-        return answer(e.status, JSON.stringify({ error: e.code, message: e.message }), true);
+        return no(tooLarge(null), true);
       }
       // uWS reuses the chunk's memory after this callback: a body in several chunks is
       // copied; one that comes whole (the usual case) is read in place, within the callback.
@@ -187,16 +221,16 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
         whole = Buffer.concat(chunks, size);
       }
       const body = bidRequestFrom(whole, enc.gzip);
-      if (!body.ok) return answer(body.error.status, JSON.stringify({ error: body.error.code, message: body.error.message }));
+      if (!body.ok) return no(body.error);
       const e = engine;
-      if (e === null || draining) return answer(503, JSON.stringify({ error: 'unavailable', message: 'This ivtd instance is not serving lookups right now; retry on another instance.' }));
+      if (e === null || draining) return no(NOT_SERVING);
       try {
         const out = e.lookupOrtb(query, body.bid, Date.now());
         if (out.band !== '') stats.byBand[out.band] = (stats.byBand[out.band] ?? 0) + 1;
         answer(out.status, out.body);
       } catch (err) {
         lastError = (err as Error).message;
-        answer(500, JSON.stringify({ error: 'internal', message: 'The lookup failed on an internal error; it has been counted. Retry, and report it if it persists.' }));
+        no(INTERNAL);
       }
     });
   }

@@ -4,12 +4,23 @@ import { availableParallelism } from 'node:os';
 import type { Config } from '../config.ts';
 import type { Listener } from '../http/router.ts';
 import type { Store } from '../store/db.ts';
-import type { FlushStats } from '../ops/metrics.ts';
 import { startReportingApi } from './api.ts';
 import { ReportEngine, type ReportSource } from './engine.ts';
 import { RateLimiter } from './rate-limit.ts';
 import type { CountRow } from './tuple.ts';
 import { RollupWriter } from './writer.ts';
+
+/** What the reporting writer tells about its flushes (RollupWriter.stats() fits). */
+export interface FlushStats {
+  pendingTuples: number;
+  flushes: number;
+  failedFlushes: number;
+  rowsWritten: number;
+  /** Rows the store refused for their own content, logged and dropped. */
+  rowsQuarantined?: number;
+  /** Epoch ms of the last successful flush; without it no flush lag is exported. */
+  lastFlushAt?: number | null;
+}
 
 /** The count sink and its flushes: RollupWriter (DuckDB) or the fleet's spool writer. */
 export interface CountWriter {

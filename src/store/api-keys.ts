@@ -8,11 +8,14 @@ import { isoTime, type Queryable, type Store } from './db.ts';
 import { hashKey, newKey, type KeyKind } from './secrets.ts';
 import { StoreError } from './store-error.ts';
 
-/** A live pre-bid key as the lookup threads receive it (the key table's input). */
-export interface ActivePrebidKey {
+/**
+ * A pre-bid key that works now or until its grace period ends, as the store lists it and
+ * the lookup threads receive it (the key table's input; also what a fleet edge reads).
+ */
+export interface LiveKey {
   customer_id: string;
   partner_id: string;
-  key_hash: string;
+  key_hash: string; // sha256 hex of the key
   expires_at_ms: number | null;
 }
 
@@ -110,7 +113,7 @@ export async function rotateKey(
 }
 
 /** Pre-bid keys that still work, for the lookup threads' key table. */
-export async function activePrebidKeys(q: Queryable): Promise<ActivePrebidKey[]> {
+export async function activePrebidKeys(q: Queryable): Promise<LiveKey[]> {
   const rows = await q.all<{ customer_id: string; partner_id: string; key_hash: string; expires_at_ms: bigint | null }>(
     `SELECT k.customer_id, c.partner_id, k.key_hash, epoch_ms(k.expires_at) AS expires_at_ms
      FROM api_keys k JOIN customers c USING (customer_id)

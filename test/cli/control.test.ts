@@ -17,7 +17,7 @@ import {
   MAX_LINE_BYTES,
   sendControl,
   startControlServer,
-} from '../../src/cli/control.ts';
+} from '../../src/provisioning/control.ts';
 import { runIvtd } from './run-cli.ts';
 
 /** A data dir with a short path, for tests that dial the socket path directly (sun_path is 108 bytes). */

@@ -7,7 +7,7 @@ import { BOT_IPS, boundBotIps, dropOldBotIps, publishBotIps, pullFleetBotIps } f
 import { ClickHouse } from '../../src/fleet/clickhouse.ts';
 import { dropExpiredRollups } from '../../src/fleet/retention.ts';
 import { migrateClickHouse } from '../../src/fleet/schema.ts';
-import { parseClickHouseUrl } from '../../src/fleet/url.ts';
+import { parseClickHouseUrl } from '../../src/clickhouse-url.ts';
 import { clickhouseAvailable, startClickHouse } from '../helpers/clickhouse.ts';
 import { DAY, dims } from './rows.ts';
 

@@ -11,7 +11,7 @@ import { ClickHouse } from '../../src/fleet/clickhouse.ts';
 import { migrateClickHouse } from '../../src/fleet/schema.ts';
 import { FleetWriter, MERGE_AFTER_BATCHES, type FleetWriterOptions } from '../../src/fleet/spool.ts';
 import type { CountRow } from '../../src/reporting/tuple.ts';
-import { parseClickHouseUrl } from '../../src/fleet/url.ts';
+import { parseClickHouseUrl } from '../../src/clickhouse-url.ts';
 import { Store } from '../../src/store/db.ts';
 import { clickhouseAvailable, startClickHouse } from '../helpers/clickhouse.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';

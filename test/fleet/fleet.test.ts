@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sendControl } from '../../src/cli/control.ts';
+import { sendControl } from '../../src/provisioning/control.ts';
 import { ConfigError, resolveConfig } from '../../src/config.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
 import { classifyTransaction, type ScoreResult } from '../../src/signals/score.ts';

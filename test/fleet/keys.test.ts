@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { ClickHouse } from '../../src/fleet/clickhouse.ts';
 import { KeyPublisher, KeyPuller, liveAt, PULL_INTERVAL_MS } from '../../src/fleet/keys.ts';
 import { migrateClickHouse } from '../../src/fleet/schema.ts';
-import { parseClickHouseUrl } from '../../src/fleet/url.ts';
+import { parseClickHouseUrl } from '../../src/clickhouse-url.ts';
 import { log } from '../../src/log.ts';
-import type { LiveKey } from '../../src/prebid/keys.ts';
+import type { LiveKey } from '../../src/store/api-keys.ts';
 import { Store } from '../../src/store/db.ts';
 import { clickhouseAvailable, startClickHouse } from '../helpers/clickhouse.ts';
 

@@ -5,7 +5,7 @@ import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sendControl } from '../../src/cli/control.ts';
+import { sendControl } from '../../src/provisioning/control.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
 import { clickhouseAvailable, startClickHouse } from '../helpers/clickhouse.ts';
 import { startTestServer, testConfig } from '../helpers/server.ts';

@@ -10,7 +10,7 @@ import { ClickHouse } from '../../src/fleet/clickhouse.ts';
 import { ClickHouseReportSource, reportSql } from '../../src/fleet/reports.ts';
 import { migrateClickHouse } from '../../src/fleet/schema.ts';
 import { FleetWriter } from '../../src/fleet/spool.ts';
-import { parseClickHouseUrl } from '../../src/fleet/url.ts';
+import { parseClickHouseUrl } from '../../src/clickhouse-url.ts';
 import { log } from '../../src/log.ts';
 import { ReportEngine } from '../../src/reporting/engine.ts';
 import { parseReportQuery } from '../../src/reporting/params.ts';

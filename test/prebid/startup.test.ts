@@ -6,8 +6,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadBundle } from '../../src/data/bundle.ts';
-import { LookupServer } from '../../src/lookup-threads.ts';
-import { allocateLookupMemory, planMemory } from '../../src/memory/budget.ts';
+import { LookupServer } from '../../src/prebid/lookup-threads.ts';
+import { planMemory } from '../../src/memory/budget.ts';
+import { allocateLookupMemory } from '../../src/lookup-memory.ts';
 
 t.test('503 until the lookup data is loaded, then 200', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'ivtd-startup-'));

@@ -3,7 +3,7 @@
 // threads and the account port's explain. All synchronous: zlib's sync inflate is CPU
 // work on at most ORTB_MAX_BODY_BYTES in and ORTB_MAX_JSON_BYTES out, never I/O.
 import { gunzipSync } from 'node:zlib';
-import type { ErrorCode } from '../errors.ts';
+import type { ErrorAnswer } from '../errors.ts';
 import { isJsonObject, parseBoundedJson, type JsonLimits, type JsonObject } from './bounded-json.ts';
 
 /** Nesting, array and object bounds for a BidRequest body (Prebid `ext` trees are the deepest). */
@@ -14,19 +14,13 @@ export const ORTB_MAX_BODY_BYTES = 64 * 1024;
 /** Largest JSON text accepted once a gzip body is inflated; 413 past it (no gzip bombs). */
 export const ORTB_MAX_JSON_BYTES = 64 * 1024;
 
-export interface BodyError {
-  status: number;
-  code: ErrorCode;
-  message: string;
-}
-
 export const ORTB_MEDIA_TYPE = 'application/json';
 
 /**
  * Checks the Content-Type and Content-Encoding headers (as sent, '' when absent): null
  * with `gzip` set when the body is one this endpoint reads, else the 415 to answer.
  */
-export function checkBodyHeaders(contentType: string, contentEncoding: string, out: { gzip: boolean }): BodyError | null {
+export function checkBodyHeaders(contentType: string, contentEncoding: string, out: { gzip: boolean }): ErrorAnswer | null {
   const semi = contentType.indexOf(';');
   const media = (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();
   if (media !== ORTB_MEDIA_TYPE) {
@@ -46,7 +40,7 @@ export function checkBodyHeaders(contentType: string, contentEncoding: string, o
 }
 
 /** 413 for a body over ORTB_MAX_BODY_BYTES (`bytes` null while its size is not known yet). */
-export function tooLarge(bytes: number | null): BodyError {
+export function tooLarge(bytes: number | null): ErrorAnswer {
   const size = bytes === null ? 'over' : `${bytes} bytes, over`;
   return { status: 413, code: 'payload_too_large', message: `The request body is ${size} the limit of ${ORTB_MAX_BODY_BYTES} bytes. Send one BidRequest per lookup.` };
 }
@@ -54,7 +48,7 @@ export function tooLarge(bytes: number | null): BodyError {
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** The body's JSON text, or the error to answer. */
-export function bodyText(body: Uint8Array, gzip: boolean): string | BodyError {
+export function bodyText(body: Uint8Array, gzip: boolean): string | ErrorAnswer {
   let bytes = body;
   if (gzip) {
     try {
@@ -75,7 +69,7 @@ export function bodyText(body: Uint8Array, gzip: boolean): string | BodyError {
   }
 }
 
-function unsupported(message: string): BodyError {
+function unsupported(message: string): ErrorAnswer {
   return { status: 415, code: 'unsupported_media_type', message };
 }
 
@@ -84,7 +78,7 @@ function clip(s: string): string {
 }
 
 /** The body (at most ORTB_MAX_BODY_BYTES, as sent) as one parsed BidRequest object, or the error to answer. */
-export function bidRequestFrom(body: Uint8Array, gzip: boolean): { ok: true; bid: JsonObject } | { ok: false; error: BodyError } {
+export function bidRequestFrom(body: Uint8Array, gzip: boolean): { ok: true; bid: JsonObject } | { ok: false; error: ErrorAnswer } {
   const text = bodyText(body, gzip);
   if (typeof text !== 'string') return { ok: false, error: text };
   const parsed = parseBoundedJson(text, ORTB_JSON_LIMITS);

@@ -2,7 +2,7 @@
 // thread (reused), that the score, the response, the reporting dimensions and the admin
 // explain all read. Every source is memory: the shared IP and UA verdict caches, the
 // shared history, the loaded data.
-import type { LookupMemory } from '../memory/budget.ts';
+import type { LookupMemory } from './messages.ts';
 import { uaConsistency } from '../signals/device-consistency.ts';
 import { FleetBotIps } from '../signals/fleet-bot-ips.ts';
 import { History, emptyKeys, ipBotActivity, type HistoryFacts, type HistoryKeys } from '../signals/history.ts';

@@ -1,9 +1,17 @@
 // `--clickhouse-url http://[user[:password]@]host:port[/database]`: where the fleet's
 // shared state lives. Parsed once at start; a malformed URL stops the start with a message
-// that says what is wrong, never a half-configured fleet.
-import { isIdentifier } from './sql.ts';
+// that says what is wrong, never a half-configured fleet. config.ts parses the option with
+// it, so it sits below src/fleet/ (whose SQL text checks names with isIdentifier too).
 
 export const DEFAULT_CLICKHOUSE_DATABASE = 'ivtd';
+
+const IDENTIFIER_RE = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/** True for a name ivtd accepts as a ClickHouse database name (used unquoted). */
+export function isIdentifier(name: string): boolean {
+  return IDENTIFIER_RE.test(name);
+}
+
 const DEFAULT_PORTS: Record<string, number> = { 'http:': 8123, 'https:': 8443 };
 
 export interface ClickHouseTarget {

@@ -8,7 +8,7 @@
 // parser below reads again, to say what and where; it stops at the first fault and its
 // recursion depth is the nesting limit. The size of the text bounds what either allocates.
 // Parsed objects are ordinary objects that hold only checked own keys: read them by fixed,
-// non-prototype names (as src/prebid/ortb.ts does), never copy them with Object.assign.
+// non-prototype names (as src/ortb/map.ts does), never copy them with Object.assign.
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
 /** A parsed object: checked own keys only (none names a prototype member). */

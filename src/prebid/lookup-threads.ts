@@ -11,17 +11,17 @@
 import uWS from 'uWebSockets.js';
 import { createServer, type AddressInfo } from 'node:net';
 import type { Worker } from 'node:worker_threads';
-import { forThreads, type DataBundle } from './data/bundle.ts';
-import { STATUS_TEXT } from './errors.ts';
-import type { LookupMemory } from './memory/budget.ts';
-import type { CountRow } from './reporting/tuple.ts';
-import type { NewTuple } from './reporting/tuple-dictionary.ts';
-import type { BotIpRow } from './fleet/bot-ips.ts';
-import type { LiveKey } from './prebid/keys.ts';
-import type { PolicyUpdate } from './policy/service.ts';
-import type { FromWorker, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from './prebid/messages.ts';
-import { HEALTH_PATH, LINGER_MS } from './prebid/worker.ts';
-import { startWorker } from './runtime/worker-entry.ts';
+import type { DataBundle } from '../data/bundle.ts';
+import { forThreads } from '../data/thread-bundle.ts';
+import { errorJson, STATUS_TEXT, type ErrorAnswer } from '../errors.ts';
+import type { CountRow } from '../reporting/tuple.ts';
+import type { NewTuple } from '../reporting/tuple-dictionary.ts';
+import type { BotIpRow } from '../fleet/bot-ips.ts';
+import type { LiveKey } from '../store/api-keys.ts';
+import type { PolicyUpdate } from '../policy/service.ts';
+import type { FromWorker, LookupMemory, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from './messages.ts';
+import { HEALTH_PATH, LINGER_MS } from './worker.ts';
+import { startWorker } from '../runtime/worker-entry.ts';
 
 export interface LookupServerOptions {
   host: string;
@@ -61,6 +61,7 @@ const STABLE_MS = 60_000;
 /** How long a policy push waits for a thread to say the policy is in force. */
 const POLICY_ACK_MS = 2_000;
 const RESTART_DELAY = { min: 250, max: 30_000 };
+const NO_THREAD: ErrorAnswer = { status: 503, code: 'unavailable', message: 'No lookup thread is running; a new one is starting. Retry in a moment or on another instance.' };
 
 interface Slot {
   index: number;
@@ -248,10 +249,7 @@ export class LookupServer {
         res.writeStatus(STATUS_TEXT[503]!);
         if (health) res.end(undefined, true);
         else {
-          res.writeHeader('Content-Type', 'application/json').end(
-            JSON.stringify({ error: 'unavailable', message: 'No lookup thread is running; a new one is starting. Retry in a moment or on another instance.' }),
-            true,
-          );
+          res.writeHeader('Content-Type', 'application/json').end(errorJson(NO_THREAD), true);
         }
       });
     });

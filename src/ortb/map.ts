@@ -2,7 +2,7 @@
 // lookup's parameter slots (params.ts), so the same validation (validate.ts, with errors
 // naming the OpenRTB field), signals and score run on it. README "Lookups from an OpenRTB
 // bid request" documents the table below. Synchronous, no I/O; allocation is bounded by
-// the body limits of ortb-body.ts.
+// the body limits of body.ts.
 import { iso31661Alpha2ToAlpha3, iso31661Alpha3ToAlpha2 } from 'iso-3166';
 import { schainFromObject, type SchainResult } from '../signals/schain.ts';
 import { CHROMIUM_BRANDS, emptySua, suaPlatform, type SuaFacts } from '../signals/sua.ts';
@@ -10,8 +10,9 @@ import { noBidReason, REASON_CLASS } from '../signals/category.ts';
 import type { ScoreResult } from '../signals/score.ts';
 import type { JsonObject, JsonValue } from './bounded-json.ts';
 import { isJsonObject } from './bounded-json.ts';
-import { P, PARAM_NAMES } from './params.ts';
-import type { ValidationError, ValueNames } from './validate.ts';
+import { P, PARAM_NAMES } from '../prebid/params.ts';
+import type { ErrorAnswer } from '../errors.ts';
+import type { ValueNames } from '../prebid/validate.ts';
 
 /** The OpenRTB field each slot comes from, for error messages. */
 const FIELD: Partial<Record<(typeof PARAM_NAMES)[number], string>> = {
@@ -49,7 +50,7 @@ export function emptyOrtbExtra(): OrtbExtra {
 
 /** A field the mapping refuses: thrown by the readers below, caught once in mapBidRequest (the 400 path only). */
 class FieldError {
-  constructor(readonly error: ValidationError) {}
+  constructor(readonly error: ErrorAnswer) {}
 }
 
 function bad(field: string, why: string): FieldError {
@@ -179,7 +180,7 @@ function impFacts(imp0: JsonObject, v: (string | undefined)[]): void {
  * parameters stay) from the bid request, and `extra`. Null when the body maps, else the
  * 400 naming the field. Presence of required values is left to validateRequest.
  */
-export function mapBidRequest(bid: JsonObject, v: (string | undefined)[], raw: (string | undefined)[], extra: OrtbExtra): ValidationError | null {
+export function mapBidRequest(bid: JsonObject, v: (string | undefined)[], raw: (string | undefined)[], extra: OrtbExtra): ErrorAnswer | null {
   for (const i of BODY_SLOTS) {
     v[i] = undefined;
     raw[i] = undefined;
@@ -195,7 +196,7 @@ export function mapBidRequest(bid: JsonObject, v: (string | undefined)[], raw: (
   }
 }
 
-function mapBody(bid: JsonObject, v: (string | undefined)[], extra: OrtbExtra): ValidationError | null {
+function mapBody(bid: JsonObject, v: (string | undefined)[], extra: OrtbExtra): ErrorAnswer | null {
   const id = bid.id;
   if (typeof id === 'string' && id.length > ORTB_MAX_FIELD_CHARS) throw bad('id', `longer than ${ORTB_MAX_FIELD_CHARS} characters`);
   if (typeof id !== 'string' || id === '') return { status: 400, code: 'missing_parameter', message: 'Missing required field: id (the BidRequest id, a string).' };

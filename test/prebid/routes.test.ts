@@ -1,0 +1,58 @@
+// The pre-bid port's answer for every path and method: the lookup is GET only, the OpenRTB
+// lookup POST only (405 for any other method), /health-check takes any method, a path
+// that is only wrong in its case is 400, and anything else is 404, each with the one
+// error body {"error","message"} that tells the caller what to use instead.
+import t from 'tap';
+import { startTestServer } from '../helpers/server.ts';
+
+const UA = encodeURIComponent('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36');
+
+t.test('each path answers its methods, and every other path and method the same way as before', async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.stop());
+  const query = `p=${srv.customer.partner_id}&k=${srv.customer.prebid_key}&pub=p&node=n&ip=73.162.10.20&ua=${UA}&uid=u&sid=s.example&adt=1&dvt=2`;
+  const ask = async (method: string, path: string, init: RequestInit = {}) => {
+    const res = await fetch(srv.prebid + path, { method, ...init });
+    return { status: res.status, type: res.headers.get('content-type'), body: await res.text() };
+  };
+  const error = (status: number, code: string, message: string) => ({ status, type: 'application/json', body: JSON.stringify({ error: code, message }) });
+
+  const ok = await ask('GET', `/api/v1/ivt/lookup?${query}`);
+  t.equal(ok.status, 200, 'GET lookup');
+  t.equal(ok.type, 'application/json');
+  t.match(await ask('GET', '/api/v1/ivt/lookup'), { status: 401, body: /^\{"error":"unauthorized","message":"Missing API key/ }, 'GET lookup without a query: the pipeline answers');
+
+  const useGet = error(405, 'method_not_allowed', 'Use GET for lookups.');
+  for (const m of ['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']) t.same(await ask(m, `/api/v1/ivt/lookup?${query}`), useGet, `${m} lookup: 405`);
+  t.equal((await ask('HEAD', `/api/v1/ivt/lookup?${query}`)).status, 405, 'HEAD lookup: 405');
+
+  const usePost = error(405, 'method_not_allowed', 'Use POST with the BidRequest JSON as the body.');
+  for (const m of ['GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']) t.same(await ask(m, `/api/v1/ivt/ortb?${query}`), usePost, `${m} ortb: 405`);
+  t.match(await ask('POST', '/api/v1/ivt/ortb', { body: 'x', headers: { 'content-type': 'text/plain' } }), { status: 415, body: /"error":"unsupported_media_type"/ }, 'POST ortb reads the body');
+
+  for (const m of ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS']) t.same(await ask(m, '/health-check'), { status: 200, type: null, body: '' }, `${m} health: 200, no body`);
+  t.equal((await ask('HEAD', '/health-check')).status, 200, 'HEAD health');
+  t.same(await ask('GET', '/health-check?x=1'), { status: 200, type: null, body: '' }, 'a query does not matter');
+
+  const lowercase = error(400, 'uppercase_not_allowed', 'The request path must be lowercase: use /api/v1/ivt/lookup.');
+  t.same(await ask('GET', `/API/v1/ivt/lookup?${query}`), lowercase, 'upper-case lookup path: 400');
+  t.same(await ask('POST', '/api/v1/IVT/Lookup'), lowercase, 'whatever the method');
+  t.same(await ask('GET', '/Health-Check'), lowercase, 'upper-case health path: 400');
+
+  const none = (path: string) => error(404, 'not_found', `No such endpoint: ${path}. Lookups are GET /api/v1/ivt/lookup.`);
+  t.same(await ask('POST', '/API/V1/IVT/ORTB'), none('/API/V1/IVT/ORTB'), 'upper-case ortb path: 404');
+  t.same(await ask('GET', '/'), none('/'));
+  t.same(await ask('GET', '/nope?x=1'), none('/nope'), 'the path without its query');
+  t.same(await ask('DELETE', '/api/v1/ivt'), none('/api/v1/ivt'));
+  t.same(await ask('GET', `/api/v1/ivt/lookup/?${query}`), none('/api/v1/ivt/lookup/'), 'a trailing slash is another path');
+  t.same(await ask('GET', '/api/v1/ivt/lookup/x'), none('/api/v1/ivt/lookup/x'));
+  t.same(await ask('GET', '/health-check/'), none('/health-check/'));
+  t.same(await ask('GET', '/x/api/v1/ivt/lookup'), none('/x/api/v1/ivt/lookup'));
+  const long = '/' + 'a'.repeat(150);
+  t.same(await ask('GET', long), none(long.slice(0, 100) + '…'), 'a long path is cut at 100 characters');
+
+  const pad = { headers: { 'x-pad': 'p'.repeat(8300) } };
+  for (const [m, path] of [['GET', `/api/v1/ivt/lookup?${query}`], ['POST', '/api/v1/ivt/lookup'], ['GET', '/health-check'], ['GET', '/nope'], ['GET', '/API/v1/ivt/lookup']] as const) {
+    t.match(await ask(m, path, pad), { status: 413, type: 'application/json', body: /^\{"error":"payload_too_large","message":"Request is \d+ bytes; the limit for request line plus headers is 8192\."\}$/ }, `${m} ${path.slice(0, 20)} over 8 KB: 413 first`);
+  }
+});
