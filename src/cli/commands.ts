@@ -122,6 +122,11 @@ function policyText(p: StoredPolicy & { customer_id: string }): string {
   return lines.join('\n') + '\n';
 }
 
+/** "1 entry", "3 entries" (with an adjective: "1 new entry"). */
+function entriesText(n: number, adjective = ''): string {
+  return `${n} ${adjective}${n === 1 ? 'entry' : 'entries'}`;
+}
+
 function keyLine(k: CustomerListing['keys'][number]): string {
   return `${k.kind.padEnd(9)} ${k.key_prefix}…  ${k.expires_at ? `until ${k.expires_at}` : 'current'}`;
 }
@@ -252,7 +257,7 @@ const COMMANDS: Command[] = [
       }
       return { customer: need(ctx, 'customer'), policy };
     },
-    text: (r) => `Policy of customer ${r.customer_id} set: ${r.entries} entries.\n`,
+    text: (r) => `Policy of customer ${r.customer_id} set: ${entriesText(r.entries)}.\n`,
   }),
   command({
     words: 'policy add',
@@ -261,7 +266,7 @@ const COMMANDS: Command[] = [
     flags: ['customer', 'kind', 'value', 'action'],
     op: 'policy.add',
     args: async (ctx) => ({ customer: need(ctx, 'customer'), entries: [{ kind: need(ctx, 'kind'), value: need(ctx, 'value'), action: need(ctx, 'action') }] }),
-    text: (r) => `${r.added === 1 ? 'Added the entry' : 'Changed the entry'}; the policy of ${r.customer_id} has ${r.entries} entries.\n`,
+    text: (r) => `${r.added === 1 ? 'Added the entry' : 'Changed the entry'}; the policy of ${r.customer_id} has ${entriesText(r.entries)}.\n`,
   }),
   command({
     words: 'policy remove',
@@ -270,7 +275,7 @@ const COMMANDS: Command[] = [
     flags: ['customer', 'kind', 'value'],
     op: 'policy.remove',
     args: async (ctx) => ({ customer: need(ctx, 'customer'), entries: [{ kind: need(ctx, 'kind'), value: need(ctx, 'value') }] }),
-    text: (r) => `${r.removed === 1 ? 'Removed the entry' : 'No such entry'}; the policy of ${r.customer_id} has ${r.entries} entries.\n`,
+    text: (r) => `${r.removed === 1 ? 'Removed the entry' : 'No such entry (nothing changed)'}; the policy of ${r.customer_id} has ${entriesText(r.entries)}.\n`,
   }),
   command({
     words: 'policy import',
@@ -279,7 +284,7 @@ const COMMANDS: Command[] = [
     flags: ['customer', 'file', 'replace'],
     op: 'policy.import',
     args: async (ctx) => ({ customer: need(ctx, 'customer'), entries: csvEntries(await readFileFlag(ctx)), replace: ctx.flags.get('replace') === true }),
-    text: (r, a) => `${a.replace ? 'Replaced the list' : `Added ${r.added} new entries`}; the policy of ${r.customer_id} has ${r.entries} entries.\n`,
+    text: (r, a) => `${a.replace ? 'Replaced the list' : `Added ${entriesText(r.added, 'new ')}`}; the policy of ${r.customer_id} has ${entriesText(r.entries)}.\n`,
   }),
   command({
     words: 'policy export',

@@ -43,6 +43,14 @@ t.test('policy commands on the store, then through a running server', async (t) 
   t.equal(badSet.code, 2);
   t.match(badSet.stderr, 'high must be a number from 0.1 to 0.99');
 
+  // Removing an entry that is not there: said plainly, and the policy's version stays.
+  const version = async () => (JSON.parse((await runIvtd(['policy', 'show', '--customer', 'acme', '--json', '--data-dir', dir])).stdout) as { version: number }).version;
+  const v0 = await version();
+  const absent = await runIvtd(['policy', 'remove', '--customer', 'acme', '--kind', 'publisher', '--value', 'pub-never', '--data-dir', dir]);
+  t.equal(absent.code, 0, absent.stderr);
+  t.match(absent.stdout, /^No such entry \(nothing changed\); the policy of \S+ has 1 entry\.\n$/, 'one entry, not "1 entries"');
+  t.equal(await version(), v0, 'removing an absent entry does not bump the version');
+
   const srv = await startTestServer({}, dir);
   t.teardown(() => srv.stop());
   const acme = JSON.parse(made.stdout) as { partner_id: string; prebid_key: string };

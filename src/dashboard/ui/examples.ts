@@ -29,7 +29,7 @@ function keyed(before: string, key: string | null, after: string): string {
 export const EXAMPLE_BID_REQUEST = {
   id: 'req-1',
   imp: [{ id: '1', banner: { w: 300, h: 250 } }],
-  site: { domain: 'news.example', page: 'https://news.example/article', publisher: { id: 'pub-1' } },
+  site: { domain: 'news.example', publisher: { id: 'pub-1' } },
   device: { ip: '81.2.69.142', ua: EXAMPLE_UA, devicetype: 2 },
   user: { id: 'u-1' },
   source: { schain: { ver: '1.0', complete: 1, nodes: [{ asi: 'exchange1.example', sid: '1234', hp: 1 }] } },
