@@ -10,7 +10,7 @@ import { reportSearch } from '../../src/dashboard/ui/api.ts';
 import { csvField, csvFileName, toCsv } from '../../src/dashboard/ui/csv.ts';
 import { addDays, daysInRange, isDate, lastDays, rangeProblem, utcDate } from '../../src/dashboard/ui/dates.ts';
 import { EXAMPLE_BID_REQUEST, healthCurl, lookupCurl, ortbCurl, reportCurl, shellQuote } from '../../src/dashboard/ui/examples.ts';
-import { dimensionValueLabel, formatInt, formatRate, ivtRate, maskedKey } from '../../src/dashboard/ui/format.ts';
+import { countOf, dimensionValueLabel, formatInt, formatRate, ivtRate, maskedKey } from '../../src/dashboard/ui/format.ts';
 import { CATEGORY_LABELS, DIMENSION_LABELS } from '../../src/dashboard/ui/labels.ts';
 import { CATEGORY_CSV_COLUMNS, categoryCsvFileName, categoryShares } from '../../src/dashboard/ui/categories.ts';
 import { CATEGORIES } from '../../src/signals/category.ts';
@@ -120,6 +120,9 @@ t.test('daily series and granularity', async (t) => {
 
 t.test('formatting', async (t) => {
   t.equal(formatInt(1234567), '1,234,567');
+  t.equal(countOf(1, 'new entry', 'new entries'), '1 new entry', 'one, not "1 new entries"');
+  t.equal(countOf(0, 'entry', 'entries'), '0 entries');
+  t.equal(countOf(1000, 'entry', 'entries'), '1,000 entries');
   t.equal(formatRate(ivtRate(1, 8), 8), '12.5%');
   t.equal(formatRate(ivtRate(0, 0), 0), '–');
   t.equal(dimensionValueLabel('dvt', 2), 'Personal computer');
