@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { runCli } from '../../src/cli/commands.ts';
+import { sendControl, startControlServer } from '../../src/cli/control.ts';
+import { Store } from '../../src/store/db.ts';
 import { runIvtd } from './run-cli.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -123,4 +125,26 @@ t.test('ivtd data update without a sources file says it fetched and reloaded not
   t.equal(empty.code, 0);
   t.match(empty.stdout, `the sources file ${join(dir, 'sources.json')} names no source`);
   t.match(empty.stdout, /No file changed, so no running server was told to reload\./);
+});
+
+t.test('the control socket: server.reload reaches the server’s reload hook, also where provisioning is refused (a fleet edge)', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'ivtd-rl-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const store = await Store.open(dir);
+  let reloads = 0;
+  const server = await startControlServer({
+    dataDir: dir,
+    store,
+    onKeysChanged: () => undefined,
+    onReload: async () => ({ ok: ++reloads > 1, errors: reloads > 1 ? [] : ['bad file x'], changed: [], restart: [] }),
+    refuse: 'this ivtd is a fleet edge',
+  });
+  t.teardown(async () => {
+    await server.close();
+    store.close();
+  });
+  t.same(await sendControl(dir, 'server.reload', {}), { ok: false, errors: ['bad file x'], changed: [], restart: [] }, 'a refused reload comes back as such');
+  t.same(await sendControl(dir, 'server.reload', {}), { ok: true, errors: [], changed: [], restart: [] });
+  await t.rejects(sendControl(dir, 'customer.list', {}), /fleet edge/, 'provisioning is still refused');
+  t.equal(reloads, 2);
 });
