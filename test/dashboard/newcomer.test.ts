@@ -145,6 +145,7 @@ t.test('on a 390×844 phone nothing is clipped: tables reflow, group-by boxes ke
   await page.locator('table.report thead th[data-col=dvt]').waitFor({ state: 'attached' });
   await page.locator('.status.loading').waitFor({ state: 'detached' }).catch(() => undefined);
   await shot(page, 'phone-analytics');
+  if (SHOTS) await page.locator('table.report tbody tr').nth(1).screenshot({ path: join(SHOTS, 'phone-report-row.png') });
 
   for (const table of ['table.category-shares', 'table.report']) {
     const m = await page.locator(table).evaluate((tb, width) => {
