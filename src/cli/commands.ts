@@ -307,7 +307,9 @@ const VALUE_FLAGS = new Set([...COMMANDS.flatMap((c) => c.flags).filter((f) => !
 /** `ivtd reload`: what SIGHUP does, asked over the control socket, with its outcome. */
 const RELOAD_USAGE = {
   usage: 'reload [--json]',
-  summary: 'Make the server running on the data dir re-read its config and data files, as on SIGHUP; exit 0 when applied, 1 when refused or no server runs.',
+  summary:
+    'Make the server running on the data dir re-read its config and data files, as on SIGHUP,\n' +
+    '      and report the outcome: exit 0 when applied, 1 when refused (with the reason) or when no server runs.',
 } as const;
 
 /** Commands handled outside the COMMANDS table, with the flags each accepts (besides the common options). */

@@ -12,8 +12,8 @@ export const DATA_USAGE = {
   update: {
     usage: 'data update [--json]',
     summary:
-      'Fetch every source of the sources file now (IP ranges, MaxMind, sellers.json, due ads.txt); a running server reloads. ' +
-      'Without a sources file it fetches and reloads nothing, says so, and exits 0.',
+      'Fetch every source of the sources file now (IP ranges, MaxMind, sellers.json, due ads.txt); a running server reloads.\n' +
+      '      Without a sources file it fetches and reloads nothing, says so, and exits 0.',
   },
   status: {
     usage: 'data status [--json]',
