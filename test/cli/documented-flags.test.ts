@@ -16,16 +16,36 @@ interface Usage {
   text: string;
 }
 
-/** The text after each `ivtd` (or `npm run ivtd --`) that reads as a command line. */
+/**
+ * The text after each `ivtd` (or `npm run ivtd --`) that reads as a command line; and the
+ * rows of an option table (first column "Flag" or "option"), as flags of the command the
+ * lines just before it name in inline code (`ivtd systemd-unit`), else of `serve`.
+ */
 function usagesIn(name: string, doc: string, wholeLines: boolean): Usage[] {
   const out: Usage[] = [];
   let fenced = false;
-  doc.split('\n').forEach((raw, i) => {
+  let optionTableOf: string | null = null;
+  const lines = doc.split('\n');
+  lines.forEach((raw, i) => {
     if (/^\s*```/.test(raw)) {
       fenced = !fenced;
       return;
     }
     const where = `${name}:${i + 1}`;
+    if (!fenced && /^\|\s*(flag|option)s?\s*\|/i.test(raw)) {
+      const before = lines.slice(Math.max(0, i - 5), i).join('\n');
+      optionTableOf = [...before.matchAll(/`ivtd ([a-z][a-z -]*?)`/g)].at(-1)?.[1] ?? 'serve';
+      return;
+    }
+    if (optionTableOf !== null) {
+      if (!raw.startsWith('|')) optionTableOf = null;
+      else {
+        const cell = /^\|\s*`(--[a-z0-9-]+)( [^`]*)?`/.exec(raw);
+        // A row that shows no value (the README's table has a Default column) is an option taking one.
+        if (cell) out.push({ where, text: ` ${optionTableOf} ${cell[1]}${cell[2] ?? '=VALUE'}` });
+        return;
+      }
+    }
     // Code blocks and help lines are command lines; in prose only inline code that shows a flag.
     const pieces = wholeLines || fenced ? [raw.replace(/(^|\s+)#.*$/, '')] : [...raw.matchAll(/`([^`]*\bivtd\b[^`]*--[^`]*)`/g)].map((m) => m[1]!);
     for (const piece of pieces) {
@@ -94,7 +114,7 @@ const usages = docs.flatMap(([name, text, whole]) => usagesIn(name, text, whole)
 t.test('the docs show command lines with flags for every table command', async (t) => {
   const flagged = usages.filter((u) => u.text.includes('--'));
   t.ok(flagged.length >= 30, `found ${flagged.length} documented command lines with flags`);
-  for (const must of ['policy import --customer REF --file PATH|- [--replace]', 'key rotate --customer REF', 'systemd-unit [--user USER]']) {
+  for (const must of ['policy import --customer REF --file PATH|- [--replace]', 'key rotate --customer REF', 'systemd-unit [--user USER]', 'systemd-unit --binary PATH', 'serve --memory-budget']) {
     t.ok(usages.some((u) => u.text.includes(must)), `the extraction sees "${must}"`);
   }
 });
@@ -136,5 +156,8 @@ t.test('the check itself catches an undocumented-but-shown flag and a switch sho
   t.equal(probe('policy import --customer REF --file PATH|- [--replace] [--json]'), null);
   t.same(usagesIn('x', 'run `ivtd reload --json` or `ivtd ready`', false).map((u) => u.text.trim()), ['reload --json'], 'inline code only when it shows a flag');
   t.same(argvsOf(' [serve] [options]'), [['serve']]);
+  const table = 'Its options, `ivtd systemd-unit`:\n\n| option | effect |\n|---|---|\n| `--binary PATH` | x |\n| `--owner USER` | y |\n\nafter';
+  t.same(usagesIn('x', table, false).map((u) => u.text.trim()), ['systemd-unit --binary PATH', 'systemd-unit --owner USER'], 'option tables name their command');
+  t.match(probe('systemd-unit --owner USER'), /unknown flag --owner/);
   t.same(argvsOf(' systemd-unit | sudo tee /etc/x --bogus'), [['systemd-unit']], 'a pipe ends the command line');
 });
