@@ -113,11 +113,14 @@ t.test('the chart: by day each date once; by hour the whole range, today a whole
     const d = await chart.evaluate((e) => ({ ...(e as HTMLElement).dataset }));
     return { labels: JSON.parse(d.xLabels!) as string[], min: Number(d.xMin), max: Number(d.xMax) };
   };
-  const start = addDays(today, -6);
   await page.getByRole('heading', { name: 'Transactions by hour (UTC)' }).waitFor();
+  // The page's own default range (the last 7 days as its clock saw them when it opened).
+  const start = await page.getByLabel('Start date').inputValue();
+  const end = await page.getByLabel('End date').inputValue();
+  t.equal(start, addDays(end, -6), 'the default range is 7 days');
   const byHour = await axis();
   t.equal(byHour.min, dateMs(start) / 1000, 'by hour: from the first day’s midnight');
-  t.equal(byHour.max, dateMs(addDays(today, 1)) / 1000, 'to the end of today: the hours still to come take their place, so today is not squeezed against the edge');
+  t.equal(byHour.max, dateMs(addDays(end, 1)) / 1000, 'to the end of today: the hours still to come take their place, so today is not squeezed against the edge');
   t.ok(byHour.labels.length >= 7, `ticks: ${byHour.labels.join(' ')}`);
   if (SHOTS) await chart.screenshot({ path: join(SHOTS, 'chart-hour.png') });
 
@@ -126,7 +129,7 @@ t.test('the chart: by day each date once; by hour the whole range, today a whole
   await page.waitForFunction(() => !JSON.parse(document.querySelector<HTMLElement>('.chart')?.dataset.xLabels ?? '[]').some((l: string) => l.includes(':')));
   const byDay = await axis();
   t.same(byDay.labels, [start, ...[1, 2, 3, 4, 5, 6].map((i) => addDays(start, i).slice(5))], 'by day: one tick per date, each date once');
-  t.ok(byDay.min < dateMs(start) / 1000 && byDay.max > dateMs(today) / 1000, 'the first and last days are inside the frame');
+  t.ok(byDay.min < dateMs(start) / 1000 && byDay.max > dateMs(end) / 1000, 'the first and last days are inside the frame');
   if (SHOTS) await chart.screenshot({ path: join(SHOTS, 'chart-day.png') });
   t.same(watch.problems, []);
 });
