@@ -17,6 +17,7 @@ import type { LookupStats, SeenValues } from './prebid/messages.ts';
 import { mountExplainRoute } from './account/explain-route.ts';
 import { LookupServer } from './prebid/lookup-threads.ts';
 import { startControlServer } from './provisioning/control.ts';
+import type { ReloadOutcome } from './provisioning/operations.ts';
 import { startAccountApi } from './account/api.ts';
 import { mountDashboard } from './dashboard/static.ts';
 import { mountReportRoute } from './reporting/api.ts';
@@ -80,6 +81,8 @@ export interface StartOptions {
   botIpIntervalMs?: number;
   /** Tests: where the data refresher connects for a URL (a local server playing every host). */
   dataConnect?: HttpGetOptions['connect'];
+  /** `ivtd reload` over the control socket (serve: the SIGHUP reload; else the data files only). */
+  reload?: (s: RunningServer) => Promise<ReloadOutcome>;
 }
 
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
@@ -159,6 +162,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // the start when a refresh was asked for, and is only logged otherwise.
     let refresher: DataRefresher | null = null;
     let reloadData: () => Promise<{ ok: boolean; errors: string[] }> = async () => ({ ok: false, errors: ['not started yet'] });
+    let reloadRequest: () => Promise<ReloadOutcome> = async () => ({ ok: false, errors: ['the server is still starting'], changed: [], restart: [] });
     try {
       refresher = refresherFor(config, { onChanged: () => reloadData(), log, ...(opts.dataConnect ? { connect: opts.dataConnect } : {}) });
     } catch (e) {
@@ -301,6 +305,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       store,
       onKeysChanged: refreshKeysSoon,
       onReloadData: () => reloadData(),
+      onReload: () => reloadRequest(),
       policies,
       refuse: edge ? EDGE_PROVISIONING_REFUSAL : undefined,
     });
@@ -388,6 +393,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     };
 
     reloadData = () => running.reload();
+    reloadRequest = opts.reload ? () => opts.reload!(running) : async () => ({ ...(await running.reload()), changed: [], restart: [] });
     if (refresher) {
       const r = refresher;
       // Unshifted: stopped (its requests aborted) before the listeners and the store close.
@@ -463,7 +469,14 @@ export async function serve(config: Config, reread?: () => Promise<Config>): Pro
     process.exitCode = 1;
   });
   const t0 = Date.now();
-  const s = await startServer(config, { announceFirstCustomer: true });
+  // One reload at a time, SIGHUP and `ivtd reload` alike; one asked for during a reload runs after it.
+  let reloading: Promise<unknown> = Promise.resolve();
+  const reload = (srv: RunningServer, cause: string): Promise<ReloadOutcome> => {
+    const next = reloading.then(() => reloadAll(srv, config, reread, cause));
+    reloading = next.catch((e: Error) => log.error({ err: e.message }, 'reload refused: keeping the running config and data'));
+    return next;
+  };
+  const s = await startServer(config, { announceFirstCustomer: true, reload: (srv) => reload(srv, 'ivtd reload') });
   log.info({ ms: Date.now() - t0, ports: s.ports }, 'ivtd ready');
   const shutdown = (why: string, code: number) => {
     if (stopping) return;
@@ -496,11 +509,7 @@ export async function serve(config: Config, reread?: () => Promise<Config>): Pro
   };
   process.on('uncaughtException', fatal('uncaught exception'));
   process.on('unhandledRejection', fatal('unhandled promise rejection'));
-  // One reload at a time; a SIGHUP during a reload runs after it.
-  let reloading: Promise<void> = Promise.resolve();
-  process.on('SIGHUP', () => {
-    reloading = reloading.then(() => reloadAll(s, config, reread)).catch((e: Error) => log.error({ err: e.message }, 'reload refused: keeping the running config and data'));
-  });
+  process.on('SIGHUP', () => void reload(s, 'SIGHUP').catch(() => undefined));
 }
 
 /**
@@ -509,15 +518,15 @@ export async function serve(config: Config, reread?: () => Promise<Config>): Pro
  * failure keeps the running config and data, and is logged. Options other than the live
  * ones are named as needing a restart.
  */
-async function reloadAll(s: RunningServer, config: Config, reread?: () => Promise<Config>): Promise<void> {
-  log.info('SIGHUP: reloading config and data files');
+async function reloadAll(s: RunningServer, config: Config, reread: (() => Promise<Config>) | undefined, cause: string): Promise<ReloadOutcome> {
+  log.info(`${cause}: reloading config and data files`);
   let next: Config = config;
   if (reread) {
     try {
       next = await reread();
     } catch (e) {
       log.error({ err: (e as Error).message }, 'config reload refused: keeping the running config and data');
-      return;
+      return { ok: false, errors: [(e as Error).message], changed: [], restart: [] };
     }
   }
   const { live, restart } = diffConfig(config, next);
@@ -528,7 +537,7 @@ async function reloadAll(s: RunningServer, config: Config, reread?: () => Promis
     log.level = candidate.logLevel;
   } catch (e) {
     log.error({ err: (e as Error).message }, 'config reload refused: keeping the running config and data');
-    return;
+    return { ok: false, errors: [(e as Error).message], changed: [], restart: [] };
   }
   let result: Awaited<ReturnType<RunningServer['reload']>>;
   try {
@@ -539,9 +548,10 @@ async function reloadAll(s: RunningServer, config: Config, reread?: () => Promis
   if (!result.ok) {
     log.level = level;
     if (live.length || restart.length) log.error({ errors: result.errors }, 'config reload refused with the data: keeping the running config');
-    return;
+    return { ok: false, errors: result.errors, changed: [], restart: [] };
   }
   Object.assign(config, candidate);
   if (live.length) log.info({ changed: live }, 'config reloaded');
   if (restart.length) log.warn({ changed: restart }, 'config changes that take effect only after a restart');
+  return { ok: true, errors: [], changed: live, restart };
 }

@@ -21,8 +21,11 @@ export interface ParsedArgs {
   options: Partial<Record<OptionKey, string>>;
 }
 
-/** `valueFlags`: every subcommand flag that takes a value; anything else unknown is a usage error. */
-export function parseArgs(argv: string[], valueFlags: ReadonlySet<string>): ParsedArgs {
+/**
+ * `valueFlags`: every subcommand flag that takes a value; `switches`: every subcommand flag
+ * that takes none (`--replace`); anything else unknown is a usage error.
+ */
+export function parseArgs(argv: string[], valueFlags: ReadonlySet<string>, switches: ReadonlySet<string> = new Set()): ParsedArgs {
   const words: string[] = [];
   const flags = new Map<string, string | true>();
   const optionArgv: string[] = [];
@@ -40,8 +43,9 @@ export function parseArgs(argv: string[], valueFlags: ReadonlySet<string>): Pars
     if (!m) throw new UsageError(`unknown flag ${a}`);
     const name = m[1]!;
     let value: string | true | undefined = m[2];
-    if (!BOOLEAN_FLAGS.has(name) && !valueFlags.has(name) && !OPTION_FLAGS.has(name)) throw new UsageError(`unknown flag --${name}`);
-    if (BOOLEAN_FLAGS.has(name)) {
+    const isSwitch = BOOLEAN_FLAGS.has(name) || switches.has(name);
+    if (!isSwitch && !valueFlags.has(name) && !OPTION_FLAGS.has(name)) throw new UsageError(`unknown flag --${name}`);
+    if (isSwitch) {
       if (value !== undefined) throw new UsageError(`--${name} takes no value`);
       value = true;
     } else if (value === undefined) {

@@ -11,7 +11,7 @@ import type { CustomerListing } from '../store/customers.ts';
 import { StoreError } from '../store/store-error.ts';
 import { parseArgs, UsageError } from './args.ts';
 import { ControlError, ControlUnavailableError, sendControl } from '../provisioning/control.ts';
-import { runOperation, type OperationName, type OperationResult } from '../provisioning/operations.ts';
+import { runOperation, type OperationName, type OperationResult, type ReloadOutcome } from '../provisioning/operations.ts';
 import { DEFAULT_BINARY, UnitError, systemdUnit } from '../ops/systemd.ts';
 import { formatVersion, versionInfo } from '../ops/version.ts';
 import { SourcesError } from '../data/sources.ts';
@@ -120,6 +120,11 @@ function policyText(p: StoredPolicy & { customer_id: string }): string {
   ];
   for (const e of p.entries) lines.push(`  ${e.action.padEnd(5)} ${e.kind.padEnd(12)} ${e.value}`);
   return lines.join('\n') + '\n';
+}
+
+/** "1 entry", "3 entries" (with an adjective: "1 new entry"). */
+function entriesText(n: number, adjective = ''): string {
+  return `${n} ${adjective}${n === 1 ? 'entry' : 'entries'}`;
 }
 
 function keyLine(k: CustomerListing['keys'][number]): string {
@@ -252,7 +257,7 @@ const COMMANDS: Command[] = [
       }
       return { customer: need(ctx, 'customer'), policy };
     },
-    text: (r) => `Policy of customer ${r.customer_id} set: ${r.entries} entries.\n`,
+    text: (r) => `Policy of customer ${r.customer_id} set: ${entriesText(r.entries)}.\n`,
   }),
   command({
     words: 'policy add',
@@ -261,7 +266,7 @@ const COMMANDS: Command[] = [
     flags: ['customer', 'kind', 'value', 'action'],
     op: 'policy.add',
     args: async (ctx) => ({ customer: need(ctx, 'customer'), entries: [{ kind: need(ctx, 'kind'), value: need(ctx, 'value'), action: need(ctx, 'action') }] }),
-    text: (r) => `${r.added === 1 ? 'Added the entry' : 'Changed the entry'}; the policy of ${r.customer_id} has ${r.entries} entries.\n`,
+    text: (r) => `${r.added === 1 ? 'Added the entry' : 'Changed the entry'}; the policy of ${r.customer_id} has ${entriesText(r.entries)}.\n`,
   }),
   command({
     words: 'policy remove',
@@ -270,7 +275,7 @@ const COMMANDS: Command[] = [
     flags: ['customer', 'kind', 'value'],
     op: 'policy.remove',
     args: async (ctx) => ({ customer: need(ctx, 'customer'), entries: [{ kind: need(ctx, 'kind'), value: need(ctx, 'value') }] }),
-    text: (r) => `${r.removed === 1 ? 'Removed the entry' : 'No such entry'}; the policy of ${r.customer_id} has ${r.entries} entries.\n`,
+    text: (r) => `${r.removed === 1 ? 'Removed the entry' : 'No such entry (nothing changed)'}; the policy of ${r.customer_id} has ${entriesText(r.entries)}.\n`,
   }),
   command({
     words: 'policy import',
@@ -279,7 +284,7 @@ const COMMANDS: Command[] = [
     flags: ['customer', 'file', 'replace'],
     op: 'policy.import',
     args: async (ctx) => ({ customer: need(ctx, 'customer'), entries: csvEntries(await readFileFlag(ctx)), replace: ctx.flags.get('replace') === true }),
-    text: (r, a) => `${a.replace ? 'Replaced the list' : `Added ${r.added} new entries`}; the policy of ${r.customer_id} has ${r.entries} entries.\n`,
+    text: (r, a) => `${a.replace ? 'Replaced the list' : `Added ${entriesText(r.added, 'new ')}`}; the policy of ${r.customer_id} has ${entriesText(r.entries)}.\n`,
   }),
   command({
     words: 'policy export',
@@ -299,6 +304,52 @@ const SYSTEMD_UNIT_FLAGS = ['user', 'binary'];
 const SWITCHES = new Set(['password-stdin', 'replace']);
 const VALUE_FLAGS = new Set([...COMMANDS.flatMap((c) => c.flags).filter((f) => !SWITCHES.has(f)), ...SYSTEMD_UNIT_FLAGS]);
 
+/** `ivtd reload`: what SIGHUP does, asked over the control socket, with its outcome. */
+const RELOAD_USAGE = {
+  usage: 'reload [--json]',
+  summary:
+    'Make the server running on the data dir re-read its config and data files, as on SIGHUP,\n' +
+    '      and report the outcome: exit 0 when applied, 1 when refused (with the reason) or when no server runs.',
+} as const;
+
+/** Commands handled outside the COMMANDS table, with the flags each accepts (besides the common options). */
+const OTHER_COMMANDS: Record<string, readonly string[]> = {
+  '': [],
+  serve: [],
+  'systemd-unit': SYSTEMD_UNIT_FLAGS,
+  'data update': ['json'],
+  'data status': ['json'],
+  reload: ['json'],
+};
+
+export interface CommandLine {
+  /** The subcommand words joined by a space ('' for a bare `ivtd`); 'help' or 'version' for those. */
+  line: string;
+  flags: Map<string, string | true>;
+  options: ReturnType<typeof parseArgs>['options'];
+  /** The table command, when it is one. */
+  cmd: Command | undefined;
+}
+
+/** Parses a command line and checks that each flag belongs to its command; UsageError otherwise. Runs nothing. */
+export function parseCommandLine(argv: string[]): CommandLine {
+  const { words, flags, options } = parseArgs(argv, VALUE_FLAGS, SWITCHES);
+  if (flags.get('version') === true) return { line: 'version', flags, options, cmd: undefined };
+  if (flags.get('help') === true || words[0] === 'help') return { line: 'help', flags, options, cmd: undefined };
+  const line = words.join(' ');
+  const own = OTHER_COMMANDS[line];
+  if (own !== undefined) {
+    for (const f of flags.keys()) if (!own.includes(f)) throw new UsageError(`unknown flag --${f} for "${line || 'serve'}"`);
+    return { line, flags, options, cmd: undefined };
+  }
+  const cmd = COMMANDS.find((c) => c.words === line);
+  if (!cmd) throw new UsageError(`unknown command "${line}"`);
+  for (const f of flags.keys()) {
+    if (f !== 'json' && !cmd.flags.includes(f)) throw new UsageError(`unknown flag --${f} for "${cmd.words}"`);
+  }
+  return { line, flags, options, cmd };
+}
+
 export const VERSION: string = pkg.version;
 
 export function helpText(): string {
@@ -316,6 +367,8 @@ ${cmds}
       ${DATA_USAGE.update.summary}
   ivtd ${DATA_USAGE.status.usage}
       ${DATA_USAGE.status.summary}
+  ivtd ${RELOAD_USAGE.usage}
+      ${RELOAD_USAGE.summary}
   ivtd help | --help
   ivtd --version [--json]
       Version, build date and the dates of the embedded data.
@@ -371,20 +424,18 @@ function report(e: unknown, io: CliIO): number {
 
 export async function runCli(argv: string[], io: CliIO): Promise<number> {
   try {
-    const { words, flags, options } = parseArgs(argv, VALUE_FLAGS);
-    if (flags.get('version') === true) {
+    const { line, flags, options, cmd } = parseCommandLine(argv);
+    const json = flags.get('json') === true;
+    if (line === 'version') {
       const info = versionInfo();
-      io.stdout.write(flags.get('json') === true ? JSON.stringify(info) + '\n' : formatVersion(info));
+      io.stdout.write(json ? JSON.stringify(info) + '\n' : formatVersion(info));
       return 0;
     }
-    if (flags.get('help') === true || words[0] === 'help') {
+    if (line === 'help') {
       io.stdout.write(helpText());
       return 0;
     }
-    const line = words.join(' ');
     if (line === '' || line === 'serve') {
-      const extra = [...flags.keys()][0];
-      if (extra !== undefined) throw new UsageError(`unknown flag --${extra} for "serve"`);
       const config = resolveConfig(options);
       const { serve } = await import('../server.ts');
       // SIGHUP re-resolves the config the same way (the file and environment may have changed).
@@ -392,7 +443,6 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
       return 0;
     }
     if (line === 'systemd-unit') {
-      for (const f of flags.keys()) if (!SYSTEMD_UNIT_FLAGS.includes(f)) throw new UsageError(`unknown flag --${f} for "systemd-unit"`);
       const user = flags.get('user');
       const binary = flags.get('binary');
       io.stdout.write(
@@ -406,9 +456,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
       return 0;
     }
     if (line === 'data update' || line === 'data status') {
-      for (const f of flags.keys()) if (f !== 'json') throw new UsageError(`unknown flag --${f} for "${line}"`);
       const config = resolveConfig(options);
-      const json = flags.get('json') === true;
       if (line === 'data status') {
         const st = dataStatus(config);
         io.stdout.write(json ? JSON.stringify(st) + '\n' : statusText(st));
@@ -419,18 +467,43 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
       // A failed source is a failure of the command, though the others were applied.
       return u.report.items.some((i) => i.result === 'failed') || (u.server !== null && !u.server.reloaded) ? 1 : 0;
     }
-    const cmd = COMMANDS.find((c) => c.words === line);
+    if (line === 'reload') return await reloadServer(resolveConfig(options), json, io);
     if (!cmd) throw new UsageError(`unknown command "${line}"`);
-    for (const f of flags.keys()) {
-      if (f !== 'json' && !cmd.flags.includes(f)) throw new UsageError(`unknown flag --${f} for "${cmd.words}"`);
-    }
     const config = resolveConfig(options);
     const ctx: Context = { words: cmd.words, flags, config, stdin: io.stdin };
     const args = await cmd.args(ctx);
     const result = await execute(cmd.op, args, config.dataDir);
-    io.stdout.write(flags.get('json') === true ? JSON.stringify(result) + '\n' : cmd.text(result, args));
+    io.stdout.write(json ? JSON.stringify(result) + '\n' : cmd.text(result, args));
     return 0;
   } catch (e) {
     return report(e, io);
   }
+}
+
+/** `ivtd reload`: only a running server can reload; without one there is nothing to do, and that is said (exit 1). */
+async function reloadServer(config: Config, json: boolean, io: CliIO): Promise<number> {
+  let r: ReloadOutcome;
+  try {
+    // Reading large MMDB files can take a while; the server answers when the swap is done.
+    r = await sendControl(config.dataDir, 'server.reload', {}, { timeoutMs: 120_000 });
+  } catch (e) {
+    if (!(e instanceof ControlUnavailableError)) throw e;
+    const message = `no ivtd server is running on ${config.dataDir} (${e.socketPath} does not answer): nothing was reloaded; the next start reads the config and data files`;
+    if (json) io.stdout.write(JSON.stringify({ ok: false, errors: [message], changed: [], restart: [] }) + '\n');
+    io.stderr.write(`ivtd: ${message}\n`);
+    return 1;
+  }
+  if (json) io.stdout.write(JSON.stringify(r) + '\n');
+  if (!r.ok) {
+    io.stderr.write(`ivtd: reload refused, the server keeps its running config and data: ${r.errors.join('; ')}\n`);
+    return 1;
+  }
+  if (!json) {
+    const lines = ['Reloaded: the server applied the config and data files.'];
+    const named = (keys: string[]) => keys.map((k) => (Object.hasOwn(OPTIONS, k) ? `--${OPTIONS[k as keyof typeof OPTIONS].flag}` : k)).join(', ');
+    if (r.changed.length) lines.push(`  changed now:             ${named(r.changed)}`);
+    if (r.restart.length) lines.push(`  changed, need a restart: ${named(r.restart)}`);
+    io.stdout.write(lines.join('\n') + '\n');
+  }
+  return 0;
 }

@@ -1,14 +1,19 @@
 // `ivtd data update` and `ivtd data status`: the data refresher run once from the command
 // line (cron, first setup), and what it last did per source. A server running on the data
 // dir is told to reload afterwards over the control socket.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Config } from '../config.ts';
+import { SOURCES_FILE } from '../data/sources.ts';
 import { refresherFor, type RefreshReport, type RefreshStatus } from '../data/refresh.ts';
 import { ControlUnavailableError, sendControl } from '../provisioning/control.ts';
 
 export const DATA_USAGE = {
   update: {
     usage: 'data update [--json]',
-    summary: 'Fetch every source of the sources file now (IP ranges, MaxMind, sellers.json, due ads.txt); a running server reloads.',
+    summary:
+      'Fetch every source of the sources file now (IP ranges, MaxMind, sellers.json, due ads.txt); a running server reloads.\n' +
+      '      Without a sources file it fetches and reloads nothing, says so, and exits 0.',
   },
   status: {
     usage: 'data status [--json]',
@@ -17,12 +22,19 @@ export const DATA_USAGE = {
 } as const;
 
 export interface UpdateResult {
+  /** The sources file read, or null when there is none (then nothing is fetched or reloaded). */
+  sourcesFile: string | null;
   report: RefreshReport;
   /** What happened to a running server: reloaded, its errors, or none running. */
   server: { reloaded: boolean; errors: string[] } | null;
 }
 
 export async function dataUpdate(config: Config): Promise<UpdateResult> {
+  // --data-sources must exist (refresherFor says so); the data dir's file is optional.
+  const sourcesFile = config.dataSources ?? join(config.dataDir, SOURCES_FILE);
+  if (config.dataSources === undefined && !existsSync(sourcesFile)) {
+    return { sourcesFile: null, report: { items: [], adsTxt: { crawled: 0, changed: 0, failed: 0 }, changed: false }, server: null };
+  }
   const r = refresherFor(config);
   const report = await r.runOnce({ all: true });
   let server: UpdateResult['server'] = null;
@@ -34,7 +46,7 @@ export async function dataUpdate(config: Config): Promise<UpdateResult> {
       if (!(e instanceof ControlUnavailableError)) throw e;
     }
   }
-  return { report, server };
+  return { sourcesFile, report, server };
 }
 
 export function dataStatus(config: Config): RefreshStatus {
@@ -45,8 +57,16 @@ const when = (ms: number | null): string => (ms === null ? 'never' : new Date(ms
 
 export function updateText(u: UpdateResult): string {
   const lines: string[] = [];
+  if (u.sourcesFile === null) {
+    // Not a failure: without a sources file ivtd fetches nothing by design (README, "Refreshing the data").
+    return (
+      'Nothing to refresh: there is no sources file (no --data-sources, and the data dir has no sources.json), so nothing was fetched\n' +
+      'and no running server was told to reload. To fetch data, write a sources file (README, "Refreshing the data");\n' +
+      'to make a running server re-read its config and data files, run "ivtd reload".\n'
+    );
+  }
   if (u.report.items.length === 0 && u.report.adsTxt.crawled === 0) {
-    lines.push('Nothing to refresh: the sources file names no source (see README, "Refreshing the data").');
+    lines.push(`Nothing to refresh: the sources file ${u.sourcesFile} names no source (see README, "Refreshing the data").`);
   }
   for (const i of u.report.items) lines.push(`${i.result.padEnd(9)} ${i.kind.padEnd(8)} ${i.name}: ${i.detail}`);
   const a = u.report.adsTxt;
@@ -55,6 +75,8 @@ export function updateText(u: UpdateResult): string {
     lines.push(u.server.reloaded ? 'The running server reloaded the data.' : `The running server refused the new data: ${u.server.errors.join('; ')}`);
   } else if (u.report.changed) {
     lines.push('No server is running on this data dir; the next start loads the new data.');
+  } else {
+    lines.push('No file changed, so no running server was told to reload.');
   }
   return `${lines.join('\n')}\n`;
 }

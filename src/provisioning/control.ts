@@ -9,7 +9,7 @@ import type { Store } from '../store/db.ts';
 import { STORE_ERROR_CODES, StoreError, type StoreErrorCode } from '../store/store-error.ts';
 import { log } from '../log.ts';
 import type { PolicyService } from '../policy/service.ts';
-import { isOperationName, runOperation, type OperationHooks, type OperationName, type OperationResult } from './operations.ts';
+import { isOperationName, runOperation, type OperationHooks, type OperationName, type OperationResult, type ReloadOutcome } from './operations.ts';
 
 export const CONTROL_SOCKET_FILE = 'ivtd.sock';
 /** One request line; a whole policy (`ivtd policy set`, up to 100 000 entries) fits. */
@@ -97,6 +97,7 @@ function safeHooks(opts: ControlServerOptions): OperationHooks {
       if (!opts.onReloadData) throw new StoreError('invalid', 'this server does not reload data over the control socket');
       return opts.onReloadData();
     },
+    ...(opts.onReload ? { reload: opts.onReload } : {}),
     policies: opts.policies ?? null,
   };
 }
@@ -113,7 +114,8 @@ async function handleLine(line: string, store: Store, hooks: OperationHooks, ref
   const id = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;
   if (typeof cmd !== 'string') return errorResponse(id, 'bad_request', 'request needs a "cmd" string');
   if (!isOperationName(cmd)) return errorResponse(id, 'unknown_command', `unknown command "${cmd}"`);
-  if (refuse !== undefined) return errorResponse(id, 'invalid', refuse);
+  // A fleet edge provisions nothing, but reloads like any server.
+  if (refuse !== undefined && !RELOADS.has(cmd)) return errorResponse(id, 'invalid', refuse);
   if (!args || typeof args !== 'object' || Array.isArray(args)) return errorResponse(id, 'bad_request', '"args" must be a JSON object');
   try {
     const result = await runOperation(store, cmd, args as Record<string, unknown>, hooks);
@@ -124,6 +126,9 @@ async function handleLine(line: string, store: Store, hooks: OperationHooks, ref
     return errorResponse(id, 'internal', (e as Error).message ?? String(e));
   }
 }
+
+/** Operations that only reload the server's own files, allowed where provisioning is refused. */
+const RELOADS: ReadonlySet<string> = new Set<OperationName>(['data.reload', 'server.reload']);
 
 function serveConnection(socket: net.Socket, store: Store, hooks: OperationHooks, refuse?: string): void {
   let buffered = '';
@@ -168,6 +173,8 @@ export interface ControlServerOptions {
   onKeysChanged: () => void;
   /** The server's data reload (same as SIGHUP), for `ivtd data update`. */
   onReloadData?: () => Promise<{ ok: boolean; errors: string[] }>;
+  /** `ivtd reload`: the server's SIGHUP reload (config and data), with its outcome. */
+  onReload?: () => Promise<ReloadOutcome>;
   /** A policy changed (the lookup threads get it now rather than at the next 5 s check). */
   onPolicyChanged?: () => void;
   /** Compiled policies of the running server: a change must fit its memory budget share. */

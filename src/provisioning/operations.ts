@@ -22,8 +22,18 @@ export interface OperationHooks {
   keysChanged(): void;
   /** Reloads the data files (the SIGHUP path); only a running server can. */
   reloadData(): Promise<{ ok: boolean; errors: string[] }>;
+  /** `ivtd reload`: the config and the data files, as on SIGHUP; only a running server can. */
+  reload?(): Promise<ReloadOutcome>;
   /** A running server's compiled policies: a change is checked against its budget share and pushed to the lookup threads. */
   policies?: PolicyService | null;
+}
+
+/** What a reload did: applied (with the options that changed live and those waiting for a restart), or refused and why. */
+export interface ReloadOutcome {
+  ok: boolean;
+  errors: string[];
+  changed: string[];
+  restart: string[];
 }
 
 export const NO_HOOKS: OperationHooks = {
@@ -95,6 +105,11 @@ export const OPERATIONS = {
   'user.enable': (store: Store, args: Args) => setDisabled(store, args, false),
   // Sent by `ivtd data update` after it changed files, so the server loads them now.
   'data.reload': (_store: Store, _args: Args, hooks: OperationHooks) => hooks.reloadData(),
+  // `ivtd reload`: what SIGHUP does, with its outcome reported back.
+  'server.reload': async (_store: Store, _args: Args, hooks: OperationHooks): Promise<ReloadOutcome> => {
+    if (!hooks.reload) throw new StoreError('invalid', 'no running server to reload');
+    return hooks.reload();
+  },
   'policy.show': (store: Store, args: Args) => onPolicy(store, args, (id) => getPolicy(store, id)),
   'policy.set': (store: Store, args: Args, hooks: OperationHooks) =>
     onPolicy(store, args, (id) => setPolicy(store, hooks.policies ?? null, id, args.policy)),

@@ -114,8 +114,10 @@ export async function removePolicyEntries(s: Queryable | Store, customerId: stri
   return withTx(s, async (q) => {
     const before = await countEntries(q, customerId);
     await deleteEntries(q, customerId, entries);
-    await bump(q, customerId);
-    return before - (await countEntries(q, customerId));
+    const removed = before - (await countEntries(q, customerId));
+    // Removing what is not there changes nothing: the version (and "changed" time) stay.
+    if (removed > 0) await bump(q, customerId);
+    return removed;
   });
 }
 

@@ -10,12 +10,12 @@ import { reportSearch } from '../../src/dashboard/ui/api.ts';
 import { csvField, toCsv } from '../../src/csv.ts';
 import { csvFileName } from '../../src/dashboard/ui/csv.ts';
 import { addDays, daysInRange, isDate, lastDays, rangeProblem, utcDate } from '../../src/dashboard/ui/dates.ts';
-import { healthCurl, lookupCurl, reportCurl, shellQuote } from '../../src/dashboard/ui/examples.ts';
-import { dimensionValueLabel, formatInt, formatRate, ivtRate, maskedKey } from '../../src/dashboard/ui/format.ts';
+import { EXAMPLE_BID_REQUEST, healthCurl, lookupCurl, ortbCurl, reportCurl, shellQuote } from '../../src/dashboard/ui/examples.ts';
+import { countOf, dimensionValueLabel, formatInt, formatRate, ivtRate, maskedKey } from '../../src/dashboard/ui/format.ts';
 import { CATEGORY_LABELS, DIMENSION_LABELS } from '../../src/dashboard/ui/labels.ts';
 import { CATEGORY_CSV_COLUMNS, categoryCsvFileName, categoryShares } from '../../src/dashboard/ui/categories.ts';
 import { CATEGORIES } from '../../src/signals/category.ts';
-import { axisLabel, buildSeries, defaultGranularity, groupByFor, seriesTotals, type TimeRow } from '../../src/dashboard/ui/series.ts';
+import { axisLabel, buildSeries, COUNT_INCRS, defaultGranularity, groupByFor, seriesTotals, timeIncrs, xExtent, type TimeRow } from '../../src/dashboard/ui/series.ts';
 import { refreshDelayMs } from '../../src/dashboard/ui/session.ts';
 
 t.test('csv escaping', async (t) => {
@@ -121,6 +121,9 @@ t.test('daily series and granularity', async (t) => {
 
 t.test('formatting', async (t) => {
   t.equal(formatInt(1234567), '1,234,567');
+  t.equal(countOf(1, 'new entry', 'new entries'), '1 new entry', 'one, not "1 new entries"');
+  t.equal(countOf(0, 'entry', 'entries'), '0 entries');
+  t.equal(countOf(1000, 'entry', 'entries'), '1,000 entries');
   t.equal(formatRate(ivtRate(1, 8), 8), '12.5%');
   t.equal(formatRate(ivtRate(0, 0), 0), '–');
   t.equal(dimensionValueLabel('dvt', 2), 'Personal computer');
@@ -174,7 +177,12 @@ t.test('curl examples', async (t) => {
   t.match(withKey, /^curl 'http:\/\/127\.0\.0\.1:9898\/api\/v1\/ivt\/lookup\?schain=1\.0,1!exchange1\.example,1234,1&p=1f0c6a1e-0000-4000-8000-000000000000&k=ivp_Ab-c_&pub=/);
   t.notMatch(withKey.slice(withKey.indexOf('?')), /[A-Z]+=/, 'parameter names are lowercase (spec 4.4 rule 2)');
   const noKey = lookupCurl('http://h:1', 'p', null);
-  t.match(noKey, /^curl "http:\/\/h:1\/api\/v1\/ivt\/lookup\?.*&k=\$\{IVTD_PREBID_KEY\}&/, 'the shell expands the key variable');
+  // Single quotes around the URL (its `!` is history expansion in double quotes), opened around the variable.
+  t.match(noKey, /^curl 'http:\/\/h:1\/api\/v1\/ivt\/lookup\?schain=1\.0,1!exchange1\.example,1234,1&p=p&k='"\$\{IVTD_PREBID_KEY\}"'&pub=[^']*'$/, 'the shell expands the key variable');
+  const ortb = ortbCurl('http://h:1', 'p', null);
+  t.match(ortb, /^curl -H 'Content-Type: application\/json' --data-binary '\{"id":"req-1",[^']*\}' \\\n {2}'http:\/\/h:1\/api\/v1\/ivt\/ortb\?p=p&k='"\$\{IVTD_PREBID_KEY\}"'&node=bidder-1'$/);
+  t.same(JSON.parse(/--data-binary '([^']*)'/.exec(ortb)![1]!), EXAMPLE_BID_REQUEST, 'the body is the example bid request');
+  t.notMatch(ortbCurl('http://h:1', 'p', 'ivp_k'), /IVTD_PREBID_KEY/, 'a known key is written in');
   const rep = reportCurl('http://h:9900', 'cust', null, Date.UTC(2024, 4, 7, 12));
   t.equal(rep, `curl -u "cust:\${IVTD_REPORTING_KEY}" 'http://h:9900/v1/report?start_date=2024-05-01&end_date=2024-05-07&group_by=date'`);
   t.equal(healthCurl('http://h:1'), `curl -i 'http://h:1/health-check'`);
@@ -194,4 +202,13 @@ t.test('chart axis labels are 24-hour UTC', async (t) => {
   t.equal(axisLabel(at(16), 'hour', true), '16:00');
   t.equal(axisLabel(at(0), 'hour', true), '2024-05-02', 'the first tick carries the year');
   t.equal(axisLabel(at(0), 'day', false), '05-02');
+});
+
+t.test('chart axes: the whole range, whole days by day, whole numbers of transactions', async (t) => {
+  const week = { start: '2024-05-01', end: '2024-05-07' };
+  t.same(xExtent(week, 'hour'), [Date.UTC(2024, 4, 1) / 1000, Date.UTC(2024, 4, 8) / 1000], 'by hour: every day a whole day wide, the last one too');
+  t.same(xExtent(week, 'day'), [Date.UTC(2024, 4, 1) / 1000 - 43200, Date.UTC(2024, 4, 7) / 1000 + 43200], 'by day: half a day around the first and last points');
+  t.ok(timeIncrs('day').every((s) => s % 86400 === 0), 'by day: ticks only on whole days (a date never repeats)');
+  t.ok(timeIncrs('hour').every((s) => s % 3600 === 0 && (s >= 86400 ? s % 86400 === 0 : 86400 % s === 0)), 'by hour: spacings that divide a day');
+  t.ok(COUNT_INCRS.every((n) => Number.isInteger(n)) && COUNT_INCRS[0] === 1, 'count ticks are whole numbers');
 });

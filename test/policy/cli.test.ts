@@ -21,6 +21,15 @@ t.test('policy commands on the store, then through a running server', async (t) 
   t.match(JSON.parse(show.stdout), { medium: null, entries: [{ kind: 'ip', value: '192.0.2.0/24', action: 'deny' }, { kind: 'seller', value: 'exchange.example:77' }, { kind: 'ua_substring', value: 'PartnerBot, v2', action: 'allow' }] });
   const exp = await runIvtd(['policy', 'export', '--customer', 'acme', '--data-dir', dir]);
   t.equal(exp.stdout, 'kind,action,value\r\nip,deny,192.0.2.0/24\r\nseller,deny,exchange.example:77\r\nua_substring,allow,"PartnerBot, v2"\r\n', 'export is what import reads');
+  // --replace makes the file the whole list (it was refused as an unknown flag once).
+  const replaceCsv = join(dir, 'replace.csv');
+  writeFileSync(replaceCsv, 'kind,action,value\r\napp,deny,com.example.flashlight\r\n');
+  const replaced = await runIvtd(['policy', 'import', '--customer', 'acme', '--file', replaceCsv, '--replace', '--json', '--data-dir', dir]);
+  t.equal(replaced.code, 0, replaced.stderr);
+  t.match(JSON.parse(replaced.stdout), { entries: 1 });
+  const afterReplace = await runIvtd(['policy', 'export', '--customer', 'acme', '--data-dir', dir]);
+  t.equal(afterReplace.stdout, 'kind,action,value\r\napp,deny,com.example.flashlight\r\n', '--replace left only the file\'s entries');
+  t.equal((await runIvtd(['policy', 'import', '--customer', 'acme', '--file', csv, '--replace', '--data-dir', dir])).code, 0, 'and back');
   writeFileSync(csv, 'kind,action,value\r\nip,deny,192.0.2.1/24\r\n');
   const bad = await runIvtd(['policy', 'import', '--customer', 'acme', '--file', csv, '--data-dir', dir]);
   t.equal(bad.code, 2, 'a bad line is a usage error');
@@ -33,6 +42,14 @@ t.test('policy commands on the store, then through a running server', async (t) 
   const badSet = await runIvtd(['policy', 'set', '--customer', 'acme', '--file', setFile, '--data-dir', dir]);
   t.equal(badSet.code, 2);
   t.match(badSet.stderr, 'high must be a number from 0.1 to 0.99');
+
+  // Removing an entry that is not there: said plainly, and the policy's version stays.
+  const version = async () => (JSON.parse((await runIvtd(['policy', 'show', '--customer', 'acme', '--json', '--data-dir', dir])).stdout) as { version: number }).version;
+  const v0 = await version();
+  const absent = await runIvtd(['policy', 'remove', '--customer', 'acme', '--kind', 'publisher', '--value', 'pub-never', '--data-dir', dir]);
+  t.equal(absent.code, 0, absent.stderr);
+  t.match(absent.stdout, /^No such entry \(nothing changed\); the policy of \S+ has 1 entry\.\n$/, 'one entry, not "1 entries"');
+  t.equal(await version(), v0, 'removing an absent entry does not bump the version');
 
   const srv = await startTestServer({}, dir);
   t.teardown(() => srv.stop());

@@ -2,7 +2,8 @@
 // IVT rate (percent) on the right, drawn by uPlot on a canvas, in UTC, sized to its box.
 import uPlot from 'uplot';
 import { formatInt } from './format.ts';
-import { axisLabel, type Granularity, type Series } from './series.ts';
+import type { DateRange } from './dates.ts';
+import { axisLabel, COUNT_INCRS, timeIncrs, xExtent, type Granularity, type Series } from './series.ts';
 
 export const SERIES_COLORS = {
   total: '#334155',
@@ -32,23 +33,49 @@ export class TransactionsChart {
     if (this.plot) this.plot.setSize(this.size());
   }
 
-  show(s: Series, g: Granularity): void {
+  show(s: Series, g: Granularity, range: DateRange): void {
     this.plot?.destroy();
+    const [xMin, xMax] = xExtent(range, g);
+    // What the x axis says, as drawn (for tests and anyone inspecting the page; the canvas has no text).
+    let xLabels: string[] = [];
+    const box = this.box;
+    // By hour most points are empty: a dot on each hour with traffic keeps a lone busy hour
+    // (and its IVT rate, which has no neighbours to draw a line to) visible.
+    const dots = (keep: (v: number) => boolean): uPlot.Series['points'] =>
+      g === 'hour'
+        ? {
+            show: true,
+            size: 5,
+            filter: (u, i) => {
+              const out: number[] = [];
+              (u.data[i] as Array<number | null>).forEach((v, j) => {
+                if (v != null && keep(v)) out.push(j);
+              });
+              return out;
+            },
+          }
+        : {};
     const countSeries = (label: string, stroke: string, width = 2): uPlot.Series => ({
       label,
       stroke,
       width,
       scale: 'n',
+      points: dots((v) => v > 0),
       value: (_u, v) => (v == null ? '–' : formatInt(v)),
     });
     const opts: uPlot.Options = {
       ...this.size(),
       tzDate: utc,
       cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true }, n: { range: (_u, _min, max) => [0, Math.max(1, max)] }, pct: { range: [0, 100] } },
+      scales: { x: { time: true, range: () => [xMin, xMax] }, n: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.05] }, pct: { range: [0, 100] } },
       axes: [
-        { stroke: '#475569', grid: { stroke: '#e2e8f0' }, values: (_u, splits) => splits.map((ts, i) => axisLabel(ts, g, i === 0)) },
-        { scale: 'n', stroke: '#475569', grid: { stroke: '#e2e8f0' }, size: 60, values: (_u, ticks) => ticks.map((t) => formatInt(t)) },
+        {
+          stroke: '#475569',
+          grid: { stroke: '#e2e8f0' },
+          incrs: timeIncrs(g),
+          values: (_u, splits) => (xLabels = splits.map((ts, i) => axisLabel(ts, g, i === 0))),
+        },
+        { scale: 'n', stroke: '#475569', grid: { stroke: '#e2e8f0' }, size: 60, incrs: [...COUNT_INCRS], values: (_u, ticks) => ticks.map((t) => formatInt(t)) },
         { scale: 'pct', side: 1, stroke: SERIES_COLORS.rate, grid: { show: false }, size: 50, values: (_u, ticks) => ticks.map((t) => `${t}%`) },
       ],
       series: [
@@ -63,9 +90,19 @@ export class TransactionsChart {
           width: 1.5,
           dash: [6, 4],
           scale: 'pct',
+          points: dots(() => true),
           value: (_u, v) => (v == null ? '–' : `${v.toFixed(1)}%`),
         },
       ],
+      hooks: {
+        draw: [
+          (u) => {
+            box.dataset.xLabels = JSON.stringify(xLabels);
+            box.dataset.xMin = String(u.scales.x!.min);
+            box.dataset.xMax = String(u.scales.x!.max);
+          },
+        ],
+      },
     };
     const data: uPlot.AlignedData = [s.x, s.total, s.valid, s.givt, s.sivt, s.rate];
     this.box.replaceChildren();

@@ -11,12 +11,34 @@ const EXAMPLE_UA = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36
 
 /** A complete, valid lookup (desktop web banner) for this partner. */
 export function lookupCurl(prebidUrl: string, partnerId: string, key: string | null): string {
-  const q =
-    `schain=1.0,1!exchange1.example,1234,1&p=${encodeURIComponent(partnerId)}&k=${key ? encodeURIComponent(key) : '${IVTD_PREBID_KEY}'}` +
-    `&pub=pub-1&node=bidder-1&ip=81.2.69.142&ua=${encodeURIComponent(EXAMPLE_UA)}&uid=u-1&sid=exchange1.example&adt=1&dvt=2`;
-  const url = `${prebidUrl}/api/v1/ivt/lookup?${q}`;
-  // Double quotes when the key is a variable, so the shell expands it.
-  return key ? `curl ${shellQuote(url)}` : `curl "${url}"`;
+  const before = `${prebidUrl}/api/v1/ivt/lookup?schain=1.0,1!exchange1.example,1234,1&p=${encodeURIComponent(partnerId)}&k=`;
+  const after = `&pub=pub-1&node=bidder-1&ip=81.2.69.142&ua=${encodeURIComponent(EXAMPLE_UA)}&uid=u-1&sid=exchange1.example&adt=1&dvt=2`;
+  return `curl ${keyed(before, key, after)}`;
+}
+
+/**
+ * A URL with the pre-bid key in it, single-quoted: inside double quotes the schain's `!`
+ * is history expansion in an interactive bash ("event not found"). Without the key, the
+ * quotes open around "${IVTD_PREBID_KEY}" so the shell puts it in.
+ */
+function keyed(before: string, key: string | null, after: string): string {
+  return key ? shellQuote(before + encodeURIComponent(key) + after) : `${shellQuote(before)}"\${IVTD_PREBID_KEY}"${shellQuote(after)}`;
+}
+
+/** An OpenRTB 2.6 bid request (desktop web banner, with its supply chain) for the same verdict over POST. */
+export const EXAMPLE_BID_REQUEST = {
+  id: 'req-1',
+  imp: [{ id: '1', banner: { w: 300, h: 250 } }],
+  site: { domain: 'news.example', publisher: { id: 'pub-1' } },
+  device: { ip: '81.2.69.142', ua: EXAMPLE_UA, devicetype: 2 },
+  user: { id: 'u-1' },
+  source: { schain: { ver: '1.0', complete: 1, nodes: [{ asi: 'exchange1.example', sid: '1234', hp: 1 }] } },
+};
+
+/** The OpenRTB lookup: the bid request as the body, partner, key and node in the query. */
+export function ortbCurl(prebidUrl: string, partnerId: string, key: string | null): string {
+  const url = keyed(`${prebidUrl}/api/v1/ivt/ortb?p=${encodeURIComponent(partnerId)}&k=`, key, '&node=bidder-1');
+  return `curl -H 'Content-Type: application/json' --data-binary ${shellQuote(JSON.stringify(EXAMPLE_BID_REQUEST))} \\\n  ${url}`;
 }
 
 /** Last 7 days by date, over HTTP Basic with customer ID and reporting key. */

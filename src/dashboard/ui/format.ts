@@ -9,6 +9,11 @@ export function formatInt(n: number): string {
   return INT.format(n);
 }
 
+/** A count with its noun: "1 entry", "2 entries", "1,000 entries". */
+export function countOf(n: number, one: string, many: string): string {
+  return `${INT.format(n)} ${n === 1 ? one : many}`;
+}
+
 /** Invalid share of all transactions, 0..1; 0 when there are none. */
 export function ivtRate(invalid: number, total: number): number {
   return total > 0 ? invalid / total : 0;

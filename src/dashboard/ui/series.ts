@@ -87,6 +87,34 @@ export function seriesTotals(s: Series): MetricRow {
   };
 }
 
+/**
+ * The chart's x extent in Unix seconds: the whole range, whatever the data. By hour, the
+ * last day is a whole day wide like the others (the hours still to come stay empty), so
+ * today is not squeezed against the right edge; by day, half a day either side, so the
+ * first and last days' points are not drawn on the frame.
+ */
+export function xExtent(range: DateRange, g: Granularity): [number, number] {
+  const first = dateMs(range.start) / 1000;
+  const endExclusive = (dateMs(range.end) + DAY_MS) / 1000;
+  if (g === 'hour') return [first, endExclusive];
+  const half = DAY_MS / 2000;
+  return [first - half, endExclusive - DAY_MS / 1000 + half];
+}
+
+const DAY_S = DAY_MS / 1000;
+const HOUR_S = HOUR_MS / 1000;
+/**
+ * Tick spacings uPlot may choose from (seconds): whole days by day, so a date is never
+ * ticked twice; whole hours that divide a day by hour.
+ */
+export function timeIncrs(g: Granularity): number[] {
+  const days = [1, 2, 3, 4, 7, 14, 28, 56, 91, 182, 364].map((d) => d * DAY_S);
+  return g === 'day' ? days : [1, 2, 3, 4, 6, 12].map((h) => h * HOUR_S).concat(days);
+}
+
+/** Whole-number tick spacings for counts (1, 2, 5, 10, 20, 50, …): no "2.5 transactions" rounded to 3. */
+export const COUNT_INCRS: readonly number[] = Array.from({ length: 13 }, (_, e) => [1, 2, 5].map((m) => m * 10 ** e)).flat();
+
 /** 24-hour UTC ticks: the date at midnight, else the hour; the first tick carries the year. */
 export function axisLabel(ts: number, g: Granularity, first: boolean): string {
   const iso = new Date(ts * 1000).toISOString();

@@ -279,8 +279,8 @@ export function analyticsPage(ctx: PageContext): Page {
             'tr',
             {},
             ...dims.map((d) => dimCell(d, row)),
-            ...METRICS.map((m) => h('td', { class: 'num', 'data-col': m.key }, formatInt(row[m.key]))),
-            h('td', { class: 'num muted' }, formatRate(ivtRate(row.invalid_transactions, row.total_transactions), row.total_transactions)),
+            ...METRICS.map((m) => h('td', { class: 'num', 'data-col': m.key, 'data-label': m.label }, formatInt(row[m.key]))),
+            h('td', { class: 'num muted', 'data-label': 'IVT rate' }, formatRate(ivtRate(row.invalid_transactions, row.total_transactions), row.total_transactions)),
           ),
         ),
       ),
@@ -304,7 +304,8 @@ export function analyticsPage(ctx: PageContext): Page {
     const meaning = dimensionValueLabel(d, v);
     return h(
       'td',
-      { 'data-col': d, 'data-value': raw, title: meaning },
+      // data-label: on a phone each row is a block of "label value" lines (app.css).
+      { 'data-col': d, 'data-value': raw, 'data-label': d, title: meaning },
       raw === '' ? h('span', { class: 'muted' }, meaning ?? '(none)') : raw,
       meaning && raw !== '' ? h('span', { class: 'muted' }, ` ${meaning}`) : null,
     );
@@ -365,12 +366,12 @@ export function analyticsPage(ctx: PageContext): Page {
             'tr',
             { 'data-category': c.category },
             h('th', { scope: 'row' }, c.label, c.category ? h('span', { class: 'muted' }, ` ${c.category}`) : null),
-            h('td', { class: 'num', 'data-col': 'invalid_transactions' }, formatInt(c.invalid_transactions)),
-            h('td', { class: 'num', 'data-col': 'givt_transactions' }, formatInt(c.givt_transactions)),
-            h('td', { class: 'num', 'data-col': 'sivt_transactions' }, formatInt(c.sivt_transactions)),
+            h('td', { class: 'num', 'data-col': 'invalid_transactions', 'data-label': 'Invalid' }, formatInt(c.invalid_transactions)),
+            h('td', { class: 'num', 'data-col': 'givt_transactions', 'data-label': 'GIVT' }, formatInt(c.givt_transactions)),
+            h('td', { class: 'num', 'data-col': 'sivt_transactions', 'data-label': 'SIVT' }, formatInt(c.sivt_transactions)),
             h(
               'td',
-              { class: 'share' },
+              { class: 'share', 'data-label': 'Share of invalid' },
               h('meter', { min: 0, max: 1, value: c.share, 'aria-label': `${c.label}: ${pct} of invalid` }),
               h('span', { class: 'num' }, pct),
             ),
@@ -409,9 +410,10 @@ export function analyticsPage(ctx: PageContext): Page {
         rows.push(...(r.rows as unknown as TimeRow[]));
         if (rows.length >= r.meta.total_rows || r.rows.length === 0) break;
       }
-      const s = buildSeries(rows, { start: q.start_date, end: q.end_date }, g, Date.now());
+      const range = { start: q.start_date, end: q.end_date };
+      const s = buildSeries(rows, range, g, Date.now());
       renderTiles(seriesTotals(s));
-      chart.show(s, g);
+      chart.show(s, g, range);
       chartStatus.done();
     } catch (e) {
       if (id !== seriesSeq) return;

@@ -2,7 +2,7 @@
 // a prefix is stored in the clear; a rotated key is shown once), endpoints and curl examples.
 import type { Account, AccountKey, DashboardConfig, KeyKind, RotatedKey } from '../api.ts';
 import { confirmDialog, copyButton, field, h, statusBox } from '../dom.ts';
-import { healthCurl, lookupCurl, reportCurl } from '../examples.ts';
+import { healthCurl, lookupCurl, ortbCurl, reportCurl } from '../examples.ts';
 import { formatUtc, maskedKey } from '../format.ts';
 import type { Page, PageContext } from '../page.ts';
 
@@ -57,9 +57,15 @@ export function integrationsPage(ctx: PageContext): Page {
           fact('Partner ID (p)', a.partner_id, 'partner-id'),
           keyFact(a, 'prebid', 'Pre-bid key (k)'),
           fact('Lookup endpoint', `${c.prebid_url}/api/v1/ivt/lookup`, 'lookup-url'),
+          fact('OpenRTB lookup endpoint (POST)', `${c.prebid_url}/api/v1/ivt/ortb`, 'ortb-url'),
           fact('Health check', `${c.prebid_url}/health-check`, 'health-url'),
         ),
         example('Example lookup', lookup, prebidKey ? null : 'Set IVTD_PREBID_KEY to your pre-bid key first (export IVTD_PREBID_KEY=…).'),
+        example(
+          'Example OpenRTB lookup',
+          ortbCurl(c.prebid_url, a.partner_id, prebidKey),
+          'The same verdict from an OpenRTB 2.4–2.6 bid request sent as the body (JSON, optionally gzip); the answer adds the request’s id, nbr (the no-bid reason, in the high band) and reasons.',
+        ),
         example('Health check', healthCurl(c.prebid_url), 'Answers 200 when lookups are served, 503 when not; poll every 10 to 60 seconds.'),
       ),
       h(

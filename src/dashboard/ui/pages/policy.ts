@@ -6,7 +6,7 @@ import { ENTRY_KINDS, PolicyError } from '../../../policy/model.ts';
 import type { PolicyEntry, PolicyKind, PolicyView } from '../api.ts';
 import { ApiError } from '../session.ts';
 import { confirmDialog, downloadCsvFile, field, h, setFieldError, statusBox } from '../dom.ts';
-import { formatInt } from '../format.ts';
+import { countOf, formatInt } from '../format.ts';
 import type { Page, PageContext } from '../page.ts';
 
 const PAGE_SIZE = 50;
@@ -212,12 +212,12 @@ export function policyPage(ctx: PageContext): Page {
       status.error(e instanceof PolicyError ? `${file.name}: ${e.message}` : `Could not read ${file.name}: ${(e as Error).message}`);
       return;
     }
-    status.loading(`Importing ${formatInt(entries.length)} entries…`);
+    status.loading(`Importing ${countOf(entries.length, 'entry', 'entries')}…`);
     try {
       const r = await ctx.api.addPolicyEntries(entries);
       offset = 0;
       await load();
-      notice.textContent = `Imported ${file.name}: ${formatInt(r.added)} new entries; the list has ${formatInt(r.entries)}.`;
+      notice.textContent = `Imported ${file.name}: ${countOf(r.added, 'new entry', 'new entries')}; the list has ${formatInt(r.entries)}.`;
     } catch (e) {
       status.error(`Could not import ${file.name}: ${e instanceof ApiError && e.field ? `${e.field}: ` : ''}${explain(e)}`);
     }
