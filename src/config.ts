@@ -75,7 +75,7 @@ export const OPTIONS = {
   dataSources: { flag: 'data-sources', kind: 'path', default: undefined, help: 'JSON file naming the data sources to refresh (default <data-dir>/sources.json; see README).' },
   maxmindAccountId: { flag: 'maxmind-account-id', kind: 'string', default: undefined, help: 'MaxMind account ID for GeoIP2/GeoLite2 downloads by the data refresh.' },
   maxmindLicenseKey: { flag: 'maxmind-license-key', kind: 'string', default: undefined, secret: true, help: 'MaxMind licence key for those downloads; prefer the environment or config file (a flag shows in ps).' },
-  clickhouseUrl: { flag: 'clickhouse-url', kind: 'string', default: undefined, help: 'Fleet mode: http://[user[:password]@]host:port[/database] of the ClickHouse shared by the fleet (database default ivtd, created if missing). README "Fleet".', check: checkClickHouseUrl },
+  clickhouseUrl: { flag: 'clickhouse-url', kind: 'string', default: undefined, help: 'Fleet mode: http(s)://[user[:password]@]host:port[/database] of the ClickHouse shared by the fleet (database default ivtd, created if missing; https default port 8443). README "Fleet".', check: checkClickHouseUrl },
   tlsCert: { flag: 'tls-cert', kind: 'path', default: undefined, help: 'PEM certificate (chain) to serve HTTPS on the account and reporting ports; with --tls-key. Re-read on SIGHUP.' },
   tlsKey: { flag: 'tls-key', kind: 'path', default: undefined, help: 'PEM private key of --tls-cert. Re-read on SIGHUP.' },
   role: { flag: 'role', kind: 'string', default: 'all', help: 'all: lookups, accounts, dashboard and reporting; edge: lookups only (and /metrics), keys from ClickHouse; needs --clickhouse-url.', choices: ROLES },

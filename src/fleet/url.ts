@@ -1,5 +1,6 @@
-// `--clickhouse-url http://[user[:password]@]host:port[/database]`: where the fleet's
-// shared state lives. Parsed once at start; a malformed URL stops the start with a message
+// `--clickhouse-url http(s)://[user[:password]@]host:port[/database]`: where the fleet's
+// shared state lives (https: @clickhouse/client checks the certificate against Node's CAs,
+// plus NODE_EXTRA_CA_CERTS). Parsed once at start; a malformed URL stops the start with a message
 // that says what is wrong, never a half-configured fleet.
 import { isIdentifier } from './sql.ts';
 
@@ -21,7 +22,7 @@ export class ClickHouseUrlError extends Error {
 }
 
 export function parseClickHouseUrl(raw: string): ClickHouseTarget {
-  const shape = 'expected http://[user[:password]@]host:port[/database]';
+  const shape = 'expected http(s)://[user[:password]@]host:port[/database]';
   let u: URL;
   try {
     u = new URL(raw);
