@@ -184,7 +184,10 @@ export class LoginThrottle {
   private inFlight = 0;
   private readonly caps: { user: number; address: number; global: number };
   private readonly queueWaitMs: number;
-  /** Clean attempts, first come first served. */
+  /**
+   * Clean attempts, the newest served first: a flood's first guess from each of many fresh
+   * addresses arrives in one burst, and the owner who comes after it is not kept behind it.
+   */
   private readonly cleanQueue: Waiter[] = [];
   /** The other waiting attempts per address; map order is the round-robin (a served address goes last). */
   private readonly queues = new Map<string, Waiter[]>();
@@ -323,9 +326,12 @@ export class LoginThrottle {
     this.waitingCount--;
   }
 
-  /** The next waiter a free place can serve: clean ones first, then one address after another. */
+  /** The next waiter a free place can serve: clean ones first (newest first), then one address after another. */
   private next(): Waiter | undefined {
-    for (const w of this.cleanQueue) if (this.fits(w.user, w.address, true)) return w;
+    for (let i = this.cleanQueue.length - 1; i >= 0; i--) {
+      const w = this.cleanQueue[i]!;
+      if (this.fits(w.user, w.address, true)) return w;
+    }
     for (const q of this.queues.values()) for (const w of q) if (this.fits(w.user, w.address)) return w;
     return undefined;
   }

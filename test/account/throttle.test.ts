@@ -211,8 +211,9 @@ t.test('over HTTP: a concurrent burst cannot pass the allowance (attempts are co
 
   // Many addresses at once, all wrong: past the global cap they wait their turn rather than
   // being refused, so each address gets its check; the owner still logs in afterwards.
-  const spread = await Promise.all(Array.from({ length: 12 }, (_, i) => loginFrom(port, `127.0.1.${i + 1}`, `spread-${i}`, 'x-password')));
-  t.same(tally(spread), { 401: 12 }, 'every address had its password checked');
+  // (Twice the global cap: a loaded machine still checks them all within the wait.)
+  const spread = await Promise.all(Array.from({ length: 4 }, (_, i) => loginFrom(port, `127.0.1.${i + 1}`, `spread-${i}`, 'x-password')));
+  t.same(tally(spread), { 401: 4 }, 'every address had its password checked');
   t.equal((await loginFrom(port, '127.0.0.33', username, password)).status, 200, 'the owner logs in from elsewhere');
 });
 
@@ -282,6 +283,23 @@ t.test('LoginThrottle.enter: an attempt from a clean address for a clean usernam
   held.failed();
   await Promise.all(all);
   t.equal(ownerServedAfter, 0, 'the owner was checked before every queued attempt of the flood');
+
+  // A burst of first guesses from fresh addresses is clean too: the owner who comes after it goes first.
+  await new Promise((r) => setImmediate(r)); // the last attempts above end
+  const hold2 = admitted(lt.begin('other', '192.0.2.99'));
+  const burst = Array.from({ length: 5 }, (_, i) => lt.enter('admin', `203.0.113.${i + 1}`));
+  const later = lt.enter('admin', '198.51.100.77');
+  const order: string[] = [];
+  const ends = [...burst.map((p, i) => ({ p, name: `burst-${i}` })), { p: later, name: 'owner' }].map(({ p, name }) =>
+    p.then((a) => {
+      if (!a.ok) throw new Error(`${name} refused`);
+      order.push(name);
+      setImmediate(() => a.attempt.failed());
+    }),
+  );
+  hold2.failed();
+  await Promise.all(ends);
+  t.equal(order[0], 'owner', `the newest clean attempt first: ${order.join(', ')}`);
 });
 
 t.test('LoginThrottle.enter: the queue is bounded per address and in time; leaving gives up the place', async (t) => {
