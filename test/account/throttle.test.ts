@@ -229,8 +229,11 @@ t.test('LoginThrottle: an attempt refused as busy counts against its address', a
   const lt = new LoginThrottle({ globalInFlight: 1 });
   const held = admitted(lt.begin('someone', '192.0.2.200'));
   for (let i = 0; i < ADDRESS_FAILURES_ALLOWED; i++) t.match(lt.begin(`u${i}`, '192.0.2.77'), { ok: false, reason: 'busy' });
+  // IPv6: every address of one /64 counts as one.
+  for (let i = 0; i < ADDRESS_FAILURES_ALLOWED; i++) t.match(lt.begin(`v${i}`, `2001:db8:5:5::${(i + 1).toString(16)}`), { ok: false, reason: 'busy' });
   held.succeeded();
   t.match(lt.begin('fresh', '192.0.2.77'), { ok: false, reason: 'locked' }, 'the flooding address locked itself out');
+  t.match(lt.begin('fresh', '2001:db8:5:5:abcd::9'), { ok: false, reason: 'locked' }, 'and so did the flooding /64');
   t.match(lt.begin('fresh', '2001:db8:7:7::1'), { ok: true }, 'another address is not');
 });
 
