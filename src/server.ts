@@ -499,7 +499,7 @@ async function reloadAll(s: RunningServer, config: Config, reread?: () => Config
   // TLS: the pair is read again (renewed in place?) and checked before anything changes.
   let tlsNext: TlsPair | null;
   try {
-    const plan = planTlsReload(s.tls, next);
+    const plan = await planTlsReload(s.tls, next);
     tlsNext = plan.pair;
     // Turning TLS on or off takes a restart: the listeners keep what they serve.
     if (plan.restartOnly) {

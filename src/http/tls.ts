@@ -3,6 +3,7 @@
 // and swapped in on SIGHUP for the connections that follow. Files are re-read on every
 // SIGHUP, so a certificate renewed in place is picked up; a bad new pair keeps the old one.
 import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { X509Certificate } from 'node:crypto';
 import type { Server as HttpsServer } from 'node:https';
 import { createSecureContext } from 'node:tls';
@@ -32,10 +33,26 @@ function readPem(path: string, what: string): Buffer {
   }
 }
 
+async function readPemAsync(path: string, what: string): Promise<Buffer> {
+  try {
+    return await readFile(path);
+  } catch (e) {
+    throw new TlsError(`cannot read the TLS ${what} ${path}: ${(e as Error).message}`);
+  }
+}
+
 /** Reads and checks a pair; throws TlsError naming the file and what is wrong with it. */
 export function readTlsPair(certPath: string, keyPath: string, now = Date.now()): TlsPair {
-  const cert = readPem(certPath, 'certificate');
-  const key = readPem(keyPath, 'key');
+  return checkTlsPair(readPem(certPath, 'certificate'), readPem(keyPath, 'key'), certPath, keyPath, now);
+}
+
+/** readTlsPair off the main thread's file reads (for SIGHUP: the event loop keeps going meanwhile). */
+export async function readTlsPairAsync(certPath: string, keyPath: string, now = Date.now()): Promise<TlsPair> {
+  const [cert, key] = await Promise.all([readPemAsync(certPath, 'certificate'), readPemAsync(keyPath, 'key')]);
+  return checkTlsPair(cert, key, certPath, keyPath, now);
+}
+
+function checkTlsPair(cert: Buffer, key: Buffer, certPath: string, keyPath: string, now: number): TlsPair {
   let leaf: X509Certificate;
   try {
     leaf = new X509Certificate(cert);
@@ -103,8 +120,8 @@ function pairPaths(config: { tlsCert: string | undefined; tlsKey: string | undef
  * off; `restartOnly` when the config turns TLS on or off, which takes a restart (the
  * listeners keep what they serve). Throws TlsError when the new pair is unusable.
  */
-export function planTlsReload(current: TlsCredentials | null, next: { tlsCert: string | undefined; tlsKey: string | undefined }): { pair: TlsPair | null; restartOnly: boolean } {
+export async function planTlsReload(current: TlsCredentials | null, next: { tlsCert: string | undefined; tlsKey: string | undefined }): Promise<{ pair: TlsPair | null; restartOnly: boolean }> {
   const wanted = next.tlsCert !== undefined || next.tlsKey !== undefined;
   if (current === null || !wanted) return { pair: null, restartOnly: wanted !== (current !== null) };
-  return { pair: readTlsPair(...pairPaths(next)), restartOnly: false };
+  return { pair: await readTlsPairAsync(...pairPaths(next)), restartOnly: false };
 }

@@ -61,11 +61,12 @@ t.test('a pair is checked before use: readable, PEM, key belonging to the certif
   t.ok(readTlsPair(A.cert, A.key, Date.now() + 3 * 86_400_000).expired, 'expired once its validity has ended');
 
   const on = tlsFromConfig({ tlsCert: A.cert, tlsKey: A.key });
-  t.match(planTlsReload(on, { tlsCert: B.cert, tlsKey: B.key }), { pair: { certPath: B.cert }, restartOnly: false }, 'on → on: the new pair');
-  t.same(planTlsReload(null, { tlsCert: B.cert, tlsKey: B.key }), { pair: null, restartOnly: true }, 'off → on: a restart');
-  t.same(planTlsReload(on, { tlsCert: undefined, tlsKey: undefined }), { pair: null, restartOnly: true }, 'on → off: a restart');
-  t.same(planTlsReload(null, { tlsCert: undefined, tlsKey: undefined }), { pair: null, restartOnly: false });
-  t.throws(() => planTlsReload(on, { tlsCert: B.cert, tlsKey: A.key }), /does not belong/);
+  t.match(await planTlsReload(on, { tlsCert: B.cert, tlsKey: B.key }), { pair: { certPath: B.cert }, restartOnly: false }, 'on → on: the new pair');
+  t.same(await planTlsReload(null, { tlsCert: B.cert, tlsKey: B.key }), { pair: null, restartOnly: true }, 'off → on: a restart');
+  t.same(await planTlsReload(on, { tlsCert: undefined, tlsKey: undefined }), { pair: null, restartOnly: true }, 'on → off: a restart');
+  t.same(await planTlsReload(null, { tlsCert: undefined, tlsKey: undefined }), { pair: null, restartOnly: false });
+  await t.rejects(planTlsReload(on, { tlsCert: B.cert, tlsKey: A.key }), /does not belong/);
+  await t.rejects(planTlsReload(on, { tlsCert: join(dir, 'gone.pem'), tlsKey: A.key }), /^cannot read the TLS certificate .*gone\.pem/);
 });
 
 t.test('HTTPS on the account and reporting ports; plain HTTP is not served there', async (t) => {
