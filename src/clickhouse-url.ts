@@ -1,7 +1,8 @@
-// `--clickhouse-url http://[user[:password]@]host:port[/database]`: where the fleet's
-// shared state lives. Parsed once at start; a malformed URL stops the start with a message
-// that says what is wrong, never a half-configured fleet. config.ts parses the option with
-// it, so it sits below src/fleet/ (whose SQL text checks names with isIdentifier too).
+// `--clickhouse-url http(s)://[user[:password]@]host:port[/database]`: where the fleet's
+// shared state lives (https: @clickhouse/client checks the certificate against Node's CAs,
+// plus NODE_EXTRA_CA_CERTS). Parsed once at start; a malformed URL stops the start with a
+// message that says what is wrong, never a half-configured fleet. config.ts parses the
+// option with it, so it sits below src/fleet/ (whose SQL text checks names with isIdentifier too).
 
 export const DEFAULT_CLICKHOUSE_DATABASE = 'ivtd';
 
@@ -29,7 +30,7 @@ export class ClickHouseUrlError extends Error {
 }
 
 export function parseClickHouseUrl(raw: string): ClickHouseTarget {
-  const shape = 'expected http://[user[:password]@]host:port[/database]';
+  const shape = 'expected http(s)://[user[:password]@]host:port[/database]';
   let u: URL;
   try {
     u = new URL(raw);

@@ -76,7 +76,9 @@ export const OPTIONS = {
   dataSources: { flag: 'data-sources', kind: 'path', default: undefined, help: 'JSON file naming the data sources to refresh (default <data-dir>/sources.json; see README).' },
   maxmindAccountId: { flag: 'maxmind-account-id', kind: 'string', default: undefined, help: 'MaxMind account ID for GeoIP2/GeoLite2 downloads by the data refresh.' },
   maxmindLicenseKey: { flag: 'maxmind-license-key', kind: 'string', default: undefined, secret: true, help: 'MaxMind licence key for those downloads; prefer the environment or config file (a flag shows in ps).' },
-  clickhouseUrl: { flag: 'clickhouse-url', kind: 'string', default: undefined, help: 'Fleet mode: http://[user[:password]@]host:port[/database] of the ClickHouse shared by the fleet (database default ivtd, created if missing). README "Fleet".', check: checkClickHouseUrl },
+  clickhouseUrl: { flag: 'clickhouse-url', kind: 'string', default: undefined, help: 'Fleet mode: http(s)://[user[:password]@]host:port[/database] of the ClickHouse shared by the fleet (database default ivtd, created if missing; https default port 8443). README "Fleet".', check: checkClickHouseUrl },
+  tlsCert: { flag: 'tls-cert', kind: 'path', default: undefined, help: 'PEM certificate (chain) to serve HTTPS on the account and reporting ports; with --tls-key. Re-read on SIGHUP.' },
+  tlsKey: { flag: 'tls-key', kind: 'path', default: undefined, help: 'PEM private key of --tls-cert. Re-read on SIGHUP.' },
   role: { flag: 'role', kind: 'string', default: 'all', help: 'all: lookups, accounts, dashboard and reporting; edge: lookups only (and /metrics), keys from ClickHouse; needs --clickhouse-url.', choices: ROLES },
 } as const satisfies Record<string, OptionSpec>;
 
@@ -110,6 +112,9 @@ export interface Config {
   maxmindAccountId: string | undefined;
   maxmindLicenseKey: string | undefined;
   clickhouseUrl: string | undefined;
+  /** PEM files: HTTPS on the account and reporting ports when both are set. */
+  tlsCert: string | undefined;
+  tlsKey: string | undefined;
   role: string;
 }
 
@@ -279,8 +284,11 @@ export function optionsHelp(): string {
     .join('\n');
 }
 
-/** Options a running server applies on SIGHUP; every other change needs a restart. */
-export const LIVE_OPTIONS: readonly OptionKey[] = ['logLevel', 'mmdbCountry', 'mmdbAsn', 'mmdbAnonymousIp'];
+/**
+ * Options a running server applies on SIGHUP; every other change needs a restart. The TLS
+ * pair is live only while TLS stays on: turning it on or off needs a restart.
+ */
+export const LIVE_OPTIONS: readonly OptionKey[] = ['logLevel', 'mmdbCountry', 'mmdbAsn', 'mmdbAnonymousIp', 'tlsCert', 'tlsKey'];
 
 /** Which options differ between two configs, split into live-applicable and restart-only. */
 export function diffConfig(current: Config, next: Config): { live: OptionKey[]; restart: OptionKey[] } {

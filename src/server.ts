@@ -35,6 +35,7 @@ import { SourcesError } from './data/sources.ts';
 import type { HttpGetOptions } from './data/http-get.ts';
 import { PolicyService, type PolicySource, type PolicyUpdate } from './policy/service.ts';
 import { policyVersions, readPolicy } from './store/policies.ts';
+import { planTlsReload, tlsFromConfig, type TlsCredentials, type TlsPair } from './http/tls.ts';
 
 export interface RunningServer {
   config: Config;
@@ -65,6 +66,8 @@ export interface RunningServer {
   refresher: DataRefresher | null;
   /** Customers' compiled policies (src/policy). */
   policies: PolicyService;
+  /** The TLS pair of the account and reporting ports (null: plain HTTP). */
+  tls: TlsCredentials | null;
 }
 
 /** Values the lookup threads saw, to the refresher's bounded crawl lists. */
@@ -317,6 +320,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // The dashboard learns the bound ports at request time (ephemeral ports in tests).
     const boundPorts = { prebid: prebidPort, api: edge ? 0 : config.apiPort, reporting: edge ? 0 : config.reportingPort, metrics: metricsListener.port };
     const dashboardPorts = () => boundPorts;
+    // TLS on the account and reporting ports: a bad pair stops the start here.
+    const tls = edge ? null : tlsFromConfig(config);
+    if (tls) logTlsPair(tls.pair, 'TLS on the account and reporting ports');
     const api = edge ? null : await startAccountApi({
       config,
       store,
@@ -327,10 +333,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       },
       onKeysChanged: refreshKeysSoon,
       policies,
+      tls,
     });
     if (api) cleanup.unshift(() => api.close());
 
-    const reportingApi = edge ? null : await reporting.listen();
+    const reportingApi = edge ? null : await reporting.listen(tls);
     if (reportingApi) cleanup.unshift(() => reportingApi.close());
 
     // Last: the data push is what turns /health-check to 200, so health means every listener is open.
@@ -352,6 +359,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       policies,
       explainEngine: () => engine,
       refreshKeys,
+      tls,
       async reload(nextConfig = config) {
         let next: DataBundle;
         // Files written by `ivtd data update` in another process: status follows them.
@@ -426,6 +434,7 @@ function announce(
 ): void {
   const host = s.config.host === '0.0.0.0' || s.config.host === '::' ? '127.0.0.1' : s.config.host;
   const base = `http://${host.includes(':') ? `[${host}]` : host}`;
+  const apiBase = s.tls ? base.replace(/^http:/, 'https:') : base;
   const ua = encodeURIComponent('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36');
   const q =
     `schain=1.0,1!exchange1.example,1234,1&p=${c.partner_id}&k=${c.prebid_key}&pub=pub-1&node=bidder-1` +
@@ -443,7 +452,7 @@ function announce(
       '',
       '  Try a lookup:',
       `    curl '${base}:${s.ports.prebid}/api/v1/ivt/lookup?${q}'`,
-      s.ports.api ? `  Dashboard: ${base}:${s.ports.api}/` : '',
+      s.ports.api ? `  Dashboard: ${apiBase}:${s.ports.api}/` : '',
       '',
     ].join('\n') + '\n',
   );
@@ -530,6 +539,23 @@ async function reloadAll(s: RunningServer, config: Config, reread: (() => Promis
     }
   }
   const { live, restart } = diffConfig(config, next);
+  // TLS: the pair is read again (renewed in place?) and checked before anything changes.
+  let tlsNext: TlsPair | null;
+  try {
+    const plan = await planTlsReload(s.tls, next);
+    tlsNext = plan.pair;
+    // Turning TLS on or off takes a restart: the listeners keep what they serve.
+    if (plan.restartOnly) {
+      for (const k of ['tlsCert', 'tlsKey'] as const) {
+        if (!live.includes(k)) continue;
+        live.splice(live.indexOf(k), 1);
+        restart.push(k);
+      }
+    }
+  } catch (e) {
+    log.error({ err: (e as Error).message }, 'config reload refused: keeping the running config, data and TLS certificate');
+    return { ok: false, errors: [(e as Error).message], changed: [], restart: [] };
+  }
   const candidate: Config = { ...config };
   for (const key of live) (candidate as unknown as Record<string, unknown>)[key] = next[key];
   const level = log.level;
@@ -551,7 +577,17 @@ async function reloadAll(s: RunningServer, config: Config, reread: (() => Promis
     return { ok: false, errors: result.errors, changed: [], restart: [] };
   }
   Object.assign(config, candidate);
+  if (tlsNext && s.tls) {
+    s.tls.use(tlsNext);
+    logTlsPair(tlsNext, 'TLS certificate reloaded: new connections use it');
+  }
   if (live.length) log.info({ changed: live }, 'config reloaded');
   if (restart.length) log.warn({ changed: restart }, 'config changes that take effect only after a restart');
   return { ok: true, errors: [], changed: live, restart };
+}
+
+function logTlsPair(p: TlsPair, msg: string): void {
+  const fields = { cert: p.certPath, key: p.keyPath, subject: p.subject, validTo: p.validTo };
+  if (p.expired) log.warn(fields, `${msg}; the certificate has EXPIRED: clients will refuse it`);
+  else log.info(fields, msg);
 }

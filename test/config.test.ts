@@ -37,6 +37,8 @@ const CASES: Record<OptionKey, { bad: string[]; good: string }> = {
   dataSources: { bad: [''], good: '/x/sources.json' },
   maxmindAccountId: { bad: [''], good: '123456' },
   maxmindLicenseKey: { bad: [''], good: 'key' },
+  tlsCert: { bad: [''], good: '/x/cert.pem' }, // the pair and its files: test/http/tls.test.ts
+  tlsKey: { bad: [''], good: '/x/key.pem' },
 };
 
 t.test('every option has cases here (a new option needs its rule and a test)', async (t) => {

@@ -3,6 +3,7 @@
 // on the same port (dashboard, Bearer-authenticated reporting).
 import type { Config } from '../config.ts';
 import { Router, listen, type Listener } from '../http/router.ts';
+import type { TlsCredentials } from '../http/tls.ts';
 import { log } from '../log.ts';
 import type { Store } from '../store/db.ts';
 import { HOUR_MS } from '../time.ts';
@@ -30,6 +31,8 @@ export interface AccountApiOptions {
   onKeysChanged?: () => void;
   /** Customers' compiled policies (null: changes reach the store only, e.g. in tests of the API alone). */
   policies?: PolicyService | null;
+  /** Serve HTTPS with this pair (--tls-cert, --tls-key). */
+  tls?: TlsCredentials | null;
 }
 
 export async function startAccountApi(opts: AccountApiOptions): Promise<Listener & { sessions: SessionGuard }> {
@@ -52,12 +55,12 @@ export async function startAccountApi(opts: AccountApiOptions): Promise<Listener
 
   let listener: Listener;
   try {
-    listener = await listen(router, config.host, config.apiPort, 'account API');
+    listener = await listen(router, config.host, config.apiPort, 'account API', opts.tls);
   } catch (e) {
     clearInterval(timer);
     throw e;
   }
-  log.info({ host: config.host, port: listener.port }, 'account API listening');
+  log.info({ host: config.host, port: listener.port, tls: !!opts.tls }, 'account API listening');
   return {
     ...listener,
     sessions,

@@ -78,8 +78,12 @@ export function mountAuthRoutes(router: Router, deps: AuthDeps): void {
     const username = formField(form, 'username', USERNAME_INPUT_MAX);
     const password = formField(form, 'password', PASSWORD_MAX);
 
-    // Counted as a failure before the check (a success takes it back): see login-throttle.ts.
-    const admission = throttle.begin(username, ctx.ip);
+    // Counted as a failure before the check (a success takes it back), and may wait its
+    // turn for a check; a client that leaves meanwhile gives up its place: see login-throttle.ts.
+    const left = new AbortController();
+    const onClose = () => left.abort();
+    ctx.res.once('close', onClose);
+    const admission = await throttle.enter(username, ctx.ip, left.signal).finally(() => ctx.res.off('close', onClose));
     if (!admission.ok) {
       const wait = admission.retryAfter;
       throw tooManyRequests(

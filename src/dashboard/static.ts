@@ -111,10 +111,12 @@ export function dashboardUrls(config: Config, ports: { prebid: number; api: numb
     host = fromHeader ?? '127.0.0.1';
   }
   const h = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  // --tls-cert covers the account and reporting ports; pre-bid lookups stay plain HTTP.
+  const secure = config.tlsCert !== undefined ? 'https' : 'http';
   return {
     prebid_url: `http://${h}:${ports.prebid}`,
-    reporting_url: `http://${h}:${ports.reporting}`,
-    api_url: `http://${h}:${ports.api}`,
+    reporting_url: `${secure}://${h}:${ports.reporting}`,
+    api_url: `${secure}://${h}:${ports.api}`,
   };
 }
 

@@ -27,6 +27,19 @@ export class FleetError extends Error {
 }
 
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+/** An https:// URL whose certificate Node does not accept: the request never left. */
+const UNTRUSTED = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
 
 /** One line of the server's exception, e.g. "Code: 60 … Table ivtd.x doesn't exist". */
 function firstLine(s: string): string {
@@ -41,6 +54,16 @@ function asFleetError(e: unknown, what: string, display: string): FleetError {
   if (m) return new FleetError(`ClickHouse ${display}: ${what} failed: ${firstLine(err.message)}`, Number(m[1]), false);
   if (err.code && NOT_SENT.has(err.code)) {
     return new FleetError(`ClickHouse ${display} is unreachable (${err.code}) during ${what}`, null, false);
+  }
+  if (err.code && UNTRUSTED.has(err.code)) {
+    return new FleetError(
+      `ClickHouse ${display}: the TLS certificate is not trusted (${err.code}: ${err.message}) during ${what}; for a private CA, start ivtd with NODE_EXTRA_CA_CERTS=/path/to/ca.pem`,
+      null,
+      false,
+    );
+  }
+  if (err.code === 'EPROTO' || err.code?.startsWith('ERR_SSL_')) {
+    return new FleetError(`ClickHouse ${display}: the TLS handshake failed (${err.code}: ${firstLine(err.message ?? '')}) during ${what}; is that port https?`, null, false);
   }
   return new FleetError(`ClickHouse ${display}: ${what} got no clear answer: ${err.message}`, null, true);
 }

@@ -2,9 +2,11 @@
 // node:http, exact-path and `:param` routes, bounded JSON/form bodies, and one place that
 // turns HttpError (or any thrown error) into the JSON error body.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { HttpError } from '../errors.ts';
 import { log } from '../log.ts';
+import type { TlsCredentials } from './tls.ts';
 
 export interface Ctx {
   req: IncomingMessage;
@@ -193,11 +195,21 @@ export interface Listener {
   close(): Promise<void>;
 }
 
-/** Listens with the router; close() stops accepting, lets in-flight requests end, then closes idle sockets. */
-export function listen(router: Router, host: string, port: number, name: string): Promise<Listener> {
-  const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000, maxHeaderSize: 16 * 1024 }, (req, res) => {
-    void router.handle(req, res);
-  });
+/**
+ * Listens with the router (HTTPS when `tls` is given: its pair, updated by its use());
+ * close() stops accepting, lets in-flight requests end, then closes idle sockets.
+ */
+export function listen(router: Router, host: string, port: number, name: string, tls?: TlsCredentials | null): Promise<Listener> {
+  const options = { requestTimeout: 30_000, headersTimeout: 10_000, maxHeaderSize: 16 * 1024 };
+  const handler = (req: IncomingMessage, res: ServerResponse) => void router.handle(req, res);
+  let server: Server;
+  if (tls) {
+    // A handshake that does not finish within the headers' time is dropped too.
+    const https = createHttpsServer({ ...options, ...tls.serverOptions(), handshakeTimeout: 10_000 }, handler);
+    tls.track(https);
+    // node:https's Server is node:http's with TLS underneath: the same request API.
+    server = https as unknown as Server;
+  } else server = createServer(options, handler);
   server.keepAliveTimeout = 5000;
   return new Promise((resolve, reject) => {
     server.once('error', (e) => reject(new Error(`${name}: cannot listen on ${host}:${port}: ${(e as Error).message}`)));

@@ -3,6 +3,7 @@
 // ReportEngine for the authenticated customer only.
 import { HttpError } from '../errors.ts';
 import { Router, listen, sendJson, type Ctx, type Listener } from '../http/router.ts';
+import type { TlsCredentials } from '../http/tls.ts';
 import { tooManyRequests } from '../http/throttle.ts';
 import { log } from '../log.ts';
 import type { Store } from '../store/db.ts';
@@ -67,6 +68,8 @@ export interface ReportingApiOptions {
   limiter: RateLimiter;
   /** Per-IP bucket of failed Basic logins. */
   authFailures?: RateLimiter;
+  /** Serve HTTPS with this pair (--tls-cert, --tls-key). */
+  tls?: TlsCredentials | null;
 }
 
 export function reportingRouter(opts: ReportingApiOptions): Router {
@@ -85,7 +88,7 @@ export function reportingRouter(opts: ReportingApiOptions): Router {
 
 /** Starts the reporting listener (--reporting-port, default 9900). */
 export async function startReportingApi(opts: ReportingApiOptions): Promise<Listener> {
-  const listener = await listen(reportingRouter(opts), opts.host, opts.port, 'reporting API');
-  log.info({ host: opts.host, port: listener.port }, 'reporting API listening');
+  const listener = await listen(reportingRouter(opts), opts.host, opts.port, 'reporting API', opts.tls);
+  log.info({ host: opts.host, port: listener.port, tls: !!opts.tls }, 'reporting API listening');
   return listener;
 }

@@ -3,6 +3,7 @@
 import { availableParallelism } from 'node:os';
 import type { Config } from '../config.ts';
 import type { Listener } from '../http/router.ts';
+import type { TlsCredentials } from '../http/tls.ts';
 import type { Store } from '../store/db.ts';
 import { startReportingApi } from './api.ts';
 import { ReportEngine, type ReportSource } from './engine.ts';
@@ -41,8 +42,8 @@ export interface Reporting {
   writer: CountWriter;
   engine: ReportEngine;
   limiter: RateLimiter;
-  /** Starts the Basic-auth listener on config.reportingPort. */
-  listen(): Promise<Listener>;
+  /** Starts the Basic-auth listener on config.reportingPort (HTTPS with `tls`). */
+  listen(tls?: TlsCredentials | null): Promise<Listener>;
 }
 
 /**
@@ -81,6 +82,6 @@ export async function openReporting(
     writer,
     engine,
     limiter,
-    listen: () => startReportingApi({ host: config.host, port: config.reportingPort, store, engine, limiter }),
+    listen: (tls) => startReportingApi({ host: config.host, port: config.reportingPort, store, engine, limiter, tls }),
   };
 }
