@@ -16,7 +16,7 @@ import { forThreads } from '../data/thread-bundle.ts';
 import { errorJson, STATUS_TEXT, type ErrorAnswer } from '../errors.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
-import type { BotIpRow } from '../fleet/bot-ips.ts';
+import type { BotIpRow } from './bot-ip-tracker.ts';
 import type { LiveKey } from '../store/api-keys.ts';
 import type { PolicyUpdate } from '../policy/service.ts';
 import type { FromWorker, LookupMemory, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from './messages.ts';
