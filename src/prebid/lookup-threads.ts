@@ -11,8 +11,7 @@
 import uWS from 'uWebSockets.js';
 import { createServer, type AddressInfo } from 'node:net';
 import type { Worker } from 'node:worker_threads';
-import type { DataBundle } from '../data/bundle.ts';
-import { forThreads } from '../data/thread-bundle.ts';
+import { forThreads, type DataBundle } from '../data/thread-bundle.ts';
 import { errorJson, STATUS_TEXT, type ErrorAnswer } from '../errors.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';

@@ -1,5 +1,5 @@
 // Messages between the main thread and the lookup threads.
-import type { DataBundle } from '../data/bundle.ts';
+import type { DataBundle } from '../data/thread-bundle.ts';
 import type { SharedCountsMemory } from '../reporting/shared-counts.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';

@@ -82,8 +82,8 @@ const ENTRIES = [WORKER_ROLES.lookup, 'src/runtime/bundle-entry.ts'];
 
 t.test('the import reader tells value imports from type imports', async (t) => {
   const messages = importsOf('src/prebid/messages.ts');
-  t.ok(messages.types.includes('src/data/bundle.ts'), 'prebid/messages.ts names DataBundle as a type only');
-  t.notOk(messages.values.includes('src/data/bundle.ts'));
+  t.ok(messages.types.includes('src/policy/service.ts'), 'prebid/messages.ts names PolicyUpdate as a type only');
+  t.notOk(messages.values.includes('src/policy/service.ts'));
   const worker = importsOf('src/prebid/worker.ts');
   t.ok(worker.values.includes('src/prebid/pipeline.ts'));
   t.ok(worker.values.includes('uWebSockets.js'), 'packages are kept by name');
