@@ -14,7 +14,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** Never reached from a lookup thread: a repo path (a folder when it ends in /) or a package. */
 const FORBIDDEN: Array<{ what: string; why: string }> = [
-  { what: 'src/store/db.ts', why: 'the store' },
+  { what: 'src/store/', why: 'the store' },
   { what: '@duckdb/node-api', why: 'the store' },
   { what: 'src/data/bundle.ts', why: 'the data loader' },
   { what: 'src/data/refresh.ts', why: 'the data refresher' },
