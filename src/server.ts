@@ -27,7 +27,7 @@ import { Store } from './store/db.ts';
 import { activePrebidKeys } from './store/api-keys.ts';
 import { ensureFirstCustomer } from './store/customers.ts';
 import { startFleet, type Fleet } from './fleet/fleet.ts';
-import type { BotIpRow } from './fleet/bot-ips.ts';
+import type { BotIpRow } from './prebid/bot-ip-tracker.ts';
 import { BotIpTally } from './prebid/bot-ip-tracker.ts';
 import { EDGE_PROVISIONING_REFUSAL } from './fleet/edge.ts';
 import { refresherFor, type DataRefresher } from './data/refresh.ts';

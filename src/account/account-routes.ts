@@ -7,7 +7,7 @@ import { readJsonObject, sendJson, type Router } from '../http/router.ts';
 import { listLiveKeys, rotateKey } from '../store/api-keys.ts';
 import { findCustomer } from '../store/customer-ref.ts';
 import type { Queryable, Store } from '../store/db.ts';
-import { KEY_KINDS, type KeyKind } from '../store/secrets.ts';
+import { KEY_KINDS, type KeyKind } from '../secrets.ts';
 import { StoreError } from '../store/store-error.ts';
 import { isWholeNumberIn } from '../whole-number.ts';
 import { FieldError, refuseUnknownFields } from './field-error.ts';

@@ -7,7 +7,7 @@ import { readForm, readJsonObject, sendJson, type Ctx, type Router } from '../ht
 import { tooManyRequests } from '../http/throttle.ts';
 import { findUserForLogin, upgradePasswordHash } from '../store/logins.ts';
 import type { Store } from '../store/db.ts';
-import { PASSWORD_MAX, hashPassword, needsRehash, verifyPasswordOrDummy } from '../store/secrets.ts';
+import { PASSWORD_MAX, hashPassword, needsRehash, verifyPasswordOrDummy } from '../secrets.ts';
 import type { AccessTokens } from './access-tokens.ts';
 import { FieldError } from './field-error.ts';
 import type { LoginThrottle } from './login-throttle.ts';

@@ -16,6 +16,7 @@
 // every host within about two minutes. Rows older than BOT_IPS.keepDays days are dropped
 // (whole daily partitions) by the full instance.
 import { isIP } from 'node:net';
+import type { BotIpRow } from '../prebid/bot-ip-tracker.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { sqlInt, sqlString } from './sql.ts';
 
@@ -29,12 +30,6 @@ export const BOT_IPS = {
   /** Publication and pull period (ms). */
   intervalMs: 60_000,
 } as const;
-
-export interface BotIpRow {
-  ip: string;
-  lookups: number;
-  invalid: number;
-}
 
 /** The rows a host may publish: valid IPs, sane counts, the BOT_IPS.perHost most invalid. */
 export function boundBotIps(rows: readonly BotIpRow[], perHost: number = BOT_IPS.perHost): BotIpRow[] {

@@ -1,6 +1,6 @@
 // The main thread's side of customers' policies: compiles each customer's policy once into
 // shared memory, keeps all of them inside the memory budget's policy share, and hands the
-// buffers to the lookup threads (src/lookup-threads.ts) and the explain engine. It learns
+// buffers to the lookup threads (src/prebid/lookup-threads.ts) and the explain engine. It learns
 // of changes at once from the account API and the control socket, and by comparing
 // versions every few seconds (the source: the store, or a fleet edge's copy from ClickHouse).
 import { log } from '../log.ts';

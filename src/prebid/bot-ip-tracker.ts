@@ -3,8 +3,14 @@
 // evidence is invalid (outcomeForHistory: not history, so the fleet cannot confirm
 // itself); once in, its lookups and invalid lookups are counted. Bounded: at most MAX_IPS
 // per report interval; the IPs already in keep being counted when it is full.
-import type { BotIpRow } from '../fleet/bot-ips.ts';
 import { ownString } from '../reporting/tuple.ts';
+
+/** One IP as a thread reports it (and a host publishes it). */
+export interface BotIpRow {
+  ip: string;
+  lookups: number;
+  invalid: number;
+}
 
 export const MAX_IPS = 2000;
 

@@ -4,7 +4,7 @@
 // readers are views on them, so every thread reads the same bytes; only the small lists
 // are parsed per thread. The published IP ranges, the ads.txt index and the sellers index
 // were compiled once on the main thread into shared arrays: each thread only wraps them.
-import type { DataBundle, DataFile } from '../data/bundle.ts';
+import type { DataBundle, DataFile } from '../data/thread-bundle.ts';
 import { IfaList } from '../signals/ifa.ts';
 import { loadIpIntel, type IpIntel } from '../signals/ip-intel.ts';
 import { SellersRegistry } from '../signals/sellers.ts';

@@ -11,12 +11,11 @@
 import uWS from 'uWebSockets.js';
 import { createServer, type AddressInfo } from 'node:net';
 import type { Worker } from 'node:worker_threads';
-import type { DataBundle } from '../data/bundle.ts';
-import { forThreads } from '../data/thread-bundle.ts';
+import { forThreads, type DataBundle } from '../data/thread-bundle.ts';
 import { errorJson, STATUS_TEXT, type ErrorAnswer } from '../errors.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
-import type { BotIpRow } from '../fleet/bot-ips.ts';
+import type { BotIpRow } from './bot-ip-tracker.ts';
 import type { LiveKey } from '../store/api-keys.ts';
 import type { PolicyUpdate } from '../policy/service.ts';
 import type { FromWorker, LookupMemory, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from './messages.ts';

@@ -1,9 +1,9 @@
 // Messages between the main thread and the lookup threads.
-import type { DataBundle } from '../data/bundle.ts';
+import type { DataBundle } from '../data/thread-bundle.ts';
 import type { SharedCountsMemory } from '../reporting/shared-counts.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
-import type { BotIpRow } from '../fleet/bot-ips.ts';
+import type { BotIpRow } from './bot-ip-tracker.ts';
 import type { LiveKey } from '../store/api-keys.ts';
 import type { PolicyUpdate } from '../policy/service.ts';
 import type { FleetBotIpMemory } from '../signals/fleet-bot-ips.ts';

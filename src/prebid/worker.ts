@@ -14,7 +14,7 @@ import { setVersionFloor } from '../signals/ua-analysis.ts';
 import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES, tooLarge } from '../ortb/body.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
-import type { BotIpRow } from '../fleet/bot-ips.ts';
+import type { BotIpRow } from './bot-ip-tracker.ts';
 import { LATENCY_BUCKETS_US, type FromWorker, type LookupStats, type LookupWorkerInit, type SeenValues, type ToWorker } from './messages.ts';
 
 export const LOOKUP_PATH = '/api/v1/ivt/lookup';

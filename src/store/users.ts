@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { requireCustomer } from './customer-ref.ts';
 import { isoTime, type Queryable, type Store } from './db.ts';
-import { hashPassword, passwordProblem } from './secrets.ts';
+import { hashPassword, passwordProblem } from '../secrets.ts';
 import { StoreError } from './store-error.ts';
 
 export interface User {

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { Store } from '../../src/store/db.ts';
 import { activePrebidKeys, verifyReportingKey } from '../../src/store/api-keys.ts';
 import { findUserForLogin } from '../../src/store/logins.ts';
-import { hashKey, verifyPassword } from '../../src/store/secrets.ts';
+import { hashKey, verifyPassword } from '../../src/secrets.ts';
 import { runCli, VERSION } from '../../src/cli/commands.ts';
 import { runIvtd } from './run-cli.ts';
 

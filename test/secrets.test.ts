@@ -8,7 +8,7 @@ import {
   newKey,
   verifyPassword,
   verifyPasswordOrDummy,
-} from '../../src/store/secrets.ts';
+} from '../src/secrets.ts';
 
 t.test('secrets: keys and password hashes', async (t) => {
   const p = newKey('prebid');
