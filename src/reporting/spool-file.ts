@@ -104,7 +104,11 @@ export function writeSpoolFile(dir: string, rows: readonly CountRow[], partRows?
         // the write's own error is the one to report
       }
     }
-    rmSync(tmp, { force: true });
+    try {
+      rmSync(tmp, { force: true });
+    } catch {
+      // the write's own error is the one to report
+    }
     throw e;
   }
 }

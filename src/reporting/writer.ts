@@ -12,7 +12,7 @@
 // written. Any other failure (I/O, memory, a missing table) is the store's: the rows wait.
 //
 // A store that keeps failing (a full disk) must not wedge reporting for good: after a
-// fatal error (DuckDB invalidates its instance) the store is reopened, and after
+// fatal error (DuckDB invalidates its instance) the store is reopened, and every
 // REOPEN_AFTER failures in a row the writer takes a fresh connection; the rows wait and are
 // written once the store takes them again. On a stop whose final flush fails, the pending
 // counts go to a spool file in the data dir (./spool-file.ts) that the next start writes
@@ -44,7 +44,7 @@ import { dirname } from 'node:path';
  */
 const CHUNK_ROWS = 2_000;
 const CLOSE_ATTEMPTS = 3;
-/** Store failures in a row after which the writer drops its connection for a fresh one. */
+/** Store failures in a row after which (and after every as many more) the writer takes a fresh connection. */
 export const REOPEN_AFTER = 3;
 /** Quarantined rows logged in full per flush; past it one line counts the rest. */
 const QUARANTINE_LOG_ROWS = 20;
@@ -140,6 +140,11 @@ export interface WriterStats {
 
 /** The final flush failed and the spool file could not be written: counts were lost. */
 export class CountsLostError extends Error {}
+
+/** The key of rows `from`..`from + rows` of a spool file's part in reporting_spool_applied. */
+export function spoolPartKey(batchId: string, from: number, rows: number): string {
+  return `${batchId}:${from}+${rows}`;
+}
 
 /** Where a chunk comes from a spool file: its part, recorded in the chunk's transaction. */
 interface SpoolMark {
@@ -239,7 +244,7 @@ export class RollupWriter {
       // The instance is gone for everyone: reopened once, whichever user saw it first.
       await this.store.reopen(this.conn.generation).catch(() => undefined); // logged by the store
     }
-    if (this.failuresInRow >= REOPEN_AFTER) this.stale = true;
+    if (this.failuresInRow % REOPEN_AFTER === 0) this.stale = true;
   }
 
   private storeWorked(): void {
@@ -322,7 +327,7 @@ export class RollupWriter {
 
   /** One chunk in one transaction. False when its spool range was written before (nothing done). */
   private writeChunk(rows: readonly CountRow[], mark?: SpoolMark): Promise<boolean> {
-    const part = mark && `${mark.batchId}:${mark.from}+${rows.length}`;
+    const part = mark && spoolPartKey(mark.batchId, mark.from, rows.length);
     return inTransaction(this.conn, async () => {
       if (mark) {
         const seen = await this.conn.one('SELECT 1 AS x FROM reporting_spool_applied WHERE spool_id = $1 AND part = $2', [mark.spoolId, part!]);
