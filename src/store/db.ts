@@ -134,12 +134,12 @@ export class Store extends ConnectionRunner {
     this.settings.set(name, v);
   }
 
-  private async applySettings(): Promise<void> {
-    for (const [name, value] of this.settings) await super.run(`SET ${name} = ${value}`);
+  private async applySettings(conn: DuckDBConnection = this.conn): Promise<void> {
+    for (const [name, value] of this.settings) await conn.run(`SET ${name} = ${value}`);
   }
 
   override async run(sql: string, params?: Params): Promise<void> {
-    this.usable();
+    await this.usable();
     try {
       await super.run(sql, params);
     } catch (e) {
@@ -148,7 +148,7 @@ export class Store extends ConnectionRunner {
   }
 
   override async all<T extends Row = Row>(sql: string, params?: Params): Promise<T[]> {
-    this.usable();
+    await this.usable();
     try {
       return await super.all<T>(sql, params);
     } catch (e) {
@@ -156,13 +156,22 @@ export class Store extends ConnectionRunner {
     }
   }
 
-  private usable(): void {
+  /**
+   * Waits for a reopen under way; with no usable instance (an earlier reopen failed), tries
+   * to reopen it first (one at a time, at most as often as queries come), and throws if
+   * that fails.
+   */
+  private async usable(): Promise<void> {
     if (this.closed) throw new Error(`${this.path}: the store is closed`);
+    if (this.reopening) await this.reopening.catch(() => undefined);
     if (this.broken) {
-      // Tried again at most as often as queries come; reopen() is one at a time.
-      void this.reopen(this.generation).catch(() => undefined);
-      throw new Error(`${this.path} could not be reopened after a fatal error (retrying): ${this.broken.message}`);
+      try {
+        await this.reopen(this.generation);
+      } catch (e) {
+        throw new Error(`${this.path} could not be reopened after a fatal error (tried again at the next query): ${(e as Error).message}`);
+      }
     }
+    if (this.closed) throw new Error(`${this.path}: the store is closed`);
   }
 
   /** A fatal error invalidated the instance: reopen it in the background (this query still fails). */
@@ -186,16 +195,19 @@ export class Store extends ConnectionRunner {
         log.error({ path: this.path }, 'store: DuckDB stopped after a fatal error; reopening the database');
         closeQuietly(this.conn, this.instance);
       }
+      let instance: DuckDBInstance | undefined;
+      let conn: DuckDBConnection | undefined;
       try {
-        const instance = await openInstance(this.path);
-        const conn = await instance.connect();
+        instance = await openInstance(this.path);
+        conn = await instance.connect();
+        await this.applySettings(conn);
         this.instance = instance;
         this.conn = conn;
         this.broken = null;
         this.generation++;
-        await this.applySettings();
         log.info({ path: this.path, generation: this.generation }, 'store: database reopened');
       } catch (e) {
+        if (instance) closeQuietly(conn, instance);
         if (!this.broken) log.error({ path: this.path, err: (e as Error).message }, 'store: could not reopen the database; queries fail until it opens');
         this.broken = e as Error;
         throw e;
@@ -209,7 +221,7 @@ export class Store extends ConnectionRunner {
 
   /** Runs fn inside BEGIN/COMMIT on a connection of its own; rolls back if it throws. */
   async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
-    this.usable();
+    await this.usable();
     const conn = await this.instance.connect();
     const q = new ConnectionRunner(conn);
     try {
@@ -223,7 +235,7 @@ export class Store extends ConnectionRunner {
 
   /** A separate connection, for long reads that should not queue behind writes. */
   async connection(): Promise<Queryable & { close(): void; generation: number }> {
-    this.usable();
+    await this.usable();
     const conn = await this.instance.connect();
     const r = new ConnectionRunner(conn);
     return Object.assign(r, { close: () => conn.closeSync(), generation: this.generation });
@@ -270,9 +282,9 @@ async function openInstance(path: string): Promise<DuckDBInstance> {
   }
 }
 
-function closeQuietly(conn: DuckDBConnection, instance: DuckDBInstance): void {
+function closeQuietly(conn: DuckDBConnection | undefined, instance: DuckDBInstance): void {
   try {
-    conn.closeSync();
+    conn?.closeSync();
   } catch {
     // already unusable
   }
