@@ -19,6 +19,7 @@
 // into the rollups; if even that fails, close() rejects with CountsLostError (the process
 // then exits non-zero).
 import { timestampValue } from '@duckdb/node-api';
+import { dirname } from 'node:path';
 import { TUPLE_DIMENSIONS } from '../enums.ts';
 import { log } from '../log.ts';
 import { inTransaction, isInvalidatedError, type Queryable, type Store } from '../store/db.ts';
@@ -35,7 +36,6 @@ import {
   transactionsIn,
   writeSpoolFile,
 } from './spool-file.ts';
-import { dirname } from 'node:path';
 
 /**
  * Rows per chunk, each chunk its own transaction (its hourly and daily rows together): a
