@@ -201,6 +201,8 @@ export class Store extends ConnectionRunner {
         instance = await openInstance(this.path);
         conn = await instance.connect();
         await this.applySettings(conn);
+        // Closed meanwhile (a stop): the new instance must not outlive the store.
+        if (this.closed) throw new Error(`${this.path}: the store is closed`);
         this.instance = instance;
         this.conn = conn;
         this.broken = null;
@@ -263,7 +265,10 @@ export class Store extends ConnectionRunner {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    if (!this.broken) {
+    if (this.broken) return;
+    // A reopen under way has closed these already (and closes the new ones itself).
+    if (this.reopening) closeQuietly(this.conn, this.instance);
+    else {
       this.conn.closeSync();
       this.instance.closeSync();
     }
