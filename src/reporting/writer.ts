@@ -248,7 +248,7 @@ export class RollupWriter {
   }
 
   private storeWorked(): void {
-    if (this.failuresInRow >= REOPEN_AFTER) log.info({ failuresInRow: this.failuresInRow }, 'reporting: the store takes writes again');
+    if (this.failuresInRow > 0) log.info({ failuresInRow: this.failuresInRow }, 'reporting: the store takes writes again');
     this.failuresInRow = 0;
   }
 

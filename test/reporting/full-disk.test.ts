@@ -18,7 +18,7 @@ import { CountsLostError, RollupWriter } from '../../src/reporting/writer.ts';
 import { Store } from '../../src/store/db.ts';
 import { HOUR_MS } from '../../src/time.ts';
 import { startTestServer } from '../helpers/server.ts';
-import { fixtureQuery, lookup, recentDays, report, withParams } from './client.ts';
+import { basic, fixtureQuery, lookup, recentDays, report, withParams } from './client.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -41,7 +41,7 @@ async function lookups(srv: Awaited<ReturnType<typeof startTestServer>>, n: numb
 }
 
 async function reported(srv: Awaited<ReturnType<typeof startTestServer>>, customer: Awaited<ReturnType<typeof startTestServer>>['customer']): Promise<Map<string, number>> {
-  const r = await report(srv, { ...recentDays(), group_by: 'pub' }, { customer });
+  const r = await report(srv, { ...recentDays(), group_by: 'pub', limit: '1000' }, { customer });
   return new Map(r.body.rows.map((x: any) => [x.pub, x.total_transactions]));
 }
 
@@ -212,13 +212,11 @@ t.test('tmpfs: a store invalidated by a checkpoint on a full disk is reopened; t
   await w.close();
 });
 
-t.test('tmpfs: `ivtd serve` on a full disk cannot write or spool its counts on SIGTERM: a fatal line and exit 1', { skip }, async (t) => {
-  const mnt = tmpfs(t);
-  const dataDir = join(mnt, 'data');
-  mkdirSync(dataDir);
+/** `ivtd serve` on `dataDir` (one lookup thread); resolves once it is ready. */
+async function serve(t: Test, dataDir: string, flushInterval: number) {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0', '--metrics-port', '0', '--flush-interval', '3600', '--threads', '1'],
+    ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0', '--metrics-port', '0', '--flush-interval', String(flushInterval), '--threads', '1'],
     { cwd: ROOT, env: { ...process.env, IVTD_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   t.teardown(() => void (child.exitCode === null && child.kill('SIGKILL')));
@@ -232,15 +230,73 @@ t.test('tmpfs: `ivtd serve` on a full disk cannot write or spool its counts on S
     await new Promise((r) => setTimeout(r, 50));
   }
   const port = Number(/"ports":\{"prebid":(\d+)/.exec(out)![1]);
+  const reportingPort = Number(/"ports":\{[^}]*"reporting":(\d+)/.exec(out)![1]);
   const cred = (name: string) => new RegExp(`${name} +(\\S+)`).exec(out)![1]!;
-  const base = fixtureQuery('residential-desktop-chrome').replace('{p}', cred('partner_id')).replace('{k}', cred('prebid_key'));
-  for (let i = 0; i < 60; i++) {
-    const q = withParams(base, { pub: `pub-${i}-${'x'.repeat(100)}` });
-    t.equal((await fetch(`http://127.0.0.1:${port}/api/v1/ivt/lookup?${q}`)).status, 200);
-  }
+  const customer = { customer_id: cred('customer_id'), partner_id: cred('partner_id'), prebid_key: cred('prebid_key'), reporting_key: cred('reporting_key'), username: '', password: '' };
+  const base = fixtureQuery('residential-desktop-chrome').replace('{p}', customer.partner_id).replace('{k}', customer.prebid_key);
+  /** One lookup with `pub`; its status. */
+  const get = async (pub: string) => (await fetch(`http://127.0.0.1:${port}/api/v1/ivt/lookup?${withParams(base, { pub })}`)).status;
+  const until = async (re: RegExp, what: string) => {
+    const end = Date.now() + 20_000;
+    while (!re.test(out)) {
+      if (Date.now() > end) throw new Error(`no ${what} in:\n${out}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  /** Transactions by pub in the running server's report of the last two days. */
+  const byPub = async () => {
+    const res = await fetch(`http://127.0.0.1:${reportingPort}/v1/report?${new URLSearchParams({ ...recentDays(), group_by: 'pub', limit: '1000' })}`, {
+      headers: { authorization: basic(customer.customer_id, customer.reporting_key) },
+    });
+    const body = (await res.json()) as { rows: Array<{ pub: string; total_transactions: number }> };
+    return new Map(body.rows.map((x) => [x.pub, x.total_transactions]));
+  };
+  return { child, exited, customer, get, until, byPub, out: () => out };
+}
+
+t.test('tmpfs: `ivtd serve` answers on through a full disk, and its reports catch up once space returns, without a restart', { skip }, async (t) => {
+  const mnt = tmpfs(t);
+  const dataDir = join(mnt, 'data');
+  mkdirSync(dataDir);
+  const s = await serve(t, dataDir, 1);
+  const answered = new Map<string, number>();
+  // Each with a pub of its own, long: a flush then needs more than the WAL's last page.
+  const look = async (tag: string, n: number) => {
+    for (let i = 0; i < n; i++) {
+      const pub = `${tag}-${i}-${'x'.repeat(100)}`;
+      t.equal(await s.get(pub), 200);
+      answered.set(pub, (answered.get(pub) ?? 0) + 1);
+    }
+  };
+  await look('before', 5);
+  const filler = fill(mnt, 0);
+  await look('full', 60);
+  await s.until(/"msg":"reporting flush failed; keeping the counts for the next flush"/, 'failed flush');
+  await look('still-full', 10);
+  rmSync(filler);
+  await s.until(/"msg":"reporting: the store takes writes again"/, 'recovery');
+  // The running server's own report, no restart: every answered lookup, once.
+  let now = await s.byPub();
+  for (const end = Date.now() + 10_000; Date.now() < end && now.size < answered.size; now = await s.byPub()) await new Promise((r) => setTimeout(r, 200));
+  t.same(now, answered, 'the running server reports every answered lookup after space returned');
+  s.child.kill('SIGTERM');
+  t.equal(await s.exited, 0, 'a clean stop');
+  t.notMatch(s.out(), /spool file/, 'nothing needed a spool file');
+
+  const reader = await startTestServer({}, dataDir);
+  t.teardown(() => reader.stop());
+  t.same(await reported(reader, s.customer), answered, 'the report shows every answered lookup');
+});
+
+t.test('tmpfs: `ivtd serve` on a full disk cannot write or spool its counts on SIGTERM: a fatal line and exit 1', { skip }, async (t) => {
+  const mnt = tmpfs(t);
+  const dataDir = join(mnt, 'data');
+  mkdirSync(dataDir);
+  const s = await serve(t, dataDir, 3600);
+  for (let i = 0; i < 60; i++) t.equal(await s.get(`pub-${i}-${'x'.repeat(100)}`), 200);
   fill(mnt, 0);
-  child.kill('SIGTERM');
-  t.equal(await exited, 1, 'exit status 1, not 0');
-  t.match(out, /"level":60,[^\n]*"tuples":60,"transactions":60,[^\n]*"msg":"reporting: final flush failed and the spool file could not be written; these counts are lost"/, 'a fatal line with the counts');
-  t.notMatch(out, /"msg":"stopped cleanly"/);
+  s.child.kill('SIGTERM');
+  t.equal(await s.exited, 1, 'exit status 1, not 0');
+  t.match(s.out(), /"level":60,[^\n]*"tuples":60,"transactions":60,[^\n]*"msg":"reporting: final flush failed and the spool file could not be written; these counts are lost"/, 'a fatal line with the counts');
+  t.notMatch(s.out(), /"msg":"stopped cleanly"/);
 });
