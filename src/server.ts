@@ -22,6 +22,7 @@ import { startAccountApi } from './account/api.ts';
 import { mountDashboard } from './dashboard/static.ts';
 import { mountReportRoute } from './reporting/api.ts';
 import { openReporting } from './reporting/service.ts';
+import { CountsLostError } from './reporting/writer.ts';
 import { ServiceMetrics, startMetricsListener } from './ops/metrics.ts';
 import { Store } from './store/db.ts';
 import { activePrebidKeys } from './store/api-keys.ts';
@@ -390,13 +391,18 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         return { ok: true, errors: [] };
       },
       async stop() {
+        // Every step runs; counts that could be neither written nor spooled then fail the
+        // stop (serve exits 1), after the rest has closed.
+        let lost: CountsLostError | null = null;
         for (const fn of cleanup.splice(0)) {
           try {
             await fn();
           } catch (e) {
             log.error({ err: (e as Error).message }, 'error during shutdown');
+            if (e instanceof CountsLostError) lost = e;
           }
         }
+        if (lost) throw lost;
       },
     };
 

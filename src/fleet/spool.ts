@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { log } from '../log.ts';
 import { TupleCounts, tupleKey, type CountRow } from '../reporting/tuple.ts';
 import type { Store } from '../store/db.ts';
+import { CountsLostError } from '../reporting/writer.ts';
 import { GRANULARITIES, toBatches, type Batch } from './batches.ts';
 import { FleetError, type ClickHouse } from './clickhouse.ts';
 import { BatchDelivery, certainlyNotSent } from './delivery.ts';
@@ -319,7 +320,13 @@ export class FleetWriter {
       await new Promise((r) => setTimeout(r, pause));
       await this.spool().catch(() => undefined); // logged inside
     }
-    if (this.pending.size > 0) log.error({ tuples: this.pending.size }, 'fleet: final spool write failed; these counts are lost');
+    // Never a quiet loss: the stop fails (serve exits 1) once delivery below had its chance.
+    let lost: CountsLostError | null = null;
+    if (this.pending.size > 0) {
+      const tuples = this.pending.size;
+      log.fatal({ tuples }, 'fleet: final spool write failed; these counts are lost');
+      lost = new CountsLostError(`${tuples} counted tuples could not be written to the spool (fleet_spool in ${this.store.path})`);
+    }
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<'late'>((r) => {
       timer = setTimeout(() => r('late'), this.opts.closeDeliveryMs ?? 5000);
@@ -331,6 +338,7 @@ export class FleetWriter {
     }
     // A delivery still in flight ends with the connection (closed by the caller); the
     // batch it carried is resolved by its marker after the next start.
+    if (lost) throw lost;
   }
 
   /** Resolves when a delivery run in progress has ended (after close, before the store closes). */

@@ -62,11 +62,12 @@ export async function openReporting(
   // Global DuckDB settings: they bound every query of this instance. A query uses the
   // shared pool plus its calling thread, so reports also run one at a time (the engine's
   // default) to stay within these cores.
-  await store.run(`SET threads = ${storeThreads(config.threads)}`);
+  // Set through the store, which applies them again if it has to reopen DuckDB.
+  await store.set('threads', storeThreads(config.threads));
   // DuckDB's default is 80 % of the machine's RAM; it is part of the memory budget here.
-  await store.run(`SET memory_limit = '${Math.floor(opts.storeBytes / 1048576)}MB'`);
+  await store.set('memory_limit', `'${Math.floor(opts.storeBytes / 1048576)}MB'`);
   // Rollup rows have no order to keep; DuckDB then buffers less while inserting.
-  await store.run('SET preserve_insertion_order = false');
+  await store.set('preserve_insertion_order', 'false');
   const writer =
     opts.backend?.writer ??
     (await RollupWriter.open(store, {

@@ -10,14 +10,32 @@
 // until the rows at fault are alone; those are quarantined (logged once with DuckDB's
 // reason, counted in ivtd_reporting_rows_quarantined_total, dropped) and the rest is
 // written. Any other failure (I/O, memory, a missing table) is the store's: the rows wait.
+//
+// A store that keeps failing (a full disk) must not wedge reporting for good: after a
+// fatal error (DuckDB invalidates its instance) the store is reopened, and every
+// REOPEN_AFTER failures in a row the writer takes a fresh connection; the rows wait and are
+// written once the store takes them again. On a stop whose final flush fails, the pending
+// counts go to a spool file in the data dir (./spool-file.ts) that the next start writes
+// into the rollups; if even that fails, close() rejects with CountsLostError (the process
+// then exits non-zero).
 import { timestampValue } from '@duckdb/node-api';
+import { dirname } from 'node:path';
 import { TUPLE_DIMENSIONS } from '../enums.ts';
 import { log } from '../log.ts';
-import { inTransaction, type Queryable, type Store } from '../store/db.ts';
+import { inTransaction, isInvalidatedError, type Queryable, type Store } from '../store/db.ts';
 import { INTEGER_DIMENSIONS, KEY_COLUMNS_SQL, ROLLUP_COLUMNS, ROLLUP_TABLES, SUMS_SQL, columnType, type Granularity } from './columns.ts';
 import { TupleCounts, type CountRow } from './tuple.ts';
 import { DAY_MS, HOUR_MS, MINUTE_MS, dayStart, hourStart } from '../time.ts';
 import { oldestKeptDayMs } from './retention.ts';
+import {
+  SpoolFileError,
+  listSpoolFiles,
+  readSpoolFile,
+  removeSpoolFile,
+  setAsideSpoolFile,
+  transactionsIn,
+  writeSpoolFile,
+} from './spool-file.ts';
 
 /**
  * Rows per chunk, each chunk its own transaction (its hourly and daily rows together): a
@@ -26,6 +44,8 @@ import { oldestKeptDayMs } from './retention.ts';
  */
 const CHUNK_ROWS = 2_000;
 const CLOSE_ATTEMPTS = 3;
+/** Store failures in a row after which (and after every as many more) the writer takes a fresh connection. */
+export const REOPEN_AFTER = 3;
 /** Quarantined rows logged in full per flush; past it one line counts the rest. */
 const QUARANTINE_LOG_ROWS = 20;
 /** Characters of DuckDB's reason kept in the log line (its message may quote the input). */
@@ -114,6 +134,30 @@ export interface WriterStats {
   foldedTuples: number;
   /** Epoch ms of the last flush that succeeded (empty ones too); null before the first. */
   lastFlushAt: number | null;
+  /** Spool files of earlier stops still waiting to be written into the rollups. */
+  spoolFiles: number;
+}
+
+/** The final flush failed and the spool file could not be written: counts were lost. */
+export class CountsLostError extends Error {}
+
+/** The key of rows `from`..`from + rows` of a spool file's part in reporting_spool_applied. */
+export function spoolPartKey(batchId: string, from: number, rows: number): string {
+  return `${batchId}:${from}+${rows}`;
+}
+
+/** Where a chunk comes from a spool file: its part, recorded in the chunk's transaction. */
+interface SpoolMark {
+  spoolId: string;
+  batchId: string;
+  /** Index of the chunk's first row in the part. */
+  from: number;
+}
+
+interface Settled {
+  settled: number;
+  written: number;
+  quarantined: Array<{ row: CountRow; reason: string }>;
 }
 
 export class RollupWriter {
@@ -126,18 +170,30 @@ export class RollupWriter {
   private chain: Promise<unknown> = Promise.resolve();
   private closed = false;
   private readonly counters = { flushes: 0, failedFlushes: 0, rowsWritten: 0, rowsQuarantined: 0, lastFlushAt: null as number | null };
+  /** Store failures in a row (any step); reset by a step that succeeds. */
+  private failuresInRow = 0;
+  /** True when the next step should take a fresh connection first. */
+  private stale = false;
+  /** Spool files of earlier stops not yet written into the rollups. */
+  private spools: string[] = [];
 
   private constructor(
-    private readonly conn: Queryable & { close(): void },
+    private readonly store: Store,
+    private conn: Queryable & { close(): void; generation: number },
     private readonly opts: RollupWriterOptions,
   ) {
     this.pending = new TupleCounts(opts.maxPendingBytes ?? DEFAULT_PENDING_BYTES, { seed: opts.tupleSeed ?? 0 });
     this.now = opts.now ?? Date.now;
   }
 
-  /** Opens the writer's connection, starts its timers and a first retention pass. */
+  /**
+   * Opens the writer's connection, writes the spool files earlier stops left (a failure is
+   * logged; they are retried at each flush), starts its timers and a first retention pass.
+   */
   static async open(store: Store, opts: RollupWriterOptions): Promise<RollupWriter> {
-    const w = new RollupWriter(await store.connection(), opts);
+    const w = new RollupWriter(store, await store.connection(), opts);
+    w.spools = listSpoolFiles(store.dataDir);
+    if (w.spools.length > 0) await w.serial(() => w.replaySpools()).catch(() => undefined);
     // A crash may have left the last periods uncompacted.
     w.touch(w.now() - HOUR_MS);
     w.touch(w.now());
@@ -167,13 +223,42 @@ export class RollupWriter {
     return next;
   }
 
+  /** A fresh connection when the store was reopened or the old one kept failing. */
+  private async usableConnection(): Promise<void> {
+    if (!this.stale && this.conn.generation === this.store.generation) return;
+    const conn = await this.store.connection();
+    try {
+      this.conn.close();
+    } catch {
+      // a connection of an instance already gone
+    }
+    this.conn = conn;
+    this.stale = false;
+    log.info({ failuresInRow: this.failuresInRow }, 'reporting: the rollup writer took a fresh store connection');
+  }
+
+  /** A step failed for the store's sake: reopen what needs it before the next step. */
+  private async storeFailed(e: unknown): Promise<void> {
+    this.failuresInRow++;
+    if (isInvalidatedError(e)) {
+      // The instance is gone for everyone: reopened once, whichever user saw it first.
+      await this.store.reopen(this.conn.generation).catch(() => undefined); // logged by the store
+    }
+    if (this.failuresInRow % REOPEN_AFTER === 0) this.stale = true;
+  }
+
+  private storeWorked(): void {
+    if (this.failuresInRow > 0) log.info({ failuresInRow: this.failuresInRow }, 'reporting: the store takes writes again');
+    this.failuresInRow = 0;
+  }
+
   /** Count sink: merges deltas in memory (the rows become the writer's); never touches the database. */
   add(rows: CountRow[]): void {
     if (rows.length > 0) this.pending.addRows(rows);
   }
 
   stats(): WriterStats {
-    return { ...this.counters, pendingTuples: this.pending.size, foldedTuples: this.pending.folded };
+    return { ...this.counters, pendingTuples: this.pending.size, foldedTuples: this.pending.folded, spoolFiles: this.spools.length };
   }
 
   /**
@@ -186,32 +271,42 @@ export class RollupWriter {
       const rows = this.pending.take();
       const drained = this.opts.source?.();
       if (drained && drained.length > 0) for (const r of drained) rows.push(r);
-      if (rows.length === 0) {
+      if (rows.length === 0 && this.spools.length === 0) {
         this.counters.lastFlushAt = Date.now();
         return;
       }
       // Rows are settled (written or quarantined) in order: a failure leaves a tail to keep.
-      const done = { settled: 0, written: 0, quarantined: [] as Array<{ row: CountRow; reason: string }> };
+      const done: Settled = { settled: 0, written: 0, quarantined: [] };
       try {
+        await this.usableConnection();
+        if (this.spools.length > 0) await this.replaySpools();
         for (let at = 0; at < rows.length; at += CHUNK_ROWS) await this.writeSplitting(rows.slice(at, at + CHUNK_ROWS), done);
       } catch (e) {
         this.pending.addRows(rows.slice(done.settled));
         this.counters.failedFlushes++;
         log.error({ err: (e as Error).message, tuples: rows.length - done.settled }, 'reporting flush failed; keeping the counts for the next flush');
+        await this.storeFailed(e);
         throw e;
       } finally {
         this.counters.rowsWritten += done.written;
         this.quarantine(done.quarantined);
       }
+      this.storeWorked();
       this.counters.flushes++;
       this.counters.lastFlushAt = Date.now();
     });
   }
 
-  /** Writes `rows` in one transaction; if DuckDB refuses their content, each half on its own, down to single rows. */
-  private async writeSplitting(rows: CountRow[], done: { settled: number; written: number; quarantined: Array<{ row: CountRow; reason: string }> }): Promise<void> {
+  /**
+   * Writes `rows` in one transaction; if DuckDB refuses their content, each half on its own,
+   * down to single rows. Rows of a spool file (`mark`) record their range of the part in the
+   * same transaction, and a range already recorded is skipped (the halves are the same at
+   * every try, so a replay cut short resumes without writing anything twice).
+   */
+  private async writeSplitting(rows: CountRow[], done: Settled, mark?: SpoolMark): Promise<void> {
+    let written: boolean;
     try {
-      await this.writeChunk(rows);
+      written = await this.writeChunk(rows, mark);
     } catch (e) {
       if (!isRowFault(e)) throw e;
       if (rows.length === 1) {
@@ -220,22 +315,87 @@ export class RollupWriter {
         return;
       }
       const half = rows.length >> 1;
-      await this.writeSplitting(rows.slice(0, half), done);
-      await this.writeSplitting(rows.slice(half), done);
+      await this.writeSplitting(rows.slice(0, half), done, mark);
+      await this.writeSplitting(rows.slice(half), done, mark && { ...mark, from: mark.from + half });
       return;
     }
-    for (const r of rows) this.touch(r.hour);
     done.settled += rows.length;
+    if (!written) return;
+    for (const r of rows) this.touch(r.hour);
     done.written += rows.length;
   }
 
-  private writeChunk(rows: readonly CountRow[]): Promise<void> {
+  /** One chunk in one transaction. False when its spool range was written before (nothing done). */
+  private writeChunk(rows: readonly CountRow[], mark?: SpoolMark): Promise<boolean> {
+    const part = mark && spoolPartKey(mark.batchId, mark.from, rows.length);
     return inTransaction(this.conn, async () => {
+      if (mark) {
+        const seen = await this.conn.one('SELECT 1 AS x FROM reporting_spool_applied WHERE spool_id = $1 AND part = $2', [mark.spoolId, part!]);
+        if (seen) return false;
+      }
       await this.conn.run(STAGE_SQL, [batchJson(rows)]);
       await this.conn.run(HOURLY_INSERT_SQL);
       await this.conn.run(DAILY_INSERT_SQL);
       await this.conn.run('DROP TABLE flush_batch');
+      if (mark) await this.conn.run('INSERT INTO reporting_spool_applied (spool_id, part) VALUES ($1, $2)', [mark.spoolId, part!]);
+      return true;
     });
+  }
+
+  /**
+   * Writes the spool files of earlier stops into the rollups, oldest first, and removes each
+   * one written whole. Rejects on a store failure (the file stays and is retried at the next
+   * flush). A file that cannot be read whole is renamed `*.unreadable` and kept, logged.
+   */
+  private async replaySpools(): Promise<void> {
+    while (this.spools.length > 0) {
+      const path = this.spools[0]!;
+      let file;
+      try {
+        file = readSpoolFile(path);
+      } catch (e) {
+        this.spools.shift();
+        const kept = e instanceof SpoolFileError ? this.setAside(path) : path;
+        log.error({ file: path, kept, err: (e as Error).message }, 'reporting: could not read a spool file; its counts are not in the reports (the file is kept)');
+        continue;
+      }
+      const done: Settled = { settled: 0, written: 0, quarantined: [] };
+      try {
+        for (const part of file.parts) {
+          for (let at = 0; at < part.rows.length; at += CHUNK_ROWS) {
+            await this.writeSplitting(part.rows.slice(at, at + CHUNK_ROWS), done, { spoolId: file.header.spoolId, batchId: part.batchId, from: at });
+          }
+        }
+      } catch (e) {
+        log.error({ file: path, err: (e as Error).message }, 'reporting: could not write a spool file into the rollups; it is kept and retried at the next flush');
+        throw e;
+      } finally {
+        this.counters.rowsWritten += done.written;
+        this.quarantine(done.quarantined);
+      }
+      this.spools.shift();
+      const rows = file.parts.flatMap((p) => p.rows);
+      if (file.bad.length > 0) {
+        const kept = this.setAside(path);
+        log.error({ file: path, kept, lines: file.bad }, 'reporting: lines of a spool file could not be read; their counts are not in the reports (the file is kept)');
+      } else {
+        // Removed before its parts are forgotten: a crash in between can never replay it twice.
+        removeSpoolFile(path, dirname(path));
+      }
+      await this.conn.run('DELETE FROM reporting_spool_applied WHERE spool_id = $1', [file.header.spoolId]).catch(() => undefined);
+      log.info(
+        { file: path, tuples: rows.length, transactions: transactionsIn(rows), writtenBefore: done.settled - done.written - done.quarantined.length },
+        'reporting: counts from a spool file written into the rollups',
+      );
+    }
+  }
+
+  private setAside(path: string): string {
+    try {
+      return setAsideSpoolFile(path);
+    } catch {
+      return path;
+    }
   }
 
   /** Logs rows DuckDB refused, once each (they are dropped), and counts them. */
@@ -267,6 +427,12 @@ export class RollupWriter {
   compact(): Promise<number> {
     return this.serial(async () => {
       let rewritten = 0;
+      try {
+        await this.usableConnection();
+      } catch (e) {
+        log.error({ err: (e as Error).message }, 'reporting compaction failed; will retry');
+        throw e;
+      }
       for (const g of ['hour', 'day'] as const) {
         const periods = [...this.touched[g]].sort((a, b) => a - b);
         this.touched[g].clear();
@@ -276,6 +442,7 @@ export class RollupWriter {
           } catch (e) {
             this.touched[g].add(p);
             log.error({ err: (e as Error).message, [g]: new Date(p).toISOString() }, 'reporting compaction failed; will retry');
+            await this.storeFailed(e);
           }
         }
       }
@@ -313,6 +480,7 @@ export class RollupWriter {
     return this.serial(async () => {
       const cutoff = periodParam(oldestKeptDayMs(this.now(), this.opts.retentionDays));
       try {
+        await this.usableConnection();
         let n = 0;
         for (const table of Object.values(ROLLUP_TABLES)) {
           const r = await this.conn.one<{ n: bigint }>(`SELECT count(*) AS n FROM ${table} WHERE period_start < $1`, [cutoff]);
@@ -325,12 +493,17 @@ export class RollupWriter {
         return n;
       } catch (e) {
         log.error({ err: (e as Error).message }, 'reporting retention pass failed; will retry');
+        await this.storeFailed(e);
         throw e;
       }
     });
   }
 
-  /** Stops the timers and writes everything still pending (the SIGTERM/SIGINT path). */
+  /**
+   * Stops the timers and writes everything still pending (the SIGTERM/SIGINT path). If the
+   * store will not take them, they go to a spool file the next start replays; if that
+   * cannot be written either, it logs a fatal line and rejects with CountsLostError.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -340,14 +513,33 @@ export class RollupWriter {
       try {
         await this.flush();
       } catch {
-        if (attempt >= CLOSE_ATTEMPTS) {
-          log.error({ tuples: this.pending.size }, 'reporting: final flush failed; these counts are lost');
-          break;
-        }
+        if (attempt >= CLOSE_ATTEMPTS) break;
         await new Promise((r) => setTimeout(r, 200 * attempt));
       }
     }
     await this.chain;
-    this.conn.close();
+    let lost: CountsLostError | null = null;
+    if (this.pending.size > 0) lost = this.spoolPending();
+    try {
+      this.conn.close();
+    } catch {
+      // a connection of an instance already gone
+    }
+    if (lost) throw lost;
+  }
+
+  /** The final flush failed: the pending counts into a spool file. Returns the error if that fails too. */
+  private spoolPending(): CountsLostError | null {
+    const rows = this.pending.take();
+    const counts = { tuples: rows.length, transactions: transactionsIn(rows) };
+    try {
+      const { path } = writeSpoolFile(this.store.dataDir, rows, CHUNK_ROWS);
+      log.error({ file: path, ...counts }, 'reporting: final flush failed; the counts were written to a spool file that the next start writes into the rollups');
+      return null;
+    } catch (e) {
+      const err = (e as Error).message;
+      log.fatal({ dataDir: this.store.dataDir, err, ...counts }, 'reporting: final flush failed and the spool file could not be written; these counts are lost');
+      return new CountsLostError(`${counts.transactions} counted transactions (${counts.tuples} tuples) could not be written to the store or to a spool file in ${this.store.dataDir}: ${err}`);
+    }
   }
 }

@@ -1,14 +1,54 @@
 // The embedded DuckDB store: one file in the data dir, versioned migrations, async
 // queries that run off the JS thread. Only the main thread opens it.
+//
+// A disk that fills up must not wedge it for good: DuckDB's temp folder is set here, with
+// a limit of our own (left alone, DuckDB fixes it at 90 % of the disk space free at the first
+// spill, for the life of the instance: 270 KiB after one spill on a nearly full disk), and a
+// fatal error (DuckDB invalidates the instance, e.g. when a checkpoint cannot be written)
+// reopens the instance, so the store works again once space returns.
 import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
+import { log } from '../log.ts';
 import { MIGRATIONS } from './migrations.ts';
 
 export type Params = DuckDBValue[] | Record<string, DuckDBValue>;
 export type Row = Record<string, unknown>;
 
 export const DB_FILE = 'ivtd.duckdb';
+/** DuckDB's temp folder (spills of large writes and queries), in the data dir. */
+export const TEMP_DIR = 'ivtd.duckdb.tmp';
+
+const MiB = 1 << 20;
+/** The temp folder's limit: a quarter of the data dir's file system, within these bounds. */
+export const TEMP_LIMIT_MIN = 256 * MiB;
+export const TEMP_LIMIT_MAX = 16 * 1024 * MiB;
+
+/**
+ * max_temp_directory_size for a data dir: a quarter of its file system's size (its size,
+ * not its free space, so a passing full disk cannot shrink it), at least TEMP_LIMIT_MIN and
+ * at most TEMP_LIMIT_MAX. Rounded down to whole MiB.
+ */
+export function tempLimitBytes(dataDir: string): number {
+  let quarter = TEMP_LIMIT_MIN;
+  try {
+    const fs = statfsSync(dataDir);
+    quarter = Math.floor((fs.blocks * fs.bsize) / 4);
+  } catch {
+    // No statfs (an exotic file system): the lower bound.
+  }
+  const bytes = Math.min(TEMP_LIMIT_MAX, Math.max(TEMP_LIMIT_MIN, quarter));
+  return Math.floor(bytes / MiB) * MiB;
+}
+
+/** True for the error DuckDB gives once an instance is invalidated (every later query fails). */
+export function isInvalidatedError(e: unknown): boolean {
+  return e instanceof Error && /^FATAL Error|database has been invalidated/i.test(e.message);
+}
+
+function sqlString(v: string): string {
+  return `'${v.replaceAll("'", "''")}'`;
+}
 
 export class StoreLockedError extends Error {}
 
@@ -39,7 +79,7 @@ export async function inTransaction<T>(q: Queryable, fn: () => Promise<T>): Prom
 }
 
 class ConnectionRunner implements Queryable {
-  constructor(protected readonly conn: DuckDBConnection) {}
+  constructor(protected conn: DuckDBConnection) {}
   async run(sql: string, params?: Params): Promise<void> {
     await this.conn.run(sql, params);
   }
@@ -54,10 +94,19 @@ class ConnectionRunner implements Queryable {
 
 export class Store extends ConnectionRunner {
   private closed = false;
+  /** Global settings applied with set(), applied again when the instance is reopened. */
+  private readonly settings = new Map<string, string>();
+  private reopening: Promise<void> | null = null;
+  /** Why the store has no usable instance (a reopen failed); null while it has one. */
+  private broken: Error | null = null;
+  /** Counts instance openings: a connection taken before a reopen belongs to a dead instance. */
+  generation = 1;
+
   private constructor(
-    private readonly instance: DuckDBInstance,
+    private instance: DuckDBInstance,
     conn: DuckDBConnection,
     readonly path: string,
+    readonly dataDir: string,
   ) {
     super(conn);
   }
@@ -66,37 +115,132 @@ export class Store extends ConnectionRunner {
   static async open(dataDir: string): Promise<Store> {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     const path = join(dataDir, DB_FILE);
-    let instance: DuckDBInstance;
-    try {
-      instance = await DuckDBInstance.create(path);
-    } catch (e) {
-      const msg = (e as Error).message;
-      if (/lock/i.test(msg)) {
-        throw new StoreLockedError(`${path} is held by another process (is ivtd already serving this data dir?): ${msg}`);
-      }
-      throw e;
-    }
-    const store = new Store(instance, await instance.connect(), path);
+    const instance = await openInstance(path);
+    const store = new Store(instance, await instance.connect(), path, dataDir);
+    store.settings.set('temp_directory', sqlString(join(dataDir, TEMP_DIR)));
+    store.settings.set('max_temp_directory_size', sqlString(`${tempLimitBytes(dataDir) / MiB}MiB`));
+    await store.applySettings();
     await store.migrate();
     return store;
   }
 
+  /**
+   * Sets a global DuckDB setting (`SET name = value`, value as SQL) and keeps it, so a
+   * reopened instance gets it too.
+   */
+  async set(name: string, value: string | number): Promise<void> {
+    const v = typeof value === 'number' ? String(value) : value;
+    await this.run(`SET ${name} = ${v}`);
+    this.settings.set(name, v);
+  }
+
+  private async applySettings(conn: DuckDBConnection = this.conn): Promise<void> {
+    for (const [name, value] of this.settings) await conn.run(`SET ${name} = ${value}`);
+  }
+
+  override async run(sql: string, params?: Params): Promise<void> {
+    await this.usable();
+    try {
+      await super.run(sql, params);
+    } catch (e) {
+      throw this.failed(e);
+    }
+  }
+
+  override async all<T extends Row = Row>(sql: string, params?: Params): Promise<T[]> {
+    await this.usable();
+    try {
+      return await super.all<T>(sql, params);
+    } catch (e) {
+      throw this.failed(e);
+    }
+  }
+
+  /**
+   * Waits for a reopen under way; with no usable instance (an earlier reopen failed), tries
+   * to reopen it first (one at a time, at most as often as queries come), and throws if
+   * that fails.
+   */
+  private async usable(): Promise<void> {
+    if (this.closed) throw new Error(`${this.path}: the store is closed`);
+    if (this.reopening) await this.reopening.catch(() => undefined);
+    if (this.broken) {
+      try {
+        await this.reopen(this.generation);
+      } catch (e) {
+        throw new Error(`${this.path} could not be reopened after a fatal error (tried again at the next query): ${(e as Error).message}`);
+      }
+    }
+    if (this.closed) throw new Error(`${this.path}: the store is closed`);
+  }
+
+  /** A fatal error invalidated the instance: reopen it in the background (this query still fails). */
+  private failed(e: unknown): unknown {
+    if (isInvalidatedError(e)) void this.reopen(this.generation).catch(() => undefined);
+    return e;
+  }
+
+  /**
+   * Closes the instance and opens the file again (settings reapplied), once per generation:
+   * callers pass the generation they saw fail, and a reopen already done for it is not
+   * repeated. Rejects if the file cannot be opened (the store then refuses queries and
+   * tries again on the next one).
+   */
+  reopen(seen = this.generation): Promise<void> {
+    if (this.closed) return Promise.reject(new Error(`${this.path}: the store is closed`));
+    if (this.reopening) return this.reopening;
+    if (seen !== this.generation && !this.broken) return Promise.resolve();
+    const run = (async () => {
+      if (!this.broken) {
+        log.error({ path: this.path }, 'store: DuckDB stopped after a fatal error; reopening the database');
+        closeQuietly(this.conn, this.instance);
+      }
+      let instance: DuckDBInstance | undefined;
+      let conn: DuckDBConnection | undefined;
+      try {
+        instance = await openInstance(this.path);
+        conn = await instance.connect();
+        await this.applySettings(conn);
+        // Closed meanwhile (a stop): the new instance must not outlive the store.
+        if (this.closed) throw new Error(`${this.path}: the store is closed`);
+        this.instance = instance;
+        this.conn = conn;
+        this.broken = null;
+        this.generation++;
+        log.info({ path: this.path, generation: this.generation }, 'store: database reopened');
+      } catch (e) {
+        if (instance) closeQuietly(conn, instance);
+        if (!this.broken) log.error({ path: this.path, err: (e as Error).message }, 'store: could not reopen the database; queries fail until it opens');
+        this.broken = e as Error;
+        throw e;
+      }
+    })().finally(() => {
+      this.reopening = null;
+    });
+    this.reopening = run;
+    return run;
+  }
+
   /** Runs fn inside BEGIN/COMMIT on a connection of its own; rolls back if it throws. */
   async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+    await this.usable();
     const conn = await this.instance.connect();
     const q = new ConnectionRunner(conn);
     try {
       return await inTransaction(q, () => fn(q));
+    } catch (e) {
+      throw this.failed(e);
     } finally {
       conn.closeSync();
     }
   }
 
   /** A separate connection, for long reads that should not queue behind writes. */
-  async connection(): Promise<Queryable & { close(): void }> {
+  async connection(): Promise<Queryable & { close(): void; generation: number }> {
+    await this.usable();
     const conn = await this.instance.connect();
     const r = new ConnectionRunner(conn);
-    return Object.assign(r, { close: () => conn.closeSync() });
+    return Object.assign(r, { close: () => conn.closeSync(), generation: this.generation });
   }
 
   async schemaVersion(): Promise<number> {
@@ -121,7 +265,37 @@ export class Store extends ConnectionRunner {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.conn.closeSync();
-    this.instance.closeSync();
+    if (this.broken) return;
+    // A reopen under way has closed these already (and closes the new ones itself).
+    if (this.reopening) closeQuietly(this.conn, this.instance);
+    else {
+      this.conn.closeSync();
+      this.instance.closeSync();
+    }
+  }
+}
+
+async function openInstance(path: string): Promise<DuckDBInstance> {
+  try {
+    return await DuckDBInstance.create(path);
+  } catch (e) {
+    const msg = (e as Error).message;
+    if (/lock/i.test(msg)) {
+      throw new StoreLockedError(`${path} is held by another process (is ivtd already serving this data dir?): ${msg}`);
+    }
+    throw e;
+  }
+}
+
+function closeQuietly(conn: DuckDBConnection | undefined, instance: DuckDBInstance): void {
+  try {
+    conn?.closeSync();
+  } catch {
+    // already unusable
+  }
+  try {
+    instance.closeSync();
+  } catch {
+    // already unusable
   }
 }

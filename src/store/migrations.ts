@@ -207,4 +207,19 @@ export const MIGRATIONS: Migration[] = [
       `ALTER TABLE ${table} ALTER COLUMN category SET NOT NULL`,
     ]),
   },
+  {
+    version: 84,
+    name: 'reporting: parts of spool files already written into the rollups',
+    // A stop whose last flush failed leaves its counts in a spool file (src/reporting/
+    // spool-file.ts); the next start writes each part of it in one transaction with its row
+    // here, so a replay cut short (a crash, the disk again) never writes a part twice.
+    statements: [
+      `CREATE TABLE reporting_spool_applied (
+         spool_id   VARCHAR NOT NULL,
+         part       VARCHAR NOT NULL,
+         applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+         PRIMARY KEY (spool_id, part)
+       )`,
+    ],
+  },
 ];
