@@ -295,6 +295,7 @@ export class PolicyReader {
 
   /** Action of the IP's range: 0 none, ALLOW, DENY. */
   ipAction(ip: IpScratch): number {
+    if (ip.v === 0) return 0; // no client IP (an OpenRTB bid request without one)
     const w = this.w;
     if (ip.v === 4) {
       const n = w[H.v4Count]!;
@@ -364,7 +365,8 @@ export class PolicyReader {
     }
   }
 
-  private sellerAction(s: PolicySubject): number {
+  /** Action of the seller entries: (sid, pub) and each supply-chain node's (asi, sid). */
+  sellerAction(s: PolicySubject): number {
     if ((this.kinds & (1 << T_SELLER)) === 0) return 0;
     let found = 0;
     if (s.sid !== '' && s.pub !== '') {

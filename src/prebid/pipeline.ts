@@ -10,7 +10,7 @@
 import { TUPLE_DIMENSIONS, type Band, type TransactionClass } from '../enums.ts';
 import type { LookupMemory } from '../memory/budget.ts';
 import { ThreadCounts } from '../reporting/thread-counts.ts';
-import { categoryOf, type Category } from '../signals/category.ts';
+import { categoryOf, noBidReason, type Category } from '../signals/category.ts';
 import type { HistoryFacts } from '../signals/history.ts';
 import { asParsed } from '../signals/ip-address.ts';
 import type { IpAssessment } from '../signals/ip-intel.ts';
@@ -30,9 +30,9 @@ import { SeenSample } from './seen-sample.ts';
 import type { SeenValues } from './messages.ts';
 import type { AdsTxtVerdict } from '../signals/ads-txt.ts';
 import type { SupplyChain } from '../signals/schain.ts';
-import { emptyRequest, validateAuth, validateRequest, type LookupRequest } from './validate.ts';
+import { emptyRequest, validateAuth, validateOrtbRequest, validateRequest, type LookupRequest } from './validate.ts';
 import type { JsonObject } from './bounded-json.ts';
-import { emptyOrtbExtra, mapBidRequest, ORTB_NAMES, ortbResponseJson, type OrtbExtra } from './ortb.ts';
+import { emptyOrtbExtra, mapBidRequest, noteMissing, ORTB_NAMES, ortbConfidence, ortbResponseJson, type OrtbExtra } from './ortb.ts';
 
 export interface LookupOutcome {
   status: number;
@@ -129,22 +129,27 @@ export class LookupEngine {
     const s = this.sources.gather(this.req, this.data, now, 'observe');
     if (s === null) return BAD_IP;
     const r = score(s);
+    if (ortb) r.confidence = ortbConfidence(r, this.req, this.ortb.sua !== null);
     // History learns from this request's own evidence only, so history cannot condemn itself
     // (nor can one customer's policy teach the shared history anything: it is applied after).
     const invalidEvidence = outcomeForHistory(r);
     this.sources.recordOutcome(invalidEvidence);
     if (this.botIps !== null) this.botIps.note(this.req.ip, invalidEvidence);
     const policy = this.policies.get(this.customerId);
+    let sellerDenied = false;
     if (policy !== undefined) {
-      const d = policy.decide(this.subjectOf(s.schain, policy.uaSeed));
+      const subject = this.subjectOf(s.schain, policy.uaSeed);
+      const d = policy.decide(subject);
       applyPolicy(r, d === DENY ? 'denylisted' : d === ALLOW ? 'allowlisted' : null, policy.medium, policy.high);
+      // A deny by a seller entry (a supply-chain node): OpenRTB's own no-bid reason, on the deny path only.
+      if (ortb && d === DENY) sellerDenied = (policy.sellerAction(subject) & DENY) !== 0;
     }
     if (this.seen !== null) this.noteSeen(s.schain);
     // The category follows the policy: a denied transaction's leading reason is `denylisted`.
     const cls = classifyTransaction(r);
     this.counts.count(this.customerId, hourStart(now), fillDimensions(this.req, s, categoryOf(cls === 'valid', r.leading), this.dims), cls, now);
     const body = responseJson(s, r);
-    return { status: 200, body: ortb ? ortbResponseJson(body, this.ortb.id, r, cls === 'valid') : body, band: r.band };
+    return { status: 200, body: ortb ? ortbResponseJson(body, this.ortb, r, noBidReason(cls === 'valid', r.leading, sellerDenied)) : body, band: r.band };
   }
 
   /** A Set probe per value; the samples are bounded per flush. */
@@ -175,24 +180,27 @@ export class LookupEngine {
     else if (s === null) out = BAD_IP;
     else {
       const r: ScoreResult = score(s);
+      if (bid !== null) r.confidence = ortbConfidence(r, this.req, this.ortb.sua !== null);
       const policy = this.policies.get(this.customerId);
+      let sellerDenied = false;
       if (policy !== undefined) {
         const subject = this.subjectOf(s.schain, policy.uaSeed);
         const model = { score: r.score, band: r.band, confidence: r.confidence };
         const d = policy.decide(subject);
         const decision = d === DENY ? 'deny' : d === ALLOW ? 'allow' : null;
         applyPolicy(r, decision === 'deny' ? 'denylisted' : decision === 'allow' ? 'allowlisted' : null, policy.medium, policy.high);
+        sellerDenied = d === DENY && (policy.sellerAction(subject) & DENY) !== 0;
         ex.policy = { medium: policy.medium, high: policy.high, matches: policy.matches(subject), decision, model };
       }
       ex.transaction = classifyTransaction(r);
       const body = responseJson(s, r);
-      out = { status: 200, body: bid === null ? body : ortbResponseJson(body, this.ortb.id, r, ex.transaction === 'valid'), band: r.band };
+      out = { status: 200, body: bid === null ? body : ortbResponseJson(body, this.ortb, r, noBidReason(ex.transaction === 'valid', r.leading, sellerDenied)), band: r.band };
       ex.reasons = r.reasons.slice();
       if (s.uaInconsistent) ex.reasons.push('ua_inconsistent:' + s.uaConsistency);
       ex.category = categoryOf(ex.transaction === 'valid', r.leading);
       ex.leadingReason = r.leading;
       ex.signals = {
-        ip: this.data.ip.assessParsed(asParsed(this.sources.lastIp)),
+        ip: this.req.ip === '' ? this.data.ip.assess('') : this.data.ip.assessParsed(asParsed(this.sources.lastIp)),
         ua: this.sources.analyzer.analyze(this.req.ua, now),
         uaConsistency: s.uaConsistency,
         schainError: s.schainError,
@@ -245,11 +253,15 @@ export class LookupEngine {
       const mapErr = mapBidRequest(bid, v, this.scanner.raw, this.ortb);
       if (mapErr) return err(mapErr.status, mapErr.code, mapErr.message);
     }
-    const valErr = validateRequest(v, this.scanner.raw, req, bid === null ? undefined : ORTB_NAMES);
+    const valErr = bid === null ? validateRequest(v, this.scanner.raw, req) : validateOrtbRequest(v, this.scanner.raw, req, ORTB_NAMES);
     if (valErr) return err(valErr.status, valErr.code, valErr.message);
     if (bid !== null) {
-      req.schainObject = this.ortb.schain;
-      req.sua = this.ortb.sua;
+      const o = this.ortb;
+      req.schainObject = o.schain;
+      req.sua = o.sua;
+      req.ifaType = o.ifaType;
+      req.ssai = o.ssai;
+      noteMissing(req, o);
     }
     this.customerId = customerId;
     return null;

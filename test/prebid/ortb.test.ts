@@ -31,7 +31,9 @@ function matches(t: Test, got: unknown, want: unknown, at: string): void {
   if (typeof want === 'string' && want.length > 1 && want.startsWith('/') && want.endsWith('/')) {
     t.match(String(got), new RegExp(want.slice(1, -1)), at);
   } else if (Array.isArray(want)) {
-    t.same(got, want, at);
+    // Same length, each element matched in order (so an element may hold a "/regex/" string).
+    t.ok(Array.isArray(got) && got.length === want.length, `${at}: ${JSON.stringify(got)} has ${want.length} elements`);
+    want.forEach((w, i) => matches(t, (got as unknown[] | undefined)?.[i], w, `${at}[${i}]`));
   } else if (typeof want === 'object' && want !== null) {
     for (const [k, v] of Object.entries(want)) matches(t, (got as Record<string, unknown> | undefined)?.[k], v, `${at}.${k}`);
   } else t.equal(got, want, at);

@@ -13,7 +13,7 @@ t.test('every reason code the score can give has a category from the list', asyn
 t.test("a transaction's category is its leading reason's", async (t) => {
   const base = {
     ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false, declaredBot: false,
-    automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, geoMismatch: false,
+    automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, ifaTypeMismatch: false, ssaiSpoof: false, geoMismatch: false,
     schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: NO_HISTORY,
   };
   const r = score({ ...base, ipHosting: true, geoMismatch: true, declaredBot: true });
@@ -28,7 +28,7 @@ t.test('every reason code has a class, the one classifyTransaction counts it und
   t.same(Object.keys(REASON_CLASS).sort(), Object.keys(REASON_CATEGORY).sort(), 'the same codes as the categories');
   const base = {
     ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false, declaredBot: false,
-    automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, geoMismatch: false,
+    automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, ifaTypeMismatch: false, ssaiSpoof: false, geoMismatch: false,
     schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: NO_HISTORY,
   };
   // One strong reason of each component: the transaction's class is the reason's.
