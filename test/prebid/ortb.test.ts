@@ -186,3 +186,38 @@ t.test('mapped strings are bounded like the GET form\'s values', async (t) => {
   t.equal(r.status, 400);
   t.match(r.json, { error: 'invalid_parameter', message: /device\.ua.*2048/ });
 });
+
+t.test("the query's sid, pub, uid and dvt fill what the bid request lacks; the body's own values win", async (t) => {
+  const s = await startTestServer({ threads: 1 });
+  t.teardown(() => s.stop());
+  const bare = { id: 'req-q', imp: [{ id: '1', banner: { w: 300, h: 250 } }], device: { ip: '73.162.10.40', ua: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36' } };
+  const without = await ortb(s, JSON.stringify(bare));
+  t.equal(without.status, 200, 'no pub, uid, dvt, schain: still a verdict');
+  t.same(without.json!.missing, ['device.devicetype', 'user.id', 'site.publisher.id', 'source.schain']);
+  const filled = await ortb(s, JSON.stringify(bare), {}, `${auth(s)}&node=n&pub=pub-q&uid=u-q&dvt=2&sid=exchange1.example`);
+  t.equal(filled.status, 200);
+  t.same(filled.json!.missing, ['source.schain'], 'pub, uid and dvt from the query');
+  t.ok((filled.json!.botRisk as { confidence: number }).confidence > (without.json!.botRisk as { confidence: number }).confidence, 'more to rest on, more confidence');
+  const phone = await ortb(s, JSON.stringify({ ...bare, device: { ...bare.device, devicetype: 4 } }), {}, `${auth(s)}&node=n&dvt=2`);
+  t.equal((phone.json!.reasons as { code: string }[]).some((r) => r.code === 'ua_inconsistent'), true, "the body's devicetype 4 wins over the query's 2 (a Windows UA is no phone)");
+  const badDvt = await ortb(s, JSON.stringify(bare), {}, `${auth(s)}&node=n&dvt=12`);
+  t.equal(badDvt.status, 400, "the query's own bad value is refused");
+  t.match(badDvt.json, { error: 'invalid_parameter', message: /dvt/ });
+  const noNode = await ortb(s, JSON.stringify(bare), {}, auth(s));
+  t.match(noNode.json, { error: 'missing_parameter', message: /node/ }, 'node stays required (the query names the bidder node)');
+});
+
+t.test("nbr 17 when the customer's policy blocks a supply-chain node", async (t) => {
+  const s = await startTestServer({ threads: 1 });
+  t.teardown(() => s.stop());
+  const r0 = await fetch(`${s.api}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ username: s.customer.username, password: s.customer.password }) });
+  const token = ((await r0.json()) as { access_token: string }).access_token;
+  const put = (entries: unknown[]) => fetch(`${s.api}/v1/policy`, { method: 'PUT', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ entries }) });
+  const web = fixtures.find(([n]) => n === 'exemplary/web-banner.json')![1].request as { source: { schain: { nodes: { asi: string; sid: string }[] } } };
+  const node = web.source.schain.nodes[0]!;
+  t.equal((await put([{ kind: 'seller', value: `${node.asi}:${node.sid}`, action: 'deny' }])).status, 200, 'seller entry set');
+  const r = await ortb(s, JSON.stringify(web));
+  t.match(r.json, { botRisk: { band: 'high' }, nbr: 17, reasons: [{ code: 'denylisted', class: 'POLICY' }] });
+  t.equal((await put([{ kind: 'ip', value: '0.0.0.0/0', action: 'deny' }])).status, 200, 'an IP entry instead');
+  t.match((await ortb(s, JSON.stringify(web))).json, { nbr: 4 }, 'any other deny: 4');
+});

@@ -55,6 +55,12 @@ t.test('the OpenRTB no-bid reason an invalid transaction implies', async (t) => 
   t.equal(noBidReason(false, 'ua_headless'), 4, 'automation: 4 suspected non-human');
   t.equal(noBidReason(false, 'sua_mismatch'), 4, 'spoofing: 4');
   t.equal(noBidReason(false, 'denylisted'), 4, "the customer's deny list: 4");
+  t.equal(noBidReason(false, 'seller_unauthorized'), 12, 'seller not authorised by ads.txt / app-ads.txt: 12');
+  t.equal(noBidReason(false, 'schain_incomplete'), 16, 'incomplete supply chain: 16');
+  t.equal(noBidReason(false, 'denylisted', true), 17, "a supply-chain node the customer's policy blocks: 17");
+  t.equal(noBidReason(false, 'schain_unverified'), 4, 'an unverified chain has no code of its own: 4');
+  t.equal(noBidReason(false, 'ssai_spoof'), 4, 'SSAI spoof: 4');
+  t.equal(noBidReason(true, 'seller_unauthorized'), null, 'valid: none, whatever the reason');
 });
 
 t.test('docs/scoring.md lists every category, in order, with exactly its reason codes', async (t) => {
