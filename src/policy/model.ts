@@ -7,7 +7,7 @@ import { parseIp } from '../signals/ip-address.ts';
 import { BAND_HIGH_MIN, BAND_MEDIUM_MIN } from '../signals/score.ts';
 
 /** What an entry matches, each against one request value (docs/policy.md). */
-export const ENTRY_KINDS = ['ip', 'ua', 'ua_substring', 'app', 'domain', 'publisher', 'seller'] as const;
+export const ENTRY_KINDS = ['ip', 'ua', 'ua_substring', 'app', 'domain', 'publisher', 'seller', 'ssai'] as const;
 export type EntryKind = (typeof ENTRY_KINDS)[number];
 export const ACTIONS = ['allow', 'deny'] as const;
 export type Action = (typeof ACTIONS)[number];
@@ -39,6 +39,7 @@ export const MAX_VALUE_LENGTH: Readonly<Record<EntryKind, number>> = {
   domain: 253,
   publisher: 256,
   seller: 253 + 1 + 256,
+  ssai: 43,
 };
 /** Shortest UA substring: one or two characters would match nearly every UA. */
 export const MIN_SUBSTRING_LENGTH = 3;
@@ -131,6 +132,7 @@ export function normalizeValue(kind: EntryKind, raw: unknown, field: string): st
   if (CONTROL.test(raw)) throw new PolicyError(field, `${field} holds a control character (tab, newline, …); remove it.`);
   switch (kind) {
     case 'ip':
+    case 'ssai':
       return canonicalCidr(raw.trim(), field);
     case 'ua':
       return raw;
@@ -184,7 +186,9 @@ export function parseEntry(raw: unknown, at: string, opts: { actionOptional?: bo
   refuseUnknown(o, ['kind', 'value', 'action'], at);
   const kind = parseKind(o.kind, `${at}.kind`);
   const value = normalizeValue(kind, o.value, `${at}.value`);
-  const action = opts.actionOptional && o.action === undefined ? 'deny' : parseAction(o.action, `${at}.action`);
+  // An `ssai` entry declares a stitching provider's servers: it only ever allows (their data centre, for stitched imps).
+  const action = opts.actionOptional && o.action === undefined ? (kind === 'ssai' ? 'allow' : 'deny') : parseAction(o.action, `${at}.action`);
+  if (kind === 'ssai' && action !== 'allow') throw new PolicyError(`${at}.action`, `${at}.action must be "allow": an ssai entry declares a server-side ad insertion provider's addresses, whose data centre is not held against stitched imps.`);
   return { kind, value, action };
 }
 

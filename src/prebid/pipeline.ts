@@ -25,7 +25,7 @@ import { KeyTable } from './keys.ts';
 import { QueryScanner } from './query.ts';
 import { responseJson } from './response.ts';
 import { BotIpTracker } from './bot-ip-tracker.ts';
-import { SignalSources } from './signals.ts';
+import { SignalSources, stitcherDeclared } from './signals.ts';
 import { SeenSample } from './seen-sample.ts';
 import type { SeenValues } from './messages.ts';
 import type { AdsTxtVerdict } from '../signals/ads-txt.ts';
@@ -128,14 +128,19 @@ export class LookupEngine {
   private verdict(now: number, ortb: boolean): LookupOutcome {
     const s = this.sources.gather(this.req, this.data, now, 'observe');
     if (s === null) return BAD_IP;
-    const r = score(s);
-    if (ortb) r.confidence = ortbConfidence(r, this.req, this.ortb.sua !== null);
+    let r = score(s);
     // History learns from this request's own evidence only, so history cannot condemn itself
     // (nor can one customer's policy teach the shared history anything: it is applied after).
     const invalidEvidence = outcomeForHistory(r);
     this.sources.recordOutcome(invalidEvidence);
     if (this.botIps !== null) this.botIps.note(this.req.ip, invalidEvidence);
     const policy = this.policies.get(this.customerId);
+    // A stitching provider's range the customer declared: scored again without its data centre (rare: stitched imps from one).
+    if (s.ssaiSpoof && s.ip.hosting && policy !== undefined && policy.ssaiDeclared(this.sources.lastIp)) {
+      stitcherDeclared(s);
+      r = score(s);
+    }
+    if (ortb) r.confidence = ortbConfidence(r, this.req, this.ortb.sua !== null);
     let sellerDenied = false;
     if (policy !== undefined) {
       const subject = this.subjectOf(s.schain, policy.uaSeed);
@@ -179,9 +184,10 @@ export class LookupEngine {
     if (refused !== null) out = refused;
     else if (s === null) out = BAD_IP;
     else {
+      const policy = this.policies.get(this.customerId);
+      if (s.ssaiSpoof && s.ip.hosting && policy !== undefined && policy.ssaiDeclared(this.sources.lastIp)) stitcherDeclared(s);
       const r: ScoreResult = score(s);
       if (bid !== null) r.confidence = ortbConfidence(r, this.req, this.ortb.sua !== null);
-      const policy = this.policies.get(this.customerId);
       let sellerDenied = false;
       if (policy !== undefined) {
         const subject = this.subjectOf(s.schain, policy.uaSeed);

@@ -38,6 +38,17 @@ export interface LookupSignals extends ScoreInputs {
   ipFleetBot: boolean;
   /** ads.txt / app-ads.txt verdict on the seller (sellerUnauthorized is its `unauthorized`). */
   adsTxt: AdsTxtVerdict;
+  /** A server-side stitched imp with an HTTP library's UA (one half of ssaiSpoof; the other is a data-centre IP). */
+  ssaiServerUa: boolean;
+}
+
+/**
+ * The customer's policy declares the client IP a stitching provider's (kind `ssai`): on a
+ * stitched imp its data centre is neither `asn_hosting` nor the SSAI spoof; a library UA still is.
+ */
+export function stitcherDeclared(s: LookupSignals): void {
+  s.ipHosting = false;
+  s.ssaiSpoof = s.ssaiServerUa;
 }
 
 /** The IP verdict of a lookup without an IP: nothing known, nothing held against it. */
@@ -58,7 +69,7 @@ export function emptySignals(): LookupSignals {
     uaInconsistent: false, geoMismatch: false, schainPresent: false, schainValid: false, schainVerified: false,
     schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: undefined as unknown as HistoryFacts,
     ip: emptyIpVerdict(), ua: emptyVerdict(), uaConsistency: '', schainCompleteFlag: 0, schainError: '', schain: null, suaConflict: '', suaMismatch: false, ifaTypeMismatch: false, ssaiSpoof: false,
-    ipBotActivity: false, ipFleetBot: false, adsTxt: ADS_TXT_RESULT.no_domain,
+    ipBotActivity: false, ipFleetBot: false, adsTxt: ADS_TXT_RESULT.no_domain, ssaiServerUa: false,
   };
 }
 
@@ -132,6 +143,7 @@ export class SignalSources {
     // SSAI (OpenRTB imp.ssai 2, 3): the stitching server must pass the device's IP and UA on;
     // its own data-centre address or HTTP library's UA instead is the classic SSAI spoof.
     const serverUa = req.ssai >= 2 && hasUa && HTTP_LIBRARY_UA.test(req.ua);
+    s.ssaiServerUa = serverUa;
     s.ssaiSpoof = req.ssai >= 2 && (ip.hosting || serverUa);
 
     s.uaConsistency = uaConsistency(ua, req.dvt, req.app || undefined, req.ifa || undefined).reason;

@@ -221,3 +221,23 @@ t.test("nbr 17 when the customer's policy blocks a supply-chain node", async (t)
   t.equal((await put([{ kind: 'ip', value: '0.0.0.0/0', action: 'deny' }])).status, 200, 'an IP entry instead');
   t.match((await ortb(s, JSON.stringify(web))).json, { nbr: 4 }, 'any other deny: 4');
 });
+
+t.test("a stitching provider's range the customer declares (policy kind ssai) is not condemned as a data centre on stitched imps", async (t) => {
+  const s = await startTestServer({ threads: 1 });
+  t.teardown(() => s.stop());
+  const r0 = await fetch(`${s.api}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ username: s.customer.username, password: s.customer.password }) });
+  const token = ((await r0.json()) as { access_token: string }).access_token;
+  const stitched = fixtures.find(([n]) => n === 'supplemental/ssai-datacenter-ip.json')![1].request as { imp: { ssai?: number }[]; device: { ip: string } };
+  const codes = async (bid: unknown) => ((await ortb(s, JSON.stringify(bid))).json!.reasons as { code: string }[]).map((r) => r.code);
+  t.ok((await codes(stitched)).includes('ssai_spoof'), 'undeclared: the SSAI spoof');
+  const put = await fetch(`${s.api}/v1/policy`, { method: 'PUT', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ entries: [{ kind: 'ssai', value: `${stitched.device.ip}/32`, action: 'allow' }] }) });
+  t.equal(put.status, 200, 'ssai entry set');
+  const declared = await codes(stitched);
+  t.notOk(declared.includes('ssai_spoof') || declared.includes('asn_hosting'), `declared: no data-centre reason (${declared.join(', ')})`);
+  const notStitched = structuredClone(stitched);
+  delete notStitched.imp[0]!.ssai;
+  t.ok((await codes(notStitched)).includes('asn_hosting'), 'the same range without imp.ssai is a data centre as before');
+  const library = structuredClone(stitched) as unknown as { device: { ua: string } };
+  library.device.ua = 'okhttp/4.12.0';
+  t.ok((await codes(library)).includes('ssai_spoof'), "a library's UA from the declared range is still the spoof");
+});
