@@ -133,7 +133,7 @@ export class LookupEngine {
     // (nor can one customer's policy teach the shared history anything: it is applied after).
     const invalidEvidence = outcomeForHistory(r);
     this.sources.recordOutcome(invalidEvidence);
-    if (this.botIps !== null) this.botIps.note(this.req.ip, invalidEvidence);
+    if (this.botIps !== null && this.req.ip !== '') this.botIps.note(this.req.ip, invalidEvidence);
     const policy = this.policies.get(this.customerId);
     // A stitching provider's range the customer declared: scored again without its data centre (rare: stitched imps from one).
     if (s.ssaiSpoof && s.ip.hosting && policy !== undefined && policy.ssaiDeclared(this.sources.lastIp)) {
