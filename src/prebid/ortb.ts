@@ -267,7 +267,8 @@ export function mapBidRequest(bid: JsonObject, v: (string | undefined)[], raw: (
 function mapBody(bid: JsonObject, v: (string | undefined)[], extra: OrtbExtra): ValidationError | null {
   const id = bid.id;
   if (typeof id === 'string' && id.length > ORTB_MAX_FIELD_CHARS) throw bad('id', `longer than ${ORTB_MAX_FIELD_CHARS} characters`);
-  if (typeof id !== 'string' || id === '') return { status: 400, code: 'missing_parameter', message: 'Missing required field: id (the BidRequest id, a non-empty string).' };
+  if (id === undefined || id === null || id === '') return { status: 400, code: 'missing_parameter', message: 'Missing required field: id (the BidRequest id, a non-empty string).' };
+  if (typeof id !== 'string') return { status: 400, code: 'invalid_parameter', message: 'Invalid field id: must be a string (the BidRequest id).' };
   extra.id = id;
   const imp = bid.imp;
   if (!Array.isArray(imp) || imp.length === 0) {

@@ -66,7 +66,7 @@ t.test('mapBidRequest: only id and imp are required; every other field type-chec
 
   // The 400s: only a BidRequest without its id or imp.
   t.match(map({ id: '' }).err, { status: 400, code: 'missing_parameter', message: /field: id/ });
-  t.match(map({ id: 5 }).err, { status: 400, message: /id/ });
+  t.match(map({ id: 5 }).err, { status: 400, code: 'invalid_parameter', message: /Invalid field id: must be a string/ });
   t.match(mapBidRequest({ id: 'b' } as never, [], [], extra), { status: 400, code: 'missing_parameter', message: /field: imp/ });
   t.match(map({ id: 'b', imp: [] }).err, { status: 400, message: /imp.*at least one/ });
   t.match(map({ id: 'b', imp: {} }).err, { status: 400, message: /Invalid field imp/ });
