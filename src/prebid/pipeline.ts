@@ -207,7 +207,8 @@ export class LookupEngine {
       ex.leadingReason = r.leading;
       ex.signals = {
         ip: this.req.ip === '' ? this.data.ip.assess('') : this.data.ip.assessParsed(asParsed(this.sources.lastIp)),
-        ua: this.sources.analyzer.analyze(this.req.ua, now),
+        // Without a UA string (an OpenRTB request), what the lookup used: the device its `sua` describes, or nothing.
+        ua: this.req.ua === '' ? { ...this.sources.analyzer.analyze('', now), malformed: false, malformedReason: '', os: s.ua.os, device: s.ua.device, browser: s.ua.browser } : this.sources.analyzer.analyze(this.req.ua, now),
         uaConsistency: s.uaConsistency,
         schainError: s.schainError,
         fleetBotIp: s.ipFleetBot,

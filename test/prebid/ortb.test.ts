@@ -174,6 +174,9 @@ t.test('the admin explain takes a bid request too, on the account port', async (
   const missing = await explain(JSON.stringify({ id: 'x', device: { ip: '73.162.10.20' } }));
   t.match(await missing.json(), { status: 400, response: { error: 'missing_parameter' } }, 'a refused bid request is explained as refused');
   t.equal((await explain('[1')).status, 400, 'a hostile body is a 400 here too');
+  const suaOnly = fixtures.find(([n]) => n === 'supplemental/sua-without-ua.json')![1].request;
+  const ex = (await (await explain(JSON.stringify(suaOnly))).json()) as { signals: { ua: { malformed: boolean; os: string; device: string } } };
+  t.match(ex.signals.ua, { malformed: false, os: 'android', device: 'mobile' }, 'no UA string: the device its sua describes, not an empty, malformed UA');
   const other = await fetch(`${s.api}/v1/account/explain/ortb?${auth(s)}&node=n`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
   t.equal(other.status, 400, 'no session → 400 invalid_session');
 });
