@@ -4,7 +4,7 @@
 // src/policy/model.ts.
 
 /** What an entry matches, each against one request value (docs/policy.md). */
-export const ENTRY_KINDS = ['ip', 'ua', 'ua_substring', 'app', 'domain', 'publisher', 'seller'] as const;
+export const ENTRY_KINDS = ['ip', 'ua', 'ua_substring', 'app', 'domain', 'publisher', 'seller', 'ssai'] as const;
 export type EntryKind = (typeof ENTRY_KINDS)[number];
 export const ACTIONS = ['allow', 'deny'] as const;
 export type Action = (typeof ACTIONS)[number];

@@ -262,7 +262,7 @@ const COMMANDS: Command[] = [
   command({
     words: 'policy add',
     usage: 'policy add --customer REF --kind KIND --value VALUE --action allow|deny [--json]',
-    summary: 'Add one entry (KIND: ip, ua, ua_substring, app, domain, publisher, seller), or change its action.',
+    summary: 'Add one entry (KIND: ip, ua, ua_substring, app, domain, publisher, seller, ssai), or change its action.',
     flags: ['customer', 'kind', 'value', 'action'],
     op: 'policy.add',
     args: async (ctx) => ({ customer: need(ctx, 'customer'), entries: [{ kind: need(ctx, 'kind'), value: need(ctx, 'value'), action: need(ctx, 'action') }] }),

@@ -4,36 +4,49 @@
 // bid request" documents the table below. Synchronous, no I/O; allocation is bounded by
 // the body limits of body.ts.
 import { iso31661Alpha2ToAlpha3, iso31661Alpha3ToAlpha2 } from 'iso-3166';
+import { CTV_DEVICE_TYPES } from '../enums.ts';
+import { ipScratch, parseIpInto, type IpScratch } from '../signals/ip-address.ts';
 import { schainFromObject, type SchainResult } from '../signals/schain.ts';
 import { CHROMIUM_BRANDS, emptySua, suaPlatform, type SuaFacts } from '../signals/sua.ts';
-import { noBidReason, REASON_CLASS } from '../signals/category.ts';
-import type { ScoreResult } from '../signals/score.ts';
+import { REASON_CLASS } from '../signals/category.ts';
+import { CONFIDENCE_DECISIVE_MIN, type ScoreResult } from '../signals/score.ts';
 import type { JsonObject, JsonValue } from './bounded-json.ts';
 import { isJsonObject } from './bounded-json.ts';
 import { P, PARAM_NAMES } from '../prebid/params.ts';
 import type { ErrorAnswer } from '../errors.ts';
-import type { ValueNames } from '../prebid/validate.ts';
+import type { LookupRequest, ValueNames } from '../prebid/validate.ts';
 
-/** The OpenRTB field each slot comes from, for error messages. */
+/** The OpenRTB field each slot comes from, for error messages (the query's own parameters keep their names). */
 const FIELD: Partial<Record<(typeof PARAM_NAMES)[number], string>> = {
-  pub: 'site.publisher.id (or app.publisher.id)',
+  pub: 'site.publisher.id (or app.publisher.id, or the pub query parameter)',
   ip: 'device.ip (or device.ipv6)',
   ua: 'device.ua',
-  uid: 'user.id (or user.buyeruid)',
+  uid: 'user.id (or user.buyeruid, or the uid query parameter)',
   ifa: 'device.ifa',
   app: 'app.bundle',
   sid: 'source.schain last node asi (or the sid query parameter)',
   adt: 'imp[0].banner / video / audio / native',
-  dvt: 'device.devicetype',
+  dvt: 'device.devicetype (or the dvt query parameter)',
   dim: 'imp[0] w x h',
-  geo: 'device.geo.country',
+  geo: 'device.geo.country (ISO-3166-1 alpha-3 or alpha-2)',
   dmn: 'site.domain (or site.page, app.domain)',
   node: 'node (query parameter)',
 };
 export const ORTB_NAMES: ValueNames = { noun: 'field', names: PARAM_NAMES.map((n) => FIELD[n] ?? n) };
 
-/** Slots the body owns: a query value for them is dropped, so the query cannot override the bid request. */
-const BODY_SLOTS: readonly number[] = [P.pub, P.ip, P.ua, P.uid, P.ifa, P.app, P.adt, P.dvt, P.dim, P.geo, P.dmn, P.schain];
+/**
+ * Slots the body owns: a query value for them is dropped, so the query cannot override the
+ * bid request. `sid`, `pub`, `uid` and `dvt` are not among them: a query value fills what
+ * the body lacks (the body's own value wins).
+ */
+const BODY_SLOTS: readonly number[] = [P.ip, P.ua, P.ifa, P.app, P.adt, P.dim, P.geo, P.dmn, P.schain];
+
+/**
+ * IFA types (OpenRTB 2.6-202309 `device.ifa_type`, before that `device.ext.ifa_type`) that
+ * do not name a device: a publisher-, SSP- or session-scoped ID. Such an `ifa` is neither a
+ * device ID nor a malformed one: ivtd reads it as no IFA.
+ */
+export const NON_DEVICE_IFA_TYPES: ReadonlySet<string> = new Set(['ppid', 'sspid', 'sessionid']);
 
 /** What the mapping yields beside the slots. */
 export interface OrtbExtra {
@@ -42,13 +55,23 @@ export interface OrtbExtra {
   sua: SuaFacts | null;
   /** The engine's one SuaFacts, refilled per request (`sua` points at it when the request has one). */
   readonly suaScratch: SuaFacts;
+  /** `device.ifa_type` (else `device.ext.ifa_type`), lowercased; '' when absent. */
+  ifaType: string;
+  /** The largest `imp[].ssai` (0 unknown, 1 client-side, 2 and 3 stitched server-side); -1 when absent. */
+  ssai: number;
+  /** Paths of the fields read that were absent or unusable (reused; see noteMissing). */
+  readonly missing: string[];
+  /** Unusable fields as (path, why) pairs, in reading order (reused). */
+  readonly unusable: string[];
+  /** Scratch for checking `device.ip` / `device.ipv6`. */
+  readonly ip: IpScratch;
 }
 
 export function emptyOrtbExtra(): OrtbExtra {
-  return { id: '', schain: undefined, sua: null, suaScratch: emptySua() };
+  return { id: '', schain: undefined, sua: null, suaScratch: emptySua(), ifaType: '', ssai: -1, missing: [], unusable: [], ip: ipScratch() };
 }
 
-/** A field the mapping refuses: thrown by the readers below, caught once in mapBidRequest (the 400 path only). */
+/** A body the mapping refuses (no `id`, no `imp`, a mapped string over the limit): thrown by the readers, caught once in mapBidRequest. */
 class FieldError {
   constructor(readonly error: ErrorAnswer) {}
 }
@@ -57,12 +80,29 @@ function bad(field: string, why: string): FieldError {
   return new FieldError({ status: 400, code: 'invalid_parameter', message: `Invalid field ${field}: ${why}.` });
 }
 
+// The request being mapped: its extra, where readers note unusable fields (one thread, synchronous).
+let cur: OrtbExtra = emptyOrtbExtra();
+
+/** Notes an unusable field: it is treated as absent and named in the answer's `missing` / `unusable`. */
+function unusable(path: string, why: string): void {
+  cur.unusable.push(path, why);
+}
+
 function obj(parent: JsonObject | null, key: string, path: string): JsonObject | null {
   if (parent === null) return null;
   const v = parent[key];
   if (v === undefined || v === null) return null;
-  if (!isJsonObject(v)) throw bad(path, 'must be an object');
+  if (!isJsonObject(v)) {
+    unusable(path, 'must be an object');
+    return null;
+  }
   return v;
+}
+
+/** An `ext` object (exchange-specific, where ivtd looks for one field), else null: any other value is not ivtd's business. */
+function ext(parent: JsonObject | null): JsonObject | null {
+  const v = parent === null ? undefined : parent.ext;
+  return v !== undefined && isJsonObject(v) ? v : null;
 }
 
 /**
@@ -75,7 +115,10 @@ function str(parent: JsonObject | null, key: string, path: string): string {
   if (parent === null) return '';
   const v = parent[key];
   if (v === undefined || v === null) return '';
-  if (typeof v !== 'string') throw bad(path, 'must be a string');
+  if (typeof v !== 'string') {
+    unusable(path, 'must be a string');
+    return '';
+  }
   if (v.length > ORTB_MAX_FIELD_CHARS) throw bad(path, `longer than ${ORTB_MAX_FIELD_CHARS} characters`);
   return v;
 }
@@ -84,7 +127,10 @@ function int(parent: JsonObject | null, key: string, path: string): number {
   if (parent === null) return -1;
   const v = parent[key];
   if (v === undefined || v === null) return -1;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw bad(path, 'must be a non-negative integer');
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) {
+    unusable(path, 'must be a non-negative integer');
+    return -1;
+  }
   return v;
 }
 
@@ -124,19 +170,24 @@ function suaFacts(sua: JsonObject, f: SuaFacts): SuaFacts {
   f.chromiumMajor = NaN;
   const browsers = sua.browsers;
   if (browsers !== undefined && browsers !== null) {
-    if (!Array.isArray(browsers)) throw bad('device.sua.browsers', 'must be an array');
-    let rank = CHROMIUM_BRANDS.length;
-    for (const b of browsers) {
-      if (!isJsonObject(b)) throw bad('device.sua.browsers[]', 'must be an object');
-      const r = CHROMIUM_BRANDS.indexOf(str(b, 'brand', 'device.sua.browsers[].brand'));
-      if (r === -1) continue;
-      f.chromium = true;
-      if (r < rank) {
-        const version = b.version;
-        const major = Array.isArray(version) && typeof version[0] === 'string' ? Number.parseInt(version[0], 10) : NaN;
-        if (Number.isFinite(major)) {
-          rank = r;
-          f.chromiumMajor = major;
+    if (!Array.isArray(browsers)) unusable('device.sua.browsers', 'must be an array');
+    else {
+      let rank = CHROMIUM_BRANDS.length;
+      for (const b of browsers) {
+        if (!isJsonObject(b)) {
+          unusable('device.sua.browsers[]', 'must be an object');
+          continue;
+        }
+        const r = CHROMIUM_BRANDS.indexOf(str(b, 'brand', 'device.sua.browsers[].brand'));
+        if (r === -1) continue;
+        f.chromium = true;
+        if (r < rank) {
+          const version = b.version;
+          const major = Array.isArray(version) && typeof version[0] === 'string' ? Number.parseInt(version[0], 10) : NaN;
+          if (Number.isFinite(major)) {
+            rank = r;
+            f.chromiumMajor = major;
+          }
         }
       }
     }
@@ -156,6 +207,8 @@ const IMP_KINDS = (['video', 'audio', 'native', 'banner'] as const).map((key) =>
   fh: `imp[0].${key}.format[0].h`,
 }));
 
+const DIM_MAX = 99_999;
+
 /** imp[0]'s format as the AdCOM ad type (video, audio, native before banner in a multi-format imp) and its size. */
 function impFacts(imp0: JsonObject, v: (string | undefined)[]): void {
   for (const k of IMP_KINDS) {
@@ -170,15 +223,26 @@ function impFacts(imp0: JsonObject, v: (string | undefined)[]): void {
         w = int(format[0], 'w', k.fw);
         h = int(format[0], 'h', k.fh);
       }
-      if (w > 0 && h > 0) v[P.dim] = `${w}x${h}`;
+      if (w > 0 && h > 0 && w <= DIM_MAX && h <= DIM_MAX) v[P.dim] = `${w}x${h}`;
     }
   }
 }
 
+/** An address ivtd can read in `device.ip` / `device.ipv6`, else '' (noted unusable). */
+function address(device: JsonObject | null, key: string, path: string): string {
+  const s = str(device, key, path);
+  if (s === '') return '';
+  if (parseIpInto(s, cur.ip)) return s;
+  unusable(path, key === 'ip' ? 'must be an IPv4 address' : 'must be an IPv6 address');
+  return '';
+}
+
 /**
  * Fills the body's slots of `v` (the query scanner's values; its p, k, node and optional
- * parameters stay) from the bid request, and `extra`. Null when the body maps, else the
- * 400 naming the field. Presence of required values is left to validateRequest.
+ * parameters stay, and its sid, pub, uid and dvt fill what the body lacks) from the bid
+ * request, and `extra`. Null when the body maps, else the 400: only a BidRequest without
+ * its `id` or `imp`, or a mapped string past ORTB_MAX_FIELD_CHARS. Any other field that is
+ * absent or unusable is absent: noteMissing() lists it after validation.
  */
 export function mapBidRequest(bid: JsonObject, v: (string | undefined)[], raw: (string | undefined)[], extra: OrtbExtra): ErrorAnswer | null {
   for (const i of BODY_SLOTS) {
@@ -188,6 +252,11 @@ export function mapBidRequest(bid: JsonObject, v: (string | undefined)[], raw: (
   extra.id = '';
   extra.schain = undefined;
   extra.sua = null;
+  extra.ifaType = '';
+  extra.ssai = -1;
+  extra.missing.length = 0;
+  extra.unusable.length = 0;
+  cur = extra;
   try {
     return mapBody(bid, v, extra);
   } catch (e) {
@@ -199,8 +268,15 @@ export function mapBidRequest(bid: JsonObject, v: (string | undefined)[], raw: (
 function mapBody(bid: JsonObject, v: (string | undefined)[], extra: OrtbExtra): ErrorAnswer | null {
   const id = bid.id;
   if (typeof id === 'string' && id.length > ORTB_MAX_FIELD_CHARS) throw bad('id', `longer than ${ORTB_MAX_FIELD_CHARS} characters`);
-  if (typeof id !== 'string' || id === '') return { status: 400, code: 'missing_parameter', message: 'Missing required field: id (the BidRequest id, a string).' };
+  if (id === undefined || id === null || id === '') return { status: 400, code: 'missing_parameter', message: 'Missing required field: id (the BidRequest id, a non-empty string).' };
+  if (typeof id !== 'string') return { status: 400, code: 'invalid_parameter', message: 'Invalid field id: must be a string (the BidRequest id).' };
   extra.id = id;
+  const imp = bid.imp;
+  if (!Array.isArray(imp) || imp.length === 0) {
+    const why = imp === undefined || imp === null ? 'Missing required field: imp' : 'Invalid field imp';
+    return { status: 400, code: imp === undefined || imp === null ? 'missing_parameter' : 'invalid_parameter', message: `${why} (an array of at least one Imp object).` };
+  }
+  if (!isJsonObject(imp[0])) return { status: 400, code: 'invalid_parameter', message: 'Invalid field imp[0]: must be an Imp object.' };
 
   const device = obj(bid, 'device', 'device');
   const site = obj(bid, 'site', 'site');
@@ -209,18 +285,24 @@ function mapBody(bid: JsonObject, v: (string | undefined)[], extra: OrtbExtra): 
   const source = obj(bid, 'source', 'source');
 
   // Every field is type-checked, also when another one is taken instead.
-  const ip = str(device, 'ip', 'device.ip');
-  const ipv6 = str(device, 'ipv6', 'device.ipv6');
+  const ip = address(device, 'ip', 'device.ip');
+  const ipv6 = address(device, 'ipv6', 'device.ipv6');
   v[P.ip] = ip || ipv6 || undefined;
   v[P.ua] = str(device, 'ua', 'device.ua') || undefined;
-  v[P.ifa] = str(device, 'ifa', 'device.ifa') || undefined;
+  const ifa = str(device, 'ifa', 'device.ifa');
+  const deviceExt = ext(device);
+  const ifaType = (str(device, 'ifa_type', 'device.ifa_type') || str(deviceExt, 'ifa_type', 'device.ext.ifa_type')).toLowerCase();
+  extra.ifaType = ifaType;
+  // An SSP-, session- or publisher-scoped ID is no device ID: not the device's IFA.
+  v[P.ifa] = ifa !== '' && !NON_DEVICE_IFA_TYPES.has(ifaType) ? ifa : undefined;
   const dvt = int(device, 'devicetype', 'device.devicetype');
-  v[P.dvt] = dvt < 0 ? undefined : String(dvt);
+  if (dvt >= 1 && dvt <= 8) v[P.dvt] = String(dvt);
+  else if (dvt !== -1) unusable('device.devicetype', 'must be an AdCOM device type, 1 to 8');
   const country = str(obj(device, 'geo', 'device.geo'), 'country', 'device.geo.country');
   if (country !== '') {
     const a2 = countryAlpha2(country);
-    if (a2 === null) throw bad('device.geo.country', `"${country.slice(0, 8)}" is not an ISO-3166-1 alpha-3 country code`);
-    v[P.geo] = a2;
+    if (a2 === null) unusable('device.geo.country', `${JSON.stringify(country.slice(0, 8))} is not an ISO-3166-1 country code (alpha-3, e.g. "USA", or alpha-2, e.g. "US")`);
+    else v[P.geo] = a2;
   }
   const sua = obj(device, 'sua', 'device.sua');
   if (sua !== null) extra.sua = suaFacts(sua, extra.suaScratch);
@@ -231,15 +313,15 @@ function mapBody(bid: JsonObject, v: (string | undefined)[], extra: OrtbExtra): 
   const appDomain = str(app, 'domain', 'app.domain');
   v[P.dmn] = siteDomain || pageHost(page) || appDomain || undefined;
   const publisher = obj(site ?? app, 'publisher', site !== null ? 'site.publisher' : 'app.publisher');
-  v[P.pub] = str(publisher, 'id', site !== null ? 'site.publisher.id' : 'app.publisher.id') || undefined;
+  v[P.pub] = str(publisher, 'id', site !== null ? 'site.publisher.id' : 'app.publisher.id') || v[P.pub];
 
   const uid = str(user, 'id', 'user.id');
   const buyeruid = str(user, 'buyeruid', 'user.buyeruid');
-  v[P.uid] = uid || buyeruid || undefined;
+  v[P.uid] = uid || buyeruid || v[P.uid];
 
   // source.schain (2.6), source.ext.schain (2.5, Prebid), ext.schain (2.4): the first present.
-  const sourceExt = obj(source, 'ext', 'source.ext');
-  const bidExt = obj(bid, 'ext', 'ext');
+  const sourceExt = ext(source);
+  const bidExt = ext(bid);
   const chain: JsonValue | undefined = source?.schain ?? sourceExt?.schain ?? bidExt?.schain ?? undefined;
   if (chain !== undefined && chain !== null) {
     const r = schainFromObject(chain);
@@ -248,28 +330,95 @@ function mapBody(bid: JsonObject, v: (string | undefined)[], extra: OrtbExtra): 
     if (v[P.sid] === undefined && r.ok) v[P.sid] = r.chain.nodes[r.chain.nodes.length - 1]!.asi;
   }
 
-  const imp = bid.imp;
-  if (imp !== undefined && imp !== null) {
-    if (!Array.isArray(imp)) throw bad('imp', 'must be an array');
-    if (imp.length > 0) {
-      if (!isJsonObject(imp[0])) throw bad('imp[0]', 'must be an object');
-      impFacts(imp[0], v);
-    }
+  impFacts(imp[0], v);
+  for (let i = 0; i < imp.length; i++) {
+    const one = imp[i];
+    if (!isJsonObject(one)) continue;
+    const ssai = one.ssai;
+    if (ssai === undefined || ssai === null) continue;
+    if (typeof ssai === 'number' && Number.isInteger(ssai) && ssai >= 0 && ssai <= 3) {
+      if (ssai > extra.ssai) extra.ssai = ssai;
+    } else unusable(`imp[${i}].ssai`, 'must be 0, 1, 2 or 3');
   }
   return null;
 }
 
+/** The OpenRTB path of the publisher ID, as the body would carry it. */
+function publisherPath(req: LookupRequest): string {
+  return req.app !== '' ? 'app.publisher.id' : 'site.publisher.id';
+}
+
 /**
- * The spec 2.2 response (`base`, a JSON object's text) with `id`, `nbr` and `reasons` added;
- * `valid`: the transaction's class (classifyTransaction), which the caller has already.
+ * Lists, after validation, every field ivtd reads that the request lacks (absent, or
+ * unusable and so treated as absent; the query's values fill first), then the other
+ * unusable fields: `extra.missing`, in a fixed order.
  */
-export function ortbResponseJson(base: string, id: string, r: ScoreResult, valid: boolean): string {
-  const nbr = noBidReason(valid, r.leading);
+export function noteMissing(req: LookupRequest, extra: OrtbExtra): void {
+  const m = extra.missing;
+  if (req.ip === '') m.push('device.ip');
+  if (req.ua === '' && extra.sua === null) m.push('device.ua');
+  if (req.dvt === 0) m.push('device.devicetype');
+  if (req.ifa === '' && (req.app !== '' || CTV_DEVICE_TYPES.has(req.dvt))) m.push('device.ifa');
+  if (req.app === '' && CTV_DEVICE_TYPES.has(req.dvt)) m.push('app.bundle');
+  if (req.uid === '') m.push('user.id');
+  if (req.pub === '') m.push(publisherPath(req));
+  if (extra.schain === undefined) m.push('source.schain');
+  const u = extra.unusable;
+  for (let i = 0; i < u.length; i += 2) if (!m.includes(u[i]!)) m.push(u[i]!);
+}
+
+/** How much of the verdict's basis each absent value takes away (docs: README "Lookups from an OpenRTB bid request"). */
+export const MISSING_WEIGHTS = {
+  ip: 0.4,
+  /** No UA string and no `device.sua` either. */
+  ua: 0.3,
+  /** No UA string, but `device.sua` describes the device. */
+  uaWithSua: 0.1,
+  /** Neither a user ID nor a device IFA. */
+  user: 0.1,
+  devicetype: 0.1,
+  /** A device IFA an app or CTV request should carry. */
+  ifa: 0.05,
+  pub: 0.05,
+} as const;
+
+/**
+ * The confidence of an OpenRTB verdict: the model's, scaled down by what the request lacks
+ * (MISSING_WEIGHTS), except when a hard or GIVT fact is decisive on its own.
+ */
+export function ortbConfidence(r: ScoreResult, req: LookupRequest, hasSua: boolean): number {
+  if (Math.max(r.p_hard, r.p_givt) >= CONFIDENCE_DECISIVE_MIN) return r.confidence;
+  const w = MISSING_WEIGHTS;
+  let cover = 1;
+  if (req.ip === '') cover -= w.ip;
+  if (req.ua === '') cover -= hasSua ? w.uaWithSua : w.ua;
+  if (req.uid === '' && req.ifa === '') cover -= w.user;
+  if (req.dvt === 0) cover -= w.devicetype;
+  if (req.ifa === '' && (req.app !== '' || CTV_DEVICE_TYPES.has(req.dvt))) cover -= w.ifa;
+  if (req.pub === '') cover -= w.pub;
+  return Math.round(r.confidence * cover * 10_000) / 10_000;
+}
+
+/**
+ * The spec 2.2 response (`base`, a JSON object's text) with `id`, `nbr` (null: none),
+ * `reasons`, `missing` and, when a field was unusable, `unusable` added.
+ */
+export function ortbResponseJson(base: string, extra: OrtbExtra, r: ScoreResult, nbr: number | null): string {
   let reasons = '';
   for (const code of r.reasons) {
     const cls = REASON_CLASS[code];
     if (cls === undefined) continue;
     reasons += `${reasons === '' ? '' : ','}{"code":"${code}","class":"${cls}"}`;
   }
-  return `${base.slice(0, -1)},"id":${JSON.stringify(id)}${nbr === null ? '' : `,"nbr":${nbr}`},"reasons":[${reasons}]}`;
+  // Paths are the mapping's own constants (no escaping needed); the reasons may quote the sender's value.
+  let missing = '';
+  for (const m of extra.missing) missing += `${missing === '' ? '' : ','}"${m}"`;
+  let out = `${base.slice(0, -1)},"id":${JSON.stringify(extra.id)}${nbr === null ? '' : `,"nbr":${nbr}`},"reasons":[${reasons}],"missing":[${missing}]`;
+  const u = extra.unusable;
+  if (u.length > 0) {
+    out += ',"unusable":[';
+    for (let i = 0; i < u.length; i += 2) out += `${i === 0 ? '' : ','}{"field":"${u[i]}","why":${JSON.stringify(u[i + 1])}}`;
+    out += ']';
+  }
+  return out + '}';
 }

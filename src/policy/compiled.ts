@@ -17,19 +17,19 @@ import type { SupplyChain } from '../signals/schain.ts';
 import { effectiveThresholds, ipToBigInt, PolicyError, type EntryKind, type Policy } from './model.ts';
 import { buildAutomaton, scanSubstrings } from './substrings.ts';
 
-const MAGIC = 0x504f4c32; // "POL2"
-const HEADER_WORDS = 16;
+const MAGIC = 0x504f4c33; // "POL3"
+const HEADER_WORDS = 18;
 const H = {
   magic: 0, medium: 1, high: 2, v4Count: 3, v4At: 4, v6Count: 5, v6At: 6, hashCap: 7, hashAt: 8,
-  acAt: 9, kinds: 10, seed: 11, uaSeed: 12, entries: 13,
+  acAt: 9, kinds: 10, seed: 11, uaSeed: 12, entries: 13, ssai4Count: 14, ssai4At: 15, ssai6Count: 16, ssai6At: 17,
 } as const;
 
 export const ALLOW = 1;
 export const DENY = 2;
 
 // Kind tags: mixed into each value's hash (one set holds every kind) and bits of H.kinds.
-const T_IP = 1, T_UA = 2, T_SUB = 3, T_APP = 4, T_DOMAIN = 5, T_PUB = 6, T_SELLER = 7;
-const TAG: Readonly<Record<EntryKind, number>> = { ip: T_IP, ua: T_UA, ua_substring: T_SUB, app: T_APP, domain: T_DOMAIN, publisher: T_PUB, seller: T_SELLER };
+const T_IP = 1, T_UA = 2, T_SUB = 3, T_APP = 4, T_DOMAIN = 5, T_PUB = 6, T_SELLER = 7, T_SSAI = 8;
+const TAG: Readonly<Record<EntryKind, number>> = { ip: T_IP, ua: T_UA, ua_substring: T_SUB, app: T_APP, domain: T_DOMAIN, publisher: T_PUB, seller: T_SELLER, ssai: T_SSAI };
 
 // The 64-bit key of a value: (KEY_HI, KEY_LO), hi never 0. One pass over the characters, no
 // allocation (a domain's suffixes and folded names are hashed in place).
@@ -144,23 +144,16 @@ export function compilePolicy(p: Policy, uaSeed: number, seed = randomSeed()): C
   const hashed: Array<[number, number, number]> = [];
   const subs: Array<{ text: string; action: number }> = [];
   let kinds = 0;
+  // A stitching provider's ranges (kind `ssai`): a table of their own, consulted only for server-side stitched imps.
+  const s4: Block[] = [];
+  const s6: Block[] = [];
   for (const e of p.entries) {
     const action = e.action === 'allow' ? ALLOW : DENY;
     kinds |= 1 << TAG[e.kind];
     if (e.kind === 'ip') {
-      const slash = e.value.indexOf('/');
-      const addr = slash < 0 ? e.value : e.value.slice(0, slash);
-      const v = addr.includes(':') ? 6 : 4;
-      const bits = v === 4 ? 32 : 128;
-      const len = slash < 0 ? bits : Number(e.value.slice(slash + 1));
-      const start = ipToBigInt(addr, v);
-      const size = 1n << BigInt(bits - len);
-      // An IPv4-mapped IPv6 block is the IPv4 block: lookups parse ::ffff:a.b.c.d as IPv4.
-      if (v === 6 && len >= 96 && start >> 32n === 0xffffn) {
-        v4.push({ start: start & 0xffffffffn, end: (start & 0xffffffffn) + size - 1n, action });
-        continue;
-      }
-      (v === 4 ? v4 : v6).push({ start, end: start + size - 1n, action });
+      pushBlock(e.value, action, v4, v6);
+    } else if (e.kind === 'ssai') {
+      pushBlock(e.value, ALLOW, s4, s6);
     } else if (e.kind === 'ua_substring') {
       subs.push({ text: e.value, action });
     } else if (e.kind === 'seller') {
@@ -178,6 +171,8 @@ export function compilePolicy(p: Policy, uaSeed: number, seed = randomSeed()): C
   }
   const r4 = rangesOf(v4);
   const r6 = rangesOf(v6);
+  const rs4 = rangesOf(s4);
+  const rs6 = rangesOf(s6);
   let hashCap = 0;
   if (hashed.length > 0) {
     hashCap = 16;
@@ -194,7 +189,9 @@ export function compilePolicy(p: Policy, uaSeed: number, seed = randomSeed()): C
   const v6At = v4At + 3 * r4.length;
   const hashAt = v6At + 9 * r6.length;
   const acAt = hashAt + 3 * hashCap;
-  const total = acAt + (ac ? ac.length : 0);
+  const ssai4At = acAt + (ac ? ac.length : 0);
+  const ssai6At = ssai4At + 3 * rs4.length;
+  const total = ssai6At + 9 * rs6.length;
   const buffer = new SharedArrayBuffer(total * 4);
   const w = new Uint32Array(buffer);
   w[H.magic] = MAGIC;
@@ -211,22 +208,12 @@ export function compilePolicy(p: Policy, uaSeed: number, seed = randomSeed()): C
   w[H.seed] = seed >>> 0;
   w[H.uaSeed] = uaSeed >>> 0;
   w[H.entries] = p.entries.length;
-  // IPv4: starts, then ends, then actions (a binary search touches only the starts).
-  const n4 = r4.length;
-  r4.forEach((b, i) => {
-    w[v4At + i] = Number(b.start);
-    w[v4At + n4 + i] = Number(b.end);
-    w[v4At + 2 * n4 + i] = b.action;
-  });
-  r6.forEach((b, i) => {
-    const at = v6At + 9 * i;
-    for (let k = 0; k < 4; k++) {
-      const shift = BigInt(96 - 32 * k);
-      w[at + k] = Number((b.start >> shift) & 0xffffffffn);
-      w[at + 4 + k] = Number((b.end >> shift) & 0xffffffffn);
-    }
-    w[at + 8] = b.action;
-  });
+  w[H.ssai4Count] = rs4.length;
+  w[H.ssai4At] = ssai4At;
+  w[H.ssai6Count] = rs6.length;
+  w[H.ssai6At] = ssai6At;
+  writeRanges(w, r4, v4At, r6, v6At);
+  writeRanges(w, rs4, ssai4At, rs6, ssai6At);
   const mask = hashCap - 1;
   for (const [hi, lo, action] of hashed) {
     let i = (hi ^ Math.imul(lo, 0x9e3779b1)) & mask;
@@ -247,6 +234,42 @@ export function compilePolicy(p: Policy, uaSeed: number, seed = randomSeed()): C
   }
   if (ac) w.set(ac, acAt);
   return { buffer, bytes: buffer.byteLength };
+}
+
+/** An `ip` or `ssai` entry's CIDR as a block of its address family. */
+function pushBlock(value: string, action: number, v4: Block[], v6: Block[]): void {
+  const slash = value.indexOf('/');
+  const addr = slash < 0 ? value : value.slice(0, slash);
+  const v = addr.includes(':') ? 6 : 4;
+  const bits = v === 4 ? 32 : 128;
+  const len = slash < 0 ? bits : Number(value.slice(slash + 1));
+  const start = ipToBigInt(addr, v);
+  const size = 1n << BigInt(bits - len);
+  // An IPv4-mapped IPv6 block is the IPv4 block: lookups parse ::ffff:a.b.c.d as IPv4.
+  if (v === 6 && len >= 96 && start >> 32n === 0xffffn) {
+    v4.push({ start: start & 0xffffffffn, end: (start & 0xffffffffn) + size - 1n, action });
+    return;
+  }
+  (v === 4 ? v4 : v6).push({ start, end: start + size - 1n, action });
+}
+
+/** IPv4 ranges at v4At: starts, then ends, then actions (a binary search touches only the starts); IPv6 at v6At, 9 words each. */
+function writeRanges(w: Uint32Array, r4: Block[], v4At: number, r6: Block[], v6At: number): void {
+  const n4 = r4.length;
+  r4.forEach((b, i) => {
+    w[v4At + i] = Number(b.start);
+    w[v4At + n4 + i] = Number(b.end);
+    w[v4At + 2 * n4 + i] = b.action;
+  });
+  r6.forEach((b, i) => {
+    const at = v6At + 9 * i;
+    for (let k = 0; k < 4; k++) {
+      const shift = BigInt(96 - 32 * k);
+      w[at + k] = Number((b.start >> shift) & 0xffffffffn);
+      w[at + 4 + k] = Number((b.end >> shift) & 0xffffffffn);
+    }
+    w[at + 8] = b.action;
+  });
 }
 
 /** The request values a policy matches against (the lookup's own, never copied). */
@@ -295,11 +318,24 @@ export class PolicyReader {
 
   /** Action of the IP's range: 0 none, ALLOW, DENY. */
   ipAction(ip: IpScratch): number {
+    return this.rangeAction(ip, H.v4Count, H.v4At, H.v6Count, H.v6At);
+  }
+
+  /**
+   * The address is in a stitching provider's range the customer declared (kind `ssai`):
+   * for a server-side stitched imp, its data centre is the stitcher's, not a bot's.
+   */
+  ssaiDeclared(ip: IpScratch): boolean {
+    return (this.kinds & (1 << T_SSAI)) !== 0 && this.rangeAction(ip, H.ssai4Count, H.ssai4At, H.ssai6Count, H.ssai6At) !== 0;
+  }
+
+  private rangeAction(ip: IpScratch, c4: number, a4: number, c6: number, a6: number): number {
+    if (ip.v === 0) return 0; // no client IP (an OpenRTB bid request without one)
     const w = this.w;
     if (ip.v === 4) {
-      const n = w[H.v4Count]!;
+      const n = w[c4]!;
       if (n === 0) return 0;
-      const at = w[H.v4At]!;
+      const at = w[a4]!;
       const x = ip.n;
       let a = 0, b = n - 1, hit = -1;
       while (a <= b) {
@@ -308,9 +344,9 @@ export class PolicyReader {
       }
       return hit >= 0 && x <= w[at + n + hit]! ? w[at + 2 * n + hit]! : 0;
     }
-    const n = w[H.v6Count]!;
+    const n = w[c6]!;
     if (n === 0) return 0;
-    const at = w[H.v6At]!;
+    const at = w[a6]!;
     const q = ip.w;
     let a = 0, b = n - 1, hit = -1;
     while (a <= b) {
@@ -364,7 +400,8 @@ export class PolicyReader {
     }
   }
 
-  private sellerAction(s: PolicySubject): number {
+  /** Action of the seller entries: (sid, pub) and each supply-chain node's (asi, sid). */
+  sellerAction(s: PolicySubject): number {
     if ((this.kinds & (1 << T_SELLER)) === 0) return 0;
     let found = 0;
     if (s.sid !== '' && s.pub !== '') {
@@ -422,6 +459,7 @@ export class PolicyReader {
     add('domain', this.domainAction(s.dmn));
     add('seller', this.sellerAction(s));
     add('ua_substring', this.substringAction(s));
+    add('ssai', this.ssaiDeclared(s.ip) ? ALLOW : 0);
     return out;
   }
 }

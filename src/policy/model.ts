@@ -23,6 +23,7 @@ export const MAX_VALUE_LENGTH: Readonly<Record<EntryKind, number>> = {
   domain: 253,
   publisher: 256,
   seller: 253 + 1 + 256,
+  ssai: 43,
 };
 /** Shortest UA substring: one or two characters would match nearly every UA. */
 export const MIN_SUBSTRING_LENGTH = 3;
@@ -115,6 +116,7 @@ export function normalizeValue(kind: EntryKind, raw: unknown, field: string): st
   if (CONTROL.test(raw)) throw new PolicyError(field, `${field} holds a control character (tab, newline, …); remove it.`);
   switch (kind) {
     case 'ip':
+    case 'ssai':
       return canonicalCidr(raw.trim(), field);
     case 'ua':
       return raw;
@@ -168,7 +170,9 @@ export function parseEntry(raw: unknown, at: string, opts: { actionOptional?: bo
   refuseUnknown(o, ['kind', 'value', 'action'], at);
   const kind = parseKind(o.kind, `${at}.kind`);
   const value = normalizeValue(kind, o.value, `${at}.value`);
-  const action = opts.actionOptional && o.action === undefined ? 'deny' : parseAction(o.action, `${at}.action`);
+  // An `ssai` entry declares a stitching provider's servers: it only ever allows (their data centre, for stitched imps).
+  const action = opts.actionOptional && o.action === undefined ? (kind === 'ssai' ? 'allow' : 'deny') : parseAction(o.action, `${at}.action`);
+  if (kind === 'ssai' && action !== 'allow') throw new PolicyError(`${at}.action`, `${at}.action must be "allow": an ssai entry declares a server-side ad insertion provider's addresses, whose data centre is not held against stitched imps.`);
   return { kind, value, action };
 }
 

@@ -6,13 +6,13 @@ import type { LookupMemory } from './messages.ts';
 import { uaConsistency } from '../signals/device-consistency.ts';
 import { FleetBotIps } from '../signals/fleet-bot-ips.ts';
 import { History, emptyKeys, ipBotActivity, type HistoryFacts, type HistoryKeys } from '../signals/history.ts';
-import { ifaMalformed, isZeroIfa } from '../signals/ifa.ts';
+import { ifaMalformed, ifaTypeConflict, isZeroIfa } from '../signals/ifa.ts';
 import { asParsed, ipScratch, parseIpInto, type IpScratch } from '../signals/ip-address.ts';
 import { IpCache } from '../signals/ip-cache.ts';
 import { emptyIpVerdict, type IpVerdict } from '../signals/ip-intel.ts';
 import { parseSchain, type SupplyChain } from '../signals/schain.ts';
 import { ADS_TXT_RESULT, type AdsTxtVerdict } from '../signals/ads-txt.ts';
-import { suaConflict } from '../signals/sua.ts';
+import { suaConflict, suaDevice } from '../signals/sua.ts';
 import type { ScoreInputs } from '../signals/score.ts';
 import { UaAnalyzer, emptyVerdict, judge, unparsedVerdict, type UaVerdict } from '../signals/ua-analysis.ts';
 import { UaCache, UA_HASH, hashUa, normalizeUa } from '../signals/ua-cache.ts';
@@ -38,7 +38,29 @@ export interface LookupSignals extends ScoreInputs {
   ipFleetBot: boolean;
   /** ads.txt / app-ads.txt verdict on the seller (sellerUnauthorized is its `unauthorized`). */
   adsTxt: AdsTxtVerdict;
+  /** A server-side stitched imp with an HTTP library's UA (one half of ssaiSpoof; the other is a data-centre IP). */
+  ssaiServerUa: boolean;
 }
+
+/**
+ * The customer's policy declares the client IP a stitching provider's (kind `ssai`): on a
+ * stitched imp its data centre is neither `asn_hosting` nor the SSAI spoof; a library UA still is.
+ */
+export function stitcherDeclared(s: LookupSignals): void {
+  s.ipHosting = false;
+  s.ssaiSpoof = s.ssaiServerUa;
+}
+
+/** The IP verdict of a lookup without an IP: nothing known, nothing held against it. */
+const NO_IP: Readonly<IpVerdict> = Object.freeze(emptyIpVerdict());
+/** The UA verdict of a lookup without a UA string (before `sua` fills it in). */
+const NO_UA: Readonly<UaVerdict> = Object.freeze(emptyVerdict());
+
+/**
+ * UAs of HTTP client libraries and command-line tools: a server's own requests, never a
+ * device's player or browser (an SSAI server must forward the device's UA instead).
+ */
+export const HTTP_LIBRARY_UA = /^(?:Go-http-client|okhttp|python-requests|Python-urllib|python-httpx|aiohttp|curl|Wget|Apache-HttpClient|Java\/|Jakarta Commons-HttpClient|node-fetch|axios|undici|got |libwww-perl|Ruby|Faraday|RestSharp|GuzzleHttp|Dart\/|reqwest|hyper\/|PostmanRuntime)/i;
 
 export function emptySignals(): LookupSignals {
   return {
@@ -46,8 +68,8 @@ export function emptySignals(): LookupSignals {
     declaredBot: false, automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false,
     uaInconsistent: false, geoMismatch: false, schainPresent: false, schainValid: false, schainVerified: false,
     schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: undefined as unknown as HistoryFacts,
-    ip: emptyIpVerdict(), ua: emptyVerdict(), uaConsistency: '', schainCompleteFlag: 0, schainError: '', schain: null, suaConflict: '', suaMismatch: false,
-    ipBotActivity: false, ipFleetBot: false, adsTxt: ADS_TXT_RESULT.no_domain,
+    ip: emptyIpVerdict(), ua: emptyVerdict(), uaConsistency: '', schainCompleteFlag: 0, schainError: '', schain: null, suaConflict: '', suaMismatch: false, ifaTypeMismatch: false, ssaiSpoof: false,
+    ipBotActivity: false, ipFleetBot: false, adsTxt: ADS_TXT_RESULT.no_domain, ssaiServerUa: false,
   };
 }
 
@@ -90,26 +112,44 @@ export class SignalSources {
    */
   gather(req: LookupRequest, data: LookupData, now: number, mode: GatherMode): LookupSignals | null {
     const ipAddr = this.ipAddr;
-    if (!parseIpInto(req.ip, ipAddr)) return null;
+    // No IP only on an OpenRTB lookup without one (the GET form requires it): no IP signal.
+    const hasIp = req.ip !== '';
+    if (hasIp) {
+      if (!parseIpInto(req.ip, ipAddr)) return null;
+    } else ipAddr.v = 0;
     const s = this.signals;
     const ip = s.ip;
     const ua = s.ua;
     if (mode === 'observe') {
-      this.ipCache.verdict(ipAddr, data.ip, data.generation, ip);
+      if (hasIp) this.ipCache.verdict(ipAddr, data.ip, data.generation, ip);
+      else Object.assign(ip, NO_IP);
       this.uaCache.verdict(req.ua, now, ua);
       this.uaExactLo = this.uaCache.exactLo;
       this.uaExactHi = this.uaCache.exactHi;
     } else {
-      data.ip.verdict(asParsed(ipAddr), ip);
+      if (hasIp) data.ip.verdict(asParsed(ipAddr), ip);
+      else Object.assign(ip, NO_IP);
       hashUa(req.ua, this.uaCache.memory.seed);
       this.uaExactLo = UA_HASH[1]!;
       this.uaExactHi = UA_HASH[0]!;
       if (unparsedVerdict(req.ua, ua) === null) judge(this.analyzer.examine(normalizeUa(req.ua), ua) as UaVerdict, this.analyzer.ceilingsAt(now));
     }
+    // No UA string only on an OpenRTB lookup: the device as its `sua` describes it, else unknown (never malformed).
+    const hasUa = req.ua !== '';
+    if (!hasUa) {
+      Object.assign(ua, NO_UA);
+      if (req.sua !== null) suaDevice(req.sua, ua);
+    }
+    // SSAI (OpenRTB imp.ssai 2, 3): the stitching server must pass the device's IP and UA on;
+    // its own data-centre address or HTTP library's UA instead is the classic SSAI spoof.
+    const serverUa = req.ssai >= 2 && hasUa && HTTP_LIBRARY_UA.test(req.ua);
+    s.ssaiServerUa = serverUa;
+    s.ssaiSpoof = req.ssai >= 2 && (ip.hosting || serverUa);
 
     s.uaConsistency = uaConsistency(ua, req.dvt, req.app || undefined, req.ifa || undefined).reason;
 
-    s.suaConflict = req.sua === null ? '' : suaConflict(req.sua, ua);
+    s.suaConflict = req.sua === null || !hasUa ? '' : suaConflict(req.sua, ua);
+    s.ifaTypeMismatch = req.ifa !== '' && ifaTypeConflict(req.ifaType, ua.os);
 
     s.schainPresent = req.schainObject !== undefined || (req.schainRaw !== undefined && req.schainRaw !== '');
     s.schainValid = false;
@@ -141,9 +181,10 @@ export class SignalSources {
     s.zeroIfa = hasIfa && isZeroIfa(req.ifa);
     // A desktop browser UA cannot be an in-app or CTV device with an advertising ID.
     s.deviceImpossible = ua.device === 'desktop' && hasIfa && req.app !== '' && req.dvt !== 2;
-    s.declaredBot = ua.declaredBot;
+    // Under an SSAI spoof the data centre and the library UA are that one reason (SIVT), not GIVT ones.
+    s.declaredBot = ua.declaredBot && !serverUa;
     s.automation = ua.automation;
-    s.ipHosting = ip.hosting;
+    s.ipHosting = ip.hosting && !s.ssaiSpoof;
     s.ipVpn = ip.vpn;
     s.ipProxy = ip.proxy;
     s.ipTor = ip.tor;

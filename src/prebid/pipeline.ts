@@ -10,7 +10,7 @@
 import { TUPLE_DIMENSIONS, type Band, type TransactionClass } from '../enums.ts';
 import { errorJson, type ErrorAnswer } from '../errors.ts';
 import { ThreadCounts } from '../reporting/thread-counts.ts';
-import { categoryOf, type Category } from '../signals/category.ts';
+import { categoryOf, noBidReason, type Category } from '../signals/category.ts';
 import type { HistoryFacts } from '../signals/history.ts';
 import { asParsed } from '../signals/ip-address.ts';
 import type { IpAssessment } from '../signals/ip-intel.ts';
@@ -25,14 +25,14 @@ import { KeyTable } from './keys.ts';
 import { QueryScanner } from './query.ts';
 import { responseJson } from './response.ts';
 import { BotIpTracker } from './bot-ip-tracker.ts';
-import { SignalSources } from './gather.ts';
+import { SignalSources, stitcherDeclared } from './gather.ts';
 import { SeenSample } from './seen-sample.ts';
 import type { LookupMemory, SeenValues } from './messages.ts';
 import type { AdsTxtVerdict } from '../signals/ads-txt.ts';
 import type { SupplyChain } from '../signals/schain.ts';
-import { emptyRequest, validateAuth, validateRequest, type LookupRequest } from './validate.ts';
+import { emptyRequest, validateAuth, validateOrtbRequest, validateRequest, type LookupRequest } from './validate.ts';
 import type { JsonObject } from '../ortb/bounded-json.ts';
-import { emptyOrtbExtra, mapBidRequest, ORTB_NAMES, ortbResponseJson, type OrtbExtra } from '../ortb/map.ts';
+import { emptyOrtbExtra, mapBidRequest, noteMissing, ORTB_NAMES, ortbConfidence, ortbResponseJson, type OrtbExtra } from '../ortb/map.ts';
 
 export interface LookupOutcome {
   status: number;
@@ -130,23 +130,33 @@ export class LookupEngine {
   private verdict(now: number, ortb: boolean): LookupOutcome {
     const s = this.sources.gather(this.req, this.data, now, 'observe');
     if (s === null) return BAD_IP;
-    const r = score(s);
+    let r = score(s);
     // History learns from this request's own evidence only, so history cannot condemn itself
     // (nor can one customer's policy teach the shared history anything: it is applied after).
     const invalidEvidence = outcomeForHistory(r);
     this.sources.recordOutcome(invalidEvidence);
-    if (this.botIps !== null) this.botIps.note(this.req.ip, invalidEvidence);
+    if (this.botIps !== null && this.req.ip !== '') this.botIps.note(this.req.ip, invalidEvidence);
     const policy = this.policies.get(this.customerId);
+    // A stitching provider's range the customer declared: scored again without its data centre (rare: stitched imps from one).
+    if (s.ssaiSpoof && s.ip.hosting && policy !== undefined && policy.ssaiDeclared(this.sources.lastIp)) {
+      stitcherDeclared(s);
+      r = score(s);
+    }
+    if (ortb) r.confidence = ortbConfidence(r, this.req, this.ortb.sua !== null);
+    let sellerDenied = false;
     if (policy !== undefined) {
-      const d = policy.decide(this.subjectOf(s.schain, policy.uaSeed));
+      const subject = this.subjectOf(s.schain, policy.uaSeed);
+      const d = policy.decide(subject);
       applyPolicy(r, d === DENY ? 'denylisted' : d === ALLOW ? 'allowlisted' : null, policy.medium, policy.high);
+      // A deny by a seller entry (a supply-chain node): OpenRTB's own no-bid reason, on the deny path only.
+      if (ortb && d === DENY) sellerDenied = (policy.sellerAction(subject) & DENY) !== 0;
     }
     if (this.seen !== null) this.noteSeen(s.schain);
     // The category follows the policy: a denied transaction's leading reason is `denylisted`.
     const cls = classifyTransaction(r);
     this.counts.count(this.customerId, hourStart(now), fillDimensions(this.req, s, categoryOf(cls === 'valid', r.leading), this.dims), cls, now);
     const body = responseJson(s, r);
-    return { status: 200, body: ortb ? ortbResponseJson(body, this.ortb.id, r, cls === 'valid') : body, band: r.band };
+    return { status: 200, body: ortb ? ortbResponseJson(body, this.ortb, r, noBidReason(cls === 'valid', r.leading, sellerDenied)) : body, band: r.band };
   }
 
   /** A Set probe per value; the samples are bounded per flush. */
@@ -176,26 +186,31 @@ export class LookupEngine {
     if (refused !== null) out = refused;
     else if (s === null) out = BAD_IP;
     else {
-      const r: ScoreResult = score(s);
       const policy = this.policies.get(this.customerId);
+      if (s.ssaiSpoof && s.ip.hosting && policy !== undefined && policy.ssaiDeclared(this.sources.lastIp)) stitcherDeclared(s);
+      const r: ScoreResult = score(s);
+      if (bid !== null) r.confidence = ortbConfidence(r, this.req, this.ortb.sua !== null);
+      let sellerDenied = false;
       if (policy !== undefined) {
         const subject = this.subjectOf(s.schain, policy.uaSeed);
         const model = { score: r.score, band: r.band, confidence: r.confidence };
         const d = policy.decide(subject);
         const decision = d === DENY ? 'deny' : d === ALLOW ? 'allow' : null;
         applyPolicy(r, decision === 'deny' ? 'denylisted' : decision === 'allow' ? 'allowlisted' : null, policy.medium, policy.high);
+        sellerDenied = d === DENY && (policy.sellerAction(subject) & DENY) !== 0;
         ex.policy = { medium: policy.medium, high: policy.high, matches: policy.matches(subject), decision, model };
       }
       ex.transaction = classifyTransaction(r);
       const body = responseJson(s, r);
-      out = { status: 200, body: bid === null ? body : ortbResponseJson(body, this.ortb.id, r, ex.transaction === 'valid'), band: r.band };
+      out = { status: 200, body: bid === null ? body : ortbResponseJson(body, this.ortb, r, noBidReason(ex.transaction === 'valid', r.leading, sellerDenied)), band: r.band };
       ex.reasons = r.reasons.slice();
       if (s.uaInconsistent) ex.reasons.push('ua_inconsistent:' + s.uaConsistency);
       ex.category = categoryOf(ex.transaction === 'valid', r.leading);
       ex.leadingReason = r.leading;
       ex.signals = {
-        ip: this.data.ip.assessParsed(asParsed(this.sources.lastIp)),
-        ua: this.sources.analyzer.analyze(this.req.ua, now),
+        ip: this.req.ip === '' ? this.data.ip.assess('') : this.data.ip.assessParsed(asParsed(this.sources.lastIp)),
+        // Without a UA string (an OpenRTB request), what the lookup used: the device its `sua` describes, or nothing.
+        ua: this.req.ua === '' ? { ...this.sources.analyzer.analyze('', now), malformed: false, malformedReason: '', os: s.ua.os, device: s.ua.device, browser: s.ua.browser } : this.sources.analyzer.analyze(this.req.ua, now),
         uaConsistency: s.uaConsistency,
         schainError: s.schainError,
         fleetBotIp: s.ipFleetBot,
@@ -245,11 +260,15 @@ export class LookupEngine {
       const mapErr = mapBidRequest(bid, v, this.scanner.raw, this.ortb);
       if (mapErr) return refused(mapErr);
     }
-    const valErr = validateRequest(v, this.scanner.raw, req, bid === null ? undefined : ORTB_NAMES);
+    const valErr = bid === null ? validateRequest(v, this.scanner.raw, req) : validateOrtbRequest(v, this.scanner.raw, req, ORTB_NAMES);
     if (valErr) return refused(valErr);
     if (bid !== null) {
-      req.schainObject = this.ortb.schain;
-      req.sua = this.ortb.sua;
+      const o = this.ortb;
+      req.schainObject = o.schain;
+      req.sua = o.sua;
+      req.ifaType = o.ifaType;
+      req.ssai = o.ssai;
+      noteMissing(req, o);
     }
     this.customerId = customerId;
     return null;

@@ -8,11 +8,12 @@ export function uaValid(s: LookupSignals): boolean {
   return !(s.uaMalformed || s.automation || s.uaInconsistent || s.suaMismatch);
 }
 
+/** ipReputation.ipHosting says what the address is, also when an SSAI spoof (ssai_spoof) stands for it among the reasons. */
 export function responseJson(s: LookupSignals, r: ScoreResult): string {
   return (
     `{"botRisk":{"score":${r.score},"band":"${r.band}","confidence":${r.confidence}},` +
     `"components":{"p_hard":${r.p_hard},"p_givt":${r.p_givt},"p_sivt":${r.p_sivt},"p_hist":${r.p_hist}},` +
-    `"ipReputation":{"ipBotActivity":${s.ipBotActivity},"ipHosting":${s.ipHosting},"ipVpn":${s.ipVpn || s.ipProxy || s.ipTor}},` +
+    `"ipReputation":{"ipBotActivity":${s.ipBotActivity},"ipHosting":${s.ipHosting || s.ip.hosting},"ipVpn":${s.ipVpn || s.ipProxy || s.ipTor}},` +
     `"uaValid":${uaValid(s)},` +
     `"schain":{"valid":${s.schainValid},"verified":${s.schainVerified},"complete":${s.schainCompleteFlag}}}`
   );

@@ -39,6 +39,10 @@ export interface LookupRequest {
   schainObject: SchainResult | undefined;
   /** OpenRTB 2.6 `device.sua`, when an OpenRTB bid request carried one. */
   sua: SuaFacts | null;
+  /** An OpenRTB bid request's `device.ifa_type`, lowercased ('' when absent, and on the GET form). */
+  ifaType: string;
+  /** An OpenRTB bid request's largest `imp.ssai` (-1 when absent, and on the GET form). */
+  ssai: number;
 }
 
 export function emptyRequest(): LookupRequest {
@@ -46,7 +50,7 @@ export function emptyRequest(): LookupRequest {
     partnerId: '', key: '', pub: '', node: '', ip: '', ua: '', uid: '', ifa: '', app: '', sid: '',
     adt: 0, dvt: 0, rat: -1, adv: '', plc: '', cre: '', dim: '', aid: '', geo: '',
     p1: '', p2: '', p3: '', p4: '', p5: '', dmn: '', cmp: '', schainRaw: undefined,
-    schainObject: undefined, sua: null,
+    schainObject: undefined, sua: null, ifaType: '', ssai: -1,
   };
 }
 
@@ -134,12 +138,29 @@ export function validateRequest(
   } else if (app && !ifa) {
     return missing(name[P.ifa]!, n, ` (required for in-app traffic, when ${name[P.app]} is given)`);
   }
-  out.pub = v[P.pub]!;
-  out.node = v[P.node]!;
-  out.ip = v[P.ip]!;
-  out.ua = v[P.ua]!;
-  out.uid = v[P.uid]!;
-  out.sid = v[P.sid]!;
+  assign(v, raw, out, adt, dvt, rat, geo, dim, app, ifa);
+  return null;
+}
+
+/** Every value into `out` (absent optional values as '', -1 or 0). */
+function assign(
+  v: (string | undefined)[],
+  raw: (string | undefined)[],
+  out: LookupRequest,
+  adt: number,
+  dvt: number,
+  rat: number,
+  geo: string,
+  dim: string,
+  app: string,
+  ifa: string,
+): void {
+  out.pub = v[P.pub] ?? '';
+  out.node = v[P.node] ?? '';
+  out.ip = v[P.ip] ?? '';
+  out.ua = v[P.ua] ?? '';
+  out.uid = v[P.uid] ?? '';
+  out.sid = v[P.sid] ?? '';
   out.ifa = ifa;
   out.app = app;
   out.adt = adt;
@@ -161,5 +182,40 @@ export function validateRequest(
   out.schainRaw = raw[P.schain];
   out.schainObject = undefined;
   out.sua = null;
+  out.ifaType = '';
+  out.ssai = -1;
+}
+
+/**
+ * The lookup of an OpenRTB bid request (its values mapped by src/ortb/map.ts): nothing
+ * the body carries is required, an absent value is '' (or 0 for adt and dvt) and the
+ * answer lists it as missing. Only the query's own values can be refused here: `node`
+ * missing, or a `dvt`, `rat`, `geo` or `dim` that the GET form would refuse.
+ */
+export function validateOrtbRequest(
+  v: (string | undefined)[],
+  raw: (string | undefined)[],
+  out: LookupRequest,
+  n: ValueNames,
+): ErrorAnswer | null {
+  const name = n.names;
+  if (!v[P.node]) return missing('node (query parameter)');
+  const adtS = v[P.adt];
+  const adt = adtS === undefined ? 0 : smallInt(adtS, 1, 4);
+  if (adt < 0) return invalid(name[P.adt]!, 'ad type must be 1 (banner), 2 (video), 3 (audio) or 4 (native)', n);
+  const dvtS = v[P.dvt];
+  const dvt = dvtS === undefined || dvtS === '' ? 0 : smallInt(dvtS, 1, 8);
+  if (dvt < 0) return invalid(name[P.dvt]!, 'device type must be an integer from 1 to 8', n);
+  let rat = -1;
+  const ratS = v[P.rat];
+  if (ratS !== undefined && ratS !== '') {
+    rat = smallInt(ratS, 0, 8);
+    if (rat < 0 || (adt > 0 && !RENDERED_AD_TYPES[adt]!.has(rat))) {
+      return invalid('rat', `rendered ad type ${ratS} is not defined for ad type ${adt || 'unknown'}`);
+    }
+  }
+  const geo = v[P.geo] ?? '';
+  const dim = v[P.dim] ?? '';
+  assign(v, raw, out, adt, dvt, rat, geo, dim, v[P.app] ?? '', v[P.ifa] ?? '');
   return null;
 }

@@ -40,6 +40,8 @@ export const REASON_CATEGORY: Readonly<Record<string, Category>> = {
   device_impossible: 'device_spoofing',
   ua_inconsistent: 'device_spoofing',
   sua_mismatch: 'device_spoofing',
+  ifa_type_mismatch: 'device_spoofing',
+  ssai_spoof: 'device_spoofing',
   ua_declared_bot: 'declared_crawler',
   ua_headless: 'automation',
   asn_hosting: 'data_center',
@@ -89,15 +91,23 @@ export const REASON_CLASS: Readonly<Record<string, ReasonClass>> = Object.fromEn
 ]);
 
 /**
- * The OpenRTB 2.x no-bid reason (`nbr`) an invalid transaction implies, by the category of
- * its leading reason: 3 known web spider, 5 cloud, data-center or proxy IP, else 4
- * suspected non-human traffic (a customer's deny list included). Valid traffic has none.
+ * The OpenRTB 2.x no-bid reason (`nbr`) an invalid transaction implies, by its leading
+ * reason: 3 known web spider, 5 cloud, data-center or proxy IP, 12 seller not authorised by
+ * the publisher's ads.txt / app-ads.txt, 16 incomplete supply chain, 17 a supply-chain node
+ * the customer's policy blocks (`sellerDenied`: the deny came from a seller entry), else 4
+ * suspected non-human traffic (a customer's other deny entries included). Valid traffic has none.
  */
 export const NBR_SPIDER = 3;
 export const NBR_NON_HUMAN = 4;
 export const NBR_CLOUD_PROXY = 5;
-export function noBidReason(valid: boolean, leadingReason: string): number | null {
+export const NBR_ADS_TXT_VIOLATION = 12;
+export const NBR_SCHAIN_INCOMPLETE = 16;
+export const NBR_SCHAIN_NODE_BLOCKED = 17;
+export function noBidReason(valid: boolean, leadingReason: string, sellerDenied = false): number | null {
   if (valid) return null;
+  if (leadingReason === 'seller_unauthorized') return NBR_ADS_TXT_VIOLATION;
+  if (leadingReason === 'schain_incomplete') return NBR_SCHAIN_INCOMPLETE;
+  if (leadingReason === 'denylisted' && sellerDenied) return NBR_SCHAIN_NODE_BLOCKED;
   const c = REASON_CATEGORY[leadingReason];
   if (c === 'declared_crawler') return NBR_SPIDER;
   if (c === 'data_center' || c === 'anonymizing_proxy') return NBR_CLOUD_PROXY;

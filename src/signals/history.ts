@@ -209,10 +209,16 @@ export class History {
    * (one subscriber's network), uid as given, IFA case-insensitively, UA by fingerprint.
    */
   keysOf(ip: ParsedIp, uid: string, ifa: string, uaHashLo: number, out: HistoryKeys): HistoryKeys {
-    if (ip.v === 4) hashWords(4, ip.n, 0, 0, 0, this.seed);
-    else hashWords(6, ip.w[0]!, ip.w[1]!, 0, 0, this.seed);
-    out.ipHi = HASH[0]!;
-    out.ipLo = HASH[1]!;
+    if ((ip.v as number) === 0) {
+      // No client IP (an OpenRTB bid request without one): the IP is not tracked.
+      out.ipHi = 0;
+      out.ipLo = 0;
+    } else {
+      if (ip.v === 4) hashWords(4, ip.n, 0, 0, 0, this.seed);
+      else hashWords(6, ip.w[0]!, ip.w[1]!, 0, 0, this.seed);
+      out.ipHi = HASH[0]!;
+      out.ipLo = HASH[1]!;
+    }
     if (trackable(uid)) {
       hashString(uid, this.seed);
       out.uidHi = HASH[0]!;
@@ -263,7 +269,7 @@ export class History {
    * outcomes are not kept (no fact reads them).
    */
   recordOutcome(k: HistoryKeys, invalid: boolean): void {
-    this.outcome(this.ips, k.ipHi, k.ipLo, invalid);
+    if (k.ipHi !== 0) this.outcome(this.ips, k.ipHi, k.ipLo, invalid);
     if (k.uidHi !== 0) this.outcome(this.uids, k.uidHi, k.uidLo, invalid);
   }
 
@@ -284,12 +290,15 @@ export class History {
     const rel = now - this.epoch;
     const sec = Math.floor(rel / 1000) & 0xffff;
     const gen = Math.floor(rel / this.halfWindowMs);
+    const hasIp = k.ipHi !== 0;
     const ipFp = fp16(k.ipLo);
     const uidFp = k.uidHi !== 0 ? fp16(k.uidLo) : 0;
     const uaFp = fp16(k.uaFp);
 
     // IP
-    {
+    if (!hasIp) {
+      f.ipRate = 0; f.ipSeen = 0; f.ipBotShare = 0; f.ipDistinctUas = 0; f.ipDistinctUids = 0;
+    } else {
       const t = this.ips;
       const b = t.bucketOf(k.ipHi);
       const held = t.lock(b);
@@ -322,7 +331,8 @@ export class History {
         f.uidRate = this.rate * this.perMinute;
         f.uidSeen = this.seen;
         f.uidBotShare = this.botShare;
-        f.uidDistinctIps = this.smallSet(t, base + UID_IPS, ipFp, sec, write);
+        // Without an IP, the IPs seen so far (smallSet counts the one it is given).
+        f.uidDistinctIps = hasIp ? this.smallSet(t, base + UID_IPS, ipFp, sec, write) : Math.max(0, this.smallSet(t, base + UID_IPS, ipFp, sec, false) - 1);
         f.uidDistinctUas = this.smallSet(t, base + UID_UAS, uaFp, sec, write);
       }
       if (held) t.unlock(b);
@@ -341,7 +351,7 @@ export class History {
       } else {
         this.bump(t, base, now, write, IFA_IPS, IFA_WORDS);
         f.ifaRate = this.rate * this.perMinute;
-        f.ifaDistinctIps = this.smallSet(t, base + IFA_IPS, ipFp, sec, write);
+        f.ifaDistinctIps = hasIp ? this.smallSet(t, base + IFA_IPS, ipFp, sec, write) : Math.max(0, this.smallSet(t, base + IFA_IPS, ipFp, sec, false) - 1);
       }
       if (held) t.unlock(b);
     } else {

@@ -80,3 +80,38 @@ export function ifaMalformed(ifa: string): string {
 export function isZeroIfa(ifa: string): boolean {
   return ifa === ZERO_IFA;
 }
+
+/**
+ * Device-ID types (IAB guidelines for IFA on OTT; OpenRTB `device.ifa_type`) and the UA
+ * operating systems (ua-analysis.ts codes) of the platforms that issue them. Android
+ * includes what runs Android apps (ChromeOS); Apple's IDFA includes an iPad in desktop
+ * mode (macOS) and Apple TV (tvOS); Fire OS devices also parse as Android.
+ */
+export const IFA_TYPE_PLATFORMS: ReadonlyMap<string, ReadonlySet<string>> = new Map([
+  ['rida', new Set(['roku'])],
+  ['afai', new Set(['fireos', 'android'])],
+  ['idfa', new Set(['ios', 'tvos', 'macos'])],
+  ['aaid', new Set(['android', 'chromeos'])],
+  ['gaid', new Set(['android', 'chromeos'])],
+  ['tifa', new Set(['tizen'])],
+  ['lgudid', new Set(['webos'])],
+  ['vida', new Set(['linux', 'android'])],
+  ['msai', new Set(['xbox', 'windows'])],
+  ['psnai', new Set(['playstation'])],
+]);
+
+/** Operating systems the UA analysis names precisely enough to contradict a device-ID type. */
+const KNOWN_PLATFORMS: ReadonlySet<string> = new Set([
+  'roku', 'fireos', 'android', 'ios', 'tvos', 'macos', 'chromeos', 'tizen', 'webos', 'linux', 'xbox', 'windows', 'playstation',
+]);
+
+/**
+ * True when a declared device-ID type belongs to another platform than the device's OS
+ * (`rida` on a Tizen TV, `idfa` on Android…). Unknown types (`dpid`, an exchange's own),
+ * non-device types (`ppid`, `sspid`, `sessionid`) and devices whose OS is unknown never conflict.
+ */
+export function ifaTypeConflict(ifaType: string, os: string): boolean {
+  if (ifaType === '') return false;
+  const platforms = IFA_TYPE_PLATFORMS.get(ifaType);
+  return platforms !== undefined && KNOWN_PLATFORMS.has(os) && !platforms.has(os);
+}

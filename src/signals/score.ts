@@ -24,6 +24,10 @@ export interface ScoreInputs {
   uaInconsistent: boolean;
   /** An OpenRTB `device.sua` (client hints) contradicts the UA string (sua.ts). */
   suaMismatch: boolean;
+  /** An OpenRTB `device.ifa_type` names another platform's device ID than the device's (ifa.ts). */
+  ifaTypeMismatch: boolean;
+  /** An OpenRTB imp stitched server-side (`ssai` 2, 3) from a data-centre IP or a server's HTTP-library UA. */
+  ssaiSpoof: boolean;
   geoMismatch: boolean;
   schainPresent: boolean;
   schainValid: boolean;
@@ -75,6 +79,8 @@ export const SIVT_WEIGHTS = {
   ua_inconsistent: 0.5,
   seller_unauthorized: 0.4,
   sua_mismatch: 0.5,
+  ifa_type_mismatch: 0.5,
+  ssai_spoof: 0.75,
   schain_invalid: 0.35,
   geo_mismatch: 0.25,
   schain_unverified: 0.2,
@@ -219,6 +225,8 @@ export function score(i: ScoreInputs): ScoreResult {
   if (i.ipRelay) { q *= 1 - SIVT_WEIGHTS.ip_relay; fire(reasons, 'ip_relay', SIVT_WEIGHTS.ip_relay); }
   if (i.uaInconsistent) { q *= 1 - SIVT_WEIGHTS.ua_inconsistent; fire(reasons, 'ua_inconsistent', SIVT_WEIGHTS.ua_inconsistent); }
   if (i.suaMismatch) { q *= 1 - SIVT_WEIGHTS.sua_mismatch; fire(reasons, 'sua_mismatch', SIVT_WEIGHTS.sua_mismatch); }
+  if (i.ifaTypeMismatch) { q *= 1 - SIVT_WEIGHTS.ifa_type_mismatch; fire(reasons, 'ifa_type_mismatch', SIVT_WEIGHTS.ifa_type_mismatch); }
+  if (i.ssaiSpoof) { q *= 1 - SIVT_WEIGHTS.ssai_spoof; fire(reasons, 'ssai_spoof', SIVT_WEIGHTS.ssai_spoof); }
   if (i.geoMismatch) { q *= 1 - SIVT_WEIGHTS.geo_mismatch; fire(reasons, 'geo_mismatch', SIVT_WEIGHTS.geo_mismatch); }
   if (i.schainPresent) {
     // An unparseable chain says nothing about verification or completeness.

@@ -83,3 +83,28 @@ export function suaConflict(sua: SuaFacts, ua: SuaUaFacts): string {
   }
   return '';
 }
+
+/** The UA facts a lookup without a UA string reads from `device.sua` alone. */
+export interface SuaDevice {
+  os: string;
+  device: string;
+  browser: string;
+  blinkMajor: number;
+}
+
+const DESKTOP_PLATFORMS: ReadonlySet<string> = new Set(['windows', 'macos', 'linux', 'chromeos']);
+
+/**
+ * The device `device.sua` describes, for a bid request without `device.ua` (OpenRTB 2.6
+ * prefers `sua`): its OS, `mobile` 1 a phone (on iOS and Android), `mobile` 0 a desktop on a
+ * desktop platform, and a Chromium browser with its version. What it leaves out stays 'unknown'.
+ */
+export function suaDevice(sua: SuaFacts, out: SuaDevice): void {
+  out.os = sua.platform === '' ? 'unknown' : sua.platform;
+  out.device =
+    sua.mobile === 1 && (sua.platform === 'ios' || sua.platform === 'android') ? 'mobile'
+    : sua.mobile === 0 && DESKTOP_PLATFORMS.has(sua.platform) ? 'desktop'
+    : 'unknown';
+  out.browser = sua.chromium ? 'chromium' : 'unknown';
+  out.blinkMajor = sua.chromiumMajor;
+}

@@ -46,12 +46,14 @@ t.test('country and page host', async (t) => {
   t.equal(pageHost('not a url'), '');
 });
 
-t.test('mapBidRequest: every field type-checked, the first bad one named; sua refilled per request', async (t) => {
+t.test('mapBidRequest: only id and imp are required; every other field type-checked, an unusable one noted and treated as absent; sua refilled per request', async (t) => {
   const extra = emptyOrtbExtra();
-  const map = (bid: Record<string, unknown>) => {
+  const map = (bid: Record<string, unknown>, query: Partial<Record<string, string>> = {}) => {
     const v: (string | undefined)[] = new Array(PARAM_NAMES.length).fill(undefined);
     const raw: (string | undefined)[] = new Array(PARAM_NAMES.length).fill(undefined);
-    return { err: mapBidRequest(bid as never, v, raw, extra), v };
+    for (const [k, val] of Object.entries(query)) v[P[k as keyof typeof P]] = val;
+    const err = mapBidRequest({ imp: [{ id: '1' }], ...bid } as never, v, raw, extra);
+    return { err, v, unusable: extra.unusable.filter((_, i) => i % 2 === 0) };
   };
   const ok = map({ id: 'b1', device: { ip: '73.1.2.3', ua: 'UA', devicetype: 2, geo: { country: 'USA' } }, user: { buyeruid: 'u9' }, imp: [{ banner: { format: [{ w: 300, h: 250 }] } }] });
   t.equal(ok.err, null);
@@ -60,13 +62,51 @@ t.test('mapBidRequest: every field type-checked, the first bad one named; sua re
   t.equal(ok.v[P.geo], 'US');
   t.equal(ok.v[P.adt], '1');
   t.equal(ok.v[P.dim], '300x250', 'size from format[0]');
-  t.match(map({ id: 'b', device: { ip: '73.1.2.3', ipv6: 6 } }).err, { status: 400, message: /device\.ipv6: must be a string/ }, 'ipv6 checked although ip is taken');
-  t.match(map({ id: 'b', user: { id: 'u', buyeruid: 7 } }).err, { status: 400, message: /user\.buyeruid/ }, 'buyeruid checked although id is taken');
-  t.match(map({ id: 'b', device: 'x', site: 5 }).err, { message: /Invalid field device:/ }, 'the first bad field in reading order');
-  t.match(map({ id: 'b', imp: [{ video: { w: -1 } }] }).err, { message: /imp\[0\]\.video\.w: must be a non-negative integer/ });
-  t.match(map({ id: 'b', imp: [{ banner: { format: [{ w: 'x' }] } }] }).err, { message: /imp\[0\]\.banner\.format\[0\]\.w/ });
-  t.match(map({ id: '' }).err, { code: 'missing_parameter' });
-  t.match(map({ id: 'b', device: { geo: { country: 'QQQ' } } }).err, { message: /device\.geo\.country: "QQQ"/ });
+  t.same(ok.unusable, [], 'nothing unusable');
+
+  // The 400s: only a BidRequest without its id or imp.
+  t.match(map({ id: '' }).err, { status: 400, code: 'missing_parameter', message: /field: id/ });
+  t.match(map({ id: 5 }).err, { status: 400, code: 'invalid_parameter', message: /Invalid field id: must be a string/ });
+  t.match(mapBidRequest({ id: 'b' } as never, [], [], extra), { status: 400, code: 'missing_parameter', message: /field: imp/ });
+  t.match(map({ id: 'b', imp: [] }).err, { status: 400, message: /imp.*at least one/ });
+  t.match(map({ id: 'b', imp: {} }).err, { status: 400, message: /Invalid field imp/ });
+  t.match(map({ id: 'b', imp: ['x'] }).err, { status: 400, message: /imp\[0\]/ });
+
+  // Anything else of the wrong type or value is absent, and named.
+  const v6 = map({ id: 'b', device: { ip: '73.1.2.3', ipv6: 6 } });
+  t.equal(v6.err, null);
+  t.equal(v6.v[P.ip], '73.1.2.3');
+  t.same(v6.unusable, ['device.ipv6'], 'ipv6 checked although ip is taken');
+  t.same(map({ id: 'b', user: { id: 'u', buyeruid: 7 } }).unusable, ['user.buyeruid'], 'buyeruid checked although id is taken');
+  const notIp = map({ id: 'b', device: { ip: '999.1.2.3', ipv6: '2001:db8::1' } });
+  t.equal(notIp.v[P.ip], '2001:db8::1', 'an unreadable device.ip: ipv6 instead');
+  t.same(notIp.unusable, ['device.ip']);
+  t.same(map({ id: 'b', device: 'x', site: 5 }).unusable, ['device', 'site'], 'in reading order');
+  t.same(map({ id: 'b', imp: [{ video: { w: -1 } }] }).unusable, ['imp[0].video.w']);
+  t.same(map({ id: 'b', imp: [{ banner: { format: [{ w: 'x' }] } }] }).unusable, ['imp[0].banner.format[0].w']);
+  t.same(map({ id: 'b', imp: [{ banner: {}, ssai: 'x' }] }).unusable, ['imp[0].ssai']);
+  t.same(map({ id: 'b', device: { devicetype: 99 } }).unusable, ['device.devicetype'], 'a device type outside AdCOM\'s list');
+  const geo = map({ id: 'b', device: { geo: { country: 'QQQ' } } });
+  t.equal(geo.v[P.geo], undefined);
+  t.same(geo.unusable, ['device.geo.country']);
+  t.match(extra.unusable[1], /"QQQ".*alpha-3.*alpha-2/, 'says both forms are taken');
+  t.same(map({ id: 'b', source: { ext: 'test-ext' }, regs: 'x', ext: { prebid: 1 } }).unusable, [], 'an ext ivtd finds nothing in, or a field it does not read, is no business of its');
+
+  // The query's sid, pub, uid and dvt fill what the body lacks; the body wins.
+  const filled = map({ id: 'b' }, { pub: 'qp', uid: 'qu', dvt: '4', sid: 'qs.example', ip: '1.1.1.1' });
+  t.same([filled.v[P.pub], filled.v[P.uid], filled.v[P.dvt], filled.v[P.sid], filled.v[P.ip]], ['qp', 'qu', '4', 'qs.example', undefined], 'query fills; its ip is dropped');
+  const body = map({ id: 'b', site: { publisher: { id: 'bp' } }, user: { id: 'bu' }, device: { devicetype: 2 } }, { pub: 'qp', uid: 'qu', dvt: '4' });
+  t.same([body.v[P.pub], body.v[P.uid], body.v[P.dvt]], ['bp', 'bu', '2'], 'the body wins');
+
+  // IFA types: a non-device ID is no IFA; the type is read from device or device.ext.
+  const ppid = map({ id: 'b', device: { ifa: 'not-a-uuid', ifa_type: 'ppid' } });
+  t.equal(ppid.v[P.ifa], undefined, 'a publisher-provided ID is not the device IFA');
+  t.equal(extra.ifaType, 'ppid');
+  const ext = map({ id: 'b', device: { ifa: '7b8b1d2a-3c4d-4e5f-8a9b-0c1d2e3f4a5b', ext: { ifa_type: 'RIDA' } } });
+  t.equal(ext.v[P.ifa], '7b8b1d2a-3c4d-4e5f-8a9b-0c1d2e3f4a5b');
+  t.equal(extra.ifaType, 'rida', 'device.ext.ifa_type, lowercased');
+  map({ id: 'b', imp: [{ ssai: 1 }, { ssai: 3 }] });
+  t.equal(extra.ssai, 3, 'the largest imp.ssai');
 
   t.equal(map({ id: 'b', device: { sua: { platform: { brand: 'Windows' }, mobile: 0, browsers: [{ brand: 'Google Chrome', version: ['124', '0'] }] } } }).err, null);
   t.match(extra.sua, { platform: 'windows', mobile: 0, chromium: true, chromiumMajor: 124 });
@@ -75,4 +115,5 @@ t.test('mapBidRequest: every field type-checked, the first bad one named; sua re
   t.equal(map({ id: 'b', device: { sua: { mobile: 1 } } }).err, null);
   t.match(extra.sua, { platform: '', mobile: 1, chromium: false, source: -1 }, "nothing kept from the earlier request's sua");
   t.ok(Number.isNaN(extra.sua!.chromiumMajor));
+  t.same(map({ id: 'b', device: { sua: { browsers: 'x' } } }).unusable, ['device.sua.browsers']);
 });

@@ -31,7 +31,9 @@ function matches(t: Test, got: unknown, want: unknown, at: string): void {
   if (typeof want === 'string' && want.length > 1 && want.startsWith('/') && want.endsWith('/')) {
     t.match(String(got), new RegExp(want.slice(1, -1)), at);
   } else if (Array.isArray(want)) {
-    t.same(got, want, at);
+    // Same length, each element matched in order (so an element may hold a "/regex/" string).
+    t.ok(Array.isArray(got) && got.length === want.length, `${at}: ${JSON.stringify(got)} has ${want.length} elements`);
+    want.forEach((w, i) => matches(t, (got as unknown[] | undefined)?.[i], w, `${at}[${i}]`));
   } else if (typeof want === 'object' && want !== null) {
     for (const [k, v] of Object.entries(want)) matches(t, (got as Record<string, unknown> | undefined)?.[k], v, `${at}.${k}`);
   } else t.equal(got, want, at);
@@ -109,10 +111,11 @@ t.test('gzip, size limits, auth and hostile bodies; the thread keeps answering',
     ['array body', '[1,2]'],
     ['string body', '"x"'],
     ['empty body', ''],
-    ['wrong type: device', JSON.stringify({ id: 'a', device: 'x' })],
+    ['no imp (and a wrong-typed device)', JSON.stringify({ id: 'a', device: 'x' })],
     ['wrong type: imp', JSON.stringify({ id: 'a', imp: {} })],
-    ['wrong type: ua', JSON.stringify({ id: 'a', device: { ua: 5 } })],
-    ['wrong type: id', JSON.stringify({ id: 5 })],
+    ['empty imp', JSON.stringify({ id: 'a', imp: [] })],
+    ['no imp (and a wrong-typed ua)', JSON.stringify({ id: 'a', device: { ua: 5 } })],
+    ['wrong type: id', JSON.stringify({ id: 5, imp: [{ id: '1' }] })],
     ['lone surrogate', '{"id":"\\ud800"}'],
     ['text after value', '{"id":"a"} x'],
     ['shaped like an internal error', '{"status":200,"code":"unauthorized","message":"x"}'],
@@ -171,6 +174,9 @@ t.test('the admin explain takes a bid request too, on the account port', async (
   const missing = await explain(JSON.stringify({ id: 'x', device: { ip: '73.162.10.20' } }));
   t.match(await missing.json(), { status: 400, response: { error: 'missing_parameter' } }, 'a refused bid request is explained as refused');
   t.equal((await explain('[1')).status, 400, 'a hostile body is a 400 here too');
+  const suaOnly = fixtures.find(([n]) => n === 'supplemental/sua-without-ua.json')![1].request;
+  const ex = (await (await explain(JSON.stringify(suaOnly))).json()) as { signals: { ua: { malformed: boolean; os: string; device: string } } };
+  t.match(ex.signals.ua, { malformed: false, os: 'android', device: 'mobile' }, 'no UA string: the device its sua describes, not an empty, malformed UA');
   const other = await fetch(`${s.api}/v1/account/explain/ortb?${auth(s)}&node=n`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
   t.equal(other.status, 400, 'no session → 400 invalid_session');
 });
@@ -183,4 +189,59 @@ t.test('mapped strings are bounded like the GET form\'s values', async (t) => {
   const r = await ortb(s, JSON.stringify(bid));
   t.equal(r.status, 400);
   t.match(r.json, { error: 'invalid_parameter', message: /device\.ua.*2048/ });
+});
+
+t.test("the query's sid, pub, uid and dvt fill what the bid request lacks; the body's own values win", async (t) => {
+  const s = await startTestServer({ threads: 1 });
+  t.teardown(() => s.stop());
+  const bare = { id: 'req-q', imp: [{ id: '1', banner: { w: 300, h: 250 } }], device: { ip: '73.162.10.40', ua: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36' } };
+  const without = await ortb(s, JSON.stringify(bare));
+  t.equal(without.status, 200, 'no pub, uid, dvt, schain: still a verdict');
+  t.same(without.json!.missing, ['device.devicetype', 'user.id', 'site.publisher.id', 'source.schain']);
+  const filled = await ortb(s, JSON.stringify(bare), {}, `${auth(s)}&node=n&pub=pub-q&uid=u-q&dvt=2&sid=exchange1.example`);
+  t.equal(filled.status, 200);
+  t.same(filled.json!.missing, ['source.schain'], 'pub, uid and dvt from the query');
+  t.ok((filled.json!.botRisk as { confidence: number }).confidence > (without.json!.botRisk as { confidence: number }).confidence, 'more to rest on, more confidence');
+  const phone = await ortb(s, JSON.stringify({ ...bare, device: { ...bare.device, devicetype: 4 } }), {}, `${auth(s)}&node=n&dvt=2`);
+  t.equal((phone.json!.reasons as { code: string }[]).some((r) => r.code === 'ua_inconsistent'), true, "the body's devicetype 4 wins over the query's 2 (a Windows UA is no phone)");
+  const badDvt = await ortb(s, JSON.stringify(bare), {}, `${auth(s)}&node=n&dvt=12`);
+  t.equal(badDvt.status, 400, "the query's own bad value is refused");
+  t.match(badDvt.json, { error: 'invalid_parameter', message: /dvt/ });
+  const noNode = await ortb(s, JSON.stringify(bare), {}, auth(s));
+  t.match(noNode.json, { error: 'missing_parameter', message: /node/ }, 'node stays required (the query names the bidder node)');
+});
+
+t.test("nbr 17 when the customer's policy blocks a supply-chain node", async (t) => {
+  const s = await startTestServer({ threads: 1 });
+  t.teardown(() => s.stop());
+  const r0 = await fetch(`${s.api}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ username: s.customer.username, password: s.customer.password }) });
+  const token = ((await r0.json()) as { access_token: string }).access_token;
+  const put = (entries: unknown[]) => fetch(`${s.api}/v1/policy`, { method: 'PUT', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ entries }) });
+  const web = fixtures.find(([n]) => n === 'exemplary/web-banner.json')![1].request as { source: { schain: { nodes: { asi: string; sid: string }[] } } };
+  const node = web.source.schain.nodes[0]!;
+  t.equal((await put([{ kind: 'seller', value: `${node.asi}:${node.sid}`, action: 'deny' }])).status, 200, 'seller entry set');
+  const r = await ortb(s, JSON.stringify(web));
+  t.match(r.json, { botRisk: { band: 'high' }, nbr: 17, reasons: [{ code: 'denylisted', class: 'POLICY' }] });
+  t.equal((await put([{ kind: 'ip', value: '0.0.0.0/0', action: 'deny' }])).status, 200, 'an IP entry instead');
+  t.match((await ortb(s, JSON.stringify(web))).json, { nbr: 4 }, 'any other deny: 4');
+});
+
+t.test("a stitching provider's range the customer declares (policy kind ssai) is not condemned as a data centre on stitched imps", async (t) => {
+  const s = await startTestServer({ threads: 1 });
+  t.teardown(() => s.stop());
+  const r0 = await fetch(`${s.api}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ username: s.customer.username, password: s.customer.password }) });
+  const token = ((await r0.json()) as { access_token: string }).access_token;
+  const stitched = fixtures.find(([n]) => n === 'supplemental/ssai-datacenter-ip.json')![1].request as { imp: { ssai?: number }[]; device: { ip: string } };
+  const codes = async (bid: unknown) => ((await ortb(s, JSON.stringify(bid))).json!.reasons as { code: string }[]).map((r) => r.code);
+  t.ok((await codes(stitched)).includes('ssai_spoof'), 'undeclared: the SSAI spoof');
+  const put = await fetch(`${s.api}/v1/policy`, { method: 'PUT', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ entries: [{ kind: 'ssai', value: `${stitched.device.ip}/32`, action: 'allow' }] }) });
+  t.equal(put.status, 200, 'ssai entry set');
+  const declared = await codes(stitched);
+  t.notOk(declared.includes('ssai_spoof') || declared.includes('asn_hosting'), `declared: no data-centre reason (${declared.join(', ')})`);
+  const notStitched = structuredClone(stitched);
+  delete notStitched.imp[0]!.ssai;
+  t.ok((await codes(notStitched)).includes('asn_hosting'), 'the same range without imp.ssai is a data centre as before');
+  const library = structuredClone(stitched) as unknown as { device: { ua: string } };
+  library.device.ua = 'okhttp/4.12.0';
+  t.ok((await codes(library)).includes('ssai_spoof'), "a library's UA from the declared range is still the spoof");
 });

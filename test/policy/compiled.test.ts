@@ -204,3 +204,29 @@ t.test('a large list compiles and stays fast to look up', async (t) => {
   t.equal(r.decide(subject({ pub: 'pub-50000' })), 0);
   t.ok(c.bytes < 4 * 1024 * 1024, `compiled size ${c.bytes} bytes`);
 });
+
+t.test('ssai entries: a table of their own, allow only, never a decision', async (t) => {
+  const r = reader({
+    entries: [
+      { kind: 'ssai', value: '203.0.113.0/24', action: 'allow' },
+      { kind: 'ssai', value: '2001:db8:55::/48', action: 'allow' },
+      { kind: 'ip', value: '203.0.113.0/24', action: 'deny' },
+    ],
+  });
+  t.equal(r.ssaiDeclared(subject({ ip: '203.0.113.9' }).ip), true, 'in the declared range');
+  t.equal(r.ssaiDeclared(subject({ ip: '2001:db8:55::1' }).ip), true, 'IPv6 too');
+  t.equal(r.ssaiDeclared(subject({ ip: '198.51.100.7' }).ip), false, 'outside it');
+  t.equal(r.decide(subject({ ip: '203.0.113.9' })), DENY, 'the ip deny of the same block still decides: ssai is no allow of the verdict');
+  const only = reader({ entries: [{ kind: 'ssai', value: '203.0.113.0/24', action: 'allow' }] });
+  t.equal(only.decide(subject({ ip: '203.0.113.9' })), 0, 'an ssai entry alone decides nothing');
+  t.same(only.matches(subject({ ip: '203.0.113.9' })), [{ kind: 'ssai', action: 'allow' }], 'explain names it');
+  const none = reader({ entries: [{ kind: 'ip', value: '203.0.113.0/24', action: 'allow' }] });
+  t.equal(none.ssaiDeclared(subject({ ip: '203.0.113.9' }).ip), false, 'an ip entry declares no stitcher');
+  const noIp = subject();
+  noIp.ip.v = 0;
+  t.equal(only.ssaiDeclared(noIp.ip), false, 'no IP, nothing declared');
+  t.equal(only.decide(noIp), 0);
+  t.match(refusal(() => parseEntries([{ kind: 'ssai', value: '203.0.113.0/24', action: 'deny' }], 'entries')), { field: 'entries[0].action' }, 'deny refused');
+  t.same(parseEntries([{ kind: 'ssai', value: '203.0.113.0/24' }], 'entries', { actionOptional: true }), [{ kind: 'ssai', value: '203.0.113.0/24', action: 'allow' }], 'allow by default');
+  t.match(refusal(() => parseEntries([{ kind: 'ssai', value: 'stitcher.example', action: 'allow' }], 'entries')), { field: 'entries[0].value' }, 'an address or CIDR');
+});

@@ -13,7 +13,7 @@ t.test('every reason code the score can give has a category from the list', asyn
 t.test("a transaction's category is its leading reason's", async (t) => {
   const base = {
     ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false, declaredBot: false,
-    automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, geoMismatch: false,
+    automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, ifaTypeMismatch: false, ssaiSpoof: false, geoMismatch: false,
     schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: NO_HISTORY,
   };
   const r = score({ ...base, ipHosting: true, geoMismatch: true, declaredBot: true });
@@ -28,7 +28,7 @@ t.test('every reason code has a class, the one classifyTransaction counts it und
   t.same(Object.keys(REASON_CLASS).sort(), Object.keys(REASON_CATEGORY).sort(), 'the same codes as the categories');
   const base = {
     ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false, declaredBot: false,
-    automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, geoMismatch: false,
+    automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, ifaTypeMismatch: false, ssaiSpoof: false, geoMismatch: false,
     schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: NO_HISTORY,
   };
   // One strong reason of each component: the transaction's class is the reason's.
@@ -55,6 +55,12 @@ t.test('the OpenRTB no-bid reason an invalid transaction implies', async (t) => 
   t.equal(noBidReason(false, 'ua_headless'), 4, 'automation: 4 suspected non-human');
   t.equal(noBidReason(false, 'sua_mismatch'), 4, 'spoofing: 4');
   t.equal(noBidReason(false, 'denylisted'), 4, "the customer's deny list: 4");
+  t.equal(noBidReason(false, 'seller_unauthorized'), 12, 'seller not authorised by ads.txt / app-ads.txt: 12');
+  t.equal(noBidReason(false, 'schain_incomplete'), 16, 'incomplete supply chain: 16');
+  t.equal(noBidReason(false, 'denylisted', true), 17, "a supply-chain node the customer's policy blocks: 17");
+  t.equal(noBidReason(false, 'schain_unverified'), 4, 'an unverified chain has no code of its own: 4');
+  t.equal(noBidReason(false, 'ssai_spoof'), 4, 'SSAI spoof: 4');
+  t.equal(noBidReason(true, 'seller_unauthorized'), null, 'valid: none, whatever the reason');
 });
 
 t.test('docs/scoring.md lists every category, in order, with exactly its reason codes', async (t) => {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { IfaList, ZERO_IFA, ifaMalformed, isZeroIfa } from '../../src/signals/ifa.ts';
+import { IfaList, ZERO_IFA, ifaMalformed, ifaTypeConflict, isZeroIfa } from '../../src/signals/ifa.ts';
+import { UaAnalyzer } from '../../src/signals/ua-analysis.ts';
 
 t.test('parses IFAs, comments and blank lines, case-insensitively', async (t) => {
   const list = IfaList.parse(
@@ -74,4 +75,30 @@ t.test('ifaMalformed and isZeroIfa', async (t) => {
   t.equal(ifaMalformed('6d92078a8-246-4ba4-ae5b-76104861e7dc'), 'not_uuid', 'dash misplaced');
   t.equal(ifaMalformed('ffffffff-ffff-ffff-ffff-ffffffffffff'), 'repeated');
   t.equal(ifaMalformed('11111111-1111-1111-1111-111111111111'), 'repeated');
+});
+
+t.test('a device-ID type contradicts the device only when both are known', async (t) => {
+  const os = (ua: string) => new UaAnalyzer().analyze(ua, Date.now()).os;
+  const roku = os('Roku/DVP-12.5 (12.5.0.4178-AE)');
+  const tizen = os('Mozilla/5.0 (SMART-TV; LINUX; Tizen 6.0) AppleWebKit/537.36 (KHTML, like Gecko) 76.0.3809.146/6.0 TV Safari/537.36');
+  const iphone = os('Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1');
+  const android = os('Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36');
+  t.same([roku, tizen, iphone, android], ['roku', 'tizen', 'ios', 'android'], 'the analysis names these platforms');
+  t.equal(ifaTypeConflict('rida', roku), false, 'rida on Roku');
+  t.equal(ifaTypeConflict('rida', tizen), true, 'rida on Tizen');
+  t.equal(ifaTypeConflict('tifa', tizen), false);
+  t.equal(ifaTypeConflict('idfa', iphone), false);
+  t.equal(ifaTypeConflict('idfa', android), true, 'idfa on Android');
+  t.equal(ifaTypeConflict('aaid', android), false);
+  t.equal(ifaTypeConflict('gaid', iphone), true, 'gaid on iOS');
+  t.equal(ifaTypeConflict('afai', 'fireos'), false);
+  t.equal(ifaTypeConflict('afai', 'android'), false, 'Fire OS tablets parse as Android');
+  t.equal(ifaTypeConflict('lgudid', 'webos'), false);
+  t.equal(ifaTypeConflict('lgudid', tizen), true);
+  t.equal(ifaTypeConflict('msai', 'xbox'), false);
+  t.equal(ifaTypeConflict('msai', roku), true);
+  t.equal(ifaTypeConflict('vida', roku), true);
+  t.equal(ifaTypeConflict('rida', 'unknown'), false, 'an unknown device contradicts nothing');
+  t.equal(ifaTypeConflict('rida', 'other'), false);
+  for (const type of ['ppid', 'sspid', 'sessionid', 'dpid', 'some-exchange-type', '']) t.equal(ifaTypeConflict(type, tizen), false, `${type || 'no type'}: never`);
 });

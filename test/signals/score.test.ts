@@ -28,7 +28,7 @@ function clean(over: Partial<ScoreInputs> = {}): ScoreInputs {
   return {
     ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false,
     deviceImpossible: false, declaredBot: false, automation: false, ipHosting: false, ipVpn: false,
-    ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, geoMismatch: false, schainPresent: false,
+    ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, ifaTypeMismatch: false, ssaiSpoof: false, geoMismatch: false, schainPresent: false,
     schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false,
     ipRelay: false, sellerUnauthorized: false, history: NO_HISTORY,
     ...over,

@@ -47,3 +47,16 @@ t.test('contradicting hints name what differs', async (t) => {
   t.equal(suaConflict(sua({ platform: 'macos', source: 2 }), verdict(MAC_SAFARI)), 'browser', 'client hints (Safari sends none) on a Safari UA');
   t.equal(suaConflict(sua({ platform: 'windows', chromium: true, chromiumMajor: 120 }), verdict(WIN_CHROME)), 'version', 'Chromium 120 hints on a Chrome 124 UA');
 });
+
+t.test('the device a structured UA describes without a UA string', async (t) => {
+  const { suaDevice } = await import('../../src/signals/sua.ts');
+  const out = { os: '', device: '', browser: '', blinkMajor: NaN };
+  suaDevice({ ...emptySua(), platform: 'android', mobile: 1, chromium: true, chromiumMajor: 124 }, out);
+  t.same(out, { os: 'android', device: 'mobile', browser: 'chromium', blinkMajor: 124 });
+  suaDevice({ ...emptySua(), platform: 'windows', mobile: 0 }, out);
+  t.match(out, { os: 'windows', device: 'desktop', browser: 'unknown' });
+  suaDevice({ ...emptySua(), platform: 'android', mobile: 0 }, out);
+  t.equal(out.device, 'unknown', 'Android without mobile: a tablet, a TV or a box');
+  suaDevice(emptySua(), out);
+  t.match(out, { os: 'unknown', device: 'unknown' });
+});

@@ -69,7 +69,7 @@ export interface ProjectList {
   offset: number;
 }
 
-export type PolicyKind = 'ip' | 'ua' | 'ua_substring' | 'app' | 'domain' | 'publisher' | 'seller';
+export type PolicyKind = 'ip' | 'ua' | 'ua_substring' | 'app' | 'domain' | 'publisher' | 'seller' | 'ssai';
 
 export interface PolicyEntry {
   kind: PolicyKind;

@@ -12,6 +12,7 @@ import type { Page, PageContext } from '../page.ts';
 const PAGE_SIZE = 50;
 const KIND_LABEL: Record<PolicyKind, string> = {
   ip: 'IP or CIDR', ua: 'User agent (exact)', ua_substring: 'User agent contains', app: 'App bundle', domain: 'Domain', publisher: 'Publisher ID', seller: 'Seller (asi:sid)',
+  ssai: 'SSAI provider IP or CIDR',
 };
 const KIND_HINT: Record<PolicyKind, string> = {
   ip: '192.0.2.0/24, 2001:db8::/32 or one address',
@@ -21,6 +22,7 @@ const KIND_HINT: Record<PolicyKind, string> = {
   domain: 'Covers its subdomains too',
   publisher: 'The publisher ID (pub)',
   seller: 'exchange.example:1234',
+  ssai: 'A server-side ad insertion provider\'s servers (allow only): their data centre is not held against stitched imps',
 };
 
 export function policyPage(ctx: PageContext): Page {
