@@ -24,13 +24,18 @@ interface Usage {
 function usagesIn(name: string, doc: string, wholeLines: boolean): Usage[] {
   const out: Usage[] = [];
   let fenced = false;
+  // Inside a fence of program code (```go, ```java, ```json …) `ivtd` is a name, not a command.
+  let otherLanguage = false;
   let optionTableOf: string | null = null;
   const lines = doc.split('\n');
   lines.forEach((raw, i) => {
-    if (/^\s*```/.test(raw)) {
+    const fence = /^\s*```\s*([a-z]*)/.exec(raw);
+    if (fence) {
       fenced = !fenced;
+      otherLanguage = fenced && fence[1] !== '' && !['sh', 'bash', 'shell', 'console', 'text'].includes(fence[1]!);
       return;
     }
+    if (otherLanguage) return;
     const where = `${name}:${i + 1}`;
     if (!fenced && /^\|\s*(flag|option)s?\s*\|/i.test(raw)) {
       const before = lines.slice(Math.max(0, i - 5), i).join('\n');
