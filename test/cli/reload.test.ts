@@ -2,7 +2,7 @@
 // asked over the control socket, with its outcome as output and exit code. And
 // `ivtd data update` without a sources file says that it fetched and reloaded nothing.
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { startServe, type ServeProcess } from '../helpers/serve-process.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +12,6 @@ import { sendControl, startControlServer } from '../../src/provisioning/control.
 import { Store } from '../../src/store/db.ts';
 import { runIvtd } from './run-cli.ts';
 
-const ROOT = join(import.meta.dirname, '..', '..');
 
 /** Runs the CLI in this process (cheap cases that need no server). */
 async function cli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -26,32 +25,8 @@ async function cli(argv: string[]): Promise<{ code: number; stdout: string; stde
   return { code, stdout, stderr };
 }
 
-function serve(dataDir: string, configFile: string): { child: ChildProcess; out: () => string; waitFor: (re: RegExp, from?: number) => Promise<void> } {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--config', configFile, '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0', '--metrics-port', '0'],
-    { cwd: ROOT, env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('IVTD_'))), stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let out = '';
-  const waiters: Array<() => void> = [];
-  const onData = (d: Buffer) => {
-    out += d.toString();
-    for (const w of waiters.splice(0)) w();
-  };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
-  const waitFor = (re: RegExp, from = 0) =>
-    new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${re}; output so far:\n${out}`)), 30_000);
-      const check = () => {
-        if (re.test(out.slice(from))) {
-          clearTimeout(timer);
-          resolve();
-        } else waiters.push(check);
-      };
-      check();
-    });
-  return { child, out: () => out, waitFor };
+function serve(dataDir: string, configFile: string): ServeProcess {
+  return startServe(['--config', configFile, '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0', '--metrics-port', '0']);
 }
 
 t.test('ivtd reload: applied (exit 0), refused with the reason (exit 1), no server (exit 1)', async (t) => {

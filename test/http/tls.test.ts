@@ -3,7 +3,8 @@
 // HTTP there), then a real `ivtd serve`: a bad pair stops the start, SIGHUP swaps in a renewed
 // pair for new connections, and a bad new pair keeps the old one and says why.
 import t from 'tap';
-import { execFileSync, spawn } from 'node:child_process';
+import { startServe, type ServeProcess } from '../helpers/serve-process.ts';
+import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
@@ -12,7 +13,6 @@ import { join } from 'node:path';
 import { TlsError, planTlsReload, readTlsPair, tlsFromConfig } from '../../src/http/tls.ts';
 import { startTestServer } from '../helpers/server.ts';
 
-const ROOT = join(import.meta.dirname, '..', '..');
 const dir = mkdtempSync(join(tmpdir(), 'ivtd-tls-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -89,35 +89,9 @@ t.test('HTTPS on the account and reporting ports; plain HTTP is not served there
 });
 
 /** `ivtd serve` over a fresh data dir with these extra args; its output and a waiter on it. */
-function serve(args: string[]) {
+function serve(args: string[]): ServeProcess {
   const dataDir = mkdtempSync(join(dir, 'data-'));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0', '--metrics-port', '0', ...args], {
-    cwd: ROOT,
-    env: { ...process.env, IVTD_LOG_LEVEL: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  const waiters: Array<() => void> = [];
-  const onData = (d: Buffer) => {
-    out += d.toString();
-    for (const w of waiters.splice(0)) w();
-  };
-  child.stdout.on('data', onData);
-  child.stderr.on('data', onData);
-  const waitFor = (re: RegExp, from = 0, ms = 30_000) =>
-    new Promise<RegExpExecArray>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${re}; output so far:\n${out}`)), ms);
-      const check = () => {
-        const m = re.exec(out.slice(from));
-        if (m) {
-          clearTimeout(timer);
-          resolve(m);
-        } else waiters.push(check);
-      };
-      check();
-    });
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  return { child, out: () => out, waitFor, exited };
+  return startServe(['--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0', '--metrics-port', '0', ...args]);
 }
 
 t.test('serve: a key that does not match its certificate stops the start, non-zero, naming the file', async (t) => {

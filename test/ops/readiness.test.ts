@@ -2,10 +2,11 @@
 // script that waits for health and then logs in must not get "connection refused"), while
 // the pre-bid port still opens first and answers 503 until then. Run as a real `ivtd serve`
 // process, polled from outside as an operator's script would.
+import { healthStatus } from '../helpers/serve-process.ts';
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { Agent, get } from 'node:http';
+import { Agent } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,15 +16,7 @@ import { freePort } from '../helpers/ports.ts';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** Status of GET /health-check, or 0 when nothing accepts the connection yet. */
-function health(port: number, agent: Agent): Promise<number> {
-  return new Promise((resolve) => {
-    const req = get({ host: '127.0.0.1', port, path: '/health-check', agent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', () => resolve(0));
-  });
-}
+const health = healthStatus;
 
 /** Whether a TCP connection to `port` is accepted right now. */
 function accepts(port: number): Promise<boolean> {

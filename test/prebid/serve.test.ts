@@ -2,48 +2,15 @@
 // reloads data and config on SIGHUP without dropping a lookup, refuses a bad data file or
 // config on reload while the old ones keep serving, and exits 0 on SIGTERM.
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { startServe, type ServeProcess } from '../helpers/serve-process.ts';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-const ROOT = join(import.meta.dirname, '..', '..');
 const UA = encodeURIComponent('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36');
 
-interface Proc {
-  child: ChildProcess;
-  out: () => string;
-  /** Waits until `re` matches the output from offset `from` on. */
-  waitFor: (re: RegExp, from?: number, ms?: number) => Promise<RegExpExecArray>;
-}
-
-function start(dataDir: string, configFile: string): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--config', configFile, '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0', '--metrics-port', '0'], {
-    cwd: ROOT,
-    env: { ...process.env, IVTD_LOG_LEVEL: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  const waiters: Array<() => void> = [];
-  const onData = (d: Buffer) => {
-    out += d.toString();
-    for (const w of waiters.splice(0)) w();
-  };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
-  const waitFor = (re: RegExp, from = 0, ms = 20_000) =>
-    new Promise<RegExpExecArray>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${re}; output so far:\n${out}`)), ms);
-      const check = () => {
-        const m = re.exec(out.slice(from));
-        if (m) {
-          clearTimeout(timer);
-          resolve(m);
-        } else waiters.push(check);
-      };
-      check();
-    });
-  return { child, out: () => out, waitFor };
+function start(dataDir: string, configFile: string): ServeProcess {
+  return startServe(['--config', configFile, '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0', '--metrics-port', '0']);
 }
 
 t.test('serve: first start, lookups through SIGHUP reloads, bad reload refused, SIGTERM exits 0', async (t) => {
