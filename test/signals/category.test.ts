@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { CATEGORIES, REASON_CATEGORY, REASON_CLASS, categoryOf, noBidReason } from '../../src/signals/category.ts';
 import { GIVT_WEIGHTS, HARD_WEIGHTS, HISTORY_TERMS, POLICY_REASONS, SIVT_WEIGHTS, classifyTransaction, score } from '../../src/signals/score.ts';
 import { NO_HISTORY } from '../../src/signals/history.ts';
+import { NBR_CLOUD_PROXY, NBR_NON_HUMAN, NBR_SPIDER, REASONS } from '../../src/signals/reasons.ts';
 
 t.test('every reason code the score can give has a category from the list', async (t) => {
   const codes = [...Object.keys(HARD_WEIGHTS), ...Object.keys(GIVT_WEIGHTS), ...Object.keys(SIVT_WEIGHTS), ...Object.keys(HISTORY_TERMS), ...POLICY_REASONS];
@@ -79,4 +80,17 @@ t.test("README's table of categories is the list", async (t) => {
   const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
   const rows = [...readme.matchAll(/^ *\| `([a-z_]+)` \| (GIVT|SIVT|—) \|/gm)].map((m) => m[1]!);
   t.same(rows, [...CATEGORIES], 'one row per category, in the order of CATEGORIES');
+});
+
+t.test('the table of reasons: class follows the component, nbr the category', async (t) => {
+  const classOf = { hard: 'GIVT', givt: 'GIVT', sivt: 'SIVT', hist: 'SIVT', policy: 'POLICY' } as const;
+  const nbrOf = (c: string) => (c === 'declared_crawler' ? NBR_SPIDER : c === 'data_center' || c === 'anonymizing_proxy' ? NBR_CLOUD_PROXY : NBR_NON_HUMAN);
+  t.equal(new Set(REASONS.map((r) => r.code)).size, REASONS.length, 'one row per code');
+  for (const r of REASONS) {
+    t.equal(r.class, classOf[r.component], `${r.code}: class of its component`);
+    t.equal(r.nbr, nbrOf(r.category), `${r.code}: nbr of its category`);
+    t.equal(REASON_CLASS[r.code], r.class);
+    t.equal(REASON_CATEGORY[r.code], r.category);
+    t.equal(noBidReason(false, r.code), r.nbr);
+  }
 });

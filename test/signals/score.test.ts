@@ -4,6 +4,7 @@ import * as historyModule from '../../src/signals/history.ts';
 import { History, IP_SET_MAX, NO_HISTORY, type HistoryFacts } from '../../src/signals/history.ts';
 import { categoryOf } from '../../src/signals/category.ts';
 import * as scoreModule from '../../src/signals/score.ts';
+import { HISTORY_ROWS, REASONS, SIGNAL_ROWS } from '../../src/signals/reasons.ts';
 import {
   BAND_HIGH_MIN,
   BAND_MEDIUM_MIN,
@@ -218,23 +219,27 @@ t.test('docs/scoring.md matches the code', async (t) => {
     if (m) rows.set(m[1]!, cells.slice(1));
   }
 
-  const components = { hard: HARD_WEIGHTS, givt: GIVT_WEIGHTS, sivt: SIVT_WEIGHTS } as const;
+  // One table of reasons (src/signals/reasons.ts): every row is a doc row with its numbers.
   const expected = new Set<string>();
-  for (const [component, weights] of Object.entries(components)) {
-    for (const [code, weight] of Object.entries(weights)) {
-      expected.add(code);
-      const row = rows.get(code);
-      if (!row) { t.fail(`${code} missing from the doc`); continue; }
-      t.equal(row[0], component, `${code} component`);
-      t.equal(Number(row[2]), weight, `${code} weight`);
+  for (const r of REASONS) {
+    if (r.component === 'policy') continue;
+    expected.add(r.code);
+    const row = rows.get(r.code);
+    if (!row) { t.fail(`${r.code} missing from the doc`); continue; }
+    if (r.component === 'hist') {
+      t.same([Number(row[1]), Number(row[2]), Number(row[3])], [r.term.weight, r.term.floor, r.term.half], `${r.code} weight/floor/half`);
+      continue;
     }
+    t.equal(row[0], r.component, `${r.code} component`);
+    t.equal(row[1]!.replace(/`/g, ''), r.input, `${r.code} input`);
+    t.equal(Number(row[2]), r.weight, `${r.code} weight`);
   }
-  for (const [code, term] of Object.entries(HISTORY_TERMS)) {
-    expected.add(code);
-    const row = rows.get(code);
-    if (!row) { t.fail(`${code} missing from the doc`); continue; }
-    t.same([Number(row[1]), Number(row[2]), Number(row[3])], [term.weight, term.floor, term.half], `${code} weight/floor/half`);
+  // The views score.ts exports are the table's.
+  const components = { hard: HARD_WEIGHTS, givt: GIVT_WEIGHTS, sivt: SIVT_WEIGHTS } as const;
+  for (const [component, weights] of Object.entries(components)) {
+    t.same(weights, Object.fromEntries(SIGNAL_ROWS.filter((r) => r.component === component).map((r) => [r.code, r.weight])), `${component} weights`);
   }
+  t.same(Object.keys(HISTORY_TERMS), HISTORY_ROWS.map((r) => r.code), 'history terms');
   const constants: Record<string, unknown> = {};
   for (const mod of [scoreModule, historyModule] as Record<string, unknown>[]) {
     for (const [name, value] of Object.entries(mod)) if (/^[A-Z][A-Z_]+$/.test(name) && typeof value === 'number') constants[name] = value;
@@ -253,6 +258,13 @@ t.test('docs/scoring.md matches the code', async (t) => {
   listed.delete('reasons');
   const codes = [...Object.keys(HARD_WEIGHTS), ...Object.keys(GIVT_WEIGHTS), ...Object.keys(SIVT_WEIGHTS), ...Object.keys(HISTORY_TERMS), ...POLICY_REASONS];
   t.same([...listed].sort(), codes.sort(), 'reason code list is complete');
+  t.same([...listed].sort(), REASONS.map((r) => r.code).sort(), 'and it is the table of reasons');
+  // Each component's line names its codes in the table's order, the order `reasons` uses.
+  const lines: Record<string, string> = { hard: '- hard:', givt: '- GIVT:', sivt: '- SIVT:', hist: '- history:' };
+  for (const [component, prefix] of Object.entries(lines)) {
+    const line = list.split('\n').find((l) => l.startsWith(prefix)) ?? '';
+    t.same([...line.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!), REASONS.filter((r) => r.component === component).map((r) => r.code), `${component}: in the table's order`);
+  }
 });
 
 function round4(x: number): number {
