@@ -55,6 +55,9 @@ export function ipRatePerUser(h: HistoryFacts): number {
   return users >= IP_ACTIVITY_MIN_USERS ? h.ipRate / users : 0;
 }
 
+/** History facts computed from the others, by name. */
+export const HISTORY_FACT_FUNCTIONS = { ipRatePerUser } as const;
+
 interface RowBase {
   readonly code: string;
   readonly category: Category;
@@ -63,21 +66,26 @@ interface RowBase {
   readonly nbr: NoBidReason;
 }
 
-/** A request signal: fires when `fires` says so, with probability `weight` of invalid traffic. */
+/** A ScoreInputs flag, or its negation. */
+export type Flag = Exclude<keyof ScoreInputs, 'history'>;
+export type FlagTest = Flag | `!${Flag}`;
+
+/** A request signal: fires when every test of `when` holds, with probability `weight` of invalid traffic. */
 export interface SignalRow extends RowBase {
   readonly component: 'hard' | 'givt' | 'sivt';
   readonly weight: number;
-  /** What docs/scoring.md's `input` column says (the ScoreInputs field(s) behind it). */
-  readonly input: string;
-  readonly fires: (i: ScoreInputs) => boolean;
+  readonly when: readonly FlagTest[];
 }
 
-/** A history term: weight × sat(fact − floor), times `share` when given (the bot-history terms). */
+/** A history fact: a HistoryFacts field, or a fact derived from them (HISTORY_FACT_FUNCTIONS). */
+export type HistoryFact = keyof HistoryFacts | keyof typeof HISTORY_FACT_FUNCTIONS;
+
+/** A history term: weight × sat(fact − floor), times the `share` field when given (the bot-history terms). */
 export interface HistoryRow extends RowBase {
   readonly component: 'hist';
   readonly term: HistoryTerm;
-  readonly fact: (h: HistoryFacts) => number;
-  readonly share?: (h: HistoryFacts) => number;
+  readonly fact: HistoryFact;
+  readonly share?: keyof HistoryFacts;
 }
 
 /** A customer's own verdict (src/policy): applied after the score (applyPolicy). */
@@ -95,48 +103,48 @@ const C = NBR_CLOUD_PROXY;
 /** Every reason code, one row each. */
 export const REASONS = [
   // ---- hard, deterministic: each is near-certain invalid traffic on its own
-  { code: 'ip_bogon', component: 'hard', weight: 0.95, input: 'ipBogon', fires: (i) => i.ipBogon, category: 'non_routable_ip', class: 'GIVT', nbr: N },
-  { code: 'ua_malformed', component: 'hard', weight: 0.95, input: 'uaMalformed', fires: (i) => i.uaMalformed, category: 'malformed_ua', class: 'GIVT', nbr: N },
-  { code: 'ifa_known_bad', component: 'hard', weight: 0.97, input: 'ifaKnownBad', fires: (i) => i.ifaKnownBad, category: 'known_bad_device', class: 'GIVT', nbr: N },
-  { code: 'ifa_malformed', component: 'hard', weight: 0.9, input: 'ifaMalformed', fires: (i) => i.ifaMalformed, category: 'known_bad_device', class: 'GIVT', nbr: N },
-  { code: 'device_impossible', component: 'hard', weight: 0.9, input: 'deviceImpossible', fires: (i) => i.deviceImpossible, category: 'device_spoofing', class: 'GIVT', nbr: N },
+  { code: 'ip_bogon', component: 'hard', weight: 0.95, when: ['ipBogon'], category: 'non_routable_ip', class: 'GIVT', nbr: N },
+  { code: 'ua_malformed', component: 'hard', weight: 0.95, when: ['uaMalformed'], category: 'malformed_ua', class: 'GIVT', nbr: N },
+  { code: 'ifa_known_bad', component: 'hard', weight: 0.97, when: ['ifaKnownBad'], category: 'known_bad_device', class: 'GIVT', nbr: N },
+  { code: 'ifa_malformed', component: 'hard', weight: 0.9, when: ['ifaMalformed'], category: 'known_bad_device', class: 'GIVT', nbr: N },
+  { code: 'device_impossible', component: 'hard', weight: 0.9, when: ['deviceImpossible'], category: 'device_spoofing', class: 'GIVT', nbr: N },
   // ---- general IVT: declared or trivially detectable automation, datacenter origin
-  { code: 'ua_declared_bot', component: 'givt', weight: 0.98, input: 'declaredBot', fires: (i) => i.declaredBot, category: 'declared_crawler', class: 'GIVT', nbr: S },
-  { code: 'ua_headless', component: 'givt', weight: 0.95, input: 'automation', fires: (i) => i.automation, category: 'automation', class: 'GIVT', nbr: N },
-  { code: 'asn_hosting', component: 'givt', weight: 0.6, input: 'ipHosting', fires: (i) => i.ipHosting, category: 'data_center', class: 'GIVT', nbr: C },
+  { code: 'ua_declared_bot', component: 'givt', weight: 0.98, when: ['declaredBot'], category: 'declared_crawler', class: 'GIVT', nbr: S },
+  { code: 'ua_headless', component: 'givt', weight: 0.95, when: ['automation'], category: 'automation', class: 'GIVT', nbr: N },
+  { code: 'asn_hosting', component: 'givt', weight: 0.6, when: ['ipHosting'], category: 'data_center', class: 'GIVT', nbr: C },
   // ---- sophisticated IVT: anonymised origin, spoofed or inconsistent identity, weak supply path
-  { code: 'ip_tor', component: 'sivt', weight: 0.8, input: 'ipTor', fires: (i) => i.ipTor, category: 'anonymizing_proxy', class: 'SIVT', nbr: C },
-  { code: 'ip_proxy', component: 'sivt', weight: 0.55, input: 'ipProxy', fires: (i) => i.ipProxy, category: 'anonymizing_proxy', class: 'SIVT', nbr: C },
-  { code: 'ip_vpn', component: 'sivt', weight: 0.5, input: 'ipVpn', fires: (i) => i.ipVpn, category: 'anonymizing_proxy', class: 'SIVT', nbr: C },
-  { code: 'ip_relay', component: 'sivt', weight: 0.1, input: 'ipRelay', fires: (i) => i.ipRelay, category: 'anonymizing_proxy', class: 'SIVT', nbr: C },
-  { code: 'ua_inconsistent', component: 'sivt', weight: 0.5, input: 'uaInconsistent', fires: (i) => i.uaInconsistent, category: 'device_spoofing', class: 'SIVT', nbr: N },
-  { code: 'sua_mismatch', component: 'sivt', weight: 0.5, input: 'suaMismatch', fires: (i) => i.suaMismatch, category: 'device_spoofing', class: 'SIVT', nbr: N },
-  { code: 'geo_mismatch', component: 'sivt', weight: 0.25, input: 'geoMismatch', fires: (i) => i.geoMismatch, category: 'geo_mismatch', class: 'SIVT', nbr: N },
+  { code: 'ip_tor', component: 'sivt', weight: 0.8, when: ['ipTor'], category: 'anonymizing_proxy', class: 'SIVT', nbr: C },
+  { code: 'ip_proxy', component: 'sivt', weight: 0.55, when: ['ipProxy'], category: 'anonymizing_proxy', class: 'SIVT', nbr: C },
+  { code: 'ip_vpn', component: 'sivt', weight: 0.5, when: ['ipVpn'], category: 'anonymizing_proxy', class: 'SIVT', nbr: C },
+  { code: 'ip_relay', component: 'sivt', weight: 0.1, when: ['ipRelay'], category: 'anonymizing_proxy', class: 'SIVT', nbr: C },
+  { code: 'ua_inconsistent', component: 'sivt', weight: 0.5, when: ['uaInconsistent'], category: 'device_spoofing', class: 'SIVT', nbr: N },
+  { code: 'sua_mismatch', component: 'sivt', weight: 0.5, when: ['suaMismatch'], category: 'device_spoofing', class: 'SIVT', nbr: N },
+  { code: 'geo_mismatch', component: 'sivt', weight: 0.25, when: ['geoMismatch'], category: 'geo_mismatch', class: 'SIVT', nbr: N },
   // An unparseable chain says nothing about verification or completeness; no chain says nothing.
-  { code: 'schain_invalid', component: 'sivt', weight: 0.35, input: 'schainPresent and not schainValid', fires: (i) => i.schainPresent && !i.schainValid, category: 'supply_chain', class: 'SIVT', nbr: N },
-  { code: 'schain_unverified', component: 'sivt', weight: 0.2, input: 'valid but not schainVerified', fires: (i) => i.schainPresent && i.schainValid && !i.schainVerified, category: 'supply_chain', class: 'SIVT', nbr: N },
-  { code: 'schain_incomplete', component: 'sivt', weight: 0.1, input: 'valid but not schainComplete', fires: (i) => i.schainPresent && i.schainValid && !i.schainComplete, category: 'supply_chain', class: 'SIVT', nbr: N },
-  { code: 'seller_unauthorized', component: 'sivt', weight: 0.4, input: 'sellerUnauthorized', fires: (i) => i.sellerUnauthorized, category: 'supply_chain', class: 'SIVT', nbr: N },
-  { code: 'ifa_zero', component: 'sivt', weight: 0.1, input: 'zeroIfa', fires: (i) => i.zeroIfa, category: 'known_bad_device', class: 'SIVT', nbr: N },
+  { code: 'schain_invalid', component: 'sivt', weight: 0.35, when: ['schainPresent', '!schainValid'], category: 'supply_chain', class: 'SIVT', nbr: N },
+  { code: 'schain_unverified', component: 'sivt', weight: 0.2, when: ['schainPresent', 'schainValid', '!schainVerified'], category: 'supply_chain', class: 'SIVT', nbr: N },
+  { code: 'schain_incomplete', component: 'sivt', weight: 0.1, when: ['schainPresent', 'schainValid', '!schainComplete'], category: 'supply_chain', class: 'SIVT', nbr: N },
+  { code: 'seller_unauthorized', component: 'sivt', weight: 0.4, when: ['sellerUnauthorized'], category: 'supply_chain', class: 'SIVT', nbr: N },
+  { code: 'ifa_zero', component: 'sivt', weight: 0.1, when: ['zeroIfa'], category: 'known_bad_device', class: 'SIVT', nbr: N },
   // ---- history. Per IP: kept low because carrier NAT puts many real users behind one address.
-  { code: 'ip_velocity', component: 'hist', term: { weight: 0.3, floor: 120, half: 600 }, fact: (h) => h.ipRate, category: 'activity', class: 'SIVT', nbr: N },
-  { code: 'ip_many_uas', component: 'hist', term: { weight: 0.25, floor: 8, half: 24 }, fact: (h) => h.ipDistinctUas, category: 'activity', class: 'SIVT', nbr: N },
-  { code: 'ip_many_uids', component: 'hist', term: { weight: 0.15, floor: 16, half: 32 }, fact: (h) => h.ipDistinctUids, category: 'activity', class: 'SIVT', nbr: N },
+  { code: 'ip_velocity', component: 'hist', term: { weight: 0.3, floor: 120, half: 600 }, fact: 'ipRate', category: 'activity', class: 'SIVT', nbr: N },
+  { code: 'ip_many_uas', component: 'hist', term: { weight: 0.25, floor: 8, half: 24 }, fact: 'ipDistinctUas', category: 'activity', class: 'SIVT', nbr: N },
+  { code: 'ip_many_uids', component: 'hist', term: { weight: 0.15, floor: 16, half: 32 }, fact: 'ipDistinctUids', category: 'activity', class: 'SIVT', nbr: N },
   // Per uid / IFA: one person, so volume and hopping are telling.
-  { code: 'uid_velocity', component: 'hist', term: { weight: 0.5, floor: 60, half: 120 }, fact: (h) => h.uidRate, category: 'activity', class: 'SIVT', nbr: N },
-  { code: 'uid_ip_hopping', component: 'hist', term: { weight: 0.55, floor: 2, half: 4 }, fact: (h) => h.uidDistinctIps, category: 'activity', class: 'SIVT', nbr: N },
-  { code: 'uid_many_uas', component: 'hist', term: { weight: 0.6, floor: 2, half: 2 }, fact: (h) => h.uidDistinctUas, category: 'activity', class: 'SIVT', nbr: N },
-  { code: 'ifa_velocity', component: 'hist', term: { weight: 0.5, floor: 60, half: 120 }, fact: (h) => h.ifaRate, category: 'activity', class: 'SIVT', nbr: N },
-  { code: 'ifa_ip_hopping', component: 'hist', term: { weight: 0.5, floor: 2, half: 4 }, fact: (h) => h.ifaDistinctIps, category: 'activity', class: 'SIVT', nbr: N },
+  { code: 'uid_velocity', component: 'hist', term: { weight: 0.5, floor: 60, half: 120 }, fact: 'uidRate', category: 'activity', class: 'SIVT', nbr: N },
+  { code: 'uid_ip_hopping', component: 'hist', term: { weight: 0.55, floor: 2, half: 4 }, fact: 'uidDistinctIps', category: 'activity', class: 'SIVT', nbr: N },
+  { code: 'uid_many_uas', component: 'hist', term: { weight: 0.6, floor: 2, half: 2 }, fact: 'uidDistinctUas', category: 'activity', class: 'SIVT', nbr: N },
+  { code: 'ifa_velocity', component: 'hist', term: { weight: 0.5, floor: 60, half: 120 }, fact: 'ifaRate', category: 'activity', class: 'SIVT', nbr: N },
+  { code: 'ifa_ip_hopping', component: 'hist', term: { weight: 0.5, floor: 2, half: 4 }, fact: 'ifaDistinctIps', category: 'activity', class: 'SIVT', nbr: N },
   // Past invalid share on this host, gated by evidence (decayed lookups seen).
-  { code: 'ip_bot_history', component: 'hist', term: { weight: 0.85, floor: 5, half: 20 }, fact: (h) => h.ipSeen, share: (h) => h.ipBotShare, category: 'activity', class: 'SIVT', nbr: N },
-  { code: 'uid_bot_history', component: 'hist', term: { weight: 0.85, floor: 5, half: 20 }, fact: (h) => h.uidSeen, share: (h) => h.uidBotShare, category: 'activity', class: 'SIVT', nbr: N },
+  { code: 'ip_bot_history', component: 'hist', term: { weight: 0.85, floor: 5, half: 20 }, fact: 'ipSeen', share: 'ipBotShare', category: 'activity', class: 'SIVT', nbr: N },
+  { code: 'uid_bot_history', component: 'hist', term: { weight: 0.85, floor: 5, half: 20 }, fact: 'uidSeen', share: 'uidBotShare', category: 'activity', class: 'SIVT', nbr: N },
   // Activity beyond what one person can produce (docs/scoring.md, "Activity"): nothing up
   // to HUMAN_LOOKUPS_MAX_PER_MIN, `high` alone from about 2 000 lookups/min (6.7 × it).
-  { code: 'uid_activity_excessive', component: 'hist', term: { weight: 0.95, floor: H, half: 2 * H }, fact: (h) => h.uidRate, category: 'activity', class: 'SIVT', nbr: N },
-  { code: 'ifa_activity_excessive', component: 'hist', term: { weight: 0.95, floor: H, half: 2 * H }, fact: (h) => h.ifaRate, category: 'activity', class: 'SIVT', nbr: N },
+  { code: 'uid_activity_excessive', component: 'hist', term: { weight: 0.95, floor: H, half: 2 * H }, fact: 'uidRate', category: 'activity', class: 'SIVT', nbr: N },
+  { code: 'ifa_activity_excessive', component: 'hist', term: { weight: 0.95, floor: H, half: 2 * H }, fact: 'ifaRate', category: 'activity', class: 'SIVT', nbr: N },
   // Per IP, normalised by its distinct users (never by its raw rate: carrier NAT).
-  { code: 'ip_activity_excessive', component: 'hist', term: { weight: 0.95, floor: H, half: 2 * H }, fact: ipRatePerUser, category: 'activity', class: 'SIVT', nbr: N },
+  { code: 'ip_activity_excessive', component: 'hist', term: { weight: 0.95, floor: H, half: 2 * H }, fact: 'ipRatePerUser', category: 'activity', class: 'SIVT', nbr: N },
   // ---- a customer's own policy: the verdict is the customer's, not the model's. Only
   // `allowlisted` has category `none`: an allowed transaction is valid, so it never leads an invalid one.
   { code: 'allowlisted', component: 'policy', category: 'none', class: 'POLICY', nbr: N },
@@ -153,6 +161,11 @@ export const HISTORY_ROWS: readonly HistoryRow[] = REASONS.filter((r): r is Extr
 
 /** The row of a code, or undefined for a code that does not exist. */
 export const REASON_BY_CODE: ReadonlyMap<string, ReasonRow> = new Map(REASONS.map((r) => [r.code, r]));
+
+/** What docs/scoring.md's `input` column says for a signal row: `a` and not `b`. */
+export function inputText(row: SignalRow): string {
+  return row.when.map((t) => (t.startsWith('!') ? `not \`${t.slice(1)}\`` : `\`${t}\``)).join(' and ');
+}
 
 function weightsOf<K extends 'hard' | 'givt' | 'sivt'>(component: K): Readonly<Record<CodeOf<K>, number>> {
   return Object.fromEntries(SIGNAL_ROWS.filter((r) => r.component === component).map((r) => [r.code, r.weight])) as Record<CodeOf<K>, number>;

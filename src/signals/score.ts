@@ -3,7 +3,8 @@
 // docs/scoring.md explains every number below; a test keeps the two in step.
 import type { Band, TransactionClass } from '../enums.ts';
 import type { HistoryFacts } from './history.ts';
-import { HISTORY_ROWS, SIGNAL_ROWS, type HistoryTerm, type PolicyReason } from './reasons.ts';
+import { HISTORY_ROWS, SIGNAL_ROWS, type PolicyReason } from './reasons.ts';
+import { compileScoreKernel } from './score-kernel.ts';
 
 export interface ScoreInputs {
   // hard, deterministic
@@ -75,11 +76,6 @@ export const CONFIDENCE_HISTORY_HALF = 20;
 /** A hard or GIVT component at least this high is decisive: confidence is at least that value. */
 export const CONFIDENCE_DECISIVE_MIN = 0.9;
 
-function sat(x: number, t: HistoryTerm): number {
-  const e = x - t.floor;
-  return e > 0 ? (t.weight * e) / (e + t.half) : 0;
-}
-
 function round4(x: number): number {
   return Math.round(x * 10_000) / 10_000;
 }
@@ -113,39 +109,18 @@ export function applyPolicy(r: ScoreResult, decision: PolicyReason | null, mediu
   return r;
 }
 
+// score()'s components and reasons: code generated from the table of reasons (score-kernel.ts).
+const KERNEL = compileScoreKernel(SIGNAL_ROWS, HISTORY_ROWS, HIST_REASON_MIN);
+const P = new Float64Array(4);
+
 export function score(i: ScoreInputs): ScoreResult {
   const reasons: string[] = [];
-  leadCode = '';
-  leadWeight = 0;
-  // Each component is a noisy-OR: q[c] is the probability that no fired signal of c is right.
-  let qHard = 1;
-  let qGivt = 1;
-  let qSivt = 1;
-  const rows = SIGNAL_ROWS;
-  for (let k = 0; k < rows.length; k++) {
-    const row = rows[k]!;
-    if (!row.fires(i)) continue;
-    const w = row.weight;
-    if (row.component === 'hard') qHard *= 1 - w;
-    else if (row.component === 'givt') qGivt *= 1 - w;
-    else qSivt *= 1 - w;
-    fire(reasons, row.code, w);
-  }
-  const pHard = 1 - qHard;
-  const pGivt = 1 - qGivt;
-  const pSivt = 1 - qSivt;
-
-  const h = i.history;
-  let q = 1;
-  const terms = HISTORY_ROWS;
-  for (let k = 0; k < terms.length; k++) {
-    const row = terms[k]!;
-    let p = sat(row.fact(h), row.term);
-    if (row.share !== undefined) p *= row.share(h);
-    if (p >= HIST_REASON_MIN) fire(reasons, row.code, p);
-    q *= 1 - p;
-  }
-  const pHist = 1 - q;
+  // Each component is a noisy-OR of its fired signals: 1 − Π(1 − w).
+  const leading = KERNEL(i, reasons, P);
+  const pHard = P[0]!;
+  const pGivt = P[1]!;
+  const pSivt = P[2]!;
+  const pHist = P[3]!;
 
   const s = round4(1 - (1 - pHard) * (1 - pGivt) * (1 - pSivt) * (1 - pHist));
   return {
@@ -157,20 +132,8 @@ export function score(i: ScoreInputs): ScoreResult {
     band: bandOf(s),
     confidence: round4(confidenceOf(i, Math.max(pHard, pGivt))),
     reasons,
-    leading: leadCode,
+    leading,
   };
-}
-
-// The leading reason of the score() in progress: the signal that contributed most.
-let leadCode = '';
-let leadWeight = 0;
-
-function fire(reasons: string[], code: string, weight: number): void {
-  reasons.push(code);
-  if (weight > leadWeight) {
-    leadWeight = weight;
-    leadCode = code;
-  }
 }
 
 /**

@@ -4,7 +4,8 @@ import * as historyModule from '../../src/signals/history.ts';
 import { History, IP_SET_MAX, NO_HISTORY, type HistoryFacts } from '../../src/signals/history.ts';
 import { categoryOf } from '../../src/signals/category.ts';
 import * as scoreModule from '../../src/signals/score.ts';
-import { HISTORY_ROWS, REASONS, SIGNAL_ROWS } from '../../src/signals/reasons.ts';
+import { HISTORY_FACT_FUNCTIONS, HISTORY_ROWS, REASONS, SIGNAL_ROWS, inputText, type HistoryRow, type SignalRow } from '../../src/signals/reasons.ts';
+import { compileScoreKernel, scoreKernelSource } from '../../src/signals/score-kernel.ts';
 import {
   BAND_HIGH_MIN,
   BAND_MEDIUM_MIN,
@@ -231,7 +232,7 @@ t.test('docs/scoring.md matches the code', async (t) => {
       continue;
     }
     t.equal(row[0], r.component, `${r.code} component`);
-    t.equal(row[1]!.replace(/`/g, ''), r.input, `${r.code} input`);
+    t.equal(row[1], inputText(r), `${r.code} input`);
     t.equal(Number(row[2]), r.weight, `${r.code} weight`);
   }
   // The views score.ts exports are the table's.
@@ -344,4 +345,67 @@ t.test('real history, one address: cookie-less UAs or rotated uids beyond a pers
   const nat = run(15_000, 0.25, (i) => ({ ip: '31.94.12.35', uid: `sub-${i % 500}`, ua: ua((i % 500) % 60) }));
   t.not(nat.band, 'high', `carrier NAT: ${nat.score} (${nat.reasons.join(', ')})`);
   t.notOk(nat.reasons.includes('ip_activity_excessive'), 'each subscriber at a human rate');
+});
+
+// The table read row by row, as plainly as can be: what the generated kernel must equal.
+function interpret(i: ScoreInputs): { p: number[]; reasons: string[]; leading: string } {
+  const q = { hard: 1, givt: 1, sivt: 1, hist: 1 };
+  const reasons: string[] = [];
+  let leading = '';
+  let lead = 0;
+  const name = (c: string, w: number) => {
+    reasons.push(c);
+    if (w > lead) { lead = w; leading = c; }
+  };
+  for (const r of SIGNAL_ROWS) {
+    if (!r.when.every((f) => (f.startsWith('!') ? !i[f.slice(1) as keyof ScoreInputs] : i[f as keyof ScoreInputs]))) continue;
+    q[r.component] *= 1 - r.weight;
+    name(r.code, r.weight);
+  }
+  for (const r of HISTORY_ROWS) {
+    const x = r.fact in HISTORY_FACT_FUNCTIONS ? HISTORY_FACT_FUNCTIONS[r.fact as keyof typeof HISTORY_FACT_FUNCTIONS](i.history) : i.history[r.fact as keyof HistoryFacts];
+    const e = x - r.term.floor;
+    let p = e > 0 ? (r.term.weight * e) / (e + r.term.half) : 0;
+    if (r.share !== undefined) p *= i.history[r.share];
+    if (p >= scoreModule.HIST_REASON_MIN) name(r.code, p);
+    q.hist *= 1 - p;
+  }
+  return { p: [1 - q.hard, 1 - q.givt, 1 - q.sivt, 1 - q.hist], reasons, leading };
+}
+
+t.test('score() is the table of reasons: the generated kernel equals reading the rows one by one', async (t) => {
+  const rnd = prng(26);
+  let fired = 0;
+  for (let n = 0; n < 3000; n++) {
+    const over: Partial<ScoreInputs> = { history: randomFacts(rnd) };
+    for (const f of FLAGS) if (rnd() < 0.15) (over as Record<string, boolean>)[f] = true;
+    const inputs = clean(over);
+    const want = interpret(inputs);
+    const got = score(inputs);
+    fired += got.reasons.length;
+    if (
+      got.p_hard !== round4(want.p[0]!) || got.p_givt !== round4(want.p[1]!) || got.p_sivt !== round4(want.p[2]!) || got.p_hist !== round4(want.p[3]!) ||
+      got.leading !== want.leading || got.reasons.join() !== want.reasons.join()
+    ) {
+      t.fail(`differs on ${JSON.stringify(inputs)}: ${JSON.stringify(got)} vs ${JSON.stringify(want)}`);
+      return;
+    }
+  }
+  t.ok(fired > 3000, `the inputs fired reasons (${fired})`);
+  // A row changed in the table changes the score: nothing else holds a weight.
+  const rows = SIGNAL_ROWS.map((r): SignalRow => (r.code === 'asn_hosting' ? { ...r, weight: 0.9 } : r));
+  const kernel = compileScoreKernel(rows, HISTORY_ROWS, scoreModule.HIST_REASON_MIN);
+  const out = new Float64Array(4);
+  const reasons: string[] = [];
+  t.equal(kernel(clean({ ipHosting: true }), reasons, out), 'asn_hosting');
+  t.equal(round4(out[1]!), 0.9, 'the new weight');
+  t.same(reasons, ['asn_hosting']);
+});
+
+t.test('the kernel is generated from names only: anything else in the table is refused', async (t) => {
+  const bad = { ...SIGNAL_ROWS[0]!, when: ['ipBogon) || (true'] } as unknown as SignalRow;
+  t.throws(() => scoreKernelSource([bad], [], 0.05), /not an identifier/);
+  const badFact = { ...HISTORY_ROWS[0]!, fact: 'ipRate; process.exit()' } as unknown as HistoryRow;
+  t.throws(() => scoreKernelSource([], [badFact], 0.05), /not an identifier/);
+  t.throws(() => scoreKernelSource([{ ...SIGNAL_ROWS[0]!, weight: NaN }], [], 0.05), /finite/);
 });
