@@ -108,10 +108,12 @@ export const REASONS = [
   { code: 'ifa_known_bad', component: 'hard', weight: 0.97, when: ['ifaKnownBad'], category: 'known_bad_device', class: 'GIVT', nbr: N },
   { code: 'ifa_malformed', component: 'hard', weight: 0.9, when: ['ifaMalformed'], category: 'known_bad_device', class: 'GIVT', nbr: N },
   { code: 'device_impossible', component: 'hard', weight: 0.9, when: ['deviceImpossible'], category: 'device_spoofing', class: 'GIVT', nbr: N },
-  // ---- general IVT: declared or trivially detectable automation, datacenter origin
+  // ---- general IVT: declared or trivially detectable automation, datacenter origin. Known
+  // data-centre traffic is GIVT on its own (MRC's floor): asn_hosting alone is `high`; a
+  // customer allows its own proxy or SSAI ranges through its policy.
   { code: 'ua_declared_bot', component: 'givt', weight: 0.98, when: ['declaredBot'], category: 'declared_crawler', class: 'GIVT', nbr: S },
   { code: 'ua_headless', component: 'givt', weight: 0.95, when: ['automation'], category: 'automation', class: 'GIVT', nbr: N },
-  { code: 'asn_hosting', component: 'givt', weight: 0.6, when: ['ipHosting'], category: 'data_center', class: 'GIVT', nbr: C },
+  { code: 'asn_hosting', component: 'givt', weight: 0.75, when: ['ipHosting'], category: 'data_center', class: 'GIVT', nbr: C },
   // ---- sophisticated IVT: anonymised origin, spoofed or inconsistent identity, weak supply path
   { code: 'ip_tor', component: 'sivt', weight: 0.8, when: ['ipTor'], category: 'anonymizing_proxy', class: 'SIVT', nbr: C },
   { code: 'ip_proxy', component: 'sivt', weight: 0.55, when: ['ipProxy'], category: 'anonymizing_proxy', class: 'SIVT', nbr: C },

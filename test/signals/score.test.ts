@@ -68,11 +68,12 @@ t.test('the lead\'s four end-to-end scenarios', async (t) => {
     t.equal(classifyTransaction(r), 'givt', `${flag} is GIVT`);
   }
 
+  // Known data-centre traffic is GIVT on its own (issue 24: MRC's floor; it was medium, valid).
   const hosting = score(clean({ ipHosting: true }));
-  t.equal(hosting.band, 'medium');
+  t.equal(hosting.band, 'high');
   t.equal(hosting.score, GIVT_WEIGHTS.asn_hosting);
   t.same(hosting.reasons, ['asn_hosting']);
-  t.equal(classifyTransaction(hosting), 'valid');
+  t.equal(classifyTransaction(hosting), 'givt');
 
   const vpnSpoof = score(clean({ ipVpn: true, uaInconsistent: true }));
   t.equal(vpnSpoof.band, 'high');
@@ -83,9 +84,9 @@ t.test('the lead\'s four end-to-end scenarios', async (t) => {
 
 t.test('noisy-OR within and across components', async (t) => {
   const r = score(clean({ ipHosting: true, geoMismatch: true, schainPresent: true, schainValid: true }));
-  t.equal(r.p_givt, 0.6);
+  t.equal(r.p_givt, 0.75);
   t.equal(r.p_sivt, round4(1 - (1 - 0.25) * (1 - 0.2) * (1 - 0.1)));
-  t.equal(r.score, round4(1 - 0.4 * (1 - 0.25) * 0.8 * 0.9));
+  t.equal(r.score, round4(1 - 0.25 * (1 - 0.25) * 0.8 * 0.9));
   t.same(r.reasons, ['asn_hosting', 'geo_mismatch', 'schain_unverified', 'schain_incomplete']);
   const invalidChain = score(clean({ schainPresent: true, schainValid: false }));
   t.same(invalidChain.reasons, ['schain_invalid'], 'an unparseable chain is not also unverified');
@@ -168,7 +169,7 @@ t.test('bands follow the thresholds of the rounded score', async (t) => {
   t.equal(scoreModule.bandOf(BAND_MEDIUM_MIN), 'medium');
   t.equal(scoreModule.bandOf(BAND_HIGH_MIN - 0.0001), 'medium');
   t.equal(scoreModule.bandOf(BAND_HIGH_MIN), 'high');
-  const r = score(clean({ ipHosting: true, geoMismatch: true })); // 1 − 0.4 × 0.75 = 0.7
+  const r = score(clean({ ipVpn: true, sellerUnauthorized: true })); // 1 − 0.5 × 0.6 = 0.7
   t.equal(r.score, 0.7);
   t.equal(r.band, 'high');
 });
@@ -206,7 +207,8 @@ t.test('confidence grows with sources and evidence; decisive facts are confident
 t.test('outcomeForHistory uses request evidence only', async (t) => {
   t.ok(outcomeForHistory(score(clean({ declaredBot: true }))));
   t.ok(outcomeForHistory(score(clean({ ipVpn: true, uaInconsistent: true }))));
-  t.notOk(outcomeForHistory(score(clean({ ipHosting: true }))));
+  t.ok(outcomeForHistory(score(clean({ ipHosting: true }))), 'known data-centre traffic is invalid evidence');
+  t.notOk(outcomeForHistory(score(clean({ ipVpn: true }))));
   t.notOk(outcomeForHistory(score(clean())));
 });
 
@@ -408,4 +410,17 @@ t.test('the kernel is generated from names only: anything else in the table is r
   const badFact = { ...HISTORY_ROWS[0]!, fact: 'ipRate; process.exit()' } as unknown as HistoryRow;
   t.throws(() => scoreKernelSource([], [badFact], 0.05), /not an identifier/);
   t.throws(() => scoreKernelSource([{ ...SIGNAL_ROWS[0]!, weight: NaN }], [], 0.05), /finite/);
+});
+
+t.test("known data-centre traffic is GIVT by default; a customer's allowed ranges pass", async (t) => {
+  const dc = score(clean({ ipHosting: true }));
+  t.equal(dc.band, 'high', 'a browser UA from a hosting address with nothing else against it');
+  t.equal(classifyTransaction(dc), 'givt');
+  t.equal(categoryOf(false, dc.leading), 'data_center');
+  // Its corporate proxy or SSAI ranges, allowed by the customer's policy (an IP/CIDR allow entry).
+  const allowed = scoreModule.applyPolicy(score(clean({ ipHosting: true })), 'allowlisted', BAND_MEDIUM_MIN, BAND_HIGH_MIN);
+  t.equal(allowed.band, 'low');
+  t.equal(classifyTransaction(allowed), 'valid');
+  // A relay egress is never hosting (the IP verdict clears the flag): 0.1, low.
+  t.equal(score(clean({ ipRelay: true })).band, 'low');
 });
