@@ -13,6 +13,8 @@ import { emptyIpVerdict, type IpVerdict } from '../signals/ip-intel.ts';
 import { parseSchain, type SupplyChain } from '../signals/schain.ts';
 import { ADS_TXT_RESULT, type AdsTxtVerdict } from '../signals/ads-txt.ts';
 import { suaConflict } from '../signals/sua.ts';
+import { VERIFIABLE_CRAWLER } from '../signals/crawlers.ts';
+import { bundleProblem } from '../signals/app-bundle.ts';
 import type { ScoreInputs } from '../signals/score.ts';
 import { UaAnalyzer, emptyVerdict, judge, unparsedVerdict, type UaVerdict } from '../signals/ua-analysis.ts';
 import { UaCache, UA_HASH, hashUa, normalizeUa } from '../signals/ua-cache.ts';
@@ -36,6 +38,8 @@ export interface LookupSignals extends ScoreInputs {
   ipBotActivity: boolean;
   /** The IP is in the fleet's bot-heavy set (a fleet host only; src/fleet/bot-ips.ts). */
   ipFleetBot: boolean;
+  /** '' when the app bundle ID fits the store of the UA's OS, else why not (src/signals/app-bundle.ts). */
+  appBundle: string;
   /** ads.txt / app-ads.txt verdict on the seller (sellerUnauthorized is its `unauthorized`). */
   adsTxt: AdsTxtVerdict;
 }
@@ -43,11 +47,11 @@ export interface LookupSignals extends ScoreInputs {
 export function emptySignals(): LookupSignals {
   return {
     ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false,
-    declaredBot: false, automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false,
+    declaredBot: false, aiAgent: false, crawlerSpoofed: false, automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false,
     uaInconsistent: false, geoMismatch: false, schainPresent: false, schainValid: false, schainVerified: false,
     schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: undefined as unknown as HistoryFacts,
     ip: emptyIpVerdict(), ua: emptyVerdict(), uaConsistency: '', schainCompleteFlag: 0, schainError: '', schain: null, suaConflict: '', suaMismatch: false,
-    ipBotActivity: false, ipFleetBot: false, adsTxt: ADS_TXT_RESULT.no_domain,
+    ipBotActivity: false, ipFleetBot: false, adsTxt: ADS_TXT_RESULT.no_domain, appBundle: '', appBundleMalformed: false,
   };
 }
 
@@ -141,7 +145,12 @@ export class SignalSources {
     s.zeroIfa = hasIfa && isZeroIfa(req.ifa);
     // A desktop browser UA cannot be an in-app or CTV device with an advertising ID.
     s.deviceImpossible = ua.device === 'desktop' && hasIfa && req.app !== '' && req.dvt !== 2;
-    s.declaredBot = ua.declaredBot;
+    // Who a declared bot really is (src/signals/crawlers.ts), asked of declared bots only: a
+    // UA claiming a crawler whose operator publishes its addresses, from elsewhere, is an
+    // impersonator; one naming an AI agent is an AI agent.
+    s.crawlerSpoofed = ua.declaredBot && !ip.crawler && VERIFIABLE_CRAWLER.test(req.ua);
+    s.aiAgent = ua.declaredBot && !s.crawlerSpoofed && data.aiAgents.test(req.ua);
+    s.declaredBot = ua.declaredBot && !s.crawlerSpoofed && !s.aiAgent;
     s.automation = ua.automation;
     s.ipHosting = ip.hosting;
     s.ipVpn = ip.vpn;
@@ -150,6 +159,8 @@ export class SignalSources {
     s.ipRelay = ip.relay;
     s.uaInconsistent = s.uaConsistency !== '';
     s.suaMismatch = s.suaConflict !== '';
+    s.appBundle = bundleProblem(req.app, ua.os, req.ua);
+    s.appBundleMalformed = s.appBundle !== '';
     s.geoMismatch = req.geo !== '' && ip.country !== '' && req.geo !== ip.country;
 
     const keys = this.history.keysOf(asParsed(ipAddr), req.uid, req.ifa, this.uaExactLo, this.keys);

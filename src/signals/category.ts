@@ -11,6 +11,8 @@ export { NBR_CLOUD_PROXY, NBR_NON_HUMAN, NBR_SPIDER, type ReasonClass };
 /** The categories, in a fixed order (reporting values; the dashboard shows them in it). */
 export const CATEGORIES = [
   'declared_crawler',
+  /** AI agents and AI crawlers (data/ai-agents.txt). */
+  'ai_agent',
   'automation',
   'data_center',
   'non_routable_ip',
@@ -50,7 +52,7 @@ export const REASON_CLASS: Readonly<Record<string, ReasonClass>> = Object.fromEn
 
 /**
  * The OpenRTB 2.x no-bid reason (`nbr`) an invalid transaction implies: its leading reason's
- * (reasons.ts) — 3 known web spider for a declared crawler, 5 cloud, data-center or proxy IP,
+ * (reasons.ts) — 3 known web spider for a declared crawler or an AI agent, 5 cloud, data-center or proxy IP,
  * else 4 suspected non-human traffic (a customer's deny list included). Valid traffic has none.
  */
 export function noBidReason(valid: boolean, leadingReason: string): number | null {

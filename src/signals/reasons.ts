@@ -112,9 +112,12 @@ export const REASONS = [
   // data-centre traffic is GIVT on its own (MRC's floor): asn_hosting alone is `high`; a
   // customer allows its own proxy or SSAI ranges through its policy.
   { code: 'ua_declared_bot', component: 'givt', weight: 0.98, when: ['declaredBot'], category: 'declared_crawler', class: 'GIVT', nbr: S },
+  { code: 'ua_ai_agent', component: 'givt', weight: 0.98, when: ['aiAgent'], category: 'ai_agent', class: 'GIVT', nbr: S },
   { code: 'ua_headless', component: 'givt', weight: 0.95, when: ['automation'], category: 'automation', class: 'GIVT', nbr: N },
   { code: 'asn_hosting', component: 'givt', weight: 0.75, when: ['ipHosting'], category: 'data_center', class: 'GIVT', nbr: C },
   // ---- sophisticated IVT: anonymised origin, spoofed or inconsistent identity, weak supply path
+  // A UA that claims a crawler whose operator publishes its addresses, from elsewhere.
+  { code: 'ua_crawler_spoofed', component: 'sivt', weight: 0.95, when: ['crawlerSpoofed'], category: 'device_spoofing', class: 'SIVT', nbr: N },
   { code: 'ip_tor', component: 'sivt', weight: 0.8, when: ['ipTor'], category: 'anonymizing_proxy', class: 'SIVT', nbr: C },
   { code: 'ip_proxy', component: 'sivt', weight: 0.55, when: ['ipProxy'], category: 'anonymizing_proxy', class: 'SIVT', nbr: C },
   { code: 'ip_vpn', component: 'sivt', weight: 0.5, when: ['ipVpn'], category: 'anonymizing_proxy', class: 'SIVT', nbr: C },
@@ -127,6 +130,8 @@ export const REASONS = [
   { code: 'schain_unverified', component: 'sivt', weight: 0.2, when: ['schainPresent', 'schainValid', '!schainVerified'], category: 'supply_chain', class: 'SIVT', nbr: N },
   { code: 'schain_incomplete', component: 'sivt', weight: 0.1, when: ['schainPresent', 'schainValid', '!schainComplete'], category: 'supply_chain', class: 'SIVT', nbr: N },
   { code: 'seller_unauthorized', component: 'sivt', weight: 0.4, when: ['sellerUnauthorized'], category: 'supply_chain', class: 'SIVT', nbr: N },
+  // Weak alone: broken integrations send such IDs too.
+  { code: 'app_bundle_malformed', component: 'sivt', weight: 0.2, when: ['appBundleMalformed'], category: 'supply_chain', class: 'SIVT', nbr: N },
   { code: 'ifa_zero', component: 'sivt', weight: 0.1, when: ['zeroIfa'], category: 'known_bad_device', class: 'SIVT', nbr: N },
   // ---- history. Per IP: kept low because carrier NAT puts many real users behind one address.
   { code: 'ip_velocity', component: 'hist', term: { weight: 0.3, floor: 120, half: 600 }, fact: 'ipRate', category: 'activity', class: 'SIVT', nbr: N },

@@ -15,6 +15,8 @@ export interface ScoreInputs {
   deviceImpossible: boolean;
   // GIVT
   declaredBot: boolean;
+  /** A declared bot naming an AI agent or AI crawler (crawlers.ts, data/ai-agents.txt); declaredBot is then false. */
+  aiAgent: boolean;
   automation: boolean;
   ipHosting: boolean;
   // SIVT
@@ -23,6 +25,11 @@ export interface ScoreInputs {
   ipTor: boolean;
   /** An iCloud Private Relay egress (published ranges): real users behind it, so weak. */
   ipRelay: boolean;
+  /**
+   * A UA claiming a crawler whose operator publishes its addresses, from outside them
+   * (crawlers.ts): a bot masquerading as that crawler; declaredBot and aiAgent are then false.
+   */
+  crawlerSpoofed: boolean;
   uaInconsistent: boolean;
   /** An OpenRTB `device.sua` (client hints) contradicts the UA string (sua.ts). */
   suaMismatch: boolean;
@@ -33,6 +40,8 @@ export interface ScoreInputs {
   schainComplete: boolean;
   /** The publisher's ads.txt / app-ads.txt does not authorise the seller (unknown is false). */
   sellerUnauthorized: boolean;
+  /** The app bundle ID is of another store's form than the UA's OS, or of none (app-bundle.ts). */
+  appBundleMalformed: boolean;
   zeroIfa: boolean;
   // history
   history: HistoryFacts;

@@ -23,7 +23,7 @@ const PLAN: Array<[string, number, Cls, string?]> = [
   [withParams(BASE, { pub: 'pub-456', geo: 'de', p1: 'x', sid: 'ssp2.example', node: 'bidder-us-1', adv: 'adv-2' }), 2, 'valid'],
   [withParams(APP, { geo: 'gb', p3: 'c3' }), 2, 'valid'],
   [withParams(BASE, { dvt: '8', adt: '4', rat: null, geo: 'fr', dmn: 'news.example', cmp: 'cmp-7', p4: 'q', p5: 'z' }), 1, 'valid'],
-  [withParams(fixtureQuery('declared-crawler'), { geo: 'us' }), 1, 'givt', 'declared_crawler'], // p_givt 0.992: a declared crawler
+  [withParams(fixtureQuery('declared-crawler'), { geo: 'us' }), 1, 'givt', 'declared_crawler'], // p_givt 0.995 (Googlebot from Google's crawler range, a hosting ASN): a declared crawler
   [withParams(fixtureQuery('datacenter-ip'), { geo: 'us' }), 1, 'givt', 'data_center'], // hosting IP: p_givt 0.75 > p_sivt 0.25, high; asn_hosting 0.75 leads
   // automation: p_givt 0.999; HeadlessChrome is also on the crawler list: ua_declared_bot 0.98 leads ua_headless 0.95
   [withParams(fixtureQuery('headless-browser'), { geo: 'us' }), 1, 'givt', 'declared_crawler'],

@@ -15,7 +15,7 @@ t.test("a transaction's category is its leading reason's", async (t) => {
   const base = {
     ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false, declaredBot: false,
     automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, geoMismatch: false,
-    schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: NO_HISTORY,
+    schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, aiAgent: false, crawlerSpoofed: false, appBundleMalformed: false, history: NO_HISTORY,
   };
   const r = score({ ...base, ipHosting: true, geoMismatch: true, declaredBot: true });
   t.equal(r.leading, 'ua_declared_bot', 'the strongest signal leads');
@@ -30,7 +30,7 @@ t.test('every reason code has a class, the one classifyTransaction counts it und
   const base = {
     ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false, declaredBot: false,
     automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, geoMismatch: false,
-    schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: NO_HISTORY,
+    schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, aiAgent: false, crawlerSpoofed: false, appBundleMalformed: false, history: NO_HISTORY,
   };
   // One strong reason of each component: the transaction's class is the reason's.
   const cases: Array<[Partial<typeof base>, string]> = [
@@ -84,7 +84,7 @@ t.test("README's table of categories is the list", async (t) => {
 
 t.test('the table of reasons: class follows the component, nbr the category', async (t) => {
   const classOf = { hard: 'GIVT', givt: 'GIVT', sivt: 'SIVT', hist: 'SIVT', policy: 'POLICY' } as const;
-  const nbrOf = (c: string) => (c === 'declared_crawler' ? NBR_SPIDER : c === 'data_center' || c === 'anonymizing_proxy' ? NBR_CLOUD_PROXY : NBR_NON_HUMAN);
+  const nbrOf = (c: string) => (c === 'declared_crawler' || c === 'ai_agent' ? NBR_SPIDER : c === 'data_center' || c === 'anonymizing_proxy' ? NBR_CLOUD_PROXY : NBR_NON_HUMAN);
   t.equal(new Set(REASONS.map((r) => r.code)).size, REASONS.length, 'one row per code');
   for (const r of REASONS) {
     t.equal(r.class, classOf[r.component], `${r.code}: class of its component`);
