@@ -42,6 +42,14 @@ export interface HistoryTerm {
 /** Most lookups per minute one person can cause (docs/scoring.md, "Activity"): the activity floors. */
 export const HUMAN_LOOKUPS_MAX_PER_MIN = 300;
 
+/**
+ * Most lookups one person causes within a second and within ten seconds (docs/scoring.md,
+ * "Activity"): one heavy page (10 slots, each asked by up to 5 exchanges) with room to
+ * spare; three such pages. The burst terms' floors: machine speed is caught within seconds.
+ */
+export const HUMAN_LOOKUPS_MAX_PER_SEC = 60;
+export const HUMAN_LOOKUPS_MAX_PER_10S = 150;
+
 /** An IP's rate counts per user only once it shows at least this many distinct uids or UAs. */
 export const IP_ACTIVITY_MIN_USERS = 16;
 
@@ -152,6 +160,12 @@ export const REASONS = [
   { code: 'ifa_activity_excessive', component: 'hist', term: { weight: 0.95, floor: H, half: 2 * H }, fact: 'ifaRate', category: 'activity', class: 'SIVT', nbr: N },
   // Per IP, normalised by its distinct users (never by its raw rate: carrier NAT).
   { code: 'ip_activity_excessive', component: 'hist', term: { weight: 0.95, floor: H, half: 2 * H }, fact: 'ipRatePerUser', category: 'activity', class: 'SIVT', nbr: N },
+  // Bursts beyond what one person can produce within a second or ten (docs/scoring.md,
+  // "Activity"): half the weight at twice the bound, `high` alone from about 3.8 × it.
+  { code: 'uid_burst_second', component: 'hist', term: { weight: 0.95, floor: HUMAN_LOOKUPS_MAX_PER_SEC, half: HUMAN_LOOKUPS_MAX_PER_SEC }, fact: 'uidBurst1s', category: 'activity', class: 'SIVT', nbr: N },
+  { code: 'uid_burst_ten_seconds', component: 'hist', term: { weight: 0.95, floor: HUMAN_LOOKUPS_MAX_PER_10S, half: HUMAN_LOOKUPS_MAX_PER_10S }, fact: 'uidBurst10s', category: 'activity', class: 'SIVT', nbr: N },
+  { code: 'ifa_burst_second', component: 'hist', term: { weight: 0.95, floor: HUMAN_LOOKUPS_MAX_PER_SEC, half: HUMAN_LOOKUPS_MAX_PER_SEC }, fact: 'ifaBurst1s', category: 'activity', class: 'SIVT', nbr: N },
+  { code: 'ifa_burst_ten_seconds', component: 'hist', term: { weight: 0.95, floor: HUMAN_LOOKUPS_MAX_PER_10S, half: HUMAN_LOOKUPS_MAX_PER_10S }, fact: 'ifaBurst10s', category: 'activity', class: 'SIVT', nbr: N },
   // ---- a customer's own policy: the verdict is the customer's, not the model's. Only
   // `allowlisted` has category `none`: an allowed transaction is valid, so it never leads an invalid one.
   { code: 'allowlisted', component: 'policy', category: 'none', class: 'POLICY', nbr: N },

@@ -64,7 +64,7 @@ export interface ScoreResult {
 
 // The weights, history terms and everything else per reason code live in one table,
 // reasons.ts; these are views of it, kept here for the callers that read them.
-export { GIVT_WEIGHTS, HARD_WEIGHTS, HISTORY_TERMS, HUMAN_LOOKUPS_MAX_PER_MIN, IP_ACTIVITY_MIN_USERS, POLICY_REASONS, SIVT_WEIGHTS, ipRatePerUser } from './reasons.ts';
+export { GIVT_WEIGHTS, HARD_WEIGHTS, HISTORY_TERMS, HUMAN_LOOKUPS_MAX_PER_10S, HUMAN_LOOKUPS_MAX_PER_MIN, HUMAN_LOOKUPS_MAX_PER_SEC, IP_ACTIVITY_MIN_USERS, POLICY_REASONS, SIVT_WEIGHTS, ipRatePerUser } from './reasons.ts';
 export type { HistoryTerm, PolicyReason } from './reasons.ts';
 
 /** Score at which the band becomes `medium`. */

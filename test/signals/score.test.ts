@@ -424,3 +424,37 @@ t.test("known data-centre traffic is GIVT by default; a customer's allowed range
   // A relay egress is never hosting (the IP verdict clears the flag): 0.1, low.
   t.equal(score(clean({ ipRelay: true })).band, 'low');
 });
+
+t.test('bursts: 400 lookups of one uid within two seconds are high; page-sized bursts are not; a NAT is judged per user', async (t) => {
+  const T0 = Date.UTC(2026, 0, 6, 9);
+  const burst = (n: number, spanMs: number, ids: (i: number) => { uid: string; ifa: string; ip: string }) => {
+    const h = History.create({ epoch: T0, seed: 3 });
+    let last = NO_HISTORY;
+    for (let i = 0; i < n; i++) last = { ...h.observe(h.keysFor({ ...ids(i), ua: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36' }), T0 + Math.floor((i * spanMs) / n)) };
+    return last;
+  };
+  const machine = burst(400, 2000, () => ({ uid: 'one-user', ifa: '', ip: '98.33.4.50' }));
+  t.ok(machine.uidRate < 2 * HUMAN_LOOKUPS_MAX_PER_MIN, `a minute's rate alone would not say it (${machine.uidRate.toFixed(0)}/min)`);
+  const r = score(clean({ history: machine }));
+  t.equal(r.band, 'high', `400 in 2 s: ${r.score} (${r.reasons.join(', ')})`);
+  t.ok(r.reasons.includes('uid_burst_second') && r.reasons.includes('uid_burst_ten_seconds'), r.reasons.join(', '));
+  t.equal(categoryOf(false, r.leading), 'activity');
+  // The same for a device.
+  const device = score(clean({ history: burst(400, 2000, () => ({ uid: '', ifa: '6ba7b810-9dad-41d1-80b4-00c04fd430c8', ip: '98.33.4.51' })) }));
+  t.equal(device.band, 'high', `IFA: ${device.score} (${device.reasons.join(', ')})`);
+  t.ok(device.reasons.includes('ifa_burst_second'));
+  // A reader: a heavy page (50 lookups within a second) every 10 s for a minute.
+  const reader = burst(300, 60_000, (i) => ({ uid: 'reader', ifa: '', ip: '98.33.4.52' }));
+  const rd = score(clean({ history: reader }));
+  t.notOk(rd.reasons.some((c) => c.includes('burst')), `evenly spread: ${rd.reasons.join(', ')}`);
+  const h = History.create({ epoch: T0, seed: 5 });
+  let page = NO_HISTORY;
+  for (let p = 0; p < 6; p++) for (let i = 0; i < 50; i++) page = { ...h.observe(h.keysFor({ uid: 'reader-2', ifa: '', ip: '98.33.4.53', ua: 'x-reader-ua' }), T0 + p * 10_000 + i * 10) };
+  const pr = score(clean({ history: page }));
+  t.notOk(pr.reasons.includes('uid_burst_second'), `page bursts of 50: ${pr.reasons.join(', ')}`);
+  t.not(pr.band, 'high');
+  // A carrier NAT's newcomers: 300 users arriving within two seconds, each with its own uid.
+  const nat = score(clean({ history: burst(300, 2000, (i) => ({ uid: `subscriber-${i}`, ifa: '', ip: '98.33.4.54' })) }));
+  t.not(nat.band, 'high', `NAT newcomers: ${nat.score} (${nat.reasons.join(', ')})`);
+  t.notOk(nat.reasons.some((c) => c.includes('burst')));
+});
