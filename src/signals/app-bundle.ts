@@ -33,11 +33,13 @@ export function bundleForm(app: string): BundleForm {
  */
 export function bundleProblem(app: string, os: string, ua: string): string {
   if (app === '') return '';
+  const form = bundleForm(app);
   let ok: readonly BundleForm[];
   switch (os) {
     case 'android':
     case 'harmonyos':
-      ok = AMAZON_DEVICE.test(ua) ? ['rdns', 'asin'] : ['rdns'];
+      // The UA is scanned for an Amazon device only when the ID is an ASIN.
+      ok = form === 'asin' && AMAZON_DEVICE.test(ua) ? ['rdns', 'asin'] : ['rdns'];
       break;
     case 'fireos':
       ok = ['rdns', 'asin'];
@@ -58,7 +60,6 @@ export function bundleProblem(app: string, os: string, ua: string): string {
     default:
       return '';
   }
-  const form = bundleForm(app);
   if (ok.includes(form)) return '';
   return form === 'other' ? `unknown_form_on_${os}` : `${form}_on_${os}`;
 }
