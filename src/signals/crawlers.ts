@@ -23,6 +23,44 @@ export function claimedCrawler(ua: string): string {
   return VERIFIABLE_CRAWLER.exec(ua)?.[0] ?? '';
 }
 
+/**
+ * Names ai.robots.txt lists that are generic words or name something other than an AI
+ * agent's UA: left out of the AI-agent list (data/ai-agents.txt says why for each).
+ */
+export const AI_AGENT_EXCLUSIONS: ReadonlySet<string> = new Set([
+  'Code', 'Cursor', 'Spider', 'Operator', 'Devin', 'LCC', 'OpenAI', 'Scrapy', 'facebookexternalhit', 'Applebot',
+  'Lightpanda', 'newsai', 'opencode', 'Terra Cotta', 'Kangaroo Bot', 'Datenbank Crawler',
+]);
+
+/**
+ * The AI-agent list file from ai.robots.txt's robots.json (an object keyed by agent name):
+ * its names, a trailing version dropped (`iaskspider/2.0`, `Brightbot 1.0`), without
+ * AI_AGENT_EXCLUSIONS, each once (any case). Throws when the body is not that JSON or
+ * names no agent.
+ */
+export function aiAgentsFromRobotsJson(body: string, source: string): { text: string; count: number } {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body);
+  } catch (e) {
+    throw new Error(`${source}: not JSON (${(e as Error).message.slice(0, 120)})`);
+  }
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) throw new Error(`${source}: not an object keyed by agent name (ai.robots.txt's robots.json)`);
+  const seen = new Set<string>();
+  const names: string[] = [];
+  for (const key of Object.keys(doc)) {
+    if (AI_AGENT_EXCLUSIONS.has(key)) continue;
+    const name = key.replace(/[/ ][\d.]+$/, '').trim();
+    if (AI_AGENT_EXCLUSIONS.has(name) || !TOKEN.test(name) || seen.has(name.toLowerCase())) continue;
+    seen.add(name.toLowerCase());
+    names.push(name);
+  }
+  if (names.length === 0) throw new Error(`${source}: names no agent`);
+  const text = `# AI agents from ${source} (ai.robots.txt, MIT licence: https://github.com/ai-robots-txt/ai.robots.txt), generic words left out; written by ivtd data update\n${names.join('\n')}\n`;
+  AiAgentList.parse(text, source);
+  return { text, count: names.length };
+}
+
 const MAX_TOKENS = 10_000;
 const TOKEN = /^[A-Za-z0-9][A-Za-z0-9 ._-]{1,63}$/;
 

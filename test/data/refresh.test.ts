@@ -452,3 +452,28 @@ t.test("crawler operators' lists: fetched as crawler ranges, and then the embedd
   t.same(categoriesAt(ranges, '2001:db8:c000::1'), ['crawler']);
   t.same(categoriesAt(ranges, '66.249.66.1'), [], 'the snapshot is not loaded');
 });
+
+t.test("ai.robots.txt's robots.json: written to ai-agents.txt, which then replaces the embedded list", async (t) => {
+  const w = await web(t);
+  w.set('/robots.json', { body: JSON.stringify({ ExampleAIBot: {}, 'Example-User/1.0': {}, Code: {} }), etag: '"r1"' });
+  const dir = tempDir(t);
+  const sources = parseSources(JSON.stringify({ sources: [{ name: 'ai-robots', format: 'ai-robots-json', url: `${w.base}/robots.json` }] }), 'sources.json');
+  t.equal(sources.sources[0]!.kind, 'agents');
+  t.equal(bundleOf(dir).aiAgents.source, 'embedded:data/ai-agents.txt', 'before: the embedded list');
+  const report = await new DataRefresher({ dataDir: dir, sources, log: collectLog() }).runOnce({ all: true });
+  t.same(report.items.map((i) => `${i.name}:${i.result}`), ['ai-robots:changed']);
+  const written = readFileSync(join(dir, 'ai-agents.txt'), 'utf8');
+  t.match(written, /^ExampleAIBot$/m);
+  t.match(written, /^Example-User$/m);
+  t.notMatch(written, /^Code$/m, 'a generic word left out');
+  t.equal(bundleOf(dir).aiAgents.source, join(dir, 'ai-agents.txt'), 'after: the refreshed list');
+  t.throws(
+    () => parseSources(JSON.stringify({ sources: [{ name: 'a', format: 'ai-robots-json', url: `${w.base}/a.json` }, { name: 'b', format: 'ai-robots-json', url: `${w.base}/b.json` }] }), 'sources.json'),
+    /only one ai-robots-json source/,
+  );
+  // A body that is not robots.json fails the source and keeps the last good list.
+  w.set('/robots.json', { body: '<html>not json</html>', etag: '"r2"' });
+  const again = await new DataRefresher({ dataDir: dir, sources, log: collectLog() }).runOnce({ all: true });
+  t.equal(again.items[0]!.result, 'failed');
+  t.equal(readFileSync(join(dir, 'ai-agents.txt'), 'utf8'), written, 'the last good list stays');
+});

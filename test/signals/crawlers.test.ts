@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { AiAgentList, VERIFIABLE_CRAWLER, claimedCrawler } from '../../src/signals/crawlers.ts';
+import { AI_AGENT_EXCLUSIONS, AiAgentList, VERIFIABLE_CRAWLER, aiAgentsFromRobotsJson, claimedCrawler } from '../../src/signals/crawlers.ts';
 import { bundleForm, bundleProblem } from '../../src/signals/app-bundle.ts';
 import { parseIp } from '../../src/signals/ip-address.ts';
 import { IpRanges, RANGE_BIT, RangeSetBuilder, addRangeList } from '../../src/signals/ip-ranges.ts';
@@ -124,4 +124,25 @@ t.test('app bundle IDs against the store of the OS the UA names', async (t) => {
   t.equal(weak.band, 'low', 'weak alone');
   t.same(weak.reasons, ['app_bundle_malformed']);
   t.equal(categoryOf(false, 'app_bundle_malformed'), 'supply_chain');
+});
+
+t.test("the AI-agent list from ai.robots.txt's robots.json: names, versions dropped, generic words left out", async (t) => {
+  // Invented entries in robots.json's form.
+  const body = JSON.stringify({
+    ExampleAIBot: { operator: 'Example' }, 'Examplebot-User/2.0': {}, 'Other Agent 1.0': {}, Code: {}, Spider: {}, exampleaibot: {}, 'bad<token>': {},
+  });
+  const { text, count } = aiAgentsFromRobotsJson(body, 'https://ai-robots.example/robots.json');
+  t.equal(count, 3);
+  const list = AiAgentList.parse(text, 'ai-agents.txt');
+  t.ok(list.test('Mozilla/5.0 (compatible; ExampleAIBot/1.0)'));
+  t.ok(list.test('Examplebot-User/3.1'), 'the version dropped');
+  t.ok(list.test('Other Agent/1.0'));
+  t.notOk(list.test('Mozilla/5.0 (X11; Linux x86_64) Code/1.99.0'), 'generic words left out');
+  t.match(text, /MIT licence/);
+  t.throws(() => aiAgentsFromRobotsJson('[1, 2]', 'x'), /not an object keyed by agent name/);
+  t.throws(() => aiAgentsFromRobotsJson('<html>', 'x'), /not JSON/);
+  t.throws(() => aiAgentsFromRobotsJson('{"Code": {}}', 'x'), /names no agent/);
+  // The embedded file left out the same words, each with its reason.
+  const header = data('ai-agents.txt').split('\n').filter((l) => /^# {3}[^:]+: /.test(l)).map((l) => /^# {3}([^:]+):/.exec(l)![1]!);
+  t.same(new Set(header), AI_AGENT_EXCLUSIONS, 'data/ai-agents.txt lists exactly AI_AGENT_EXCLUSIONS');
 });
