@@ -4,7 +4,7 @@
 import type { Band, TransactionClass } from '../enums.ts';
 import type { HistoryFacts } from './history.ts';
 import { HISTORY_ROWS, SIGNAL_ROWS, type PolicyReason } from './reasons.ts';
-import { compileScoreKernel } from './score-kernel.ts';
+import { compileScoreKernel, type ScoreKernel } from './score-kernel.ts';
 
 export interface ScoreInputs {
   // hard, deterministic
@@ -118,14 +118,17 @@ export function applyPolicy(r: ScoreResult, decision: PolicyReason | null, mediu
   return r;
 }
 
-// score()'s components and reasons: code generated from the table of reasons (score-kernel.ts).
-const KERNEL = compileScoreKernel(SIGNAL_ROWS, HISTORY_ROWS, HIST_REASON_MIN);
+// score()'s components and reasons: code generated from the table of reasons (score-kernel.ts),
+// on the first score() (not at import: the dashboard's bundle imports this module for its
+// band constants, and its Content-Security-Policy forbids generating code).
+let KERNEL: ScoreKernel | null = null;
 const P = new Float64Array(4);
 
 export function score(i: ScoreInputs): ScoreResult {
   const reasons: string[] = [];
   // Each component is a noisy-OR of its fired signals: 1 − Π(1 − w).
-  const leading = KERNEL(i, reasons, P);
+  const kernel = KERNEL ?? (KERNEL = compileScoreKernel(SIGNAL_ROWS, HISTORY_ROWS, HIST_REASON_MIN));
+  const leading = kernel(i, reasons, P);
   const pHard = P[0]!;
   const pGivt = P[1]!;
   const pSivt = P[2]!;
@@ -158,11 +161,13 @@ function confidenceOf(i: ScoreInputs, decisive: number): number {
 }
 
 /**
- * Reporting rule: a transaction is invalid when its band is `high`; it is GIVT when the
- * deterministic side (hard or GIVT) is at least as strong as the inferred side (SIVT or
- * history), otherwise SIVT.
+ * Reporting rule: a transaction the customer's own deny list decided is `policy`, neither
+ * GIVT nor SIVT (its own choice must not inflate its MRC figures); otherwise it is invalid
+ * when its band is `high`, GIVT when the deterministic side (hard or GIVT) is at least as
+ * strong as the inferred side (SIVT or history), otherwise SIVT.
  */
 export function classifyTransaction(r: ScoreResult): TransactionClass {
+  if (r.leading === 'denylisted') return 'policy';
   if (r.band !== 'high') return 'valid';
   return Math.max(r.p_hard, r.p_givt) >= Math.max(r.p_sivt, r.p_hist) ? 'givt' : 'sivt';
 }

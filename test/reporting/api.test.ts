@@ -126,7 +126,8 @@ t.test('no group_by: one total row with the exact counts', async (t) => {
   const all = aggregate(sent, () => 'all').get('all')!;
   t.same(r.body.meta, { ...days, group_by: [], total_rows: 1, returned_rows: 1, offset: 0 });
   t.equal(r.body.rows.length, 1);
-  t.same(Object.keys(r.body.rows[0]), ['total_transactions', 'valid_transactions', 'invalid_transactions', 'sivt_transactions', 'givt_transactions']);
+  // policy_transactions (issue 24): the customer's own deny list, outside GIVT and SIVT.
+  t.same(Object.keys(r.body.rows[0]), ['total_transactions', 'valid_transactions', 'invalid_transactions', 'sivt_transactions', 'givt_transactions', 'policy_transactions']);
   t.same(metricsOf(r.body.rows[0]), all);
   checkRowArithmetic(t, r.body.rows);
 

@@ -1,7 +1,14 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { CATEGORIES, REASON_CATEGORY, REASON_CLASS, categoryOf, noBidReason } from '../../src/signals/category.ts';
-import { GIVT_WEIGHTS, HARD_WEIGHTS, HISTORY_TERMS, POLICY_REASONS, SIVT_WEIGHTS, classifyTransaction, score } from '../../src/signals/score.ts';
+import { GIVT_WEIGHTS, HARD_WEIGHTS, HISTORY_TERMS, POLICY_REASONS, SIVT_WEIGHTS, applyPolicy, classifyTransaction, score, type ScoreInputs } from '../../src/signals/score.ts';
+
+const BASE_INPUTS: ScoreInputs = {
+  ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false, declaredBot: false,
+  automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, geoMismatch: false,
+  schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false,
+  aiAgent: false, crawlerSpoofed: false, appBundleMalformed: false, history: NO_HISTORY,
+};
 import { NO_HISTORY } from '../../src/signals/history.ts';
 import { NBR_CLOUD_PROXY, NBR_NON_HUMAN, NBR_SPIDER, REASONS } from '../../src/signals/reasons.ts';
 
@@ -93,4 +100,12 @@ t.test('the table of reasons: class follows the component, nbr the category', as
     t.equal(REASON_CATEGORY[r.code], r.category);
     t.equal(noBidReason(false, r.code), r.nbr);
   }
+});
+
+t.test("a customer's deny list is its own class, policy: neither GIVT nor SIVT", async (t) => {
+  const denied = applyPolicy(score({ ...BASE_INPUTS, declaredBot: true }), 'denylisted', 0.3, 0.7);
+  t.equal(classifyTransaction(denied), 'policy', 'even over a declared bot: the customer decided');
+  t.equal(classifyTransaction(applyPolicy(score(BASE_INPUTS), 'denylisted', 0.3, 0.7)), 'policy');
+  t.equal(classifyTransaction(applyPolicy(score({ ...BASE_INPUTS, declaredBot: true }), 'allowlisted', 0.3, 0.7)), 'valid');
+  t.equal(classifyTransaction(score({ ...BASE_INPUTS, declaredBot: true })), 'givt', 'without a policy, the model decides');
 });
