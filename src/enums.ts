@@ -73,7 +73,8 @@ export const BANDS = ['low', 'medium', 'high'] as const;
 export type Band = (typeof BANDS)[number];
 
 /** Transaction classes for reporting. */
-export type TransactionClass = 'valid' | 'givt' | 'sivt';
+/** `policy`: the customer's own deny list decided (outside GIVT and SIVT, counted in total only). */
+export type TransactionClass = 'valid' | 'givt' | 'sivt' | 'policy';
 
 /** Default ports (DESIGN.md contracts). */
 export const DEFAULT_PORTS = { prebid: 9898, api: 9899, reporting: 9900 } as const;

@@ -25,6 +25,9 @@ export const EMBEDDED = {
   vpnAsns: 'data/vpn-asns.txt',
   hostingOrgPatterns: 'data/hosting-org-patterns.txt',
   badIfas: 'data/bad-ifas.txt',
+  aiAgents: 'data/ai-agents.txt',
+  /** Crawler operators' published addresses, dated: used until a refresh writes ranges of category `crawler`. */
+  crawlerRanges: 'data/crawler-ranges.txt',
   sellersDir: 'data/sellers/',
 } as const;
 
@@ -75,11 +78,16 @@ function optional(dataDir: string, name: string, flag: string | undefined): Data
 
 const text = (f: DataFile): string => Buffer.from(f.bytes.buffer, f.bytes.byteOffset, f.bytes.byteLength).toString('utf8');
 
-/** Every <data-dir>/ranges/*.txt, in name order, into one shared range set. */
+/**
+ * Every <data-dir>/ranges/*.txt, in name order, into one shared range set; and the embedded
+ * crawler-range snapshot unless those files already hold `crawler` ranges (a refresh's
+ * current lists replace the snapshot).
+ */
 function loadRanges(dataDir: string): DataBundle['ipRanges'] {
   const dir = join(dataDir, 'ranges');
   const builder = new RangeSetBuilder();
   const files: DataFileInfo[] = [];
+  const counts: Partial<Record<'crawler', number>> = {};
   if (existsSync(dir)) {
     for (const f of readdirSync(dir).filter((n) => n.endsWith('.txt')).sort()) {
       const path = join(dir, f);
@@ -95,12 +103,18 @@ function loadRanges(dataDir: string): DataBundle['ipRanges'] {
       }
       let entries: number;
       try {
-        entries = addRangeList(builder, body, `ranges/${f}`);
+        entries = addRangeList(builder, body, `ranges/${f}`, counts);
       } catch (e) {
         throw new DataLoadError(`${(e as Error).message} (${path}; fix or delete the file)`);
       }
       files.push({ name: `ranges/${f}`, source: path, bytes: Buffer.byteLength(body), modified, entries });
     }
+  }
+  if (!counts.crawler) {
+    const snapshot = fromAsset('crawler-ranges.txt', EMBEDDED.crawlerRanges);
+    const body = text(snapshot);
+    const entries = addRangeList(builder, body, EMBEDDED.crawlerRanges);
+    files.push({ name: 'ranges/crawler-ranges.txt', source: snapshot.source, bytes: snapshot.bytes.byteLength, modified: null, entries });
   }
   return { compiled: builder.build({ shared: true }), files };
 }
@@ -147,6 +161,7 @@ export function loadBundle(cfg: Pick<Config, 'dataDir' | 'mmdbCountry' | 'mmdbAs
     vpnAsns: overridable(dd, 'vpn-asns.txt', EMBEDDED.vpnAsns),
     hostingOrgPatterns: overridable(dd, 'hosting-org-patterns.txt', EMBEDDED.hostingOrgPatterns),
     badIfas: overridable(dd, 'bad-ifas.txt', EMBEDDED.badIfas),
+    aiAgents: overridable(dd, 'ai-agents.txt', EMBEDDED.aiAgents),
     sellers: sellerFiles,
     ipRanges: loadRanges(dd),
     // Capped by the memory budget's share (the threads' count does not matter for it).
@@ -158,7 +173,7 @@ export function loadBundle(cfg: Pick<Config, 'dataDir' | 'mmdbCountry' | 'mmdbAs
 
 /** One line per file for the startup log. */
 export function describeBundle(b: DataBundle): Array<{ name: string; source: string; bytes: number; modified: string | null; [more: string]: unknown }> {
-  const files = [b.asnBin, b.asnMmdb, b.countryMmdb, b.anonymousIpMmdb, b.hostingAsns, b.vpnAsns, b.hostingOrgPatterns, b.badIfas];
+  const files = [b.asnBin, b.asnMmdb, b.countryMmdb, b.anonymousIpMmdb, b.hostingAsns, b.vpnAsns, b.hostingOrgPatterns, b.badIfas, b.aiAgents];
   const out: ReturnType<typeof describeBundle> = files
     .filter((f): f is DataFile => f !== null)
     .map((f) => ({ name: f.name, source: f.source, bytes: f.bytes.byteLength, modified: f.modified }));

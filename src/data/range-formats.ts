@@ -12,6 +12,11 @@ export const RANGE_FORMATS = [
   'cidr-list', // one CIDR per line, or a CSV whose first column is a CIDR (RFC 8805 geofeeds)
   'tor-exit-list', // https://check.torproject.org/torbulkexitlist (or the exit-addresses form)
   'apple-private-relay', // https://mask-api.icloud.com/egress-ip-ranges.csv (RFC 8805 geofeed)
+  // Crawler operators' own lists, all {"creationTime", "prefixes": [{"ipv4Prefix"|"ipv6Prefix"}]}:
+  // Google's common-crawlers.json, special-crawlers.json, user-triggered-fetchers*.json; Bing's
+  // bingbot.json; OpenAI's gptbot.json, searchbot.json, chatgpt-user.json; Apple's applebot.json;
+  // DuckDuckGo's duckduckbot.json; Perplexity's perplexitybot.json, perplexity-user.json.
+  'crawler-ipranges',
 ] as const;
 export type RangeFormat = (typeof RANGE_FORMATS)[number];
 
@@ -24,6 +29,7 @@ export const FORMAT_CATEGORY: Readonly<Record<RangeFormat, RangeCategory | null>
   'cidr-list': null,
   'tor-exit-list': 'tor',
   'apple-private-relay': 'relay',
+  'crawler-ipranges': 'crawler',
 };
 
 /** Share of unreadable entries above which a body is refused rather than partly used. */
@@ -113,6 +119,14 @@ function gcp(body: string): ParsedRanges {
   return c.done(what);
 }
 
+function crawlerPrefixes(body: string): ParsedRanges {
+  const what = "a crawler operator's prefixes JSON";
+  const doc = json(body, what);
+  const c = new Collector();
+  for (const e of objects(arrayField(doc, 'prefixes', what))) c.add(e.ipv4Prefix ?? e.ipv6Prefix);
+  return c.done(what);
+}
+
 function azure(body: string, f: RangeFilter): ParsedRanges {
   const what = 'Azure Service Tags JSON';
   const doc = json(body, what);
@@ -189,6 +203,8 @@ export function parseRangeSource(format: RangeFormat, body: string, filter: Rang
       return lines(body, 'Tor exit list', torLine);
     case 'apple-private-relay':
       return lines(body, 'iCloud Private Relay egress CSV', firstField);
+    case 'crawler-ipranges':
+      return crawlerPrefixes(body);
   }
 }
 

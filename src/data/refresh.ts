@@ -22,7 +22,8 @@ import { AdsTxtCrawler, rootOfSeen, type CrawlResult } from './ads-txt-crawl.ts'
 import { LockBusyError, acquireLock, keepOwnerOf, mtimeOf, readJson, writeAtomic } from './files.ts';
 import { HttpGetError, httpGet, type HttpGetOptions, type HttpGetResult } from './http-get.ts';
 import { findServiceTagsLink, parseRangeSource } from './range-formats.ts';
-import { loadSources, type MaxmindSource, type MmdbTarget, type RangeSource, type SourcesConfig } from './sources.ts';
+import { loadSources, type AgentsSource, type MaxmindSource, type MmdbTarget, type RangeSource, type Source, type SourcesConfig } from './sources.ts';
+import { aiAgentsFromRobotsJson } from '../signals/crawlers.ts';
 import type { Config } from '../config.ts';
 import { extractFromTar, gunzipLimited } from './tar.ts';
 
@@ -46,7 +47,7 @@ export interface LogLike {
 
 const SILENT: LogLike = { info() {}, warn() {}, error() {}, debug() {} };
 
-export type SourceKind = 'ranges' | 'maxmind' | 'sellers';
+export type SourceKind = 'ranges' | 'maxmind' | 'agents' | 'sellers';
 
 /** What is remembered per source (and per sellers.json domain) between passes. */
 export interface SourceState {
@@ -422,13 +423,14 @@ export class DataRefresher {
     if (this.opts.sources.adsTxt.enabled) this.crawler.save();
   }
 
-  private async refreshSource(src: RangeSource | MaxmindSource, st: SourceState): Promise<RefreshItem> {
+  private async refreshSource(src: Source, st: SourceState): Promise<RefreshItem> {
     const now = this.now();
     st.attemptAt = now;
     st.url = src.kind === 'maxmind' ? src.displayUrl : src.url;
     const item = (result: ItemResult, detail: string): RefreshItem => ({ kind: src.kind, name: src.name, result, detail });
     try {
-      const detail = src.kind === 'ranges' ? await this.refreshRanges(src, st) : await this.refreshMaxmind(src, st);
+      const detail =
+        src.kind === 'ranges' ? await this.refreshRanges(src, st) : src.kind === 'agents' ? await this.refreshAgents(src, st) : await this.refreshMaxmind(src, st);
       st.status = 'ok';
       st.successAt = now;
       st.failures = 0;
@@ -490,6 +492,29 @@ export class DataRefresher {
     st.entries = n;
     const skipped = parsed.bad ? `, ${parsed.bad} unreadable entries skipped` : '';
     return { changed: !same, text: `${n} ranges${skipped}${same ? ', unchanged' : ` written to ${out}`}` };
+  }
+
+  /** ai.robots.txt's robots.json → <data-dir>/ai-agents.txt (which replaces the embedded list). */
+  private async refreshAgents(src: AgentsSource, st: SourceState): Promise<{ changed: boolean; text: string }> {
+    const out = this.path('ai-agents.txt');
+    const have = existsSync(out);
+    const r = await this.fetchSource(src.url, st, have, src.maxBytes);
+    if (r.kind === 'not-modified') return { changed: false, text: 'not modified (304)' };
+    let list: { text: string; count: number };
+    try {
+      list = aiAgentsFromRobotsJson(r.body.toString('utf8'), src.url);
+    } catch (e) {
+      throw new RefreshFailure((e as Error).message);
+    }
+    if (have && st.entries !== null && list.count < st.entries * src.minKeep) {
+      throw new RefreshFailure(`only ${list.count} agents where the last good copy had ${st.entries} (below minKeep ${src.minKeep}): looks truncated`);
+    }
+    const same = have && readFileSync(out, 'utf8') === list.text;
+    if (!same) writeAtomic(out, list.text);
+    st.etag = r.etag;
+    st.lastModified = r.lastModified;
+    st.entries = list.count;
+    return { changed: !same, text: `${list.count} AI agents${same ? ', unchanged' : ` written to ${out}`}` };
   }
 
   private async refreshMaxmind(src: MaxmindSource, st: SourceState): Promise<{ changed: boolean; text: string }> {

@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DAY_MS, HOUR_MS, parseDuration } from '../time.ts';
-import { isRangeCategory, type RangeCategory } from '../signals/ip-ranges.ts';
+import { RANGE_CATEGORIES, isRangeCategory, type RangeCategory } from '../signals/ip-ranges.ts';
 import { isDomainName } from '../signals/ads-txt.ts';
 import { FORMAT_CATEGORY, RANGE_FORMATS, type RangeFilter, type RangeFormat } from './range-formats.ts';
 
@@ -45,7 +45,18 @@ export interface MaxmindSource {
   minKeep: number;
 }
 
-export type Source = RangeSource | MaxmindSource;
+/** ai.robots.txt's robots.json: written to <data-dir>/ai-agents.txt (src/signals/crawlers.ts). */
+export interface AgentsSource {
+  kind: 'agents';
+  name: string;
+  format: 'ai-robots-json';
+  url: string;
+  maxBytes: number;
+  everyMs: number | null;
+  minKeep: number;
+}
+
+export type Source = RangeSource | MaxmindSource | AgentsSource;
 
 export interface SellersCrawl {
   /** sellers.json of these advertising-system domains is fetched. */
@@ -264,12 +275,18 @@ export function parseSources(text: string, file: string, creds: MaxmindCredentia
       sources.push(maxmindSource(r, s, at, name, mm, everyMs, minKeep));
       return;
     }
-    if (!(RANGE_FORMATS as readonly string[]).includes(format)) r.fail(`${at}.format`, `"${format}" is not one of ${[...RANGE_FORMATS, 'maxmind'].join(', ')}`);
+    if (format === 'ai-robots-json') {
+      r.keys(s, at, ['name', 'format', 'url', 'every', 'maxBytes', 'minKeep']);
+      if (sources.some((x) => x.kind === 'agents')) r.fail(`${at}.format`, 'only one ai-robots-json source: it writes ai-agents.txt');
+      sources.push({ kind: 'agents', name, format: 'ai-robots-json', url: r.url(s, 'url', at, true)!, maxBytes: r.int(s, 'maxBytes', at, DEFAULTS.rangeMaxBytes, 1024, 64 * 1024 * 1024), everyMs, minKeep });
+      return;
+    }
+    if (!(RANGE_FORMATS as readonly string[]).includes(format)) r.fail(`${at}.format`, `"${format}" is not one of ${[...RANGE_FORMATS, 'maxmind', 'ai-robots-json'].join(', ')}`);
     const fmt = format as RangeFormat;
     r.keys(s, at, ['name', 'format', 'url', 'category', 'every', 'maxBytes', 'minKeep', 'services', 'tags']);
     const cat = r.str(s, 'category', at)?.toLowerCase() ?? FORMAT_CATEGORY[fmt];
-    if (cat === null) r.fail(`${at}.category`, `a ${fmt} source needs a category: hosting, vpn, proxy, tor or relay`);
-    if (!isRangeCategory(cat)) r.fail(`${at}.category`, `"${cat}" is not one of hosting, vpn, proxy, tor, relay`);
+    if (cat === null) r.fail(`${at}.category`, `a ${fmt} source needs a category: ${RANGE_CATEGORIES.join(', ')}`);
+    if (!isRangeCategory(cat)) r.fail(`${at}.category`, `"${cat}" is not one of ${RANGE_CATEGORIES.join(', ')}`);
     const filter: RangeFilter = {};
     const services = r.strings(s, 'services', at);
     const tags = r.strings(s, 'tags', at);

@@ -38,6 +38,8 @@ export interface DataBundle {
   vpnAsns: DataFile;
   hostingOrgPatterns: DataFile;
   badIfas: DataFile;
+  /** AI-agent tokens (data/ai-agents.txt, or <data-dir>/ai-agents.txt): src/signals/crawlers.ts. */
+  aiAgents: DataFile;
   sellers: DataFile[];
   /**
    * Published IP ranges (<data-dir>/ranges/*.txt: cloud providers, Tor exits, VPN lists,
@@ -63,7 +65,7 @@ function mapFiles(b: DataBundle, f: (file: DataFile) => DataFile): DataBundle {
   return {
     ...b,
     asnBin: one(b.asnBin), asnMmdb: one(b.asnMmdb), countryMmdb: f(b.countryMmdb), anonymousIpMmdb: one(b.anonymousIpMmdb),
-    hostingAsns: f(b.hostingAsns), vpnAsns: f(b.vpnAsns), hostingOrgPatterns: f(b.hostingOrgPatterns), badIfas: f(b.badIfas),
+    hostingAsns: f(b.hostingAsns), vpnAsns: f(b.vpnAsns), hostingOrgPatterns: f(b.hostingOrgPatterns), badIfas: f(b.badIfas), aiAgents: f(b.aiAgents),
     sellers: b.sellers.map(f),
   };
 }

@@ -20,7 +20,7 @@ function groupExpression(d: Dimension): string {
 
 // Aliases that name no column: ClickHouse resolves aliases before columns, and
 // `sum(total) AS total` would be read as a cyclic alias by older releases.
-const SUMS = 'sum(total) AS sum_total, sum(givt) AS sum_givt, sum(sivt) AS sum_sivt';
+const SUMS = "sum(total) AS sum_total, sum(givt) AS sum_givt, sum(sivt) AS sum_sivt, sumIf(total - givt - sivt, category = 'denylisted') AS sum_policy";
 
 /** The WHERE clause of a report: one customer, the date window, the filters. */
 export function reportWhere(customerId: string, q: ReportQuery): string {
@@ -62,7 +62,7 @@ export class ClickHouseReportSource implements ReportSource {
       throw new HttpError('unavailable', 'Reports come from the fleet store (ClickHouse), which did not answer; retry in a minute.', 503, { 'Retry-After': '30' });
     }
     const rows = data.map((r) => {
-      const out: Record<string, unknown> = { total: r.sum_total, givt: r.sum_givt, sivt: r.sum_sivt };
+      const out: Record<string, unknown> = { total: r.sum_total, givt: r.sum_givt, sivt: r.sum_sivt, policy: r.sum_policy };
       for (const d of q.groupBy) out[d] = r[`g_${d}`];
       return out;
     });

@@ -14,6 +14,7 @@ import { AsnList } from '../signals/asn-list.ts';
 import { parseOrgPatterns } from '../signals/org-patterns.ts';
 import { IpRanges } from '../signals/ip-ranges.ts';
 import { AdsTxtIndex } from '../signals/ads-txt.ts';
+import { AiAgentList } from '../signals/crawlers.ts';
 
 const text = (f: DataFile): string => Buffer.from(f.bytes.buffer, f.bytes.byteOffset, f.bytes.byteLength).toString('utf8');
 
@@ -22,6 +23,8 @@ export interface LookupData {
   ip: IpIntel;
   sellers: SellersRegistry;
   badIfas: IfaList;
+  /** AI-agent tokens: a declared bot naming one is an AI agent (src/signals/crawlers.ts). */
+  aiAgents: AiAgentList;
   /** ads.txt / app-ads.txt authorisation of the seller (the crawl's result, compiled on the main thread). */
   adsTxt: AdsTxtIndex;
   /** Which load this is (the main thread numbers them); shared caches key on it. */
@@ -88,6 +91,7 @@ export function buildLookupData(b: DataBundle, generation: number, opts: { verif
   );
   const adsTxt = step(null, () => AdsTxtIndex.fromCompiled(b.adsTxt.compiled));
   const badIfas = step(b.badIfas, () => IfaList.parse(text(b.badIfas), b.badIfas.source));
+  const aiAgents = step(b.aiAgents, () => AiAgentList.parse(text(b.aiAgents), b.aiAgents.name));
   let registry: SellersRegistry;
   if (b.sellersIndex !== undefined) {
     // A lookup thread: the main thread parsed the files and compiled the index once.
@@ -97,5 +101,5 @@ export function buildLookupData(b: DataBundle, generation: number, opts: { verif
     registry = parsed.registry;
     for (const e of parsed.errors) warnings.push(`sellers: ${e}`);
   }
-  return { data: { ip, sellers: registry, badIfas, adsTxt, generation }, warnings };
+  return { data: { ip, sellers: registry, badIfas, aiAgents, adsTxt, generation }, warnings };
 }

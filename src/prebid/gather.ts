@@ -13,6 +13,8 @@ import { emptyIpVerdict, type IpVerdict } from '../signals/ip-intel.ts';
 import { parseSchain, type SupplyChain } from '../signals/schain.ts';
 import { ADS_TXT_RESULT, type AdsTxtVerdict } from '../signals/ads-txt.ts';
 import { suaConflict, suaDevice } from '../signals/sua.ts';
+import { VERIFIABLE_CRAWLER } from '../signals/crawlers.ts';
+import { bundleProblem } from '../signals/app-bundle.ts';
 import type { ScoreInputs } from '../signals/score.ts';
 import { UaAnalyzer, emptyVerdict, judge, unparsedVerdict, type UaVerdict } from '../signals/ua-analysis.ts';
 import { UaCache, UA_HASH, hashUa, normalizeUa } from '../signals/ua-cache.ts';
@@ -36,6 +38,8 @@ export interface LookupSignals extends ScoreInputs {
   ipBotActivity: boolean;
   /** The IP is in the fleet's bot-heavy set (a fleet host only; src/fleet/bot-ips.ts). */
   ipFleetBot: boolean;
+  /** '' when the app bundle ID fits the store of the UA's OS, else why not (src/signals/app-bundle.ts). */
+  appBundle: string;
   /** ads.txt / app-ads.txt verdict on the seller (sellerUnauthorized is its `unauthorized`). */
   adsTxt: AdsTxtVerdict;
   /** A server-side stitched imp with an HTTP library's UA (one half of ssaiSpoof; the other is a data-centre IP). */
@@ -65,11 +69,11 @@ export const HTTP_LIBRARY_UA = /^(?:Go-http-client|okhttp|python-requests|Python
 export function emptySignals(): LookupSignals {
   return {
     ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false,
-    declaredBot: false, automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false,
+    declaredBot: false, aiAgent: false, crawlerSpoofed: false, automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false,
     uaInconsistent: false, geoMismatch: false, schainPresent: false, schainValid: false, schainVerified: false,
     schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: undefined as unknown as HistoryFacts,
     ip: emptyIpVerdict(), ua: emptyVerdict(), uaConsistency: '', schainCompleteFlag: 0, schainError: '', schain: null, suaConflict: '', suaMismatch: false, ifaTypeMismatch: false, ssaiSpoof: false,
-    ipBotActivity: false, ipFleetBot: false, adsTxt: ADS_TXT_RESULT.no_domain, ssaiServerUa: false,
+    ipBotActivity: false, ipFleetBot: false, adsTxt: ADS_TXT_RESULT.no_domain, ssaiServerUa: false, appBundle: '', appBundleMalformed: false,
   };
 }
 
@@ -181,8 +185,15 @@ export class SignalSources {
     s.zeroIfa = hasIfa && isZeroIfa(req.ifa);
     // A desktop browser UA cannot be an in-app or CTV device with an advertising ID.
     s.deviceImpossible = ua.device === 'desktop' && hasIfa && req.app !== '' && req.dvt !== 2;
-    // Under an SSAI spoof the data centre and the library UA are that one reason (SIVT), not GIVT ones.
-    s.declaredBot = ua.declaredBot && !serverUa;
+    // Under an SSAI spoof the data centre and the library UA are that one reason (SIVT), not
+    // GIVT ones. Who a declared bot really is (src/signals/crawlers.ts), asked of declared
+    // bots only: a UA claiming a crawler whose operator publishes its addresses, from
+    // elsewhere, is an impersonator (without an address, nothing says where it came from: it
+    // stays a declared crawler); one naming an AI agent is an AI agent.
+    const declared = ua.declaredBot && !serverUa;
+    s.crawlerSpoofed = declared && hasIp && !ip.crawler && VERIFIABLE_CRAWLER.test(req.ua);
+    s.aiAgent = declared && !s.crawlerSpoofed && data.aiAgents.test(req.ua);
+    s.declaredBot = declared && !s.crawlerSpoofed && !s.aiAgent;
     s.automation = ua.automation;
     s.ipHosting = ip.hosting && !s.ssaiSpoof;
     s.ipVpn = ip.vpn;
@@ -191,6 +202,8 @@ export class SignalSources {
     s.ipRelay = ip.relay;
     s.uaInconsistent = s.uaConsistency !== '';
     s.suaMismatch = s.suaConflict !== '';
+    s.appBundle = bundleProblem(req.app, ua.os, req.ua);
+    s.appBundleMalformed = s.appBundle !== '';
     s.geoMismatch = req.geo !== '' && ip.country !== '' && req.geo !== ip.country;
 
     const keys = this.history.keysOf(asParsed(ipAddr), req.uid, req.ifa, this.uaExactLo, this.keys);

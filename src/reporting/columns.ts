@@ -24,6 +24,13 @@ export const KEY_COLUMNS_SQL = ROLLUP_COLUMNS.slice(0, -3)
 /** The three counters summed over a group, as BIGINT (DuckDB's sum widens to HUGEINT). */
 export const SUMS_SQL = 'sum(total)::BIGINT AS total, sum(givt)::BIGINT AS givt, sum(sivt)::BIGINT AS sivt';
 
+/**
+ * A report's sums: the counters, and the transactions a customer's deny list decided
+ * (`policy`): those of category `denylisted` counted as neither GIVT nor SIVT (rows counted
+ * before they were their own class carry them as GIVT or SIVT, and stay so).
+ */
+export const REPORT_SUMS_SQL = `${SUMS_SQL}, sum(CASE WHEN category = 'denylisted' THEN total - givt - sivt ELSE 0 END)::BIGINT AS policy`;
+
 /** SQL type of a tuple dimension's column. */
 export function columnType(d: TupleDimension): 'SMALLINT' | 'VARCHAR' {
   return INTEGER_DIMENSIONS.has(d) ? 'SMALLINT' : 'VARCHAR';

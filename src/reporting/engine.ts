@@ -5,7 +5,7 @@
 import { timestampValue, type DuckDBValue } from '@duckdb/node-api';
 import type { Dimension } from '../enums.ts';
 import type { Store } from '../store/db.ts';
-import { SUMS_SQL, groupExpression, tableFor } from './columns.ts';
+import { REPORT_SUMS_SQL, groupExpression, tableFor } from './columns.ts';
 import { ConcurrencyGate } from './gate.ts';
 import { formatDate, parseReportQuery, type ReportQuery } from './params.ts';
 
@@ -24,6 +24,8 @@ export interface ReportMetrics {
   invalid_transactions: number;
   sivt_transactions: number;
   givt_transactions: number;
+  /** Decided by the customer's own deny list: neither valid nor GIVT nor SIVT. */
+  policy_transactions: number;
 }
 
 export type ReportRow = Partial<Record<Dimension, string | number>> & ReportMetrics;
@@ -132,13 +134,15 @@ export class ReportEngine {
     const total = Number(r.total ?? 0);
     const givt = Number(r.givt ?? 0);
     const sivt = Number(r.sivt ?? 0);
+    const policy = Number(r.policy ?? 0);
     return {
       ...dims,
       total_transactions: total,
-      valid_transactions: total - givt - sivt,
+      valid_transactions: total - givt - sivt - policy,
       invalid_transactions: givt + sivt,
       sivt_transactions: sivt,
       givt_transactions: givt,
+      policy_transactions: policy,
     };
   }
 }
@@ -191,7 +195,7 @@ export class DuckDbReportSource implements ReportSource {
       // One total row (zeros when nothing matched); offset ≥ 1 pages past it.
       params.push(q.limit, q.offset);
       return {
-        sql: `SELECT ${SUMS_SQL} FROM ${table} WHERE ${where} LIMIT $${params.length - 1} OFFSET $${params.length}`,
+        sql: `SELECT ${REPORT_SUMS_SQL} FROM ${table} WHERE ${where} LIMIT $${params.length - 1} OFFSET $${params.length}`,
         params,
       };
     }
@@ -200,7 +204,7 @@ export class DuckDbReportSource implements ReportSource {
     params.push(q.limit, q.offset);
     return {
       sql:
-        `SELECT ${keys}, ${SUMS_SQL}, count(*) OVER () AS total_rows FROM ${table} WHERE ${where} ` +
+        `SELECT ${keys}, ${REPORT_SUMS_SQL}, count(*) OVER () AS total_rows FROM ${table} WHERE ${where} ` +
         `GROUP BY ${order} ORDER BY ${order} LIMIT $${params.length - 1} OFFSET $${params.length}`,
       params,
     };

@@ -44,6 +44,14 @@ export interface HistoryFacts {
   ipRate: number;
   uidRate: number;
   ifaRate: number;
+  /**
+   * Bursts: lookups of this uid / IFA within about the last second and the last ten seconds
+   * (exponentially decayed counts, time constants BURST_SHORT_MS and BURST_MID_MS).
+   */
+  uidBurst1s: number;
+  uidBurst10s: number;
+  ifaBurst1s: number;
+  ifaBurst10s: number;
   /** Distinct values seen with this key within the window (see the header for precision). */
   ipDistinctUas: number;
   ipDistinctUids: number;
@@ -63,7 +71,7 @@ export const NO_HISTORY: Readonly<HistoryFacts> = Object.freeze(emptyFacts());
 
 export function emptyFacts(): HistoryFacts {
   return {
-    ipRate: 0, uidRate: 0, ifaRate: 0,
+    ipRate: 0, uidRate: 0, ifaRate: 0, uidBurst1s: 0, uidBurst10s: 0, ifaBurst1s: 0, ifaBurst10s: 0,
     ipDistinctUas: 0, ipDistinctUids: 0, uidDistinctIps: 0, uidDistinctUas: 0, ifaDistinctIps: 0,
     ipBotShare: 0, uidBotShare: 0, ipSeen: 0, uidSeen: 0,
   };
@@ -100,8 +108,13 @@ export interface HistoryMemory {
 // Slot layouts (32-bit words; 0-1 are the key, 2-3 the f64 time of the last update).
 const AT = 2, RATE = 4, SEEN = 5, BAD = 6, OUTCOMES = 7;
 const IP_GEN = 8, IP_UA_CUR = 10, IP_UA_PREV = 14, IP_UID_CUR = 18, IP_UID_PREV = 22, IP_WORDS = 26;
-const UID_IPS = 8, UID_UAS = 16, UID_WORDS = 24;
-const IFA_IPS = 6, IFA_WORDS = 14;
+// Per uid and IFA also the burst counts (f32): lookups decayed over BURST_SHORT_MS and BURST_MID_MS.
+const UID_IPS = 8, UID_UAS = 16, UID_SETS_END = 24, UID_BURST = 24, UID_WORDS = 26;
+const IFA_IPS = 6, IFA_SETS_END = 14, IFA_BURST = 14, IFA_WORDS = 16;
+
+/** Time constants of the burst counts, ms: lookups within about the last second and ten seconds. */
+export const BURST_SHORT_MS = 1_000;
+export const BURST_MID_MS = 10_000;
 const BITMAP_WORDS = IP_SET_BITS / 32;
 
 /** Shares of the history bytes: IPs and uids carry the most signal, IFAs only velocity and hopping. */
@@ -307,7 +320,7 @@ export class History {
         f.ipRate = this.perMinute; f.ipSeen = 1; f.ipBotShare = 0;
         f.ipDistinctUas = 1; f.ipDistinctUids = uidFp !== 0 ? 1 : 0;
       } else {
-        this.bump(t, base, now, write, 0, 0);
+        this.bump(t, base, now, write, 0, 0, 0);
         f.ipRate = this.rate * this.perMinute;
         f.ipSeen = this.seen;
         f.ipBotShare = this.botShare;
@@ -326,9 +339,12 @@ export class History {
       const base = this.slot(t, b, k.uidHi, k.uidLo, write);
       if (base < 0) {
         f.uidRate = this.perMinute; f.uidSeen = 1; f.uidBotShare = 0; f.uidDistinctIps = 1; f.uidDistinctUas = 1;
+        f.uidBurst1s = 1; f.uidBurst10s = 1;
       } else {
-        this.bump(t, base, now, write, UID_IPS, UID_WORDS);
+        this.bump(t, base, now, write, UID_IPS, UID_SETS_END, UID_BURST);
         f.uidRate = this.rate * this.perMinute;
+        f.uidBurst1s = this.burst1s;
+        f.uidBurst10s = this.burst10s;
         f.uidSeen = this.seen;
         f.uidBotShare = this.botShare;
         // Without an IP, the IPs seen so far (smallSet counts the one it is given).
@@ -337,7 +353,7 @@ export class History {
       }
       if (held) t.unlock(b);
     } else {
-      f.uidRate = 0; f.uidSeen = 0; f.uidBotShare = 0; f.uidDistinctIps = 0; f.uidDistinctUas = 0;
+      f.uidRate = 0; f.uidSeen = 0; f.uidBotShare = 0; f.uidDistinctIps = 0; f.uidDistinctUas = 0; f.uidBurst1s = 0; f.uidBurst10s = 0;
     }
 
     // IFA
@@ -347,15 +363,17 @@ export class History {
       const held = t.lock(b);
       const base = this.slot(t, b, k.ifaHi, k.ifaLo, write);
       if (base < 0) {
-        f.ifaRate = this.perMinute; f.ifaDistinctIps = 1;
+        f.ifaRate = this.perMinute; f.ifaDistinctIps = 1; f.ifaBurst1s = 1; f.ifaBurst10s = 1;
       } else {
-        this.bump(t, base, now, write, IFA_IPS, IFA_WORDS);
+        this.bump(t, base, now, write, IFA_IPS, IFA_SETS_END, IFA_BURST);
         f.ifaRate = this.rate * this.perMinute;
+        f.ifaBurst1s = this.burst1s;
+        f.ifaBurst10s = this.burst10s;
         f.ifaDistinctIps = hasIp ? this.smallSet(t, base + IFA_IPS, ipFp, sec, write) : Math.max(0, this.smallSet(t, base + IFA_IPS, ipFp, sec, false) - 1);
       }
       if (held) t.unlock(b);
     } else {
-      f.ifaRate = 0; f.ifaDistinctIps = 0;
+      f.ifaRate = 0; f.ifaDistinctIps = 0; f.ifaBurst1s = 0; f.ifaBurst10s = 0;
     }
     return f;
   }
@@ -382,6 +400,8 @@ export class History {
 
   // Results of bump(), read right after it (saves an object per call).
   private rate = 0;
+  private burst1s = 0;
+  private burst10s = 0;
   private seen = 0;
   private botShare = 0;
 
@@ -392,10 +412,27 @@ export class History {
    * live set entries: its small-set words [setsFrom, setsTo) are cleared (their 16-bit
    * seconds would otherwise wrap after 18 hours).
    */
-  private bump(t: SharedTable, base: number, now: number, write: boolean, setsFrom: number, setsTo: number): void {
+  private bump(t: SharedTable, base: number, now: number, write: boolean, setsFrom: number, setsTo: number, burstAt: number): void {
     const f32 = t.f32;
     const atIdx = (base + AT) >> 1;
     const dt = now - t.f64[atIdx]!;
+    // The burst counts (uid and IFA slots, burstAt > 0): the same decayed count over 1 s and 10 s.
+    if (burstAt > 0) {
+      let b1 = f32[base + burstAt]!;
+      let b10 = f32[base + burstAt + 1]!;
+      if (dt > 0) {
+        b1 *= Math.exp(-dt / BURST_SHORT_MS);
+        b10 *= Math.exp(-dt / BURST_MID_MS);
+      }
+      b1 += 1;
+      b10 += 1;
+      if (write) {
+        f32[base + burstAt] = b1;
+        f32[base + burstAt + 1] = b10;
+      }
+      this.burst1s = b1;
+      this.burst10s = b10;
+    }
     let rate = f32[base + RATE]!;
     let seen = f32[base + SEEN]!;
     let bad = f32[base + BAD]!;

@@ -12,7 +12,7 @@ import type { IpIntel, IpVerdict } from './ip-intel.ts';
 const ASN = 2, FLAGS = 3, GEN = 4, SLOT_WORDS = 6;
 const REF = 0x80000000;
 const GEN_MASK = 0x3fffffff;
-const BOGON = 1 << 10, HOSTING = 1 << 11, VPN = 1 << 12, PROXY = 1 << 13, TOR = 1 << 14, RELAY = 1 << 15;
+const BOGON = 1 << 10, HOSTING = 1 << 11, VPN = 1 << 12, PROXY = 1 << 13, TOR = 1 << 14, RELAY = 1 << 15, CRAWLER = 1 << 16;
 
 export interface IpCacheMemory {
   readonly table: SharedTableMemory;
@@ -93,6 +93,7 @@ export class IpCache {
         out.proxy = (f & PROXY) !== 0;
         out.tor = (f & TOR) !== 0;
         out.relay = (f & RELAY) !== 0;
+        out.crawler = (f & CRAWLER) !== 0;
         const s = u[base + GEN]!;
         if ((s & REF) === 0) u[base + GEN] = (s | REF) >>> 0;
         t.unlock(b);
@@ -114,7 +115,8 @@ export class IpCache {
         (out.vpn ? VPN : 0) |
         (out.proxy ? PROXY : 0) |
         (out.tor ? TOR : 0) |
-        (out.relay ? RELAY : 0);
+        (out.relay ? RELAY : 0) |
+        (out.crawler ? CRAWLER : 0);
       u[base + GEN] = g;
       t.unlock(b);
     }

@@ -29,6 +29,8 @@ export interface IpAssessment {
    * Safari users sit behind it, so it is neither hosting nor VPN, only a weaker signal.
    */
   readonly relay: boolean;
+  /** In a crawler operator's published ranges (crawlers.ts): where its crawlers really come from. */
+  readonly crawler: boolean;
   /** Why hosting is set: 'anonymous-ip-db' | 'published-ranges' | 'asn-list' | 'org-pattern' | ''. */
   readonly hostingSource: string;
   /** Why vpn/proxy/tor is set: 'anonymous-ip-db' | 'published-ranges' | 'asn-list' | ''. */
@@ -37,7 +39,7 @@ export interface IpAssessment {
 
 const INVALID: IpAssessment = Object.freeze({
   valid: false, version: 0, range: '', bogon: false, asn: 0, org: '', country: '',
-  hosting: false, vpn: false, proxy: false, tor: false, relay: false, hostingSource: '', vpnSource: '',
+  hosting: false, vpn: false, proxy: false, tor: false, relay: false, crawler: false, hostingSource: '', vpnSource: '',
 });
 
 /** Categories of data/vpn-asns.txt and the flag each one sets. */
@@ -76,10 +78,11 @@ export interface IpVerdict {
   proxy: boolean;
   tor: boolean;
   relay: boolean;
+  crawler: boolean;
 }
 
 export function emptyIpVerdict(): IpVerdict {
-  return { bogon: false, asn: 0, country: '', hosting: false, vpn: false, proxy: false, tor: false, relay: false };
+  return { bogon: false, asn: 0, country: '', hosting: false, vpn: false, proxy: false, tor: false, relay: false, crawler: false };
 }
 
 /**
@@ -167,7 +170,7 @@ export class IpIntel {
 
     return {
       valid: true, version: ip.v, range, bogon, asn, org, country,
-      hosting: hostingSource !== '', vpn, proxy, tor, relay, hostingSource, vpnSource,
+      hosting: hostingSource !== '', vpn, proxy, tor, relay, crawler: (bits & RANGE_BIT.crawler) !== 0, hostingSource, vpnSource,
     };
   }
 
@@ -182,6 +185,7 @@ export class IpIntel {
     out.proxy = a.proxy;
     out.tor = a.tor;
     out.relay = a.relay;
+    out.crawler = a.crawler;
     return out;
   }
 

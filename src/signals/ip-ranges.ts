@@ -8,11 +8,12 @@
 // so one lookup answers every list at once.
 import { parseIp, type ParsedIp } from './ip-address.ts';
 
-export const RANGE_CATEGORIES = ['hosting', 'vpn', 'proxy', 'tor', 'relay'] as const;
+/** `crawler`: an address a crawler operator publishes for its crawlers (crawlers.ts). */
+export const RANGE_CATEGORIES = ['hosting', 'vpn', 'proxy', 'tor', 'relay', 'crawler'] as const;
 export type RangeCategory = (typeof RANGE_CATEGORIES)[number];
 
 /** Bit of each category in a lookup answer. */
-export const RANGE_BIT: Readonly<Record<RangeCategory, number>> = Object.freeze({ hosting: 1, vpn: 2, proxy: 4, tor: 8, relay: 16 });
+export const RANGE_BIT: Readonly<Record<RangeCategory, number>> = Object.freeze({ hosting: 1, vpn: 2, proxy: 4, tor: 8, relay: 16, crawler: 32 });
 
 export function isRangeCategory(s: string): s is RangeCategory {
   return (RANGE_CATEGORIES as readonly string[]).includes(s);
@@ -287,8 +288,11 @@ export function rangeCategoryNames(bits: number): RangeCategory[] {
 /** Longest line considered; anything longer is an error, not a slow parse. */
 const MAX_LINE = 200;
 
-/** Adds every line of one ranges file to `into`; throws an Error naming file:line on the first bad line. */
-export function addRangeList(into: RangeSetBuilder, text: string, fileName: string): number {
+/**
+ * Adds every line of one ranges file to `into`; throws an Error naming file:line on the first
+ * bad line. `counts`, when given, gains the entries added per category.
+ */
+export function addRangeList(into: RangeSetBuilder, text: string, fileName: string, counts?: Partial<Record<RangeCategory, number>>): number {
   let added = 0;
   let lineNo = 0;
   let from = 0;
@@ -311,6 +315,7 @@ export function addRangeList(into: RangeSetBuilder, text: string, fileName: stri
     const cidr = parseCidr(parts[0]!);
     if (typeof cidr === 'string') throw new Error(`${where}: ${cidr}`);
     into.add(cidr, cat);
+    if (counts !== undefined) counts[cat] = (counts[cat] ?? 0) + 1;
     added++;
   }
   return added;

@@ -98,10 +98,26 @@ const AUTOMATION_PATTERNS: ReadonlyArray<readonly [RegExp, string]> = [
 ];
 export const AUTOMATION_REASONS: readonly string[] = AUTOMATION_PATTERNS.map(([, r]) => r);
 
-// Tokens of real devices and apps that isbot's generic "google" rule also matches: Google
-// TV devices, Google's Android apps.
-const BOT_FALSE_FRIENDS = /google ?tv|com\.google\.android\.[\w.]+/i;
+// Tokens of real devices and apps that isbot's generic rules also match: Google TV devices
+// (ASUS's Cube too) and Google's Android apps ("google"); TV and set-top platforms whose product tokens look
+// like a bot's `name/1.0;` (HbbTV Opera builds' `ce-html/1.0`, Philips' `NETTV/1.0`,
+// Freesat boxes); the OMI build tag of Hisense VIDAA's browser (`OMI/4.21.4.112.Catcher4.69`:
+// "catch"); the whole-string UAs of Fire TV apps (`Amazon;AFTMM;<hex>;;tpapi;<version>`,
+// `smarttv_AFTKA_Build_<n>_Chromium_<version>`: no spaces) and of Roku's OS
+// (`RokuOS/<version>|Roku <model>|STB|…`, `RokuOS/<version>, <app>/<version>, Roku`).
+// Such a UA is a declared bot only if isbot still says so without those tokens (a UA that
+// is nothing but such a token is not one).
+const BOT_FALSE_FRIENDS =
+  /google ?tv|google_cube|com\.google\.android\.[\w.]+|\bce-html\/[\d.]+|\bNETTV\/[\d.]+|\bfreesat\/[\d.]+|\bOMI\/[\w.]+|^Amazon;AFT[A-Z0-9]{1,10};[0-9a-f]{16,40};;tpapi(?:;[\d.]+)?$|^smarttv_AFT[A-Z0-9]{1,10}_Build_\d+_Chromium_[\d.]+$|^RokuOS\/[\d.]+(?:\|[^|]*)+$|^RokuOS\/[\d.]+,|, Roku$/i;
 const BOT_FALSE_FRIENDS_ALL = new RegExp(BOT_FALSE_FRIENDS.source, 'gi');
+
+/** isbot, with the tokens of real devices and apps it mistakes for bots judged out (BOT_FALSE_FRIENDS). */
+function declaredBotUa(ua: string): boolean {
+  if (!isbot(ua)) return false;
+  if (!BOT_FALSE_FRIENDS.test(ua)) return true;
+  const rest = ua.replace(BOT_FALSE_FRIENDS_ALL, ' ');
+  return rest.trim() !== '' && isbot(rest);
+}
 
 const APP_CLIENT = /^(?:okhttp\/|Dalvik\/|stagefright\/|AppleCoreMedia\/)|\bCFNetwork\/|\bExoPlayerLib\//i;
 
@@ -111,6 +127,9 @@ const PLACEHOLDERS: ReadonlySet<string> = new Set([
   'test', 'ua', 'user-agent', 'user_agent', 'useragent', 'mozilla', 'mozilla/4.0', 'mozilla/5.0',
   'mozilla/4.0 (compatible)', 'mozilla/5.0 (compatible)', 'mozilla/5.0 (compatible;)',
   'mozilla/4.0 (compatible;)',
+  // Test fixtures and bare device names that integrations send in place of the UA.
+  'test-user-agent', 'test_user_agent', 'testuseragent', 'test user agent', 'test-ua', 'test_ua', 'testua',
+  'ipad', 'iphone', 'ipod', 'android', 'mac', 'windows', 'linux', 'desktop', 'mobile', 'tablet', 'tv', 'ctv',
 ]);
 // Unexpanded macros from ad tags and templating engines: ${ua}, {{ua}}, [UA], %%UA%%, __UA__.
 const MACRO =
@@ -175,7 +194,11 @@ const DEVICE_TOKENS = new RegExp(
     /(\bMobile\b)/.source,
     // Android TV builds are released as <letter>TT<n> (PTT1, RTT0, STTC...); TV and box
     // vendors also cut them to two letters (Build/QT, Build/RT); "wv-atv" is an Android TV WebView.
-    /(\b(?:Roku|Web0S|webOS\.TV|NetCast|SMART-TV|SMART ?TV|Smart ?TV|SmartTV|Opera TV|HbbTV|AFT[A-Z]{1,6}|BRAVIA|Android ?TV|Google ?TV|Apple ?TV|AppleTV|tvOS|CrKey|Chromecast|VIDAA|NETTV|SmartCast|SHIELD|Fire ?TV|stbapp|wv-atv)\b|Build\/[A-Z]TT[A-Z\d]|Build\/[PQRSTU][TI][;)])/.source,
+    // Set-top and TV browser tokens: Vestel's `SmartTvA/` and `VSTVB`, TiVo OS, Whale TV,
+    // Hisense's `HiSmartTV`, Sony's `InettvBrowser`, Panasonic's recorders (`DIGAPlus`), a
+    // cable box's `_STB_` / ` STB`, Fire TV's models with digits (AFTSO001), its apps'
+    // `smarttv_AFT…` and its Vega OS (`Kepler/`).
+    /(\b(?:Roku|Web0S|webOS\.TV|NetCast|SMART-TV|SMART ?TV|Smart ?TV|SmartTV|SmartTvA|Opera TV|HbbTV|hbbtv|AFT[A-Z]{1,6}\d{0,4}|BRAVIA|Android ?TV|Google ?TV|Apple ?TV|AppleTV|tvOS|CrKey|Chromecast|VIDAA|NETTV|SmartCast|SHIELD|Fire ?TV|stbapp|wv-atv|VSTVB\w*|TiVo(?:OS)?|WhaleTV|HiSmartTV|InettvBrowser|DIGAPlus|Kepler\/[\d.]+)\b|[_ ]STB(?:_|\b)|_TV_|^smarttv_AFT|Build\/[A-Z]TT[A-Z\d]|Build\/[PQRSTU][TI][;)])/.source,
     /(\b(?:Tizen|[Ww]eb[O0]S|DTV|AQUOS|VIERA|Viera)\b|; ?TV[;)])/.source,
     // Consoles, including Android handhelds that ua-parser calls phones.
     /(Play[Ss]tation|PLAYSTATION|Xbox|XBOX|Nintendo|Switch Lite|Retroid|\bRG\d{3}|RGCUBE|Razer Edge|AYANEO|Steam ?Deck)/.source,
@@ -556,7 +579,9 @@ export class UaAnalyzer {
     const appClient = APP_CLIENT.test(ua);
     // isbot's generic rules also hit some real devices and apps (BOT_FALSE_FRIENDS): such
     // a UA is judged again without those tokens.
-    const declaredBot = !appClient && isbot(ua) && (!BOT_FALSE_FRIENDS.test(ua) || isbot(ua.replace(BOT_FALSE_FRIENDS_ALL, '')));
+    // A placeholder (`test-user-agent`, a bare `iPad`) is malformed, not a crawler: isbot
+    // calls strings without a browser in them bots.
+    const declaredBot = !appClient && !PLACEHOLDERS.has(ua.trim().toLowerCase()) && declaredBotUa(ua);
 
     let automationReason = '';
     for (const [re, reason] of AUTOMATION_PATTERNS) {

@@ -36,6 +36,9 @@ function sourcesFile(dir: string, w: FakeWeb): void {
   );
 }
 
+/** A range file a refresh wrote (not the embedded crawler-range snapshot). */
+const refreshed = (f: { source: string }) => !f.source.startsWith('embedded:');
+
 t.test('ivtd data update beside a running server: files, reload, status, metrics', async (t) => {
   const w = await FakeWeb.start();
   t.teardown(() => w.stop());
@@ -46,7 +49,9 @@ t.test('ivtd data update beside a running server: files, reload, status, metrics
   const ts = await startTestServer({}, dir);
   t.teardown(() => ts.stop());
   t.ok(ts.server.refresher, 'a sources file gives the server a refresher (for status), without timers');
-  t.same(ts.server.bundle.ipRanges.files, [], 'no ranges yet');
+  // The embedded crawler-range snapshot is always loaded when no source writes crawler ranges: the refreshed files are the others.
+  t.same(ts.server.bundle.ipRanges.files.filter(refreshed), [], 'no ranges yet');
+  t.same(ts.server.bundle.ipRanges.files.map((f) => f.name), ['ranges/crawler-ranges.txt'], 'only the embedded crawler ranges');
 
   const metrics = async () => (await fetch(`${ts.metrics}/metrics`)).text();
   t.notMatch(await metrics(), /ivtd_data_source_up\{/, 'a source never fetched has no up/down series');
@@ -56,7 +61,7 @@ t.test('ivtd data update beside a running server: files, reload, status, metrics
   t.match(up.stdout, /changed\s+ranges\s+tor: 2 ranges written to/);
   t.match(up.stdout, /changed\s+sellers\s+exchange9\.example: 1 sellers/);
   t.match(up.stdout, /The running server reloaded the data\./);
-  t.same(ts.server.bundle.ipRanges.files.map((f) => [f.name, f.entries]), [['ranges/tor.txt', 2]], 'the server loaded the new ranges');
+  t.same(ts.server.bundle.ipRanges.files.filter(refreshed).map((f) => [f.name, f.entries]), [['ranges/tor.txt', 2]], 'the server loaded the new ranges');
   t.ok(ts.server.bundle.sellers.some((f) => f.name === 'exchange9.example.json'), 'and the new sellers file');
   const m = await metrics();
   t.match(m, /ivtd_data_source_up\{source="tor",kind="ranges"\} 1/);
@@ -76,7 +81,7 @@ t.test('ivtd data update beside a running server: files, reload, status, metrics
   const bad = await runIvtd(['data', 'update', '--data-dir', dir]);
   t.equal(bad.code, 1, 'a failed source fails the command');
   t.match(bad.stdout, /failed\s+ranges\s+tor: the body is HTML\/XML, not a Tor exit list; the data fetched .* stays in use/);
-  t.same(ts.server.bundle.ipRanges.files.map((f) => f.entries), [2]);
+  t.same(ts.server.bundle.ipRanges.files.filter(refreshed).map((f) => f.entries), [2]);
   const after = await metrics();
   t.match(after, /ivtd_data_source_up\{source="tor",kind="ranges"\} 0/, 'metrics follow a refresh made by another process');
   t.match(after, /ivtd_data_source_failures\{source="tor",kind="ranges"\} 1/);
@@ -91,12 +96,12 @@ t.test('serve --data-refresh: passes on a timer, reload after a change', async (
   sourcesFile(dir, w);
   const ts = await startTestServer({ dataRefresh: 300 }, dir);
   t.teardown(() => ts.stop());
-  await until('the first pass (5 s after start)', () => ts.server.bundle.ipRanges.files.length === 1);
-  t.equal(ts.server.bundle.ipRanges.files[0]!.entries, 1, 'fetched and reloaded without anyone asking');
+  await until('the first pass (5 s after start)', () => ts.server.bundle.ipRanges.files.filter(refreshed).length === 1);
+  t.equal(ts.server.bundle.ipRanges.files.filter(refreshed)[0]!.entries, 1, 'fetched and reloaded without anyone asking');
   w.set('/torbulkexitlist', '203.0.113.7\n203.0.113.9\n');
   const report = await ts.server.refresher!.runOnce({ all: false, intervalMs: 0 });
   t.equal(report.changed, true);
-  await until('the reload after the change', () => ts.server.bundle.ipRanges.files[0]!.entries === 2);
+  await until('the reload after the change', () => ts.server.bundle.ipRanges.files.filter(refreshed)[0]!.entries === 2);
   t.pass('the threads got the new data through the SIGHUP reload path');
 });
 

@@ -94,6 +94,8 @@ t.test('every published format: fetched, written, loaded, looked up', async (t) 
   t.same(b.ipRanges.files.map((f) => [f.name, f.entries]), [
     ['ranges/aws.txt', 4], ['ranges/azure.txt', 4], ['ranges/cloudflare.txt', 3], ['ranges/digitalocean.txt', 3], ['ranges/gcp.txt', 2],
     ['ranges/icloud-relay.txt', 3], ['ranges/my-vpns.txt', 1], ['ranges/oracle.txt', 3], ['ranges/tor.txt', 3],
+    // No crawler source here: the embedded snapshot of the crawler operators' ranges is loaded.
+    ['ranges/crawler-ranges.txt', readFileSync(join(import.meta.dirname, '..', '..', 'data', 'crawler-ranges.txt'), 'utf8').split('\n').filter((l) => / crawler$/.test(l)).length],
   ]);
   const ranges = IpRanges.fromCompiled(b.ipRanges.compiled);
   for (const [ip, want] of [
@@ -468,4 +470,49 @@ t.test('a pass that cannot write its files marks every source down (ivtd_data_so
   t.equal(down.length, r.status().sources.length, 'every source is down');
   t.match(down[0]!.error, /cannot write the refreshed data/, 'with the reason');
   t.ok(log.lines.some((l) => l.level === 'error' && /data refresh failed/.test(l.msg)), 'and an error line');
+});
+
+t.test("crawler operators' lists: fetched as crawler ranges, and then the embedded snapshot is not loaded", async (t) => {
+  const w = await web(t);
+  // The form Google, Bing, OpenAI, Apple, DuckDuckGo and Perplexity publish (addresses of the test ranges).
+  w.set('/crawlers.json', { body: JSON.stringify({ creationTime: '2026-11-01T00:00:00.000000', prefixes: [{ ipv4Prefix: '198.18.30.0/27' }, { ipv6Prefix: '2001:db8:c000::/64' }] }), etag: '"c1"' });
+  const dir = tempDir(t);
+  const sources = parseSources(JSON.stringify({ contact: 'ops@bidder.example', sources: [{ name: 'examplebot', format: 'crawler-ipranges', url: `${w.base}/crawlers.json` }] }), 'sources.json');
+  t.equal(sources.sources[0]!.kind === 'ranges' && sources.sources[0]!.category, 'crawler', 'the format\'s default category');
+  const before = bundleOf(dir);
+  t.same(before.ipRanges.files.map((f) => f.name), ['ranges/crawler-ranges.txt'], 'before: the snapshot');
+  const report = await new DataRefresher({ dataDir: dir, sources, log: collectLog() }).runOnce({ all: true });
+  t.equal(report.changed, true);
+  t.match(readFileSync(join(dir, 'ranges', 'examplebot.txt'), 'utf8'), /198\.18\.30\.0\/27 crawler\n/);
+  const b = bundleOf(dir);
+  t.same(b.ipRanges.files.map((f) => [f.name, f.entries]), [['ranges/examplebot.txt', 2]], 'the refreshed list replaces the snapshot');
+  const ranges = IpRanges.fromCompiled(b.ipRanges.compiled);
+  t.same(categoriesAt(ranges, '198.18.30.9'), ['crawler']);
+  t.same(categoriesAt(ranges, '2001:db8:c000::1'), ['crawler']);
+  t.same(categoriesAt(ranges, '66.249.66.1'), [], 'the snapshot is not loaded');
+});
+
+t.test("ai.robots.txt's robots.json: written to ai-agents.txt, which then replaces the embedded list", async (t) => {
+  const w = await web(t);
+  w.set('/robots.json', { body: JSON.stringify({ ExampleAIBot: {}, 'Example-User/1.0': {}, Code: {} }), etag: '"r1"' });
+  const dir = tempDir(t);
+  const sources = parseSources(JSON.stringify({ sources: [{ name: 'ai-robots', format: 'ai-robots-json', url: `${w.base}/robots.json` }] }), 'sources.json');
+  t.equal(sources.sources[0]!.kind, 'agents');
+  t.equal(bundleOf(dir).aiAgents.source, 'embedded:data/ai-agents.txt', 'before: the embedded list');
+  const report = await new DataRefresher({ dataDir: dir, sources, log: collectLog() }).runOnce({ all: true });
+  t.same(report.items.map((i) => `${i.name}:${i.result}`), ['ai-robots:changed']);
+  const written = readFileSync(join(dir, 'ai-agents.txt'), 'utf8');
+  t.match(written, /^ExampleAIBot$/m);
+  t.match(written, /^Example-User$/m);
+  t.notMatch(written, /^Code$/m, 'a generic word left out');
+  t.equal(bundleOf(dir).aiAgents.source, join(dir, 'ai-agents.txt'), 'after: the refreshed list');
+  t.throws(
+    () => parseSources(JSON.stringify({ sources: [{ name: 'a', format: 'ai-robots-json', url: `${w.base}/a.json` }, { name: 'b', format: 'ai-robots-json', url: `${w.base}/b.json` }] }), 'sources.json'),
+    /only one ai-robots-json source/,
+  );
+  // A body that is not robots.json fails the source and keeps the last good list.
+  w.set('/robots.json', { body: '<html>not json</html>', etag: '"r2"' });
+  const again = await new DataRefresher({ dataDir: dir, sources, log: collectLog() }).runOnce({ all: true });
+  t.equal(again.items[0]!.result, 'failed');
+  t.equal(readFileSync(join(dir, 'ai-agents.txt'), 'utf8'), written, 'the last good list stays');
 });

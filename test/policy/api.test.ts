@@ -53,7 +53,7 @@ t.test('policy API, tenancy, and lookups that follow it', async (t) => {
   t.equal(await band(a), 'high', "A's deny applies to A's lookups at once");
   t.equal(await band(b), 'low', "A's deny list never touches B's lookups");
   const explain = await call(srv.api, 'GET', `/v1/account/explain?${query(a)}`, { token: tokenA });
-  t.match(explain.body, { reasons: ['denylisted'], category: 'denylisted', categories: [{ category: 'denylisted', reasons: ['denylisted'] }], policy: { decision: 'deny', matches: [{ kind: 'ip', action: 'deny' }], model: { band: 'low' } } }, 'explain shows the policy and the model');
+  t.match(explain.body, { transaction: 'policy', reasons: ['denylisted'], category: 'denylisted', categories: [{ category: 'denylisted', reasons: ['denylisted'] }], policy: { decision: 'deny', matches: [{ kind: 'ip', action: 'deny' }], model: { band: 'low' } } }, 'explain shows the policy and the model');
   const explainB = await call(srv.api, 'GET', `/v1/account/explain?${query(b)}`, { token: tokenB });
   t.match(explainB.body, { policy: null }, "B's explain has no policy");
   t.equal((await call(srv.api, 'GET', '/v1/policy', { token: tokenB })).body.total, 0, "B does not see A's entries");
@@ -100,6 +100,9 @@ t.test('policy API, tenancy, and lookups that follow it', async (t) => {
     Object.fromEntries((await report(srv, { ...recentDays(), group_by: 'category' }, { customer: c })).body.rows.map((r: any) => [r.category, r.total_transactions]));
   t.same(await categories(a), { declared_crawler: 1, denylisted: 2, none: 1 }, "A's lookups by category");
   t.same(await categories(b), { declared_crawler: 2, none: 3 }, "B's lookups by category");
+  // A's deny list is its own class (issue 24): outside GIVT and SIVT, not valid either.
+  const totals = (await report(srv, recentDays(), { customer: a })).body.rows[0];
+  t.match(totals, { total_transactions: 4, valid_transactions: 1, invalid_transactions: 1, givt_transactions: 1, sivt_transactions: 0, policy_transactions: 2 }, "A's denied lookups are policy, not GIVT");
 });
 
 /** A server with two lookup threads, its customer, and that customer's API token. */

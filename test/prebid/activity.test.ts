@@ -59,7 +59,7 @@ t.test('one uid hammering from one IP with a clean Chrome UA is high on activity
   t.ok(e.reasons.includes('uid_activity_excessive'), `reasons: ${e.reasons.join(', ')}`);
   t.notOk(e.reasons.includes('ip_activity_excessive'), 'one user behind the IP: the per-user IP term stays silent');
   t.equal(e.transaction, 'sivt', 'counted invalid in reporting');
-  t.equal(e.reasons.filter((r) => !/velocity|activity|many|hopping|history/.test(r)).length, 0, 'nothing but activity fired');
+  t.equal(e.reasons.filter((r) => !/velocity|activity|many|hopping|history|burst/.test(r)).length, 0, 'nothing but activity fired');
 });
 
 t.test('one IFA hammering is high on activity alone', async (t) => {

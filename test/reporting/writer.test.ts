@@ -128,8 +128,8 @@ t.test('flushes append deltas; compaction merges them and keeps every total', as
   t.equal(await storedRows(store), 4, 'the second flush appends');
   const before = await engine.run('a', day({ group_by: 'geo' }));
   t.same(before.rows, [
-    { geo: 'DE', total_transactions: 3, valid_transactions: 3, invalid_transactions: 0, sivt_transactions: 0, givt_transactions: 0 },
-    { geo: 'US', total_transactions: 16, valid_transactions: 9, invalid_transactions: 7, sivt_transactions: 6, givt_transactions: 1 },
+    { geo: 'DE', total_transactions: 3, valid_transactions: 3, invalid_transactions: 0, sivt_transactions: 0, givt_transactions: 0, policy_transactions: 0 },
+    { geo: 'US', total_transactions: 16, valid_transactions: 9, invalid_transactions: 7, sivt_transactions: 6, givt_transactions: 1, policy_transactions: 0 },
   ]);
   t.equal(await storedRows(store, 'rollups_daily'), 4);
   t.equal(await w.compact(), 2, 'the hour and its day rewritten');
@@ -162,7 +162,7 @@ t.test('a failed flush writes nothing, keeps its counts, and the next one writes
   w.add([row('a', {}, 2)]);
   await store.run('ALTER TABLE rollups_away RENAME TO rollups_daily');
   await w.flush();
-  const want = { total_transactions: 6, valid_transactions: 5, invalid_transactions: 1, sivt_transactions: 0, givt_transactions: 1 };
+  const want = { total_transactions: 6, valid_transactions: 5, invalid_transactions: 1, sivt_transactions: 0, givt_transactions: 1, policy_transactions: 0 };
   t.same((await engine.run('a', day())).rows[0], want);
   t.same((await engine.run('a', day({ group_by: 'hour' }))).rows[0], { hour: new Date(THIS_HOUR).getUTCHours(), ...want });
   t.equal(w.stats().pendingTuples, 0);
@@ -180,7 +180,7 @@ t.test('hours of one day: hourly rows per hour, one daily row, the same totals',
   const byHour = await engine.run('a', day({ group_by: 'date,hour' }));
   t.same(byHour.rows.map((r) => [r.date, r.hour, r.total_transactions]), [[TODAY, 0, 1], [TODAY, 5, 2], [TODAY, 23, 4]]);
   const byDate = await engine.run('a', day({ group_by: 'date' }));
-  t.same(byDate.rows, [{ date: TODAY, total_transactions: 7, valid_transactions: 2, invalid_transactions: 5, sivt_transactions: 4, givt_transactions: 1 }]);
+  t.same(byDate.rows, [{ date: TODAY, total_transactions: 7, valid_transactions: 2, invalid_transactions: 5, sivt_transactions: 4, givt_transactions: 1, policy_transactions: 0 }]);
 });
 
 t.test('close() writes whatever is pending', async (t) => {

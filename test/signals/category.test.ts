@@ -1,8 +1,16 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { CATEGORIES, REASON_CATEGORY, REASON_CLASS, categoryOf, noBidReason } from '../../src/signals/category.ts';
-import { GIVT_WEIGHTS, HARD_WEIGHTS, HISTORY_TERMS, POLICY_REASONS, SIVT_WEIGHTS, classifyTransaction, score } from '../../src/signals/score.ts';
+import { GIVT_WEIGHTS, HARD_WEIGHTS, HISTORY_TERMS, POLICY_REASONS, SIVT_WEIGHTS, applyPolicy, classifyTransaction, score, type ScoreInputs } from '../../src/signals/score.ts';
+
+const BASE_INPUTS: ScoreInputs = {
+  ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false, declaredBot: false,
+  automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, ifaTypeMismatch: false, ssaiSpoof: false, geoMismatch: false,
+  schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false,
+  aiAgent: false, crawlerSpoofed: false, appBundleMalformed: false, history: NO_HISTORY,
+};
 import { NO_HISTORY } from '../../src/signals/history.ts';
+import { NBR_ADS_TXT_VIOLATION, NBR_CLOUD_PROXY, NBR_NON_HUMAN, NBR_SCHAIN_INCOMPLETE, NBR_SPIDER, REASONS } from '../../src/signals/reasons.ts';
 
 t.test('every reason code the score can give has a category from the list', async (t) => {
   const codes = [...Object.keys(HARD_WEIGHTS), ...Object.keys(GIVT_WEIGHTS), ...Object.keys(SIVT_WEIGHTS), ...Object.keys(HISTORY_TERMS), ...POLICY_REASONS];
@@ -14,7 +22,7 @@ t.test("a transaction's category is its leading reason's", async (t) => {
   const base = {
     ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false, declaredBot: false,
     automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, ifaTypeMismatch: false, ssaiSpoof: false, geoMismatch: false,
-    schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: NO_HISTORY,
+    schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, aiAgent: false, crawlerSpoofed: false, appBundleMalformed: false, history: NO_HISTORY,
   };
   const r = score({ ...base, ipHosting: true, geoMismatch: true, declaredBot: true });
   t.equal(r.leading, 'ua_declared_bot', 'the strongest signal leads');
@@ -29,7 +37,7 @@ t.test('every reason code has a class, the one classifyTransaction counts it und
   const base = {
     ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false, declaredBot: false,
     automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, ifaTypeMismatch: false, ssaiSpoof: false, geoMismatch: false,
-    schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: NO_HISTORY,
+    schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, aiAgent: false, crawlerSpoofed: false, appBundleMalformed: false, history: NO_HISTORY,
   };
   // One strong reason of each component: the transaction's class is the reason's.
   const cases: Array<[Partial<typeof base>, string]> = [
@@ -85,4 +93,27 @@ t.test("README's table of categories is the list", async (t) => {
   const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
   const rows = [...readme.matchAll(/^ *\| `([a-z_]+)` \| (GIVT|SIVT|—) \|/gm)].map((m) => m[1]!);
   t.same(rows, [...CATEGORIES], 'one row per category, in the order of CATEGORIES');
+});
+
+t.test('the table of reasons: class follows the component, nbr the category', async (t) => {
+  const classOf = { hard: 'GIVT', givt: 'GIVT', sivt: 'SIVT', hist: 'SIVT', policy: 'POLICY' } as const;
+  // Two supply-chain reasons have OpenRTB codes of their own: 12 ads.txt violation, 16 incomplete chain.
+  const own: Record<string, number> = { seller_unauthorized: NBR_ADS_TXT_VIOLATION, schain_incomplete: NBR_SCHAIN_INCOMPLETE };
+  const nbrOf = (code: string, c: string) => own[code] ?? (c === 'declared_crawler' || c === 'ai_agent' ? NBR_SPIDER : c === 'data_center' || c === 'anonymizing_proxy' ? NBR_CLOUD_PROXY : NBR_NON_HUMAN);
+  t.equal(new Set(REASONS.map((r) => r.code)).size, REASONS.length, 'one row per code');
+  for (const r of REASONS) {
+    t.equal(r.class, classOf[r.component], `${r.code}: class of its component`);
+    t.equal(r.nbr, nbrOf(r.code, r.category), `${r.code}: nbr of its category`);
+    t.equal(REASON_CLASS[r.code], r.class);
+    t.equal(REASON_CATEGORY[r.code], r.category);
+    t.equal(noBidReason(false, r.code), r.nbr);
+  }
+});
+
+t.test("a customer's deny list is its own class, policy: neither GIVT nor SIVT", async (t) => {
+  const denied = applyPolicy(score({ ...BASE_INPUTS, declaredBot: true }), 'denylisted', 0.3, 0.7);
+  t.equal(classifyTransaction(denied), 'policy', 'even over a declared bot: the customer decided');
+  t.equal(classifyTransaction(applyPolicy(score(BASE_INPUTS), 'denylisted', 0.3, 0.7)), 'policy');
+  t.equal(classifyTransaction(applyPolicy(score({ ...BASE_INPUTS, declaredBot: true }), 'allowlisted', 0.3, 0.7)), 'valid');
+  t.equal(classifyTransaction(score({ ...BASE_INPUTS, declaredBot: true })), 'givt', 'without a policy, the model decides');
 });

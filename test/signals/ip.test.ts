@@ -358,7 +358,7 @@ t.test('IpCache: the verdicts IpIntel gives, per data generation, within a fixed
     t.ok(parseIpInto(s, ip), s);
     return { ...cache.verdict(ip, intelOf, gen, emptyIpVerdict()) };
   };
-  const pick = ({ bogon, asn, country, hosting, vpn, proxy, tor, relay }: ReturnType<IpIntel['assess']>) => ({ bogon, asn, country, hosting, vpn, proxy, tor, relay });
+  const pick = ({ bogon, asn, country, hosting, vpn, proxy, tor, relay, crawler }: ReturnType<IpIntel['assess']>) => ({ bogon, asn, country, hosting, vpn, proxy, tor, relay, crawler });
   for (const s of ['8.8.8.8', '3.5.140.2', '2.56.16.1', '23.129.64.1', '192.168.1.1', '2001:4860:4860::8888']) {
     const first = verdictOf(s);
     t.same(first, pick(intel.assess(s)), `${s}: the cache stores what IpIntel says`);

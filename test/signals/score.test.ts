@@ -4,6 +4,8 @@ import * as historyModule from '../../src/signals/history.ts';
 import { History, IP_SET_MAX, NO_HISTORY, type HistoryFacts } from '../../src/signals/history.ts';
 import { categoryOf } from '../../src/signals/category.ts';
 import * as scoreModule from '../../src/signals/score.ts';
+import { HISTORY_FACT_FUNCTIONS, HISTORY_ROWS, REASONS, SIGNAL_ROWS, inputText, type HistoryRow, type SignalRow } from '../../src/signals/reasons.ts';
+import { compileScoreKernel, scoreKernelSource } from '../../src/signals/score-kernel.ts';
 import {
   BAND_HIGH_MIN,
   BAND_MEDIUM_MIN,
@@ -30,7 +32,7 @@ function clean(over: Partial<ScoreInputs> = {}): ScoreInputs {
     deviceImpossible: false, declaredBot: false, automation: false, ipHosting: false, ipVpn: false,
     ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, ifaTypeMismatch: false, ssaiSpoof: false, geoMismatch: false, schainPresent: false,
     schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false,
-    ipRelay: false, sellerUnauthorized: false, history: NO_HISTORY,
+    ipRelay: false, sellerUnauthorized: false, aiAgent: false, crawlerSpoofed: false, appBundleMalformed: false, history: NO_HISTORY,
     ...over,
   };
 }
@@ -66,11 +68,12 @@ t.test('the lead\'s four end-to-end scenarios', async (t) => {
     t.equal(classifyTransaction(r), 'givt', `${flag} is GIVT`);
   }
 
+  // Known data-centre traffic is GIVT on its own (issue 24: MRC's floor; it was medium, valid).
   const hosting = score(clean({ ipHosting: true }));
-  t.equal(hosting.band, 'medium');
+  t.equal(hosting.band, 'high');
   t.equal(hosting.score, GIVT_WEIGHTS.asn_hosting);
   t.same(hosting.reasons, ['asn_hosting']);
-  t.equal(classifyTransaction(hosting), 'valid');
+  t.equal(classifyTransaction(hosting), 'givt');
 
   const vpnSpoof = score(clean({ ipVpn: true, uaInconsistent: true }));
   t.equal(vpnSpoof.band, 'high');
@@ -81,9 +84,9 @@ t.test('the lead\'s four end-to-end scenarios', async (t) => {
 
 t.test('noisy-OR within and across components', async (t) => {
   const r = score(clean({ ipHosting: true, geoMismatch: true, schainPresent: true, schainValid: true }));
-  t.equal(r.p_givt, 0.6);
+  t.equal(r.p_givt, 0.75);
   t.equal(r.p_sivt, round4(1 - (1 - 0.25) * (1 - 0.2) * (1 - 0.1)));
-  t.equal(r.score, round4(1 - 0.4 * (1 - 0.25) * 0.8 * 0.9));
+  t.equal(r.score, round4(1 - 0.25 * (1 - 0.25) * 0.8 * 0.9));
   t.same(r.reasons, ['asn_hosting', 'geo_mismatch', 'schain_unverified', 'schain_incomplete']);
   const invalidChain = score(clean({ schainPresent: true, schainValid: false }));
   t.same(invalidChain.reasons, ['schain_invalid'], 'an unparseable chain is not also unverified');
@@ -166,7 +169,7 @@ t.test('bands follow the thresholds of the rounded score', async (t) => {
   t.equal(scoreModule.bandOf(BAND_MEDIUM_MIN), 'medium');
   t.equal(scoreModule.bandOf(BAND_HIGH_MIN - 0.0001), 'medium');
   t.equal(scoreModule.bandOf(BAND_HIGH_MIN), 'high');
-  const r = score(clean({ ipHosting: true, geoMismatch: true })); // 1 − 0.4 × 0.75 = 0.7
+  const r = score(clean({ ipVpn: true, sellerUnauthorized: true })); // 1 − 0.5 × 0.6 = 0.7
   t.equal(r.score, 0.7);
   t.equal(r.band, 'high');
 });
@@ -204,7 +207,8 @@ t.test('confidence grows with sources and evidence; decisive facts are confident
 t.test('outcomeForHistory uses request evidence only', async (t) => {
   t.ok(outcomeForHistory(score(clean({ declaredBot: true }))));
   t.ok(outcomeForHistory(score(clean({ ipVpn: true, uaInconsistent: true }))));
-  t.notOk(outcomeForHistory(score(clean({ ipHosting: true }))));
+  t.ok(outcomeForHistory(score(clean({ ipHosting: true }))), 'known data-centre traffic is invalid evidence');
+  t.notOk(outcomeForHistory(score(clean({ ipVpn: true }))));
   t.notOk(outcomeForHistory(score(clean())));
 });
 
@@ -218,23 +222,27 @@ t.test('docs/scoring.md matches the code', async (t) => {
     if (m) rows.set(m[1]!, cells.slice(1));
   }
 
-  const components = { hard: HARD_WEIGHTS, givt: GIVT_WEIGHTS, sivt: SIVT_WEIGHTS } as const;
+  // One table of reasons (src/signals/reasons.ts): every row is a doc row with its numbers.
   const expected = new Set<string>();
-  for (const [component, weights] of Object.entries(components)) {
-    for (const [code, weight] of Object.entries(weights)) {
-      expected.add(code);
-      const row = rows.get(code);
-      if (!row) { t.fail(`${code} missing from the doc`); continue; }
-      t.equal(row[0], component, `${code} component`);
-      t.equal(Number(row[2]), weight, `${code} weight`);
+  for (const r of REASONS) {
+    if (r.component === 'policy') continue;
+    expected.add(r.code);
+    const row = rows.get(r.code);
+    if (!row) { t.fail(`${r.code} missing from the doc`); continue; }
+    if (r.component === 'hist') {
+      t.same([Number(row[1]), Number(row[2]), Number(row[3])], [r.term.weight, r.term.floor, r.term.half], `${r.code} weight/floor/half`);
+      continue;
     }
+    t.equal(row[0], r.component, `${r.code} component`);
+    t.equal(row[1], inputText(r), `${r.code} input`);
+    t.equal(Number(row[2]), r.weight, `${r.code} weight`);
   }
-  for (const [code, term] of Object.entries(HISTORY_TERMS)) {
-    expected.add(code);
-    const row = rows.get(code);
-    if (!row) { t.fail(`${code} missing from the doc`); continue; }
-    t.same([Number(row[1]), Number(row[2]), Number(row[3])], [term.weight, term.floor, term.half], `${code} weight/floor/half`);
+  // The views score.ts exports are the table's.
+  const components = { hard: HARD_WEIGHTS, givt: GIVT_WEIGHTS, sivt: SIVT_WEIGHTS } as const;
+  for (const [component, weights] of Object.entries(components)) {
+    t.same(weights, Object.fromEntries(SIGNAL_ROWS.filter((r) => r.component === component).map((r) => [r.code, r.weight])), `${component} weights`);
   }
+  t.same(Object.keys(HISTORY_TERMS), HISTORY_ROWS.map((r) => r.code), 'history terms');
   const constants: Record<string, unknown> = {};
   for (const mod of [scoreModule, historyModule] as Record<string, unknown>[]) {
     for (const [name, value] of Object.entries(mod)) if (/^[A-Z][A-Z_]+$/.test(name) && typeof value === 'number') constants[name] = value;
@@ -253,6 +261,13 @@ t.test('docs/scoring.md matches the code', async (t) => {
   listed.delete('reasons');
   const codes = [...Object.keys(HARD_WEIGHTS), ...Object.keys(GIVT_WEIGHTS), ...Object.keys(SIVT_WEIGHTS), ...Object.keys(HISTORY_TERMS), ...POLICY_REASONS];
   t.same([...listed].sort(), codes.sort(), 'reason code list is complete');
+  t.same([...listed].sort(), REASONS.map((r) => r.code).sort(), 'and it is the table of reasons');
+  // Each component's line names its codes in the table's order, the order `reasons` uses.
+  const lines: Record<string, string> = { hard: '- hard:', givt: '- GIVT:', sivt: '- SIVT:', hist: '- history:' };
+  for (const [component, prefix] of Object.entries(lines)) {
+    const line = list.split('\n').find((l) => l.startsWith(prefix)) ?? '';
+    t.same([...line.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!), REASONS.filter((r) => r.component === component).map((r) => r.code), `${component}: in the table's order`);
+  }
 });
 
 function round4(x: number): number {
@@ -332,4 +347,114 @@ t.test('real history, one address: cookie-less UAs or rotated uids beyond a pers
   const nat = run(15_000, 0.25, (i) => ({ ip: '31.94.12.35', uid: `sub-${i % 500}`, ua: ua((i % 500) % 60) }));
   t.not(nat.band, 'high', `carrier NAT: ${nat.score} (${nat.reasons.join(', ')})`);
   t.notOk(nat.reasons.includes('ip_activity_excessive'), 'each subscriber at a human rate');
+});
+
+// The table read row by row, as plainly as can be: what the generated kernel must equal.
+function interpret(i: ScoreInputs): { p: number[]; reasons: string[]; leading: string } {
+  const q = { hard: 1, givt: 1, sivt: 1, hist: 1 };
+  const reasons: string[] = [];
+  let leading = '';
+  let lead = 0;
+  const name = (c: string, w: number) => {
+    reasons.push(c);
+    if (w > lead) { lead = w; leading = c; }
+  };
+  for (const r of SIGNAL_ROWS) {
+    if (!r.when.every((f) => (f.startsWith('!') ? !i[f.slice(1) as keyof ScoreInputs] : i[f as keyof ScoreInputs]))) continue;
+    q[r.component] *= 1 - r.weight;
+    name(r.code, r.weight);
+  }
+  for (const r of HISTORY_ROWS) {
+    const x = r.fact in HISTORY_FACT_FUNCTIONS ? HISTORY_FACT_FUNCTIONS[r.fact as keyof typeof HISTORY_FACT_FUNCTIONS](i.history) : i.history[r.fact as keyof HistoryFacts];
+    const e = x - r.term.floor;
+    let p = e > 0 ? (r.term.weight * e) / (e + r.term.half) : 0;
+    if (r.share !== undefined) p *= i.history[r.share];
+    if (p >= scoreModule.HIST_REASON_MIN) name(r.code, p);
+    q.hist *= 1 - p;
+  }
+  return { p: [1 - q.hard, 1 - q.givt, 1 - q.sivt, 1 - q.hist], reasons, leading };
+}
+
+t.test('score() is the table of reasons: the generated kernel equals reading the rows one by one', async (t) => {
+  const rnd = prng(26);
+  let fired = 0;
+  for (let n = 0; n < 3000; n++) {
+    const over: Partial<ScoreInputs> = { history: randomFacts(rnd) };
+    for (const f of FLAGS) if (rnd() < 0.15) (over as Record<string, boolean>)[f] = true;
+    const inputs = clean(over);
+    const want = interpret(inputs);
+    const got = score(inputs);
+    fired += got.reasons.length;
+    if (
+      got.p_hard !== round4(want.p[0]!) || got.p_givt !== round4(want.p[1]!) || got.p_sivt !== round4(want.p[2]!) || got.p_hist !== round4(want.p[3]!) ||
+      got.leading !== want.leading || got.reasons.join() !== want.reasons.join()
+    ) {
+      t.fail(`differs on ${JSON.stringify(inputs)}: ${JSON.stringify(got)} vs ${JSON.stringify(want)}`);
+      return;
+    }
+  }
+  t.ok(fired > 3000, `the inputs fired reasons (${fired})`);
+  // A row changed in the table changes the score: nothing else holds a weight.
+  const rows = SIGNAL_ROWS.map((r): SignalRow => (r.code === 'asn_hosting' ? { ...r, weight: 0.9 } : r));
+  const kernel = compileScoreKernel(rows, HISTORY_ROWS, scoreModule.HIST_REASON_MIN);
+  const out = new Float64Array(4);
+  const reasons: string[] = [];
+  t.equal(kernel(clean({ ipHosting: true }), reasons, out), 'asn_hosting');
+  t.equal(round4(out[1]!), 0.9, 'the new weight');
+  t.same(reasons, ['asn_hosting']);
+});
+
+t.test('the kernel is generated from names only: anything else in the table is refused', async (t) => {
+  const bad = { ...SIGNAL_ROWS[0]!, when: ['ipBogon) || (true'] } as unknown as SignalRow;
+  t.throws(() => scoreKernelSource([bad], [], 0.05), /not an identifier/);
+  const badFact = { ...HISTORY_ROWS[0]!, fact: 'ipRate; process.exit()' } as unknown as HistoryRow;
+  t.throws(() => scoreKernelSource([], [badFact], 0.05), /not an identifier/);
+  t.throws(() => scoreKernelSource([{ ...SIGNAL_ROWS[0]!, weight: NaN }], [], 0.05), /finite/);
+});
+
+t.test("known data-centre traffic is GIVT by default; a customer's allowed ranges pass", async (t) => {
+  const dc = score(clean({ ipHosting: true }));
+  t.equal(dc.band, 'high', 'a browser UA from a hosting address with nothing else against it');
+  t.equal(classifyTransaction(dc), 'givt');
+  t.equal(categoryOf(false, dc.leading), 'data_center');
+  // Its corporate proxy or SSAI ranges, allowed by the customer's policy (an IP/CIDR allow entry).
+  const allowed = scoreModule.applyPolicy(score(clean({ ipHosting: true })), 'allowlisted', BAND_MEDIUM_MIN, BAND_HIGH_MIN);
+  t.equal(allowed.band, 'low');
+  t.equal(classifyTransaction(allowed), 'valid');
+  // A relay egress is never hosting (the IP verdict clears the flag): 0.1, low.
+  t.equal(score(clean({ ipRelay: true })).band, 'low');
+});
+
+t.test('bursts: 400 lookups of one uid within two seconds are high; page-sized bursts are not; a NAT is judged per user', async (t) => {
+  const T0 = Date.UTC(2026, 0, 6, 9);
+  const burst = (n: number, spanMs: number, ids: (i: number) => { uid: string; ifa: string; ip: string }) => {
+    const h = History.create({ epoch: T0, seed: 3 });
+    let last = NO_HISTORY;
+    for (let i = 0; i < n; i++) last = { ...h.observe(h.keysFor({ ...ids(i), ua: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36' }), T0 + Math.floor((i * spanMs) / n)) };
+    return last;
+  };
+  const machine = burst(400, 2000, () => ({ uid: 'one-user', ifa: '', ip: '98.33.4.50' }));
+  t.ok(machine.uidRate < 2 * HUMAN_LOOKUPS_MAX_PER_MIN, `a minute's rate alone would not say it (${machine.uidRate.toFixed(0)}/min)`);
+  const r = score(clean({ history: machine }));
+  t.equal(r.band, 'high', `400 in 2 s: ${r.score} (${r.reasons.join(', ')})`);
+  t.ok(r.reasons.includes('uid_burst_second') && r.reasons.includes('uid_burst_ten_seconds'), r.reasons.join(', '));
+  t.equal(categoryOf(false, r.leading), 'activity');
+  // The same for a device.
+  const device = score(clean({ history: burst(400, 2000, () => ({ uid: '', ifa: '6ba7b810-9dad-41d1-80b4-00c04fd430c8', ip: '98.33.4.51' })) }));
+  t.equal(device.band, 'high', `IFA: ${device.score} (${device.reasons.join(', ')})`);
+  t.ok(device.reasons.includes('ifa_burst_second'));
+  // A reader: a heavy page (50 lookups within a second) every 10 s for a minute.
+  const reader = burst(300, 60_000, (i) => ({ uid: 'reader', ifa: '', ip: '98.33.4.52' }));
+  const rd = score(clean({ history: reader }));
+  t.notOk(rd.reasons.some((c) => c.includes('burst')), `evenly spread: ${rd.reasons.join(', ')}`);
+  const h = History.create({ epoch: T0, seed: 5 });
+  let page = NO_HISTORY;
+  for (let p = 0; p < 6; p++) for (let i = 0; i < 50; i++) page = { ...h.observe(h.keysFor({ uid: 'reader-2', ifa: '', ip: '98.33.4.53', ua: 'x-reader-ua' }), T0 + p * 10_000 + i * 10) };
+  const pr = score(clean({ history: page }));
+  t.notOk(pr.reasons.includes('uid_burst_second'), `page bursts of 50: ${pr.reasons.join(', ')}`);
+  t.not(pr.band, 'high');
+  // A carrier NAT's newcomers: 300 users arriving within two seconds, each with its own uid.
+  const nat = score(clean({ history: burst(300, 2000, (i) => ({ uid: `subscriber-${i}`, ifa: '', ip: '98.33.4.54' })) }));
+  t.not(nat.band, 'high', `NAT newcomers: ${nat.score} (${nat.reasons.join(', ')})`);
+  t.notOk(nat.reasons.some((c) => c.includes('burst')));
 });

@@ -514,3 +514,46 @@ t.test('uaConsistency against dvt, app and ifa', async (t) => {
   }
 });
 
+
+// Invented TV and set-top UAs in the forms their platforms send (models and versions made up).
+const TV_UAS = {
+  hbbtvOpera: 'Opera/9.80 (Linux mips; U; HbbTV/1.2.1 (; Examplebox; HD9000; 2.1.0; 1.0;); ce-html/1.0; en) Presto/2.12.407 Version/12.50',
+  nettv: 'Opera/9.80 (Linux i686; U; HbbTV/1.1.1 (; EXAMPLEVISION; Z5; ; ; ) CE-HTML/1.0 NETTV/1.0; en) Presto/2.10.287 Version/12.00',
+  freesat: 'Opera/9.80 (Linux mips; HbbTV/1.2.1 (; freesat/1.0; box42; 1.0.0; 1.0.0; wired); ce-html/1.0) Presto/2.12.407 Version/12.50',
+  vidaa: 'Mozilla/5.0 (Linux armv7l) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/88.0.4324.93 Safari/537.36 OPR/46.0.2207.0 OMI/4.22.0.11.Catcher5.12 Model/Hisense-MT9999 VIDAA/6.0(EXAMPLE;SmartTV;VS0000XX1;MTK9999/V0000.01.00A.A0101;UHD)',
+  fireTvApp: 'Amazon;AFTZZ;0123456789abcdef0123456789abcdef;;tpapi;3.210.100',
+  fireTvAppShort: 'Amazon;AFTXY042;fedcba9876543210fedcba9876543210;;tpapi',
+  fireTvSmarttv: 'smarttv_AFTQQ_Build_1234567890_Chromium_100.0.4896.1',
+  rokuPipes: 'RokuOS/4.0.0|Roku 9999X|STB|RokuOS 12.5.0 4100',
+  rokuApp: 'RokuOS/12.0.0.4182, Exampleplayer/2.3.2024010100, Roku',
+  vestel: 'Mozilla/5.0 (Linux ) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/108.0.5359.128 Safari/537.36 OPR/46.0.2207.0 OMI/4.23.2.96.LIMA2.100 Model/Vestel-MB999 VSTVB MB100 TiVoOS/1.0.0 (Vestel MB999 EXAMPLE) SmartTvA/3.0.0',
+  cableBox: 'Mozilla/5.0 (Linux armv7l) AppleWebKit/602.1.28+ (KHTML, like Gecko) Version/9.1 Safari/601.5.17, ExampleCable_STB_01.2345.6789.10/BOX123 (Example,BOX123,Wired)',
+  kepler: 'Kepler/1.1 (Linux; AFTXX001)',
+  googleCube: 'Mozilla/5.0 (Linux GoogleTV 3.2 example_google_cube Build/MASTER) AppleWebKit/534.24 (KHTML, like Gecko) Chrome/11.0.696.77 Safari/534.24',
+};
+
+t.test('TV and set-top UAs isbot mistakes for bots are TVs, not declared bots', async (t) => {
+  for (const [name, ua] of Object.entries(TV_UAS)) {
+    const info = analyzer.analyze(ua);
+    t.equal(info.declaredBot, false, `${name}: not a declared bot`);
+    t.equal(info.malformed, false, `${name}: not malformed`);
+    t.equal(info.device, 'smarttv', `${name}: a TV`);
+    t.ok(uaConsistency(info, 3, 'com.example.tvapp', '6ba7b810-9dad-41d1-80b4-00c04fd430c8').consistent, `${name}: fits dvt 3 with an app and an IFA`);
+  }
+  // The tokens are judged out, nothing else: a bot carrying one is still a bot.
+  for (const ua of [
+    'Opera/9.80 (Linux mips; ce-html/1.0) Examplebot/2.1 (+https://bot.example/)',
+    'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html) NETTV/4.0',
+    'RokuOS/9.0.0, Examplebot/1.0, Roku',
+    'curl/8.4.0 OMI/4.21.4.112.Catcher4.69',
+  ]) t.equal(analyzer.analyze(ua).declaredBot, true, ua);
+});
+
+t.test('fixture placeholders are malformed, not declared bots', async (t) => {
+  for (const ua of ['test-user-agent', 'iPad', 'iPhone', 'Test-User-Agent']) {
+    const info = analyzer.analyze(ua);
+    t.equal(info.declaredBot, false, `${ua}: not a crawler`);
+    t.equal(info.malformed, true, `${ua}: malformed`);
+    t.equal(info.malformedReason, 'placeholder', ua);
+  }
+});

@@ -433,6 +433,9 @@ export function analyticsPage(ctx: PageContext): Page {
       tile('Invalid', formatInt(t.invalid_transactions), 'invalid', `IVT rate ${formatRate(ivtRate(t.invalid_transactions, total), total)}`),
       tile('GIVT', formatInt(t.givt_transactions), 'givt'),
       tile('SIVT', formatInt(t.sivt_transactions), 'sivt'),
+      // Decided by the customer's own deny list: neither valid nor GIVT nor SIVT (the report's
+      // policy_transactions, here what total leaves after valid and invalid).
+      tile('Your deny list', formatInt(total - t.valid_transactions - t.invalid_transactions), 'policy', 'outside GIVT and SIVT'),
     );
   }
 
