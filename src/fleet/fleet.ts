@@ -1,4 +1,4 @@
-// A host's part in a fleet (--clickhouse-url), wired for src/server.ts in one call.
+// A host's part in a fleet (--clickhouse-url), wired for src/server/fleet.ts in one call.
 // Every role: rollups go through the spool to ClickHouse (./spool.ts); bot IPs are
 // published and the fleet's set pulled (./bot-ips.ts). Role `all` also publishes the key
 // set, reads reports from ClickHouse and runs ClickHouse retention. Role `edge` takes its

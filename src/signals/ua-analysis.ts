@@ -386,7 +386,7 @@ export function versionCeilings(now: number): VersionCeilings {
  * The earliest time the ceilings may be computed for (ms since the epoch; 0: none): when this
  * build was made, or the newest embedded data, whichever is later. A clock running behind
  * would otherwise lower the ceilings below versions that already shipped, and call current
- * browsers impossible. Set once per thread at start (src/prebid/worker.ts, src/server.ts).
+ * browsers impossible. Set once per thread at start (src/prebid/worker.ts, src/server/clock.ts).
  */
 let versionFloorMs = 0;
 
