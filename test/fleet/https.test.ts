@@ -57,7 +57,7 @@ t.test('https:// ClickHouse URLs', { skip: clickhouseAvailable() ? false : 'clic
       script,
       [
         `import { ClickHouse } from ${JSON.stringify(join(ROOT, 'src/fleet/clickhouse.ts'))};`,
-        `import { parseClickHouseUrl } from ${JSON.stringify(join(ROOT, 'src/fleet/url.ts'))};`,
+        `import { parseClickHouseUrl } from ${JSON.stringify(join(ROOT, 'src/clickhouse-url.ts'))};`,
         `const ch = new ClickHouse(parseClickHouseUrl(${JSON.stringify(url)}));`,
         'await ch.ensureDatabase();',
         "await ch.command('CREATE TABLE IF NOT EXISTS tls_fleet.t (x UInt32) ENGINE = MergeTree ORDER BY x');",
