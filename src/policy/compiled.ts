@@ -13,6 +13,7 @@
 import { fmix32, hashId, randomSeed } from '../memory/hash.ts';
 import { UA_HASH, hashUa } from '../signals/ua-cache.ts';
 import type { IpScratch } from '../signals/ip-address.ts';
+import { cmp128, lastStartV4, lastStartV6 } from '../signals/ip-intervals.ts';
 import type { SupplyChain } from '../signals/schain.ts';
 import { effectiveThresholds, ipToBigInt, PolicyError, type EntryKind, type Policy } from './model.ts';
 import { buildAutomaton, scanSubstrings } from './substrings.ts';
@@ -301,23 +302,15 @@ export class PolicyReader {
       if (n === 0) return 0;
       const at = w[H.v4At]!;
       const x = ip.n;
-      let a = 0, b = n - 1, hit = -1;
-      while (a <= b) {
-        const m = (a + b) >>> 1;
-        if (w[at + m]! <= x) { hit = m; a = m + 1; } else b = m - 1;
-      }
+      const hit = lastStartV4(w, at, n, x);
       return hit >= 0 && x <= w[at + n + hit]! ? w[at + 2 * n + hit]! : 0;
     }
     const n = w[H.v6Count]!;
     if (n === 0) return 0;
     const at = w[H.v6At]!;
     const q = ip.w;
-    let a = 0, b = n - 1, hit = -1;
-    while (a <= b) {
-      const m = (a + b) >>> 1;
-      if (cmp128(w, at + 9 * m, q) <= 0) { hit = m; a = m + 1; } else b = m - 1;
-    }
-    return hit >= 0 && cmp128(w, at + 9 * hit + 4, q) >= 0 ? w[at + 9 * hit + 8]! : 0;
+    const hit = lastStartV6(w, at, 9, n, q);
+    return hit >= 0 && cmp128(w, at + 9 * hit + 4, q, 0) >= 0 ? w[at + 9 * hit + 8]! : 0;
   }
 
   /** Action of the key in (KEY_HI, KEY_LO). */
@@ -424,14 +417,6 @@ export class PolicyReader {
     add('ua_substring', this.substringAction(s));
     return out;
   }
-}
-
-function cmp128(w: Uint32Array, at: number, q: Uint32Array): number {
-  for (let k = 0; k < 4; k++) {
-    const a = w[at + k]!, b = q[k]!;
-    if (a !== b) return a < b ? -1 : 1;
-  }
-  return 0;
 }
 
 // The substring scan's results of recent UAs, per thread (module state is per thread): a
