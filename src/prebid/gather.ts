@@ -14,8 +14,8 @@ import { parseSchain, type SupplyChain } from '../signals/schain.ts';
 import { ADS_TXT_RESULT, type AdsTxtVerdict } from '../signals/ads-txt.ts';
 import { suaConflict } from '../signals/sua.ts';
 import type { ScoreInputs } from '../signals/score.ts';
-import { UaAnalyzer, emptyVerdict, judge, unparsedVerdict, type UaVerdict } from '../signals/ua-analysis.ts';
-import { UaCache, UA_HASH, hashUa, normalizeUa } from '../signals/ua-cache.ts';
+import { UaAnalyzer, emptyVerdict, type UaVerdict } from '../signals/ua-analysis.ts';
+import { UaCache } from '../signals/ua-cache.ts';
 import type { LookupData } from './data.ts';
 import type { LookupRequest } from './validate.ts';
 
@@ -97,15 +97,12 @@ export class SignalSources {
     if (mode === 'observe') {
       this.ipCache.verdict(ipAddr, data.ip, data.generation, ip);
       this.uaCache.verdict(req.ua, now, ua);
-      this.uaExactLo = this.uaCache.exactLo;
-      this.uaExactHi = this.uaCache.exactHi;
     } else {
       data.ip.verdict(asParsed(ipAddr), ip);
-      hashUa(req.ua, this.uaCache.memory.seed);
-      this.uaExactLo = UA_HASH[1]!;
-      this.uaExactHi = UA_HASH[0]!;
-      if (unparsedVerdict(req.ua, ua) === null) judge(this.analyzer.examine(normalizeUa(req.ua), ua) as UaVerdict, this.analyzer.ceilingsAt(now));
+      this.uaCache.uncachedVerdict(req.ua, now, ua);
     }
+    this.uaExactLo = this.uaCache.exactLo;
+    this.uaExactHi = this.uaCache.exactHi;
 
     s.uaConsistency = uaConsistency(ua, req.dvt, req.app || undefined, req.ifa || undefined).reason;
 

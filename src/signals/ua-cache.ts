@@ -277,6 +277,19 @@ export class UaCache {
     return judge(out, this.analyzer.ceilingsAt(now));
   }
 
+  /**
+   * The verdict a miss computes, without reading or storing anything in the shared table
+   * (the explain tool: a peek changes no shared state). Sets exactHi/exactLo like verdict().
+   */
+  uncachedVerdict(ua: string, now: number, out: UaVerdict): UaVerdict {
+    hashUa(ua, this.seed);
+    this.exactHi = UA_HASH[0]!;
+    this.exactLo = UA_HASH[1]!;
+    if (unparsedVerdict(ua, out) !== null) return out;
+    this.analyzer.examine(normalizeUa(ua), out);
+    return judge(out, this.analyzer.ceilingsAt(now));
+  }
+
   /** CLOCK-style second chance: a slot read since the last claim in its bucket is kept once more. */
   private keepScore(base: number): number {
     const u = this.table.u32;
