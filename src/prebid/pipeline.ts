@@ -67,7 +67,8 @@ export interface Explanation {
     high: number;
     matches: PolicyMatch[];
     decision: 'allow' | 'deny' | null;
-    model: { score: number; band: string; confidence: number };
+    /** The model's own verdict, before the policy applied (the score's fields, not a copy of their types). */
+    model: Pick<ScoreResult, 'score' | 'band' | 'confidence'>;
   } | null;
 }
 
