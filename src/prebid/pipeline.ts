@@ -16,7 +16,8 @@ import { asParsed } from '../signals/ip-address.ts';
 import type { IpAssessment } from '../signals/ip-intel.ts';
 import { applyPolicy, classifyTransaction, outcomeForHistory, score, type ScoreResult } from '../signals/score.ts';
 import { ALLOW, DENY, PolicyTable, type PolicyMatch, type PolicySubject } from '../policy/compiled.ts';
-import { UA_HASH, hashUa } from '../signals/ua-cache.ts';
+import { HASH } from '../memory/hash.ts';
+import { hashUa } from '../signals/ua-cache.ts';
 import type { UaInfo } from '../signals/ua-analysis.ts';
 import { hourStart } from '../time.ts';
 import type { LookupData } from './data.ts';
@@ -221,8 +222,8 @@ export class LookupEngine {
       o.uaLo = this.sources.uaExactLo;
     } else {
       hashUa(req.ua, uaSeed);
-      o.uaHi = UA_HASH[0]!;
-      o.uaLo = UA_HASH[1]!;
+      o.uaHi = HASH[0]!;
+      o.uaLo = HASH[1]!;
     }
     o.app = req.app;
     o.dmn = req.dmn;
