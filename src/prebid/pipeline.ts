@@ -11,7 +11,6 @@ import { TUPLE_DIMENSIONS, type Band, type TransactionClass } from '../enums.ts'
 import { errorJson, type ErrorAnswer } from '../errors.ts';
 import { ThreadCounts } from '../reporting/thread-counts.ts';
 import { categoryOf, type Category } from '../signals/category.ts';
-import type { HistoryFacts } from '../signals/history.ts';
 import { asParsed } from '../signals/ip-address.ts';
 import type { IpAssessment } from '../signals/ip-intel.ts';
 import { applyPolicy, classifyTransaction, outcomeForHistory, score, type ScoreResult } from '../signals/score.ts';
@@ -26,10 +25,9 @@ import { KeyTable } from './keys.ts';
 import { QueryScanner } from './query.ts';
 import { responseJson } from './response.ts';
 import { BotIpTracker } from './bot-ip-tracker.ts';
-import { SignalSources } from './gather.ts';
+import { SignalSources, type LookupSignals } from './gather.ts';
 import { SeenSample } from './seen-sample.ts';
 import type { LookupMemory, SeenValues } from './messages.ts';
-import type { AdsTxtVerdict } from '../signals/ads-txt.ts';
 import type { SupplyChain } from '../signals/schain.ts';
 import { emptyRequest, validateAuth, validateRequest, type LookupRequest } from './validate.ts';
 import type { JsonObject } from '../ortb/bounded-json.ts';
@@ -52,16 +50,15 @@ export interface Explanation {
   category: Category | null;
   /** The reason code that contributed most ('' when none did): it names the category. */
   leadingReason: string;
-  signals: {
-    ip: IpAssessment;
-    ua: UaInfo;
-    uaConsistency: string;
-    schainError: string;
-    fleetBotIp: boolean;
-    /** The ads.txt / app-ads.txt verdict on the seller, with its reason. */
-    adsTxt: AdsTxtVerdict;
-    history: HistoryFacts;
-  } | null;
+  /** The gathered signals the lookup read (their types the hot path's), with the IP and UA in full. */
+  signals:
+    | (Pick<LookupSignals, 'uaConsistency' | 'schainError' | 'adsTxt' | 'history'> & {
+        ip: IpAssessment;
+        ua: UaInfo;
+        /** LookupSignals.ipFleetBot. */
+        fleetBotIp: LookupSignals['ipFleetBot'];
+      })
+    | null;
   /** The customer's policy: its thresholds, every kind that matched, and the model's own verdict. Null when it has none. */
   policy: {
     medium: number;
