@@ -98,7 +98,8 @@ async function briefly(work: Promise<unknown>): Promise<void> {
 interface KeySync {
   keyPuller: KeyPuller | null;
   keyPublisher: KeyPublisher | null;
-  policies: PolicyPuller | PolicyPublisher;
+  policyPuller: PolicyPuller | null;
+  policyPublisher: PolicyPublisher | null;
 }
 
 /**
@@ -112,9 +113,9 @@ async function pullKeysAndPolicies(ch: ClickHouse, opts: FleetOptions): Promise<
   const first = puller.pull().catch(() => undefined); // logged inside; the kept set serves
   await briefly(first);
   puller.start();
-  const policies = new PolicyPuller(ch, opts.store, () => opts.onPoliciesPulled?.());
-  policies.start();
-  return { keyPuller: puller, keyPublisher: null, policies };
+  const policyPuller = new PolicyPuller(ch, opts.store, () => opts.onPoliciesPulled?.());
+  policyPuller.start();
+  return { keyPuller: puller, keyPublisher: null, policyPuller, policyPublisher: null };
 }
 
 /** Role all: publishes the live key set and each changed policy (now, and checked every 2 s). */
@@ -122,9 +123,9 @@ function publishKeysAndPolicies(ch: ClickHouse, opts: FleetOptions): KeySync {
   if (!opts.readKeys) throw new Error('startFleet: role all needs readKeys');
   const publisher = new KeyPublisher(ch, opts.readKeys);
   publisher.start();
-  const policies = new PolicyPublisher(ch, opts.store);
-  policies.start();
-  return { keyPuller: null, keyPublisher: publisher, policies };
+  const policyPublisher = new PolicyPublisher(ch, opts.store);
+  policyPublisher.start();
+  return { keyPuller: null, keyPublisher: publisher, policyPuller: null, policyPublisher };
 }
 
 export async function startFleet(opts: FleetOptions): Promise<Fleet> {
@@ -134,8 +135,10 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
   const ch = new ClickHouse(target);
   const host = hostname();
 
+  // The schema is checked in the background until it works; the start waits only briefly.
   const schema = new SchemaCheck(ch, target);
   await briefly(schema.done);
+  // Rollups go through the spool, delivered once the schema is ready.
   const writer = await FleetWriter.open(store, ch, {
     flushIntervalMs: config.flushInterval * 1000,
     maxPendingBytes: opts.pendingBytes,
@@ -157,9 +160,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     reportSource,
     edgeKeys: () => sync.keyPuller?.liveKeys() ?? [],
     keysChanged: () => sync.keyPublisher?.nudge(),
-    policiesChanged: () => {
-      if (sync.policies instanceof PolicyPublisher) sync.policies.nudge();
-    },
+    policiesChanged: () => sync.policyPublisher?.nudge(),
     publishBotIps: (rows) => botIps.publish(rows),
     pullFleetBotIps: () => botIps.pull(),
     registerMetrics(registry) {
@@ -171,11 +172,12 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       botIps.stop();
       sync.keyPublisher?.stop();
       sync.keyPuller?.stop();
-      sync.policies.stop();
+      sync.policyPublisher?.stop();
+      sync.policyPuller?.stop();
       await writer.close();
       // Closing the connection ends whatever still waits on ClickHouse (a pull, a publication).
       await ch.close();
-      await Promise.all([writer.settled(), sync.keyPublisher?.settled(), sync.keyPuller?.settled(), sync.policies.settled(), schema.done]);
+      await Promise.all([writer.settled(), sync.keyPublisher?.settled(), sync.keyPuller?.settled(), sync.policyPublisher?.settled(), sync.policyPuller?.settled(), schema.done]);
     },
   };
 }
