@@ -16,6 +16,7 @@
 // every host within about two minutes. Rows older than BOT_IPS.keepDays days are dropped
 // (whole daily partitions) by the full instance.
 import { isIP } from 'node:net';
+import { log } from '../log.ts';
 import type { BotIpRow } from '../prebid/bot-ip-tracker.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { sqlInt, sqlString } from './sql.ts';
@@ -87,4 +88,55 @@ export async function dropOldBotIps(ch: ClickHouse, now = Date.now()): Promise<n
     dropped++;
   }
   return dropped;
+}
+
+/** What the exchange reads and feeds on this host (src/server/fleet.ts wires the lookup threads). */
+export interface BotIpHooks {
+  /** This host's bot-heavy IPs of the last period (the lookup threads' top-K). */
+  local(): BotIpRow[] | Promise<BotIpRow[]>;
+  /** Receives the fleet's set. */
+  onFleetSet(ips: string[]): void;
+  /** Publication and pull period (default BOT_IPS.intervalMs; tests shorten it). */
+  intervalMs?: number;
+}
+
+/** This host's side of the exchange: publish its rows, then pull the fleet's set, every period. */
+export class BotIpExchange {
+  /** IPs in the fleet's set last pulled. */
+  fleetSize = 0;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly ch: ClickHouse,
+    private readonly host: string,
+  ) {}
+
+  publish(rows: readonly BotIpRow[]): Promise<number> {
+    return publishBotIps(this.ch, this.host, rows);
+  }
+
+  async pull(): Promise<string[]> {
+    const ips = await pullFleetBotIps(this.ch);
+    this.fleetSize = ips.length;
+    return ips;
+  }
+
+  /** Runs the exchange every period; a failed one keeps the last fleet set. */
+  start(hooks: BotIpHooks): void {
+    const exchange = async () => {
+      try {
+        await this.publish(await hooks.local());
+        hooks.onFleetSet(await this.pull());
+      } catch (e) {
+        log.warn({ err: (e as Error).message }, 'fleet: bot IP exchange failed; keeping the last fleet set');
+      }
+    };
+    this.timer = setInterval(() => void exchange(), hooks.intervalMs ?? BOT_IPS.intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
 }

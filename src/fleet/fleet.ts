@@ -1,12 +1,14 @@
-// A host's part in a fleet (--clickhouse-url), wired for src/server.ts in one call.
+// A host's part in a fleet (--clickhouse-url), wired for src/server/fleet.ts in one call.
 // Every role: rollups go through the spool to ClickHouse (./spool.ts); bot IPs are
 // published and the fleet's set pulled (./bot-ips.ts). Role `all` also publishes the key
 // set, reads reports from ClickHouse and runs ClickHouse retention. Role `edge` takes its
 // keys from ClickHouse and keeps the last set locally (./keys.ts). Nothing here runs on a
 // lookup thread, and nothing a lookup needs waits on ClickHouse: the start itself goes on
 // with ClickHouse down (schema migration is retried in the background).
+// `startFleet` is its steps in order: connect, check the schema (./schema-check.ts), open the
+// spool writer, keys and policies by role, retention (role all), the bot IP exchange.
 import { hostname } from 'node:os';
-import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import type { Config } from '../config.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import { log } from '../log.ts';
@@ -14,20 +16,18 @@ import type { LiveKey } from '../store/api-keys.ts';
 import type { ReportSource } from '../reporting/engine.ts';
 import type { Store } from '../store/db.ts';
 import type { BotIpRow } from '../prebid/bot-ip-tracker.ts';
-import { BOT_IPS, dropOldBotIps, publishBotIps, pullFleetBotIps } from './bot-ips.ts';
+import { BotIpExchange, type BotIpHooks } from './bot-ips.ts';
 import { ClickHouse } from './clickhouse.ts';
 import { KeyPublisher, KeyPuller } from './keys.ts';
+import { registerFleetMetrics } from './metrics.ts';
 import { PolicyPublisher, PolicyPuller } from './policies.ts';
 import { ClickHouseReportSource } from './reports.ts';
-import { dropExpiredRollups } from './retention.ts';
-import { migrateClickHouse } from './schema.ts';
+import { scheduleRetention } from './retention.ts';
+import { SchemaCheck } from './schema-check.ts';
 import { FleetWriter } from './spool.ts';
 import type { Role } from '../fleet-roles.ts';
 import { parseClickHouseUrl } from '../clickhouse-url.ts';
 
-
-/** Seconds between schema attempts while ClickHouse is unreachable at start. */
-const MIGRATE_RETRY_MS = 5000;
 /** How long the start waits for the schema check, and for an edge's first key pull. */
 const START_WAIT_MS = 2000;
 
@@ -50,12 +50,7 @@ export interface FleetOptions {
    * Fleet-wide bot IPs, once a minute: `local()` gives this host's bot-heavy IPs of the
    * last minute (the lookup threads' top-K), `onFleetSet` receives the fleet's set.
    */
-  botIps?: {
-    local(): BotIpRow[] | Promise<BotIpRow[]>;
-    onFleetSet(ips: string[]): void;
-    /** Publication and pull period (default BOT_IPS.intervalMs; tests shorten it). */
-    intervalMs?: number;
-  };
+  botIps?: BotIpHooks;
 }
 
 export interface Fleet {
@@ -99,109 +94,62 @@ async function briefly(work: Promise<unknown>): Promise<void> {
   }
 }
 
+/** Keys and policies across the fleet: an edge pulls both, the full instance publishes both. */
+interface KeySync {
+  keyPuller: KeyPuller | null;
+  keyPublisher: KeyPublisher | null;
+  policyPuller: PolicyPuller | null;
+  policyPublisher: PolicyPublisher | null;
+}
+
+/**
+ * Role edge: serves the key set kept from the last run, pulls a newer one (waiting for it
+ * only briefly), then pulls keys and policies every 2 s.
+ */
+async function pullKeysAndPolicies(ch: ClickHouse, opts: FleetOptions): Promise<KeySync> {
+  const puller = new KeyPuller(ch, opts.store, () => opts.onKeysPulled?.());
+  const kept = await puller.loadLocal();
+  log.info({ keys: kept, version: puller.setVersion }, kept === null ? 'fleet edge: no key set kept yet' : 'fleet edge: serving the key set kept from the last run');
+  const first = puller.pull().catch(() => undefined); // logged inside; the kept set serves
+  await briefly(first);
+  puller.start();
+  const policyPuller = new PolicyPuller(ch, opts.store, () => opts.onPoliciesPulled?.());
+  policyPuller.start();
+  return { keyPuller: puller, keyPublisher: null, policyPuller, policyPublisher: null };
+}
+
+/** Role all: publishes the live key set and each changed policy (now, and checked every 2 s). */
+function publishKeysAndPolicies(ch: ClickHouse, opts: FleetOptions): KeySync {
+  if (!opts.readKeys) throw new Error('startFleet: role all needs readKeys');
+  const publisher = new KeyPublisher(ch, opts.readKeys);
+  publisher.start();
+  const policyPublisher = new PolicyPublisher(ch, opts.store);
+  policyPublisher.start();
+  return { keyPuller: null, keyPublisher: publisher, policyPuller: null, policyPublisher };
+}
+
 export async function startFleet(opts: FleetOptions): Promise<Fleet> {
   const { config, store } = opts;
   const role = config.role as Role;
   const target = parseClickHouseUrl(config.clickhouseUrl!);
   const ch = new ClickHouse(target);
   const host = hostname();
-  const timers: NodeJS.Timeout[] = [];
-  let schemaReady = false;
 
-  // The schema is checked (and created) in the background until it works; the start waits
-  // for it only briefly, so an unreachable or hanging ClickHouse never holds up lookups.
-  let closed = false;
-  let wakeMigrate: (() => void) | null = null;
-  let warned = '';
-  const migrate = async (): Promise<void> => {
-    while (!closed) {
-      try {
-        await migrateClickHouse(ch);
-        schemaReady = true;
-        log.info({ clickhouse: target.display, database: target.database }, 'fleet: ClickHouse schema ready');
-        return;
-      } catch (e) {
-        const msg = (e as Error).message;
-        if (msg !== warned) log.warn({ err: msg, retryInSeconds: MIGRATE_RETRY_MS / 1000 }, 'fleet: ClickHouse not ready; serving on, rollups wait in the spool');
-        warned = msg;
-        // Unref'd once serving (the listeners keep Node alive); close() cuts it short.
-        await new Promise<void>((r) => {
-          const t = setTimeout(r, MIGRATE_RETRY_MS);
-          t.unref();
-          wakeMigrate = () => {
-            clearTimeout(t);
-            r();
-          };
-        });
-        wakeMigrate = null;
-      }
-    }
-  };
-  const migrated = migrate();
-  await briefly(migrated);
-
+  // The schema is checked in the background until it works; the start waits only briefly.
+  const schema = new SchemaCheck(ch, target);
+  await briefly(schema.done);
+  // Rollups go through the spool, delivered once the schema is ready.
   const writer = await FleetWriter.open(store, ch, {
     flushIntervalMs: config.flushInterval * 1000,
     maxPendingBytes: opts.pendingBytes,
     ...(opts.tupleSeed !== undefined ? { tupleSeed: opts.tupleSeed } : {}),
     ...(opts.source ? { source: opts.source } : {}),
-    ready: () => schemaReady,
+    ready: () => schema.ready,
   });
-
-  let publisher: KeyPublisher | null = null;
-  let puller: KeyPuller | null = null;
-  let policyPublisher: PolicyPublisher | null = null;
-  let policyPuller: PolicyPuller | null = null;
-  if (role === 'edge') {
-    puller = new KeyPuller(ch, store, () => opts.onKeysPulled?.());
-    const kept = await puller.loadLocal();
-    log.info({ keys: kept, version: puller.setVersion }, kept === null ? 'fleet edge: no key set kept yet' : 'fleet edge: serving the key set kept from the last run');
-    const first = puller.pull().catch(() => undefined); // logged inside; the kept set serves
-    await briefly(first);
-    puller.start();
-    policyPuller = new PolicyPuller(ch, store, () => opts.onPoliciesPulled?.());
-    policyPuller.start();
-  } else {
-    if (!opts.readKeys) throw new Error('startFleet: role all needs readKeys');
-    publisher = new KeyPublisher(ch, opts.readKeys);
-    publisher.start();
-    policyPublisher = new PolicyPublisher(ch, store);
-    policyPublisher.start();
-    const maintain = async () => {
-      if (!schemaReady) return;
-      try {
-        const rollups = await dropExpiredRollups(ch, config.retentionDays);
-        const bots = await dropOldBotIps(ch);
-        if (rollups + bots > 0) log.info({ rollupPartitions: rollups, botIpPartitions: bots }, 'fleet: ClickHouse retention dropped old partitions');
-      } catch (e) {
-        log.warn({ err: (e as Error).message }, 'fleet: ClickHouse retention pass failed; will retry');
-      }
-    };
-    const t = setInterval(() => void maintain(), 86_400_000);
-    t.unref();
-    timers.push(t);
-    const first = setTimeout(() => void maintain(), 60_000);
-    first.unref();
-    timers.push(first);
-  }
-
-  let fleetBotIps = 0;
-  const exchangeBotIps = async () => {
-    const hook = opts.botIps!;
-    try {
-      await publishBotIps(ch, host, await hook.local());
-      const ips = await pullFleetBotIps(ch);
-      fleetBotIps = ips.length;
-      hook.onFleetSet(ips);
-    } catch (e) {
-      log.warn({ err: (e as Error).message }, 'fleet: bot IP exchange failed; keeping the last fleet set');
-    }
-  };
-  if (opts.botIps) {
-    const t = setInterval(() => void exchangeBotIps(), opts.botIps.intervalMs ?? BOT_IPS.intervalMs);
-    t.unref();
-    timers.push(t);
-  }
+  const sync = role === 'edge' ? await pullKeysAndPolicies(ch, opts) : publishKeysAndPolicies(ch, opts);
+  const stopRetention = role === 'edge' ? () => {} : scheduleRetention(ch, config.retentionDays, () => schema.ready);
+  const botIps = new BotIpExchange(ch, host);
+  if (opts.botIps) botIps.start(opts.botIps);
   const reportSource = new ClickHouseReportSource(ch);
   log.info({ role, clickhouse: target.display, host }, 'fleet: started');
 
@@ -210,121 +158,26 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     clickhouse: ch,
     writer,
     reportSource,
-    edgeKeys: () => puller?.liveKeys() ?? [],
-    keysChanged: () => publisher?.nudge(),
-    policiesChanged: () => policyPublisher?.nudge(),
-    async publishBotIps(rows) {
-      return publishBotIps(ch, host, rows);
-    },
-    async pullFleetBotIps() {
-      const ips = await pullFleetBotIps(ch);
-      fleetBotIps = ips.length;
-      return ips;
-    },
+    edgeKeys: () => sync.keyPuller?.liveKeys() ?? [],
+    keysChanged: () => sync.keyPublisher?.nudge(),
+    policiesChanged: () => sync.policyPublisher?.nudge(),
+    publishBotIps: (rows) => botIps.publish(rows),
+    pullFleetBotIps: () => botIps.pull(),
     registerMetrics(registry) {
-      const s = () => writer.stats();
-      new Gauge({
-        name: 'ivtd_fleet_spool_batches',
-        help: 'Rollup batches in the local spool, waiting for ClickHouse.',
-        registers: [registry],
-        collect() {
-          this.set(s().spoolBatches);
-        },
-      });
-      new Gauge({
-        name: 'ivtd_fleet_spool_rows',
-        help: 'Rollup rows in the local spool, waiting for ClickHouse.',
-        registers: [registry],
-        collect() {
-          this.set(s().spoolRows);
-        },
-      });
-      new Counter({
-        name: 'ivtd_fleet_batches_delivered_total',
-        help: 'Rollup batches delivered to ClickHouse (both tables).',
-        registers: [registry],
-        collect() {
-          this.reset();
-          this.inc(s().batchesDelivered);
-        },
-      });
-      new Counter({
-        name: 'ivtd_fleet_delivery_failures_total',
-        help: 'Delivery attempts that failed (ClickHouse down, slow or refusing); the batch stays spooled.',
-        registers: [registry],
-        collect() {
-          this.reset();
-          this.inc(s().deliveryFailures);
-        },
-      });
-      new Counter({
-        name: 'ivtd_fleet_batches_found_on_retry_total',
-        help: 'Batch inserts found already in ClickHouse when a retry asked (an acknowledgement was lost; not sent twice).',
-        registers: [registry],
-        collect() {
-          this.reset();
-          this.inc(s().foundOnRetry);
-        },
-      });
-      new Gauge({
-        name: 'ivtd_fleet_delivery_lag_seconds',
-        help: 'Seconds since the spool was last empty while batches wait in it, else 0.',
-        registers: [registry],
-        collect() {
-          const st = s();
-          if (st.spoolBatches === 0) return this.set(0);
-          const since = st.lastDeliveredAt ?? Date.now() - process.uptime() * 1000;
-          this.set(Math.max(0, (Date.now() - since) / 1000));
-        },
-      });
-      if (puller) {
-        const p = puller;
-        new Gauge({
-          name: 'ivtd_fleet_key_set_version',
-          help: 'Version of the fleet key set this edge serves (0: none yet).',
-          registers: [registry],
-          collect() {
-            this.set(p.setVersion);
-          },
-        });
-        new Gauge({
-          name: 'ivtd_fleet_key_pull_age_seconds',
-          help: 'Seconds since this edge last reached ClickHouse for keys (-1: never in this run).',
-          registers: [registry],
-          collect() {
-            this.set(p.lastPullAt === null ? -1 : (Date.now() - p.lastPullAt) / 1000);
-          },
-        });
-      }
-      new Gauge({
-        name: 'ivtd_fleet_bot_ips',
-        help: `IPs in the fleet's bot-heavy set last pulled (at most ${BOT_IPS.fleetMax}).`,
-        registers: [registry],
-        collect() {
-          this.set(fleetBotIps);
-        },
-      });
-      new Gauge({
-        name: 'ivtd_fleet_clickhouse_schema_ready',
-        help: '1 once the ClickHouse schema was checked in this run, else 0 (retried every 5 s).',
-        registers: [registry],
-        collect() {
-          this.set(schemaReady ? 1 : 0);
-        },
-      });
+      registerFleetMetrics(registry, { writer, puller: sync.keyPuller, fleetBotIps: () => botIps.fleetSize, schemaReady: () => schema.ready });
     },
     async close() {
-      closed = true;
-      wakeMigrate?.();
-      for (const t of timers) clearInterval(t);
-      publisher?.stop();
-      puller?.stop();
-      policyPublisher?.stop();
-      policyPuller?.stop();
+      schema.close();
+      stopRetention();
+      botIps.stop();
+      sync.keyPublisher?.stop();
+      sync.keyPuller?.stop();
+      sync.policyPublisher?.stop();
+      sync.policyPuller?.stop();
       await writer.close();
       // Closing the connection ends whatever still waits on ClickHouse (a pull, a publication).
       await ch.close();
-      await Promise.all([writer.settled(), publisher?.settled(), puller?.settled(), policyPublisher?.settled(), policyPuller?.settled(), migrated]);
+      await Promise.all([writer.settled(), sync.keyPublisher?.settled(), sync.keyPuller?.settled(), sync.policyPublisher?.settled(), sync.policyPuller?.settled(), schema.done]);
     },
   };
 }

@@ -5,6 +5,7 @@
 // threads at once) and keep the last set they pulled in their own DuckDB, so an edge that
 // restarts while ClickHouse is away serves the keys it knew.
 import { log } from '../log.ts';
+import { RefreshLoop } from '../refresh-loop.ts';
 import type { LiveKey } from '../store/api-keys.ts';
 import type { Store } from '../store/db.ts';
 import type { ClickHouse } from './clickhouse.ts';
@@ -42,45 +43,31 @@ export class KeyPublisher {
   /** The version being published; reused by a retry so a repeated INSERT adds no new version. */
   private pendingVersion = 0;
   private pendingPrint = '';
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private again = false;
+  private readonly loop: RefreshLoop;
   private lastCleanup = 0;
   private lastError = '';
 
   constructor(
     private readonly ch: ClickHouse,
     private readonly read: () => Promise<LiveKey[]>,
-    private readonly intervalMs = PUBLISH_INTERVAL_MS,
-  ) {}
+    intervalMs = PUBLISH_INTERVAL_MS,
+  ) {
+    this.loop = new RefreshLoop(() => this.publishOnce(), intervalMs);
+  }
 
+  /** Publishes now, then checks every interval. */
   start(): void {
-    this.nudge();
-    this.timer = setInterval(() => this.nudge(), this.intervalMs);
-    this.timer.unref();
+    this.loop.start();
   }
 
   /** Publishes soon (after a key change); failures are logged and retried by the timer. */
   nudge(): void {
-    void this.publishIfChanged().catch(() => undefined);
+    this.loop.nudge();
   }
 
   /** Resolves when the live set is published (or was already); rejects when ClickHouse refused. */
   publishIfChanged(): Promise<void> {
-    if (this.running) {
-      this.again = true;
-      return this.running;
-    }
-    const run = (async () => {
-      do {
-        this.again = false;
-        await this.publishOnce();
-      } while (this.again);
-    })().finally(() => {
-      this.running = null;
-    });
-    this.running = run;
-    return run;
+    return this.loop.run();
   }
 
   private async publishOnce(): Promise<void> {
@@ -129,13 +116,12 @@ export class KeyPublisher {
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+    this.loop.stop();
   }
 
   /** Resolves when a publication in progress has ended. */
   async settled(): Promise<void> {
-    await this.running?.catch(() => undefined);
+    await this.loop.settled();
   }
 }
 

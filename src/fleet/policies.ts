@@ -5,6 +5,7 @@
 // policies into their own DuckDB (so a restart while ClickHouse is away serves them), and
 // the server's policy service compiles them from there like on any host.
 import { log } from '../log.ts';
+import { RefreshLoop } from '../refresh-loop.ts';
 import { parsePolicy, type Policy } from '../policy/model.ts';
 import type { Store } from '../store/db.ts';
 import { policyVersions, readPolicy, writePolicy } from '../store/policies.ts';
@@ -20,42 +21,27 @@ interface PolicyRow {
   policy: string;
 }
 
-/** A loop that runs `once` every interval, one at a time; `nudge` runs it now. */
+/** A RefreshLoop over `once`, and the log line of a failure, said once until it changes. */
 abstract class Loop {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private again = false;
+  private readonly loop: RefreshLoop;
   protected lastError = '';
 
-  constructor(private readonly intervalMs: number) {}
+  constructor(intervalMs: number) {
+    this.loop = new RefreshLoop(() => this.once(), intervalMs);
+  }
 
   protected abstract once(): Promise<void>;
 
   start(): void {
-    this.nudge();
-    this.timer = setInterval(() => this.nudge(), this.intervalMs);
-    this.timer.unref();
+    this.loop.start();
   }
 
   nudge(): void {
-    void this.run().catch(() => undefined);
+    this.loop.nudge();
   }
 
   run(): Promise<void> {
-    if (this.running) {
-      this.again = true;
-      return this.running;
-    }
-    const r = (async () => {
-      do {
-        this.again = false;
-        await this.once();
-      } while (this.again);
-    })().finally(() => {
-      this.running = null;
-    });
-    this.running = r;
-    return r;
+    return this.loop.run();
   }
 
   protected failed(e: unknown, what: string): never {
@@ -66,12 +52,11 @@ abstract class Loop {
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+    this.loop.stop();
   }
 
   async settled(): Promise<void> {
-    await this.running?.catch(() => undefined);
+    await this.loop.settled();
   }
 }
 

@@ -1,10 +1,12 @@
-// Rollup retention on ClickHouse, run by the full instance once a day: a monthly partition
+// Retention on ClickHouse, run by the full instance once a day. Rollups: a monthly partition
 // goes when its whole month is older than the oldest day kept (--retention-days). Rows of a
 // partly expired month stay until the month is out, and are never reported: the reporting
 // API refuses start dates beyond the retention (src/reporting/params.ts).
+import { log } from '../log.ts';
 import { ROLLUP_TABLES } from '../reporting/columns.ts';
 import { oldestKeptDayMs } from '../reporting/retention.ts';
 import { monthOf } from './batches.ts';
+import { dropOldBotIps } from './bot-ips.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { sqlInt, sqlString } from './sql.ts';
 
@@ -25,4 +27,29 @@ export async function dropExpiredRollups(ch: ClickHouse, retentionDays: number, 
     }
   }
   return dropped;
+}
+
+/**
+ * The full instance's retention pass on ClickHouse (rollups and bot IPs): a minute after
+ * the start, then daily, once the schema is ready. Returns its stop.
+ */
+export function scheduleRetention(ch: ClickHouse, retentionDays: number, schemaReady: () => boolean): () => void {
+  const maintain = async () => {
+    if (!schemaReady()) return;
+    try {
+      const rollups = await dropExpiredRollups(ch, retentionDays);
+      const bots = await dropOldBotIps(ch);
+      if (rollups + bots > 0) log.info({ rollupPartitions: rollups, botIpPartitions: bots }, 'fleet: ClickHouse retention dropped old partitions');
+    } catch (e) {
+      log.warn({ err: (e as Error).message }, 'fleet: ClickHouse retention pass failed; will retry');
+    }
+  };
+  const daily = setInterval(() => void maintain(), 86_400_000);
+  daily.unref();
+  const first = setTimeout(() => void maintain(), 60_000);
+  first.unref();
+  return () => {
+    clearInterval(daily);
+    clearInterval(first);
+  };
 }

@@ -6,7 +6,7 @@
 // The tables in shared memory (history and caches) exist once per process, whatever
 // `--threads`; the per-thread parts are divided among the threads.
 // Pure arithmetic, importing nothing: the tables themselves are allocated from the plan by
-// src/lookup-memory.ts.
+// src/server/memory.ts.
 
 const MB = 1 << 20;
 
@@ -91,24 +91,33 @@ export function planMemory(budgetMb: number, threads: number): MemoryPlan {
   };
 }
 
-/** The plan in MB with table capacities, for the startup log and /metrics. */
+/**
+ * The parts of the plan in bytes, by name: /metrics' `ivtd_memory_budget_bytes{part}`, and
+ * (in MB) the startup log's line.
+ */
+export function planParts(plan: MemoryPlan): Record<string, number> {
+  return {
+    history: plan.historyBytes,
+    ua_cache: plan.uaCacheBytes,
+    ip_cache: plan.ipCacheBytes,
+    shared_counts: plan.sharedCountsBytes,
+    thread_counts: plan.threadCountsBytes * plan.threads,
+    pending_counts: plan.pendingCountsBytes,
+    store: plan.storeBytes,
+    policy: plan.policyBytes,
+  };
+}
+
+/** The plan in MB with table capacities, for the startup log (`historyMb`, `uaCacheMb`, …). */
 export function describePlan(
   plan: MemoryPlan,
   capacity: { ips: number; uids: number; ifas: number; uas: number; ipVerdicts: number; tupleSlots: number; tuplesPerCustomerHour: number },
 ): Record<string, unknown> {
   const mb = (b: number) => Math.round((b / MB) * 10) / 10;
-  return {
-    budgetMb: plan.budgetMb,
-    historyMb: mb(plan.historyBytes),
-    uaCacheMb: mb(plan.uaCacheBytes),
-    ipCacheMb: mb(plan.ipCacheBytes),
-    sharedCountsMb: mb(plan.sharedCountsBytes),
-    threadCountsMb: mb(plan.threadCountsBytes * plan.threads),
-    pendingCountsMb: mb(plan.pendingCountsBytes),
-    storeMb: mb(plan.storeBytes),
-    policyMb: mb(plan.policyBytes),
-    keyMemoEntriesPerThread: plan.keyMemoEntries,
-    adsTxtRecords: plan.adsTxtRecords,
-    capacity,
-  };
+  const out: Record<string, unknown> = { budgetMb: plan.budgetMb };
+  for (const [part, bytes] of Object.entries(planParts(plan))) out[`${part.replace(/_(.)/g, (_, c: string) => c.toUpperCase())}Mb`] = mb(bytes);
+  out['keyMemoEntriesPerThread'] = plan.keyMemoEntries;
+  out['adsTxtRecords'] = plan.adsTxtRecords;
+  out['capacity'] = capacity;
+  return out;
 }

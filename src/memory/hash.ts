@@ -1,13 +1,17 @@
-// Seeded 64-bit hashing of request values (IPs, uids, IFAs, user agents) for the shared
-// tables. Keys are stored as two 32-bit words, never as strings, so no request string is
+// Seeded 64-bit hashing of request values (IPs, uids, IFAs, user agents, policy entries,
+// reporting tuples): the one mixer of the shared tables, the UA cache and customers' compiled
+// policies. Keys are stored as two 32-bit words, never as strings, so no request string is
 // kept alive and every entry has a fixed size. The seed is random per process (shared by
 // its lookup threads), so nobody outside can aim many keys at one bucket.
 //
-// Results land in HASH (hi, lo) to avoid allocating: read them before the next call.
-// hi is never 0 for a real key, so (0, 0) can mean "empty slot".
+// The scratch-output convention: a hash function returns nothing and writes its result
+// into HASH, hi in HASH[0] and lo in HASH[1] (hashUa in src/signals/ua-cache.ts also writes
+// a second pair, the normalised UA's, into HASH[2] and HASH[3]). No allocation, no tuple
+// returned; read the words right away, before the next hash call overwrites them. hi is
+// never 0 for a real key, so (0, 0) can mean "empty slot".
 
-/** [hi, lo] of the last hash computed. */
-export const HASH = new Uint32Array(2);
+/** The last hash computed: [hi, lo] (and hashUa's second [hi, lo]). */
+export const HASH = new Uint32Array(4);
 
 /** murmur3's 32-bit finaliser: every input bit affects every output bit. */
 export function fmix32(h: number): number {
@@ -19,30 +23,43 @@ export function fmix32(h: number): number {
   return h >>> 0;
 }
 
-function finish(h1: number, h2: number, len: number): void {
+/** Ends a hash: (h1, h2) after `len` parts into HASH[at] (hi, never 0) and HASH[at + 1]. */
+export function hashFinish(h1: number, h2: number, len: number, at = 0): void {
   h1 = fmix32(h1 ^ len);
   h2 = fmix32((h2 ^ Math.imul(len, 0x27d4eb2f)) + h1);
   h1 = (h1 + h2) >>> 0;
-  HASH[0] = h1 === 0 ? 1 : h1;
-  HASH[1] = h2;
+  HASH[at] = h1 === 0 ? 1 : h1;
+  HASH[at + 1] = h2;
 }
 
-// Streaming state: hashBegin(), then hashAdd()/hashAddNumber() per part, then hashEnd().
+/** The first word of a hash's state for `seed` (hashSeed2 the second). */
+export function hashSeed1(seed: number): number {
+  return seed ^ 0x9e3779b9;
+}
+
+export function hashSeed2(seed: number): number {
+  return Math.imul(seed, 0x5bd1e995) ^ 0x7f4a7c15;
+}
+
+// Streaming state: hashBegin(), then hashAdd()/hashAddLower()/hashAddNumber() per part, then
+// hashEnd(). Each code unit goes into the state by one step, written out in each loop (JS
+// returns one number per call): h1 an FNV-1a step, h2 a multiply-xorshift; hashUa's loop
+// takes the same step for its two states.
 let H1 = 0;
 let H2 = 0;
 let LEN = 0;
 
 export function hashBegin(seed: number): void {
-  H1 = seed ^ 0x9e3779b9;
-  H2 = Math.imul(seed, 0x5bd1e995) ^ 0x7f4a7c15;
+  H1 = hashSeed1(seed);
+  H2 = hashSeed2(seed);
   LEN = 0;
 }
 
-/** Adds a string's UTF-16 code units. */
-export function hashAdd(s: string): void {
+/** Adds the UTF-16 code units of s[from, to). */
+export function hashAdd(s: string, from = 0, to = s.length): void {
   let h1 = H1;
   let h2 = H2;
-  for (let i = 0; i < s.length; i++) {
+  for (let i = from; i < to; i++) {
     const c = s.charCodeAt(i);
     h1 = Math.imul(h1 ^ c, 0x01000193);
     h2 = Math.imul(h2 + c, 0x5bd1e995);
@@ -50,7 +67,23 @@ export function hashAdd(s: string): void {
   }
   H1 = h1;
   H2 = h2;
-  LEN += s.length;
+  LEN += to - from;
+}
+
+/** hashAdd with ASCII letters folded to lowercase (IFAs, domains: one value, either spelling). */
+export function hashAddLower(s: string, from = 0, to = s.length): void {
+  let h1 = H1;
+  let h2 = H2;
+  for (let i = from; i < to; i++) {
+    let c = s.charCodeAt(i);
+    if (c >= 0x41 && c <= 0x5a) c |= 0x20;
+    h1 = Math.imul(h1 ^ c, 0x01000193);
+    h2 = Math.imul(h2 + c, 0x5bd1e995);
+    h2 ^= h2 >>> 15;
+  }
+  H1 = h1;
+  H2 = h2;
+  LEN += to - from;
 }
 
 /** Adds a part boundary and a number (e.g. an hour): "ab"+"c" and "a"+"bc" differ. */
@@ -63,7 +96,7 @@ export function hashAddNumber(n: number): void {
 
 /** Finishes into HASH. */
 export function hashEnd(): void {
-  finish(H1, H2, LEN);
+  hashFinish(H1, H2, LEN);
 }
 
 /** Hashes `s` (UTF-16 code units) with `seed` into HASH. */
@@ -80,16 +113,9 @@ export function hashId(hi: number, lo: number): number {
 
 /** Hashes `s` with ASCII letters folded to lowercase (IFAs: one device, either spelling). */
 export function hashStringLower(s: string, seed: number): void {
-  let h1 = seed ^ 0x9e3779b9;
-  let h2 = Math.imul(seed, 0x5bd1e995) ^ 0x7f4a7c15;
-  for (let i = 0; i < s.length; i++) {
-    let c = s.charCodeAt(i);
-    if (c >= 0x41 && c <= 0x5a) c |= 0x20;
-    h1 = Math.imul(h1 ^ c, 0x01000193);
-    h2 = Math.imul(h2 + c, 0x5bd1e995);
-    h2 ^= h2 >>> 15;
-  }
-  finish(h1, h2, s.length);
+  hashBegin(seed);
+  hashAddLower(s);
+  hashEnd();
 }
 
 /** Hashes up to four 32-bit words (an IPv4 address or an IPv6 address / prefix) into HASH. */
@@ -100,7 +126,7 @@ export function hashWords(tag: number, a: number, b: number, c: number, d: numbe
   h2 = fmix32(h2 ^ b) + Math.imul(a, 0x1b873593);
   h1 = fmix32(h1 ^ c) + Math.imul(d, 0xe6546b64);
   h2 = fmix32(h2 ^ d) + Math.imul(c, 0x85ebca6b);
-  finish(h1 >>> 0, h2 >>> 0, tag);
+  hashFinish(h1 >>> 0, h2 >>> 0, tag);
 }
 
 /** A random per-process seed (the main thread draws it and hands it to every thread). */

@@ -3,9 +3,9 @@
 // naming the OpenRTB field), signals and score run on it. README "Lookups from an OpenRTB
 // bid request" documents the table below. Synchronous, no I/O; allocation is bounded by
 // the body limits of body.ts.
-import { iso31661Alpha2ToAlpha3, iso31661Alpha3ToAlpha2 } from 'iso-3166';
 import { CTV_DEVICE_TYPES } from '../enums.ts';
 import { ipScratch, parseIpInto, type IpScratch } from '../signals/ip-address.ts';
+import { countryAlpha2 } from '../countries.ts';
 import { schainFromObject, type SchainResult } from '../signals/schain.ts';
 import { CHROMIUM_BRANDS, emptySua, suaPlatform, type SuaFacts } from '../signals/sua.ts';
 import { REASON_CLASS } from '../signals/category.ts';
@@ -148,15 +148,6 @@ export function pageHost(page: string): string {
   const colon = s.lastIndexOf(':');
   if (colon !== -1 && !s.endsWith(']')) s = s.slice(0, colon);
   return s.toLowerCase();
-}
-
-/** OpenRTB country (ISO-3166-1 alpha-3; alpha-2 taken too) → the GET form's alpha-2, or null. */
-export function countryAlpha2(c: string): string | null {
-  const u = c.toUpperCase();
-  if (u.length === 2) return u in iso31661Alpha2ToAlpha3 || u === 'XK' ? u : null;
-  if (u.length !== 3) return null;
-  // Kosovo's user-assigned XKX / XK (used by OpenRTB exchanges and geo databases) is not in ISO's table.
-  return u === 'XKX' ? 'XK' : (iso31661Alpha3ToAlpha2[u] ?? null);
 }
 
 /** Fills `f` from `device.sua`. */

@@ -10,9 +10,10 @@
 //   publisher, seller     a domain also matches its subdomains
 //   ua_substring          one Aho-Corasick automaton (substrings.ts)
 // Across kinds, a deny match wins over an allow match.
-import { fmix32, hashId, randomSeed } from '../memory/hash.ts';
-import { UA_HASH, hashUa } from '../signals/ua-cache.ts';
+import { HASH, fmix32, hashAdd, hashAddLower, hashAddNumber, hashBegin, hashEnd, hashId, randomSeed } from '../memory/hash.ts';
+import { hashUa } from '../signals/ua-cache.ts';
 import type { IpScratch } from '../signals/ip-address.ts';
+import { cmp128, lastStartV4, lastStartV6 } from '../signals/ip-intervals.ts';
 import type { SupplyChain } from '../signals/schain.ts';
 import { effectiveThresholds, ipToBigInt, PolicyError, type EntryKind, type Policy } from './model.ts';
 import { buildAutomaton, scanSubstrings } from './substrings.ts';
@@ -31,52 +32,33 @@ export const DENY = 2;
 const T_IP = 1, T_UA = 2, T_SUB = 3, T_APP = 4, T_DOMAIN = 5, T_PUB = 6, T_SELLER = 7, T_SSAI = 8;
 const TAG: Readonly<Record<EntryKind, number>> = { ip: T_IP, ua: T_UA, ua_substring: T_SUB, app: T_APP, domain: T_DOMAIN, publisher: T_PUB, seller: T_SELLER, ssai: T_SSAI };
 
-// The 64-bit key of a value: (KEY_HI, KEY_LO), hi never 0. One pass over the characters, no
-// allocation (a domain's suffixes and folded names are hashed in place).
-let KEY_HI = 0;
-let KEY_LO = 0;
+// The 64-bit key of a value, into HASH[0], HASH[1] (src/memory/hash.ts): its kind's tag, then
+// its characters, in one pass, no allocation (a domain's suffixes and folded names are
+// hashed in place).
 
-/** Hashes s[from, to) (ASCII letters folded when `fold`), then a part separator; continues from (h1, h2). */
-function mix(s: string, from: number, to: number, fold: boolean, h1: number, h2: number): void {
-  for (let i = from; i < to; i++) {
-    let c = s.charCodeAt(i);
-    if (fold && c >= 0x41 && c <= 0x5a) c |= 0x20;
-    h1 = Math.imul(h1 ^ c, 0x01000193);
-    h2 = Math.imul(h2 + c, 0x5bd1e995);
-  }
-  KEY_HI = Math.imul(h1 ^ 0xff, 0x01000193);
-  KEY_LO = Math.imul(h2 + 0xff, 0x5bd1e995);
-}
-
-function keyBegin(tag: number, seed: number): void {
-  KEY_HI = seed ^ Math.imul(tag, 0x9e3779b1);
-  KEY_LO = Math.imul(seed ^ 0x7f4a7c15, 0x85ebca6b) + tag;
-}
-
-function keyEnd(len: number): void {
-  const h1 = fmix32(KEY_HI ^ len);
-  KEY_LO = fmix32((KEY_LO ^ Math.imul(len, 0x27d4eb2f)) + h1);
-  KEY_HI = h1 === 0 ? 1 : h1;
-}
-
-/** Key of a value of one kind (domains and sellers' asi folded to lowercase). */
+/** Key of a value of one kind (domains folded to lowercase). */
 function keyOf(tag: number, s: string, from: number, seed: number): void {
-  keyBegin(tag, seed);
-  mix(s, from, s.length, tag === T_DOMAIN, KEY_HI, KEY_LO);
-  keyEnd(s.length - from);
+  hashBegin(seed);
+  hashAddNumber(tag);
+  if (tag === T_DOMAIN) hashAddLower(s, from);
+  else hashAdd(s, from);
+  hashEnd();
 }
 
+/** A seller's key: its asi (folded to lowercase), a part boundary, its sid. */
 function keyOfSeller(asi: string, sid: string, seed: number): void {
-  keyBegin(T_SELLER, seed);
-  mix(asi, 0, asi.length, true, KEY_HI, KEY_LO);
-  mix(sid, 0, sid.length, false, KEY_HI, KEY_LO);
-  keyEnd(asi.length + sid.length);
+  hashBegin(seed);
+  hashAddNumber(T_SELLER);
+  hashAddLower(asi);
+  hashAddNumber(0);
+  hashAdd(sid);
+  hashEnd();
 }
 
 /** An exact UA's key: the UA cache's hash of the UA as sent (computed once per lookup anyway), tagged. */
 function keyOfUa(hi: number, lo: number): void {
-  KEY_HI = fmix32(hi ^ 0x75610000) || 1;
-  KEY_LO = lo;
+  HASH[0] = fmix32(hi ^ 0x75610000) || 1;
+  HASH[1] = lo;
 }
 
 interface Block {
@@ -159,14 +141,14 @@ export function compilePolicy(p: Policy, uaSeed: number, seed = randomSeed()): C
     } else if (e.kind === 'seller') {
       const colon = e.value.indexOf(':');
       keyOfSeller(e.value.slice(0, colon), e.value.slice(colon + 1), seed);
-      hashed.push([KEY_HI, KEY_LO, action]);
+      hashed.push([HASH[0]!, HASH[1]!, action]);
     } else if (e.kind === 'ua') {
       hashUa(e.value, uaSeed);
-      keyOfUa(UA_HASH[0]!, UA_HASH[1]!);
-      hashed.push([KEY_HI, KEY_LO, action]);
+      keyOfUa(HASH[0]!, HASH[1]!);
+      hashed.push([HASH[0]!, HASH[1]!, action]);
     } else {
       keyOf(TAG[e.kind], e.value, 0, seed);
-      hashed.push([KEY_HI, KEY_LO, action]);
+      hashed.push([HASH[0]!, HASH[1]!, action]);
     }
   }
   const r4 = rangesOf(v4);
@@ -276,7 +258,7 @@ function writeRanges(w: Uint32Array, r4: Block[], v4At: number, r6: Block[], v6A
 export interface PolicySubject {
   ip: IpScratch;
   ua: string;
-  /** The UA cache's hash of `ua` (UA_HASH[0], UA_HASH[1] after hashUa with the policy's uaSeed). */
+  /** The UA cache's hash of `ua` (HASH[0], HASH[1] after hashUa with the policy's uaSeed). */
   uaHi: number;
   uaLo: number;
   app: string;
@@ -337,32 +319,24 @@ export class PolicyReader {
       if (n === 0) return 0;
       const at = w[a4]!;
       const x = ip.n;
-      let a = 0, b = n - 1, hit = -1;
-      while (a <= b) {
-        const m = (a + b) >>> 1;
-        if (w[at + m]! <= x) { hit = m; a = m + 1; } else b = m - 1;
-      }
+      const hit = lastStartV4(w, at, n, x);
       return hit >= 0 && x <= w[at + n + hit]! ? w[at + 2 * n + hit]! : 0;
     }
     const n = w[c6]!;
     if (n === 0) return 0;
     const at = w[a6]!;
     const q = ip.w;
-    let a = 0, b = n - 1, hit = -1;
-    while (a <= b) {
-      const m = (a + b) >>> 1;
-      if (cmp128(w, at + 9 * m, q) <= 0) { hit = m; a = m + 1; } else b = m - 1;
-    }
-    return hit >= 0 && cmp128(w, at + 9 * hit + 4, q) >= 0 ? w[at + 9 * hit + 8]! : 0;
+    const hit = lastStartV6(w, at, 9, n, q);
+    return hit >= 0 && cmp128(w, at + 9 * hit + 4, q, 0) >= 0 ? w[at + 9 * hit + 8]! : 0;
   }
 
-  /** Action of the key in (KEY_HI, KEY_LO). */
+  /** Action of the key in (HASH[0], HASH[1]). */
   private lookupKey(): number {
     const w = this.w;
     const cap = w[H.hashCap]!;
     if (cap === 0) return 0;
     const at0 = w[H.hashAt]!;
-    const hi = KEY_HI >>> 0, lo = KEY_LO >>> 0;
+    const hi = HASH[0]!, lo = HASH[1]!;
     const mask = cap - 1;
     let i = (hi ^ Math.imul(lo, 0x9e3779b1)) & mask;
     for (;;) {
@@ -462,14 +436,6 @@ export class PolicyReader {
     add('ssai', this.ssaiDeclared(s.ip) ? ALLOW : 0);
     return out;
   }
-}
-
-function cmp128(w: Uint32Array, at: number, q: Uint32Array): number {
-  for (let k = 0; k < 4; k++) {
-    const a = w[at + k]!, b = q[k]!;
-    if (a !== b) return a < b ? -1 : 1;
-  }
-  return 0;
 }
 
 // The substring scan's results of recent UAs, per thread (module state is per thread): a

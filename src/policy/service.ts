@@ -4,6 +4,7 @@
 // of changes at once from the account API and the control socket, and by comparing
 // versions every few seconds (the source: the store, or a fleet edge's copy from ClickHouse).
 import { log } from '../log.ts';
+import { CoalescedRun } from '../refresh-loop.ts';
 import { compilePolicy, type CompiledPolicy } from './compiled.ts';
 import { PolicyError, type Policy } from './model.ts';
 
@@ -22,8 +23,8 @@ export class PolicyService {
   private readonly compiled = new Map<string, { version: number; policy: CompiledPolicy }>();
   /** Versions refused for the budget, so each is logged once. */
   private readonly refused = new Map<string, number>();
-  private refreshing: Promise<void> | null = null;
-  private again = false;
+  /** One recompile at a time; one asked for meanwhile runs after it. */
+  private readonly refreshes = new CoalescedRun(() => this.doRefresh());
 
   constructor(
     private readonly source: PolicySource,
@@ -78,18 +79,7 @@ export class PolicyService {
 
   /** Recompiles every customer whose version changed; pushes what changed. One at a time. */
   refresh(): Promise<void> {
-    if (this.refreshing) {
-      this.again = true;
-      return this.refreshing;
-    }
-    this.refreshing = this.doRefresh().finally(() => {
-      this.refreshing = null;
-      if (this.again) {
-        this.again = false;
-        void this.refresh().catch((e: Error) => log.error({ err: e.message }, 'policy refresh failed'));
-      }
-    });
-    return this.refreshing;
+    return this.refreshes.run();
   }
 
   private async doRefresh(): Promise<void> {

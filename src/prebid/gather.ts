@@ -16,8 +16,8 @@ import { suaConflict, suaDevice } from '../signals/sua.ts';
 import { VERIFIABLE_CRAWLER } from '../signals/crawlers.ts';
 import { bundleProblem } from '../signals/app-bundle.ts';
 import type { ScoreInputs } from '../signals/score.ts';
-import { UaAnalyzer, emptyVerdict, judge, unparsedVerdict, type UaVerdict } from '../signals/ua-analysis.ts';
-import { UaCache, UA_HASH, hashUa, normalizeUa } from '../signals/ua-cache.ts';
+import { UaAnalyzer, emptyVerdict, type UaVerdict } from '../signals/ua-analysis.ts';
+import { UaCache } from '../signals/ua-cache.ts';
 import type { LookupData } from './data.ts';
 import type { LookupRequest } from './validate.ts';
 
@@ -128,16 +128,13 @@ export class SignalSources {
       if (hasIp) this.ipCache.verdict(ipAddr, data.ip, data.generation, ip);
       else Object.assign(ip, NO_IP);
       this.uaCache.verdict(req.ua, now, ua);
-      this.uaExactLo = this.uaCache.exactLo;
-      this.uaExactHi = this.uaCache.exactHi;
     } else {
       if (hasIp) data.ip.verdict(asParsed(ipAddr), ip);
       else Object.assign(ip, NO_IP);
-      hashUa(req.ua, this.uaCache.memory.seed);
-      this.uaExactLo = UA_HASH[1]!;
-      this.uaExactHi = UA_HASH[0]!;
-      if (unparsedVerdict(req.ua, ua) === null) judge(this.analyzer.examine(normalizeUa(req.ua), ua) as UaVerdict, this.analyzer.ceilingsAt(now));
+      this.uaCache.uncachedVerdict(req.ua, now, ua);
     }
+    this.uaExactLo = this.uaCache.exactLo;
+    this.uaExactHi = this.uaCache.exactHi;
     // No UA string only on an OpenRTB lookup: the device as its `sua` describes it, else unknown (never malformed).
     const hasUa = req.ua !== '';
     if (!hasUa) {

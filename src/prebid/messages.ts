@@ -11,7 +11,7 @@ import type { HistoryMemory } from '../signals/history.ts';
 import type { IpCacheMemory } from '../signals/ip-cache.ts';
 import type { UaCacheMemory } from '../signals/ua-cache.ts';
 
-/** The shared memory every lookup thread opens (allocated by src/lookup-memory.ts; posted to each thread; SharedArrayBuffers are shared, not copied). */
+/** The shared memory every lookup thread opens (allocated by src/server/memory.ts; posted to each thread; SharedArrayBuffers are shared, not copied). */
 export interface LookupMemory {
   readonly history: HistoryMemory;
   readonly uaCache: UaCacheMemory;

@@ -16,7 +16,8 @@ import { asParsed } from '../signals/ip-address.ts';
 import type { IpAssessment } from '../signals/ip-intel.ts';
 import { applyPolicy, classifyTransaction, outcomeForHistory, score, type ScoreResult } from '../signals/score.ts';
 import { ALLOW, DENY, PolicyTable, type PolicyMatch, type PolicySubject } from '../policy/compiled.ts';
-import { UA_HASH, hashUa } from '../signals/ua-cache.ts';
+import { HASH } from '../memory/hash.ts';
+import { hashUa } from '../signals/ua-cache.ts';
 import type { UaInfo } from '../signals/ua-analysis.ts';
 import { hourStart } from '../time.ts';
 import type { LookupData } from './data.ts';
@@ -25,10 +26,9 @@ import { KeyTable } from './keys.ts';
 import { QueryScanner } from './query.ts';
 import { responseJson } from './response.ts';
 import { BotIpTracker } from './bot-ip-tracker.ts';
-import { SignalSources, stitcherDeclared } from './gather.ts';
+import { SignalSources, stitcherDeclared, type LookupSignals } from './gather.ts';
 import { SeenSample } from './seen-sample.ts';
 import type { LookupMemory, SeenValues } from './messages.ts';
-import type { AdsTxtVerdict } from '../signals/ads-txt.ts';
 import type { SupplyChain } from '../signals/schain.ts';
 import { emptyRequest, validateAuth, validateOrtbRequest, validateRequest, type LookupRequest } from './validate.ts';
 import type { JsonObject } from '../ortb/bounded-json.ts';
@@ -51,23 +51,23 @@ export interface Explanation {
   category: Category | null;
   /** The reason code that contributed most ('' when none did): it names the category. */
   leadingReason: string;
-  signals: {
-    ip: IpAssessment;
-    ua: UaInfo;
-    uaConsistency: string;
-    schainError: string;
-    fleetBotIp: boolean;
-    /** The ads.txt / app-ads.txt verdict on the seller, with its reason. */
-    adsTxt: AdsTxtVerdict;
-    history: HistoryFacts;
-  } | null;
+  /** The gathered signals the lookup read (their types the hot path's), with the IP and UA in full. */
+  signals:
+    | (Pick<LookupSignals, 'uaConsistency' | 'schainError' | 'adsTxt' | 'history'> & {
+        ip: IpAssessment;
+        ua: UaInfo;
+        /** LookupSignals.ipFleetBot. */
+        fleetBotIp: LookupSignals['ipFleetBot'];
+      })
+    | null;
   /** The customer's policy: its thresholds, every kind that matched, and the model's own verdict. Null when it has none. */
   policy: {
     medium: number;
     high: number;
     matches: PolicyMatch[];
     decision: 'allow' | 'deny' | null;
-    model: { score: number; band: string; confidence: number };
+    /** The model's own verdict, before the policy applied (the score's fields, not a copy of their types). */
+    model: Pick<ScoreResult, 'score' | 'band' | 'confidence'>;
   } | null;
 }
 
@@ -235,8 +235,8 @@ export class LookupEngine {
       o.uaLo = this.sources.uaExactLo;
     } else {
       hashUa(req.ua, uaSeed);
-      o.uaHi = UA_HASH[0]!;
-      o.uaLo = UA_HASH[1]!;
+      o.uaHi = HASH[0]!;
+      o.uaLo = HASH[1]!;
     }
     o.app = req.app;
     o.dmn = req.dmn;

@@ -22,6 +22,7 @@
 //   orgOff   u32[orgCount + 1]  byte offsets of each org name in the blob
 //   strings  u8[strBytes]       UTF-8 org names, zero-padded to a multiple of 4
 import type { ParsedIp } from './ip-address.ts';
+import { cmp128, lastStartV4, lastStartV6 } from './ip-intervals.ts';
 
 export interface AsnHit {
   readonly asn: number;
@@ -202,37 +203,13 @@ export class AsnTable {
 
   /** Index of the range holding n, or -1. */
   private findV4(n: number): number {
-    const starts = this.v4Start;
-    let lo = 0;
-    let hi = starts.length - 1;
-    // Last range whose start <= n.
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      if ((starts[mid] as number) <= n) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return hi >= 0 && n <= (this.v4End[hi] as number) ? hi : -1;
+    const i = lastStartV4(this.v4Start, 0, this.v4Start.length, n);
+    return i >= 0 && n <= (this.v4End[i] as number) ? i : -1;
   }
 
   private findV6(w: Uint32Array): number {
-    const starts = this.v6Start;
-    let lo = 0;
-    let hi = this.v6Ranges - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      if (cmp128(starts, 4 * mid, w, 0) <= 0) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return hi >= 0 && cmp128(w, 0, this.v6End, 4 * hi) <= 0 ? hi : -1;
+    const i = lastStartV6(this.v6Start, 0, 4, this.v6Ranges, w);
+    return i >= 0 && cmp128(w, 0, this.v6End, 4 * i) <= 0 ? i : -1;
   }
 }
 
-/** Compares the 128-bit numbers a[ai..ai+3] and b[bi..bi+3]. */
-function cmp128(a: Uint32Array, ai: number, b: Uint32Array, bi: number): number {
-  for (let k = 0; k < 4; k++) {
-    const x = a[ai + k] as number;
-    const y = b[bi + k] as number;
-    if (x !== y) return x < y ? -1 : 1;
-  }
-  return 0;
-}

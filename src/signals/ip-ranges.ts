@@ -7,6 +7,7 @@
 // hosting range): the builder splits intervals at every boundary and ORs the categories,
 // so one lookup answers every list at once.
 import { parseIp, type ParsedIp } from './ip-address.ts';
+import { cmp128, lastStartV4, lastStartV6 } from './ip-intervals.ts';
 
 /** `crawler`: an address a crawler operator publishes for its crawlers (crawlers.ts). */
 export const RANGE_CATEGORIES = ['hosting', 'vpn', 'proxy', 'tor', 'relay', 'crawler'] as const;
@@ -206,16 +207,6 @@ export class RangeSetBuilder {
   }
 }
 
-/** Compares the four words at `at` in `arr` with w; <0, 0, >0. */
-function cmp6(arr: Uint32Array, at: number, w: ArrayLike<number>): number {
-  for (let k = 0; k < 4; k++) {
-    const a = arr[at + k]!;
-    const b = w[k]!;
-    if (a !== b) return a < b ? -1 : 1;
-  }
-  return 0;
-}
-
 /** Read-only lookups over a built set. No allocation per lookup. */
 export class IpRanges {
   private constructor(private readonly c: CompiledRanges) {}
@@ -237,37 +228,15 @@ export class IpRanges {
   /** Category bits (RANGE_BIT) of an IPv4 address given as uint32; 0 when in no range. */
   lookupV4(n: number): number {
     const { v4Start: s, v4End: e, v4Bits: b } = this.c;
-    let lo = 0;
-    let hi = b.length - 1;
-    let at = -1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      if (s[mid]! <= n) {
-        at = mid;
-        lo = mid + 1;
-      } else {
-        hi = mid - 1;
-      }
-    }
+    const at = lastStartV4(s, 0, b.length, n);
     return at >= 0 && n <= e[at]! ? b[at]! : 0;
   }
 
   /** Category bits of an IPv6 address given as four 32-bit words, most significant first. */
   lookupV6(w: ArrayLike<number>): number {
     const { v6Start: s, v6End: e, v6Bits: b } = this.c;
-    let lo = 0;
-    let hi = b.length - 1;
-    let at = -1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      if (cmp6(s, mid * 4, w) <= 0) {
-        at = mid;
-        lo = mid + 1;
-      } else {
-        hi = mid - 1;
-      }
-    }
-    return at >= 0 && cmp6(e, at * 4, w) >= 0 ? b[at]! : 0;
+    const at = lastStartV6(s, 0, 4, b.length, w);
+    return at >= 0 && cmp128(e, at * 4, w, 0) >= 0 ? b[at]! : 0;
   }
 
   /** Category bits of a parsed address (ip.ts parseIp). */

@@ -34,30 +34,15 @@ export type UaDevice =
   | 'embedded'
   | 'unknown';
 
-export interface UaInfo {
-  /** The string is not something a real client sends (reason in `malformedReason`). */
-  malformed: boolean;
-  /** '' or one of MALFORMED_REASONS. */
-  malformedReason: string;
-  /** Self-declared crawler, bot, HTTP library or CLI tool (isbot). */
-  declaredBot: boolean;
-  /** Headless browser or automation framework. */
-  automation: boolean;
-  /** '' or one of the AUTOMATION_REASONS values. */
-  automationReason: string;
-  /** In-app HTTP stack (okhttp, Dalvik, CFNetwork, ...): plausible only with an `app`. */
-  appClient: boolean;
-  /** OS family code (reporting dimension), e.g. 'windows', 'ios', 'roku', 'unknown'. */
-  os: string;
+/**
+ * The UA as analyze() gives it (the explain tool, tests): the hot path's verdict, derived
+ * from UaVerdict rather than copied, plus the versions and engine read for display.
+ */
+export interface UaInfo extends Pick<UaVerdict, 'malformed' | 'malformedReason' | 'declaredBot' | 'automation' | 'automationReason' | 'appClient' | 'os' | 'browser' | 'device' | 'webview'> {
   osVersion: string;
-  /** Browser family code (reporting dimension), e.g. 'chrome', 'webview', 'bot', 'unknown'. */
-  browser: string;
   browserVersion: string;
-  device: UaDevice;
   /** Rendering engine, lowercase ('blink', 'webkit', 'gecko', ...) or 'unknown'. */
   engine: string;
-  /** Android WebView (`; wv)`) or an iOS in-app WKWebView (Mobile/ without Safari/). */
-  webview: boolean;
 }
 
 export const MALFORMED_REASONS = [
@@ -353,13 +338,20 @@ export interface UaTraits {
   unparseable: boolean;
   /** The UA names a Windows NT or an Internet Explorer (ieNeverShipped) that never shipped. */
   neverShipped: boolean;
+  /** Self-declared crawler, bot, HTTP library or CLI tool (isbot). */
   declaredBot: boolean;
+  /** Headless browser or automation framework. */
   automation: boolean;
+  /** '' or one of the AUTOMATION_REASONS values. */
   automationReason: string;
+  /** In-app HTTP stack (okhttp, Dalvik, CFNetwork, ...): plausible only with an `app`. */
   appClient: boolean;
+  /** OS family code (reporting dimension), e.g. 'windows', 'ios', 'roku', 'unknown'. */
   os: string;
+  /** Browser family code (reporting dimension), e.g. 'chrome', 'webview', 'bot', 'unknown'. */
   browser: string;
   device: UaDevice;
+  /** Android WebView (`; wv)`) or an iOS in-app WKWebView (Mobile/ without Safari/). */
   webview: boolean;
   browserMajor: number;
   /** Blink engine major (it is the Chrome version whatever brand sits on top), else NaN. */
@@ -371,7 +363,9 @@ export interface UaTraits {
 
 /** Traits plus the verdict at the lookup's time: what the hot path reads. */
 export interface UaVerdict extends UaTraits {
+  /** The string is not something a real client sends (reason in `malformedReason`). */
   malformed: boolean;
+  /** '' or one of MALFORMED_REASONS. */
   malformedReason: MalformedReason | '';
 }
 
@@ -409,7 +403,7 @@ export function versionCeilings(now: number): VersionCeilings {
  * The earliest time the ceilings may be computed for (ms since the epoch; 0: none): when this
  * build was made, or the newest embedded data, whichever is later. A clock running behind
  * would otherwise lower the ceilings below versions that already shipped, and call current
- * browsers impossible. Set once per thread at start (src/prebid/worker.ts, src/server.ts).
+ * browsers impossible. Set once per thread at start (src/prebid/worker.ts, src/server/clock.ts).
  */
 let versionFloorMs = 0;
 

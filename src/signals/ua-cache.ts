@@ -6,7 +6,7 @@
 // compares every trait of the raw and the normalised string over a UA corpus). The clock-
 // dependent verdict (version ceilings) is judged per lookup from the cached majors, and an
 // entry older than UA_CACHE_MAX_AGE_HOURS is examined again.
-import { fmix32 } from '../memory/hash.ts';
+import { HASH, hashFinish, hashSeed1, hashSeed2 } from '../memory/hash.ts';
 import { SharedTable, type SharedTableMemory } from '../memory/shared-table.ts';
 import { HOUR_MS } from '../time.ts';
 import {
@@ -91,15 +91,13 @@ export function normalizeUa(ua: string): string {
   return from === 0 ? ua : out + ua.slice(from);
 }
 
-/** [exact hi, exact lo, normalised hi, normalised lo] of the last hashUa(). */
-export const UA_HASH = new Uint32Array(4);
-
 /**
- * Hashes the UA as sent (distinct-UA counting) and as normalised (the cache key) in one
- * pass, into UA_HASH. Equal to hashing normalizeUa(ua) for the second pair.
+ * Hashes the UA as sent (distinct-UA counting, policies' exact UAs) and as normalised (the
+ * cache key) in one pass: the first into HASH[0], HASH[1], the second into HASH[2], HASH[3]
+ * (src/memory/hash.ts's convention). Equal to hashString(ua) and hashString(normalizeUa(ua)).
  */
 export function hashUa(ua: string, seed: number): void {
-  let e1 = seed ^ 0x243f6a88, e2 = Math.imul(seed, 0x9e3779b1) ^ 0x85a308d3;
+  let e1 = hashSeed1(seed), e2 = hashSeed2(seed);
   let n1 = e1, n2 = e2;
   let zeroFrom = 0, zeroTo = -1;
   for (let i = 0; i < ua.length; i++) {
@@ -119,13 +117,8 @@ export function hashUa(ua: string, seed: number): void {
     n2 = Math.imul(n2 + n, 0x5bd1e995);
     n2 ^= n2 >>> 15;
   }
-  const len = ua.length;
-  let h = fmix32(e1 ^ len);
-  UA_HASH[0] = h === 0 ? 1 : h;
-  UA_HASH[1] = fmix32(e2 ^ Math.imul(len, 0x27d4eb2f)) + h;
-  h = fmix32(n1 ^ len);
-  UA_HASH[2] = h === 0 ? 1 : h;
-  UA_HASH[3] = fmix32(n2 ^ Math.imul(len, 0x27d4eb2f)) + h;
+  hashFinish(e1, e2, ua.length, 0);
+  hashFinish(n1, n2, ua.length, 2);
 }
 
 // ---- packing --------------------------------------------------------------------------
@@ -242,10 +235,10 @@ export class UaCache {
    */
   verdict(ua: string, now: number, out: UaVerdict): UaVerdict {
     hashUa(ua, this.seed);
-    this.exactHi = UA_HASH[0]!;
-    this.exactLo = UA_HASH[1]!;
+    this.exactHi = HASH[0]!;
+    this.exactLo = HASH[1]!;
     if (unparsedVerdict(ua, out) !== null) return out;
-    const hi = UA_HASH[2]!, lo = UA_HASH[3]!;
+    const hi = HASH[2]!, lo = HASH[3]!;
     this.nowHour = Math.floor((now - this.epoch) / HOUR_MS) & 0xffffff;
     const t = this.table;
     const u = t.u32;
@@ -274,6 +267,19 @@ export class UaCache {
       u[base + STAMP] = this.nowHour;
       t.unlock(b);
     }
+    return judge(out, this.analyzer.ceilingsAt(now));
+  }
+
+  /**
+   * The verdict a miss computes, without reading or storing anything in the shared table
+   * (the explain tool: a peek changes no shared state). Sets exactHi/exactLo like verdict().
+   */
+  uncachedVerdict(ua: string, now: number, out: UaVerdict): UaVerdict {
+    hashUa(ua, this.seed);
+    this.exactHi = HASH[0]!;
+    this.exactLo = HASH[1]!;
+    if (unparsedVerdict(ua, out) !== null) return out;
+    this.analyzer.examine(normalizeUa(ua), out);
     return judge(out, this.analyzer.ceilingsAt(now));
   }
 

@@ -4,7 +4,8 @@
 import t from 'tap';
 import { parseSchain, schainFromObject } from '../../src/signals/schain.ts';
 import { emptySua, suaConflict } from '../../src/signals/sua.ts';
-import { countryAlpha2, emptyOrtbExtra, mapBidRequest, pageHost } from '../../src/ortb/map.ts';
+import { countryAlpha2 } from '../../src/countries.ts';
+import { emptyOrtbExtra, mapBidRequest, pageHost } from '../../src/ortb/map.ts';
 import { P, PARAM_NAMES } from '../../src/prebid/params.ts';
 
 t.test('schain object form follows the string form', async (t) => {

@@ -5,7 +5,8 @@ import { ALLOW, DENY, PolicyReader, compilePolicy, rangesOf, type PolicySubject 
 import { parsePolicy, parseEntries, PolicyError, MAX_ENTRIES, type Policy } from '../../src/policy/model.ts';
 import { buildAutomaton, scanSubstrings } from '../../src/policy/substrings.ts';
 import { ipScratch, parseIpInto } from '../../src/signals/ip-address.ts';
-import { UA_HASH, hashUa } from '../../src/signals/ua-cache.ts';
+import { hashUa } from '../../src/signals/ua-cache.ts';
+import { HASH } from '../../src/memory/hash.ts';
 
 const UA_SEED = 0x5eed;
 import { parsePolicyCsv, policyToCsv } from '../../src/policy/csv.ts';
@@ -15,7 +16,7 @@ function subject(over: Partial<Omit<PolicySubject, 'ip' | 'uaHi' | 'uaLo'>> & { 
   parseIpInto(over.ip ?? '198.51.100.7', ip);
   const ua = over.ua ?? 'Mozilla/5.0';
   hashUa(ua, UA_SEED);
-  return { app: '', dmn: '', pub: 'pub-1', sid: 'exchange.example', chain: null, ...over, ua, uaHi: UA_HASH[0]!, uaLo: UA_HASH[1]!, ip };
+  return { app: '', dmn: '', pub: 'pub-1', sid: 'exchange.example', chain: null, ...over, ua, uaHi: HASH[0]!, uaLo: HASH[1]!, ip };
 }
 
 function reader(p: unknown): PolicyReader {

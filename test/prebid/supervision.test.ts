@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { loadBundle } from '../../src/data/bundle.ts';
 import { LookupServer } from '../../src/prebid/lookup-threads.ts';
 import { planMemory } from '../../src/memory/budget.ts';
-import { allocateLookupMemory } from '../../src/lookup-memory.ts';
+import { allocateLookupMemory } from '../../src/server/memory.ts';
 import { startTestServer } from '../helpers/server.ts';
 
 const partner = '0b8e9a7e-5b1c-4f7e-9d2a-1c3b5d7f9a2b';

@@ -1,7 +1,8 @@
 import t from 'tap';
 import { uaConsistency } from '../../src/signals/device-consistency.ts';
 import { UaAnalyzer, UA_MAX_LENGTH, emptyVerdict, type UaInfo, type UaVerdict } from '../../src/signals/ua-analysis.ts';
-import { UaCache, UA_HASH, hashUa, normalizeUa } from '../../src/signals/ua-cache.ts';
+import { UaCache, hashUa, normalizeUa } from '../../src/signals/ua-cache.ts';
+import { HASH, hashString } from '../../src/memory/hash.ts';
 import { DAY_MS, HOUR_MS } from '../../src/time.ts';
 
 // Fixed clock so the version ceilings (Chrome ~170, Safari/iOS 28 in late 2026) are stable.
@@ -346,9 +347,12 @@ t.test('normalising version digits changes no verdict (the shared cache is keyed
     t.equal(n.length, ua.length, 'length kept');
     t.same(verdictFields(analyzer.analyze(n)), verdictFields(analyzer.analyze(ua)), JSON.stringify(ua.slice(0, 70)));
     hashUa(n, 1);
-    const direct = [UA_HASH[0], UA_HASH[1]];
+    const direct = [HASH[0], HASH[1]];
     hashUa(ua, 1);
-    t.same([UA_HASH[2], UA_HASH[3]], direct, 'the one-pass hash of the normalised form equals hashing normalizeUa()');
+    t.same([HASH[2], HASH[3]], direct, 'the one-pass hash of the normalised form equals hashing normalizeUa()');
+    const exact = [HASH[0], HASH[1]];
+    hashString(ua, 1);
+    t.same([HASH[0], HASH[1]], exact, "the exact pair is the one mixer's hashString()");
   }
   t.ok(normalised > 40, `most UAs have version digits to normalise (${normalised})`);
   t.equal(normalizeUa('Chrome/142.0.7444.59 x'), 'Chrome/142.0.0000.00 x');

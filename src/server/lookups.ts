@@ -1,0 +1,60 @@
+// Start step "start lookups": the lookup threads (src/prebid/lookup-threads.ts) with what
+// they report wired to its consumers, then the pre-bid port, which answers 503 (lookups and
+// /health-check) until the data is pushed, the start's last step.
+import type { Config } from '../config.ts';
+import type { DataRefresher } from '../data/refresh.ts';
+import { log } from '../log.ts';
+import type { ServiceMetrics } from '../ops/metrics.ts';
+import type { BotIpRow } from '../prebid/bot-ip-tracker.ts';
+import { LookupServer } from '../prebid/lookup-threads.ts';
+import type { LookupStats, SeenValues } from '../prebid/messages.ts';
+import type { CountRow } from '../reporting/tuple.ts';
+import type { LiveKey } from '../store/api-keys.ts';
+import type { FleetWiring } from './fleet.ts';
+import type { ServerMemory } from './memory.ts';
+
+/** Hooks that receive count deltas from the lookup threads (RunningServer.countSinks). */
+export type CountSink = (rows: CountRow[], stats: LookupStats) => void;
+
+/** Values the lookup threads saw, to the refresher's bounded crawl lists. */
+function noteSeen(r: DataRefresher, seen: SeenValues): void {
+  if (seen.sites.length > 0) r.noteDomainsSeen(seen.sites);
+  if (seen.apps.length > 0) r.noteAppsSeen(seen.apps);
+  if (seen.systems.length > 0) r.noteSellersSeen(seen.systems);
+}
+
+/** The threads' supervisor, not started yet: what each thread reports goes to `countSinks`, the fleet and the refresher. */
+export function lookupThreads(
+  config: Config,
+  memory: ServerMemory,
+  countSinks: CountSink[],
+  fleet: FleetWiring | null,
+  refresher: DataRefresher | null,
+  metrics: ServiceMetrics,
+  versionFloorMs: number,
+): LookupServer {
+  return new LookupServer({
+    host: config.host,
+    port: config.prebidPort,
+    threads: config.threads,
+    memory: memory.lookup,
+    onTuples: (announced) => memory.tuples.add(announced),
+    ...(fleet ? { onBotIps: (rows: BotIpRow[]) => fleet.botIpTally.add(rows) } : {}),
+    // The crawl of ads.txt and sellers.json follows traffic only when the server refreshes.
+    ...(refresher && config.dataRefresh > 0 ? { onSeen: (seen: SeenValues) => noteSeen(refresher, seen) } : {}),
+    onCounts: (rows, stats) => {
+      for (const sink of countSinks) sink(rows, stats);
+    },
+    onWorkerError: (index, err) => log.error({ thread: index, err: err.message }, 'lookup thread failed'),
+    onRestart: (index, restarts) => log.warn({ thread: index, restarts }, 'lookup thread replaced and serving again'),
+    onUnavailable: () => metrics.recordUnavailable(),
+    versionFloorMs,
+  });
+}
+
+/** Starts the threads with `keys`: the pre-bid port is open (answering 503) when this resolves. */
+export async function openPrebidPort(config: Config, lookups: LookupServer, keys: LiveKey[]): Promise<number> {
+  const port = await lookups.start(keys);
+  log.info({ host: config.host, port }, 'pre-bid port open; lookups answer 503 until the data is loaded');
+  return port;
+}

@@ -1,0 +1,88 @@
+// Start step "plan memory": one budget for everything that grows with traffic
+// (src/memory/budget.ts, the shares), and the lookup path's shared tables allocated from it
+// once per process. The composer of history, both verdict caches and the reporting counts,
+// so it sits beside src/server.ts, its one caller, above everything it composes.
+import type { Config } from '../config.ts';
+import { log } from '../log.ts';
+import type { LookupMemory } from '../prebid/messages.ts';
+import type { LookupEngine } from '../prebid/pipeline.ts';
+import { describePlan, planMemory, planParts, type MemoryPlan } from '../memory/budget.ts';
+import { randomSeed } from '../memory/hash.ts';
+import type { CountRow } from '../reporting/tuple.ts';
+import { SharedCounts, TUPLE_SLOT_BYTES, allocateSharedCounts } from '../reporting/shared-counts.ts';
+import { TupleDictionary, TYPICAL_ENTRY_BYTES } from '../reporting/tuple-dictionary.ts';
+import { allocateFleetBotIps } from '../signals/fleet-bot-ips.ts';
+import { allocateHistory } from '../signals/history.ts';
+import { allocateIpCache } from '../signals/ip-cache.ts';
+import { allocateUaCache } from '../signals/ua-cache.ts';
+
+/** The memory plan and what the main thread holds of it. */
+export interface ServerMemory {
+  plan: MemoryPlan;
+  /** The shared tables, posted to every lookup thread. */
+  lookup: LookupMemory;
+  /** Reporting counts live in the shared table; the dictionary knows each tuple's values. */
+  tuples: TupleDictionary;
+  sharedCounts: SharedCounts;
+  /** Whichever writer flushes (DuckDB rollups, or the fleet's spool) drains the shared counts. */
+  drainCounts(): CountRow[];
+}
+
+/** Plans the budget and allocates its tables (once per process). */
+export function planServerMemory(config: Config): ServerMemory {
+  const plan = planMemory(config.memoryBudget, config.threads);
+  const lookup = allocateLookupMemory(plan);
+  const tuples = new TupleDictionary();
+  const sharedCounts = new SharedCounts(lookup.counts);
+  return { plan, lookup, tuples, sharedCounts, drainCounts: () => tuples.drain(sharedCounts, Date.now()) };
+}
+
+/** Bytes of each part, and how full each shared table is (0..1): /metrics. */
+export function memoryFigures(m: ServerMemory, engine: LookupEngine, policyBytes: number): { parts: Record<string, number>; occupancy: Record<string, number> } {
+  const src = engine.sources;
+  return {
+    parts: planParts(m.plan),
+    occupancy: { ...src.history.occupancy(), policy: policyBytes / Math.max(1, m.plan.policyBytes), uas: src.uaCache.occupancy(), ip_verdicts: src.ipCache.occupancy(), tuples: m.sharedCounts.occupancy() },
+  };
+}
+
+/** The startup log's line: the plan in MB and each table's capacity. */
+export function logMemoryPlan(m: ServerMemory, engine: LookupEngine): void {
+  const src = engine.sources;
+  log.info(
+    describePlan(m.plan, {
+      ...src.history.capacity,
+      uas: src.uaCache.capacity,
+      ipVerdicts: src.ipCache.capacity,
+      tupleSlots: m.sharedCounts.capacity,
+      tuplesPerCustomerHour: m.sharedCounts.perCustomerHour,
+    }),
+    'memory budget: history, caches and pending counts stay within it',
+  );
+}
+
+/**
+ * How many new reporting tuples one customer may add per hour: as many as the main
+ * thread's dictionary can hold for two hours in two thirds of the pending share (the rest
+ * is for rows waiting to be written again), and as the shared table has slots for.
+ */
+export function tuplesPerCustomerHour(plan: MemoryPlan): number {
+  const byDictionary = Math.floor((plan.pendingCountsBytes * 2) / 3 / TYPICAL_ENTRY_BYTES / 2);
+  const bySlots = Math.floor(plan.sharedCountsBytes / TUPLE_SLOT_BYTES / 2);
+  return Math.max(1000, Math.min(byDictionary, bySlots));
+}
+
+/** Allocates the shared tables of a plan (the main thread does this once per process). */
+export function allocateLookupMemory(plan: MemoryPlan, opts: { seed?: number; epoch?: number } = {}): LookupMemory {
+  const seed = opts.seed ?? randomSeed();
+  const epoch = opts.epoch ?? Date.now();
+  return {
+    history: allocateHistory(plan.historyBytes, { seed, epoch }),
+    uaCache: allocateUaCache(plan.uaCacheBytes, seed ^ 0x7a11ce, epoch),
+    ipCache: allocateIpCache(plan.ipCacheBytes, seed ^ 0x1bad1dea),
+    fleetBotIps: allocateFleetBotIps(),
+    counts: allocateSharedCounts(plan.sharedCountsBytes, seed ^ 0x7091e5, tuplesPerCustomerHour(plan)),
+    threadCountsBytes: plan.threadCountsBytes,
+    keyMemoEntries: plan.keyMemoEntries,
+  };
+}

@@ -1,0 +1,88 @@
+// Keys and policies, from the store (a fleet edge: its keys from ClickHouse) to the lookup
+// threads, the main thread's engine and the fleet: pushed when they change (the API, the
+// dashboard, the CLI or a fleet pull says so), and checked every 5 s.
+import type { Fleet } from '../fleet/fleet.ts';
+import { log } from '../log.ts';
+import type { LookupServer } from '../prebid/lookup-threads.ts';
+import type { LookupEngine } from '../prebid/pipeline.ts';
+import { PolicyService, type PolicyUpdate } from '../policy/service.ts';
+import { activePrebidKeys, type LiveKey } from '../store/api-keys.ts';
+import type { Store } from '../store/db.ts';
+import { policyVersions, readPolicy } from '../store/policies.ts';
+
+export class Pushes {
+  /** Customers' policies: compiled once each into shared memory, within the budget's policy share. */
+  readonly policies: PolicyService;
+  /** The main thread's engine, once the data is in: it follows the threads. */
+  private engine: LookupEngine | null = null;
+  /** The key set last pushed; a push replaces each thread's key table and empties its memo. */
+  private pushed: LiveKey[] = [];
+  private pushedFingerprint = '';
+
+  constructor(
+    private readonly store: Store,
+    private readonly lookups: LookupServer,
+    private readonly fleet: Fleet | null,
+    policyBytes: number,
+    uaSeed: number,
+  ) {
+    const source = { versions: () => policyVersions(store), read: (customerId: string) => readPolicy(store, customerId) };
+    this.policies = new PolicyService(source, policyBytes, (updates: PolicyUpdate[]) => {
+      const inForce = lookups.pushPolicies(updates);
+      this.engine?.policies.apply(updates);
+      fleet?.policiesChanged();
+      return inForce;
+    }, uaSeed);
+  }
+
+  /** A fleet edge serves the keys pulled from ClickHouse; every other host its store's. */
+  private async readKeys(): Promise<LiveKey[]> {
+    return this.fleet?.role === 'edge' ? this.fleet.edgeKeys() : activePrebidKeys(this.store);
+  }
+
+  /** The start's keys, for the threads' first key table. */
+  async firstKeys(): Promise<LiveKey[]> {
+    const keys = await this.readKeys();
+    this.pushed = keys;
+    this.pushedFingerprint = JSON.stringify(keys);
+    return keys;
+  }
+
+  /** The main thread's engine takes the keys and policies the threads have, and follows them from now on. */
+  attach(engine: LookupEngine): void {
+    engine.keys.replace(this.pushed);
+    engine.policies.apply(this.policies.all());
+    this.engine = engine;
+  }
+
+  /** Pushes the live key set when it changed (expiry itself is checked per lookup). */
+  async refreshKeys(): Promise<void> {
+    const keys = await this.readKeys();
+    const fingerprint = JSON.stringify(keys);
+    if (fingerprint === this.pushedFingerprint) return;
+    this.pushedFingerprint = fingerprint;
+    this.pushed = keys;
+    this.lookups.pushKeys(keys);
+    this.engine?.keys.replace(keys);
+  }
+
+  /** Fire-and-forget key refresh for hooks (CLI, dashboard rotation, timer); failures are logged. */
+  readonly refreshKeysSoon = (): void => {
+    this.refreshKeys().catch((e: Error) => log.error({ err: e.message }, 'key refresh failed'));
+    this.fleet?.keysChanged();
+  };
+
+  readonly refreshPoliciesSoon = (): void => {
+    this.policies.refresh().catch((e: Error) => log.error({ err: e.message }, 'policy refresh failed'));
+  };
+
+  /** Every 5 s: drops keys whose grace period ended, picks up policy changes made elsewhere. Returns its stop. */
+  startTimer(): () => void {
+    const timer = setInterval(() => {
+      this.refreshKeysSoon();
+      this.refreshPoliciesSoon();
+    }, 5000);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+}
