@@ -3,6 +3,7 @@
 // dashboard, the CLI or a fleet pull says so), and checked every 5 s.
 import type { Fleet } from '../fleet/fleet.ts';
 import { log } from '../log.ts';
+import { CoalescedRun } from '../refresh-loop.ts';
 import type { LookupServer } from '../prebid/lookup-threads.ts';
 import type { LookupEngine } from '../prebid/pipeline.ts';
 import { PolicyService, type PolicyUpdate } from '../policy/service.ts';
@@ -56,7 +57,14 @@ export class Pushes {
   }
 
   /** Pushes the live key set when it changed (expiry itself is checked per lookup). */
-  async refreshKeys(): Promise<void> {
+  refreshKeys(): Promise<void> {
+    return this.keyRefresh.run();
+  }
+
+  /** One key refresh at a time: two reads in flight could otherwise push the older set last. */
+  private readonly keyRefresh = new CoalescedRun(() => this.refreshKeysOnce());
+
+  private async refreshKeysOnce(): Promise<void> {
     const keys = await this.readKeys();
     const fingerprint = JSON.stringify(keys);
     if (fingerprint === this.pushedFingerprint) return;
