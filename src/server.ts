@@ -1,6 +1,7 @@
 // `ivtd serve`: the main thread. Opens the store, loads the data, starts the lookup
 // threads and the control socket (and the account/reporting listeners), and handles
 // SIGHUP (reload) and SIGTERM/SIGINT (drain, flush, exit 0).
+import { loadOrCreateLidSecret } from './prebid/lid-secret.ts';
 import { diffConfig, type Config } from './config.ts';
 import { knownCurrentMs, versionInfo } from './ops/version.ts';
 import { setVersionFloor } from './signals/ua-analysis.ts';
@@ -231,6 +232,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       onRestart: (index, restarts) => log.warn({ thread: index, restarts }, 'lookup thread replaced and serving again'),
       onUnavailable: () => metrics.recordUnavailable(),
       versionFloorMs: knownCurrent,
+      beacon: {
+        lidSecret: loadOrCreateLidSecret(config.dataDir),
+        impTtlMs: config.impTtl * 1000,
+        trustedProxies: config.trustedProxies.split(',').map((s) => s.trim()),
+      },
     });
 
     // Customers' policies: compiled once each into shared memory, within the budget's policy

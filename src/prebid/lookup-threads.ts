@@ -18,7 +18,7 @@ import type { NewTuple } from '../reporting/tuple-dictionary.ts';
 import type { BotIpRow } from './bot-ip-tracker.ts';
 import type { LiveKey } from '../store/api-keys.ts';
 import type { PolicyUpdate } from '../policy/service.ts';
-import type { FromWorker, LookupMemory, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from './messages.ts';
+import type { BeaconSettings, FromWorker, LookupMemory, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from './messages.ts';
 import { HEALTH_PATH, LINGER_MS } from './worker.ts';
 import { startWorker } from '../runtime/worker-entry.ts';
 
@@ -44,6 +44,8 @@ export interface LookupServerOptions {
   versionFloorMs?: number;
   /** The main thread's listener answered a request (not a health check) 503: no thread was alive. */
   onUnavailable?: () => void;
+  /** Lookup ids and the impression beacon (absent: none). */
+  beacon?: BeaconSettings;
   /** First and longest wait before starting a replacement thread, ms. */
   restartDelayMs?: { min: number; max: number };
 }
@@ -152,6 +154,7 @@ export class LookupServer {
       countsIntervalMs: this.opts.countsIntervalMs ?? 1000,
       seenSample: this.opts.onSeen ? SEEN_SAMPLE_PER_FLUSH : 0,
       versionFloorMs: this.opts.versionFloorMs ?? 0,
+      ...(this.opts.beacon ? { beacon: this.opts.beacon } : {}),
     };
     // The same way from a checkout and inside the binary (src/runtime/worker-entry.ts).
     const worker = startWorker('lookup', init, { resourceLimits: lookupHeapLimits(this.opts.memory) });

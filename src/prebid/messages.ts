@@ -40,6 +40,18 @@ export interface LookupWorkerInit {
   seenSample?: number;
   /** The UA version ceilings are never computed for a time before this (ms; see setVersionFloor). */
   versionFloorMs?: number;
+  /** The lookup ids and the impression beacon (absent: answers carry no lid, the beacon answers 503). */
+  beacon?: BeaconSettings;
+}
+
+/** What a lookup thread needs for lookup ids and impression beacons. */
+export interface BeaconSettings {
+  /** The fleet's lookup-id secret (src/prebid/lid-secret.ts). */
+  lidSecret: Uint8Array;
+  /** A beacon later than this after its lookup is `expired` (--imp-ttl, ms). */
+  impTtlMs: number;
+  /** Peers whose X-Device-IP / X-Forwarded-For / X-Device-User-Agent are believed (--trusted-proxies: addresses and CIDRs). */
+  trustedProxies: string[];
 }
 
 /** Values seen in traffic since the last flush, bounded (src/prebid/seen-sample.ts). */

@@ -331,7 +331,11 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
         // Built aside, then swapped in one assignment: lookups never see half-loaded data.
         const data = buildLookupData(fromMainThread(m.bundle), m.id).data;
         if (engine === null) {
-          engine = new LookupEngine(data, init.memory, { trackBotIps: init.trackBotIps === true, seenSample: init.seenSample ?? 0 });
+          engine = new LookupEngine(data, init.memory, {
+            trackBotIps: init.trackBotIps === true,
+            seenSample: init.seenSample ?? 0,
+            ...(init.beacon ? { lidSecret: init.beacon.lidSecret } : {}),
+          });
           engine.keys.replace(keys);
           engine.policies.apply([...policies.values()]);
           policies = new Map();
