@@ -10,6 +10,7 @@ import { allocateFleetBotIps } from './signals/fleet-bot-ips.ts';
 import { allocateHistory } from './signals/history.ts';
 import { allocateIpCache } from './signals/ip-cache.ts';
 import { allocateUaCache } from './signals/ua-cache.ts';
+import { allocateSeenLids } from './prebid/seen-lids.ts';
 
 /**
  * How many new reporting tuples one customer may add per hour: as many as the main
@@ -32,6 +33,11 @@ export function allocateLookupMemory(plan: MemoryPlan, opts: { seed?: number; ep
     ipCache: allocateIpCache(plan.ipCacheBytes, seed ^ 0x1bad1dea),
     fleetBotIps: allocateFleetBotIps(),
     counts: allocateSharedCounts(plan.sharedCountsBytes, seed ^ 0x7091e5, tuplesPerCustomerHour(plan)),
+    impressions: {
+      seen: allocateSeenLids(plan.impSeenBytes),
+      // Impression tuples are lookup tuples × band × status: as many per customer-hour as the table holds.
+      counts: allocateSharedCounts(Math.max(plan.impCountsBytes, 65536), seed ^ 0x1a9e55, tuplesPerCustomerHour(plan)),
+    },
     threadCountsBytes: plan.threadCountsBytes,
     keyMemoEntries: plan.keyMemoEntries,
   };

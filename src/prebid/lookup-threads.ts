@@ -18,7 +18,7 @@ import type { NewTuple } from '../reporting/tuple-dictionary.ts';
 import type { BotIpRow } from './bot-ip-tracker.ts';
 import type { LiveKey } from '../store/api-keys.ts';
 import type { PolicyUpdate } from '../policy/service.ts';
-import type { BeaconSettings, FromWorker, LookupMemory, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from './messages.ts';
+import type { BeaconSettings, FromWorker, ImpressionDeltas, LookupMemory, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from './messages.ts';
 import { HEALTH_PATH, LINGER_MS } from './worker.ts';
 import { startWorker } from '../runtime/worker-entry.ts';
 
@@ -32,6 +32,8 @@ export interface LookupServerOptions {
   onCounts: (rows: CountRow[], stats: LookupStats) => void;
   /** Tuples a thread added to the shared counts (their values, for the flush). */
   onTuples?: (announced: NewTuple[]) => void;
+  /** Impression tuples a thread added to the shared impression counts, and the counts it kept itself. */
+  onImpressions?: (deltas: ImpressionDeltas) => void;
   /** A fleet host: threads keep their bot-heavy IPs and report them here. */
   onBotIps?: (rows: BotIpRow[]) => void;
   /** The data refresher crawls: threads sample the domains and selling systems they see and report them here. */
@@ -284,6 +286,7 @@ export class LookupServer {
   private onMessage(m: FromWorker): void {
     if (m.type === 'counts' || m.type === 'stopped') {
       this.opts.onTuples?.(m.announced);
+      if (m.impressions.announced.length > 0 || m.impressions.rows.length > 0) this.opts.onImpressions?.(m.impressions);
       if (m.botIps.length > 0) this.opts.onBotIps?.(m.botIps);
       if (m.seen !== null) this.opts.onSeen?.(m.seen);
     }
