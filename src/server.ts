@@ -1,6 +1,7 @@
 // `ivtd serve`: the main thread. Opens the store, loads the data, starts the lookup
 // threads and the control socket (and the account/reporting listeners), and handles
 // SIGHUP (reload) and SIGTERM/SIGINT (drain, flush, exit 0).
+import { ImpressionDictionary } from './reporting/impression-dictionary.ts';
 import { loadOrCreateLidSecret } from './prebid/lid-secret.ts';
 import { diffConfig, type Config } from './config.ts';
 import { knownCurrentMs, versionInfo } from './ops/version.ts';
@@ -54,7 +55,8 @@ export interface RunningServer {
   countSinks: Array<(rows: CountRow[], stats: LookupStats) => void>;
   bundle: DataBundle;
   /** Reporting rollups: flush() writes the pending counts now (tests, benchmarks). */
-  reporting?: { flush(): Promise<void> };
+  /** flush: the lookups' counts; flushImpressions: the impressions' (tests). */
+  reporting?: { flush(): Promise<void>; flushImpressions(): Promise<void> };
   /** Prometheus metrics, served as GET /metrics on --metrics-host:--metrics-port. */
   metrics: ServiceMetrics;
   /** The lookup threads' supervisor (thread counts, fault injection in tests). */
@@ -118,6 +120,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     const tuples = new TupleDictionary();
     const sharedCounts = new SharedCounts(memory.counts);
     const drainSharedCounts = () => tuples.drain(sharedCounts, Date.now());
+    // Impressions (the beacon) count the same way in their own table; their rows name their
+    // lookup's tuple, whose values the dictionary above knows (impression-dictionary.ts).
+    const impressionTuples = new ImpressionDictionary(tuples);
+    const impressionCounts = new SharedCounts(memory.impressions.counts);
+    const drainImpressions = () => impressionTuples.drain(impressionCounts, Date.now());
     let onFleetKeys = () => {};
     let onFleetPolicies = () => {};
     const botIpTally = new BotIpTally();
@@ -158,10 +165,14 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       storeBytes: plan.storeBytes,
       tupleSeed: memory.counts.seed,
       source: drainSharedCounts,
+      impressionSource: drainImpressions,
       backend: fleet ? { writer: fleet.writer, source: fleet.reportSource } : undefined,
     });
     countSinks.push((rows) => reporting.writer.add(rows));
     cleanup.unshift(() => reporting.writer.close());
+    // Runs before the lookups' writer closes (cleanup runs the last added first), after the
+    // threads' last counts: its drain reads the tuple dictionary, which that flush prunes.
+    cleanup.unshift(() => reporting.impressions.writer.close());
     // The data refresher: built whenever the sources file is usable (for `data.reload` and
     // /metrics); it fetches on its own only with --data-refresh. A broken sources file stops
     // the start when a refresh was asked for, and is only logged otherwise.
@@ -222,6 +233,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       threads: config.threads,
       memory,
       onTuples: (announced) => tuples.add(announced),
+      onImpressions: (d) => {
+        impressionTuples.add(d.announced);
+        impressionTuples.addRows(d.rows);
+      },
       ...(fleet ? { onBotIps: (rows: BotIpRow[]) => botIpTally.add(rows) } : {}),
       // The crawl of ads.txt and sellers.json follows traffic only when the server refreshes.
       ...(refresher && config.dataRefresh > 0 ? { onSeen: (seen: SeenValues) => noteSeen(refresher!, seen) } : {}),
@@ -335,7 +350,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       store,
       mount: (router, sessions) => {
         mountDashboard(router, { config, ports: () => dashboardPorts() });
-        mountReportRoute(router, reporting.engine, sessions, reporting.limiter);
+        mountReportRoute(router, reporting.engine, sessions, reporting.limiter, reporting.impressions.engine);
         mountExplainRoute(router, { store, sessions, engine: () => engine });
       },
       onKeysChanged: refreshKeysSoon,
@@ -358,7 +373,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       ports: api && reportingApi ? Object.assign(boundPorts, { api: api.port, reporting: reportingApi.port }) : boundPorts,
       countSinks,
       bundle,
-      reporting: { flush: () => reporting.writer.flush() },
+      reporting: { flush: () => reporting.writer.flush(), flushImpressions: () => reporting.impressions.writer.flush() },
       metrics,
       refresher,
       lookups,

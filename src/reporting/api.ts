@@ -12,6 +12,8 @@ import type { ReportEngine } from './engine.ts';
 import { RateLimiter } from './rate-limit.ts';
 
 export const REPORT_PATH = '/v1/report';
+/** What the impression beacons found (docs/post-bid.md), same rules as REPORT_PATH. */
+export const IMPRESSIONS_REPORT_PATH = '/v1/report/impressions';
 export const BASIC_REALM = 'ivtd reporting';
 /** Failed Basic logins per client IP: a burst of 10, then one more every 5 s. */
 export const AUTH_FAILURE_BURST = 10;
@@ -45,18 +47,24 @@ export function parseBasicAuth(header: string | undefined): { user: string; pass
   return { user: text.slice(0, i), password: text.slice(i + 1) };
 }
 
-async function answer(ctx: Ctx, engine: ReportEngine, limiter: RateLimiter | undefined, customerId: string): Promise<void> {
+async function answer(ctx: Ctx, engine: ReportEngine<unknown>, limiter: RateLimiter | undefined, customerId: string): Promise<void> {
   const wait = limiter?.take(customerId) ?? 0;
   if (wait > 0) throw tooMany(wait, 'report requests for this customer');
   sendJson(ctx.res, 200, await engine.run(customerId, ctx.query));
 }
 
 /** The dashboard's route on the account port: Bearer session → that customer's report. */
-export function mountReportRoute(router: Router, engine: ReportEngine, guard: SessionCheck, limiter?: RateLimiter): void {
+export function mountReportRoute(router: Router, engine: ReportEngine, guard: SessionCheck, limiter?: RateLimiter, impressions?: ReportEngine<unknown>): void {
   router.get(REPORT_PATH, async (ctx) => {
     const s = await guard.requireSession(ctx);
     await answer(ctx, engine, limiter, s.customer_id);
   });
+  if (impressions) {
+    router.get(IMPRESSIONS_REPORT_PATH, async (ctx) => {
+      const s = await guard.requireSession(ctx);
+      await answer(ctx, impressions, limiter, s.customer_id);
+    });
+  }
 }
 
 export interface ReportingApiOptions {
@@ -64,6 +72,8 @@ export interface ReportingApiOptions {
   port: number;
   store: Store;
   engine: ReportEngine;
+  /** The impressions report (GET /v1/report/impressions); absent: 404 there. */
+  impressions?: ReportEngine<unknown>;
   /** Per-customer token bucket (config.reportRate / config.reportBurst). */
   limiter: RateLimiter;
   /** Per-IP bucket of failed Basic logins. */
@@ -74,7 +84,7 @@ export interface ReportingApiOptions {
 
 export function reportingRouter(opts: ReportingApiOptions): Router {
   const failures = opts.authFailures ?? new RateLimiter(AUTH_FAILURE_RATE, AUTH_FAILURE_BURST);
-  return new Router().get(REPORT_PATH, async (ctx) => {
+  const route = (engine: ReportEngine<unknown>) => async (ctx: Ctx) => {
     const blocked = failures.peek(ctx.ip);
     if (blocked > 0) throw tooMany(blocked, 'failed logins from this address');
     const cred = parseBasicAuth(ctx.req.headers.authorization);
@@ -82,8 +92,11 @@ export function reportingRouter(opts: ReportingApiOptions): Router {
       failures.take(ctx.ip);
       throw unauthorized();
     }
-    await answer(ctx, opts.engine, opts.limiter, cred.user);
-  });
+    await answer(ctx, engine, opts.limiter, cred.user);
+  };
+  const router = new Router().get(REPORT_PATH, route(opts.engine));
+  if (opts.impressions) router.get(IMPRESSIONS_REPORT_PATH, route(opts.impressions));
+  return router;
 }
 
 /** Starts the reporting listener (--reporting-port, default 9900). */

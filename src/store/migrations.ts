@@ -222,4 +222,43 @@ export const MIGRATIONS: Migration[] = [
        )`,
     ],
   },
+  {
+    version: 90,
+    name: 'reporting: impression rollups (the beacon, docs/post-bid.md)',
+    // One row per (customer, hour or day of the lookup, the lookup's dimensions, the band it
+    // answered, what the beacon found); impressions and the invalid ones among them (replay,
+    // mismatch, expired); `reserved` is 0 (room for later labels). Same shape and life as
+    // the lookups' rollups: delta rows compacted, deleted past the retention. The columns
+    // are written out, not derived from TUPLE_DIMENSIONS: a released migration never changes.
+    statements: ['imp_rollups_hourly', 'imp_rollups_daily'].map(
+      (table) => `CREATE TABLE ${table} (
+         customer_id  VARCHAR NOT NULL,
+         period_start TIMESTAMP NOT NULL,
+         pub     VARCHAR NOT NULL,
+         sid     VARCHAR NOT NULL,
+         app     VARCHAR NOT NULL,
+         dmn     VARCHAR NOT NULL,
+         node    VARCHAR NOT NULL,
+         adt     SMALLINT NOT NULL,
+         geo     VARCHAR NOT NULL,
+         dvt     SMALLINT NOT NULL,
+         os      VARCHAR NOT NULL,
+         browser VARCHAR NOT NULL,
+         env     VARCHAR NOT NULL,
+         cmp     VARCHAR NOT NULL,
+         adv     VARCHAR NOT NULL,
+         p1      VARCHAR NOT NULL,
+         p2      VARCHAR NOT NULL,
+         p3      VARCHAR NOT NULL,
+         p4      VARCHAR NOT NULL,
+         p5      VARCHAR NOT NULL,
+         category VARCHAR NOT NULL,
+         band         VARCHAR NOT NULL,
+         imp_status   VARCHAR NOT NULL,
+         impressions  BIGINT NOT NULL,
+         invalid_impressions BIGINT NOT NULL,
+         reserved     BIGINT NOT NULL
+       )`,
+    ),
+  },
 ];
