@@ -1,6 +1,7 @@
 // `ivtd serve`: the main thread. Opens the store, loads the data, starts the lookup
 // threads and the control socket (and the account/reporting listeners), and handles
 // SIGHUP (reload) and SIGTERM/SIGINT (drain, flush, exit 0).
+import { mountFeedbackRoutes } from './account/feedback-routes.ts';
 import { ImpressionDictionary } from './reporting/impression-dictionary.ts';
 import { loadOrCreateLidSecret } from './prebid/lid-secret.ts';
 import { diffConfig, type Config } from './config.ts';
@@ -227,6 +228,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       if (stats.lastError) log.error({ failed: stats.byStatus[500] ?? 0, err: stats.lastError }, 'lookups failed with an internal error (answered 500)');
     });
     reporting.engine.observers.push((seconds) => metrics.observeReportQuery(seconds));
+    // The lookup ids' secret (made once, kept in the data dir; a fleet's hosts share it).
+    const lidSecret = loadOrCreateLidSecret(config.dataDir);
     const lookups = new LookupServer({
       host: config.host,
       port: config.prebidPort,
@@ -248,7 +251,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       onUnavailable: () => metrics.recordUnavailable(),
       versionFloorMs: knownCurrent,
       beacon: {
-        lidSecret: loadOrCreateLidSecret(config.dataDir),
+        lidSecret,
         impTtlMs: config.impTtl * 1000,
         trustedProxies: config.trustedProxies.split(',').map((s) => s.trim()),
       },
@@ -352,6 +355,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         mountDashboard(router, { config, ports: () => dashboardPorts() });
         mountReportRoute(router, reporting.engine, sessions, reporting.limiter, reporting.impressions.engine);
         mountExplainRoute(router, { store, sessions, engine: () => engine });
+        mountFeedbackRoutes(router, { store, sessions, lidSecret, history: engine.sources.history });
       },
       onKeysChanged: refreshKeysSoon,
       policies,

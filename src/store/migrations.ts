@@ -261,4 +261,23 @@ export const MIGRATIONS: Migration[] = [
        )`,
     ),
   },
+  {
+    version: 91,
+    name: 'feedback: labels customers give their lookups after the fact (POST /v1/feedback)',
+    // One row per (customer, lid): the latest label wins. lid_tag is the lid's 64-bit tag
+    // in hex (unique per lookup); lookup_at and band come from the lid, so the calibration
+    // report groups labels by the band the lookup answered.
+    statements: [
+      `CREATE TABLE feedback_labels (
+         customer_id VARCHAR NOT NULL,
+         lid_tag     VARCHAR NOT NULL,
+         lookup_at   TIMESTAMP NOT NULL,
+         band        VARCHAR NOT NULL,
+         label       VARCHAR NOT NULL CHECK (label IN ('invalid', 'valid')),
+         source      VARCHAR NOT NULL,
+         received_at TIMESTAMP NOT NULL,
+         PRIMARY KEY (customer_id, lid_tag)
+       )`,
+    ],
+  },
 ];
