@@ -353,7 +353,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       store,
       mount: (router, sessions) => {
         mountDashboard(router, { config, ports: () => dashboardPorts() });
-        mountReportRoute(router, reporting.engine, sessions, reporting.limiter, reporting.impressions.engine);
+        mountReportRoute(router, reporting.engine, sessions, reporting.limiter, reporting.impressions.engine, reporting.calibration);
         mountExplainRoute(router, { store, sessions, engine: () => engine });
         mountFeedbackRoutes(router, { store, sessions, lidSecret, history: engine.sources.history });
       },

@@ -103,16 +103,26 @@ export class BeaconJudge {
     if (device === null) return 'refused';
 
     let status: ImpStatus;
+    // Whether this beacon labels its lookup (calibration): its first beacon does (valid or
+    // invalid), and so does the first replay of a lookup first seen valid (now invalid).
+    let labels = 0;
     if (this.ttlMs > 0 && now - f.at > this.ttlMs) status = 'expired';
-    else if (this.seen.note(f.tagHi, f.tagLo, Math.floor(f.at / 1000), Math.floor(now / 1000), Math.floor(this.ttlMs / 1000)) > 0) status = 'replay';
     else {
       this.uaCache.verdict(device.ua, now, this.ua);
       const otherNet = this.lids.ipNetDigest(asParsed(device.ip)) !== f.ipNet;
       const otherUa = this.lids.uaFamilyDigest(this.ua.os, this.ua.browser) !== f.uaFamily;
-      status = otherNet && otherUa ? 'mismatch' : 'valid';
+      const mismatch = otherNet && otherUa;
+      const before = this.seen.note(f.tagHi, f.tagLo, Math.floor(f.at / 1000), Math.floor(now / 1000), Math.floor(this.ttlMs / 1000), mismatch);
+      if (before > 0) {
+        status = 'replay';
+        if (before === 1 && !this.seen.firstWasMismatch) labels = 1;
+      } else {
+        status = mismatch ? 'mismatch' : 'valid';
+        labels = 1;
+      }
     }
     if (status === 'replay' || status === 'mismatch') this.learn(f);
-    this.counts.count(f, status, now);
+    this.counts.count(f, status, now, labels);
     return status;
   }
 

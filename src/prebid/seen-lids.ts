@@ -7,8 +7,9 @@
 // a replay of such a lid would pass as a first sight).
 import { SharedTable, type SharedTableMemory } from '../memory/shared-table.ts';
 
-// Slot words: 0-1 key (tag), 2 lookup time (s), 3 beacons seen.
+// Slot words: 0-1 key (tag), 2 lookup time (s), 3 beacons seen (bit 31: the first was a mismatch).
 const AT = 2, HITS = 3, WORDS = 4;
+const FIRST_MISMATCH = 0x80000000;
 
 export function allocateSeenLids(bytes: number): SharedTableMemory {
   return SharedTable.allocate(Math.max(bytes, 4096), WORDS);
@@ -18,6 +19,8 @@ export class SeenLids {
   private readonly table: SharedTable;
   /** Entries of lids still on time given up for room (cumulative, this thread). */
   evictedLive = 0;
+  /** After a note() that found the lid: its first beacon was a mismatch. */
+  firstWasMismatch = false;
   private nowSec = 0;
   private ttlSec = 0;
   private readonly keep = (base: number): number => {
@@ -44,9 +47,10 @@ export class SeenLids {
 
   /**
    * Notes a beacon for the lid with tag (hi, lo), made at `atSec`; returns how many beacons
-   * came for it before this one (0: first sight). `ttlSec` 0: lids never expire.
+   * came for it before this one (0: first sight; then `mismatch` is kept with it, and read
+   * back in firstWasMismatch by later notes). `ttlSec` 0: lids never expire.
    */
-  note(hi: number, lo: number, atSec: number, nowSec: number, ttlSec: number): number {
+  note(hi: number, lo: number, atSec: number, nowSec: number, ttlSec: number, mismatch = false): number {
     const t = this.table;
     const u = t.u32;
     if (hi === 0 && lo === 0) hi = 1; // (0, 0) marks an empty slot
@@ -57,8 +61,10 @@ export class SeenLids {
     try {
       const found = t.find(b, hi, lo);
       if (found >= 0) {
-        const before = u[found + HITS]!;
-        u[found + HITS] = before + 1;
+        const word = u[found + HITS]!;
+        const before = word & ~FIRST_MISMATCH;
+        this.firstWasMismatch = (word & FIRST_MISMATCH) !== 0;
+        if (before < 0x7fffffff) u[found + HITS] = (word + 1) >>> 0;
         return before;
       }
       this.nowSec = nowSec;
@@ -70,7 +76,7 @@ export class SeenLids {
       }
       t.assign(slot, hi, lo);
       u[slot + AT] = atSec;
-      u[slot + HITS] = 1;
+      u[slot + HITS] = (mismatch ? FIRST_MISMATCH | 1 : 1) >>> 0;
       return 0;
     } finally {
       if (held) t.unlock(b);

@@ -10,6 +10,7 @@ import type { Store } from '../store/db.ts';
 import { verifyReportingKey } from '../store/api-keys.ts';
 import type { ReportEngine } from './engine.ts';
 import { RateLimiter } from './rate-limit.ts';
+import { CALIBRATION_PATH, type CalibrationReport } from './calibration.ts';
 
 export const REPORT_PATH = '/v1/report';
 /** What the impression beacons found (docs/post-bid.md), same rules as REPORT_PATH. */
@@ -47,14 +48,24 @@ export function parseBasicAuth(header: string | undefined): { user: string; pass
   return { user: text.slice(0, i), password: text.slice(i + 1) };
 }
 
-async function answer(ctx: Ctx, engine: ReportEngine<unknown>, limiter: RateLimiter | undefined, customerId: string): Promise<void> {
+/** What answers a report route: the engines, and the calibration report. */
+type Answerer = { run(customerId: string, params: URLSearchParams): Promise<unknown> };
+
+async function answer(ctx: Ctx, engine: Answerer, limiter: RateLimiter | undefined, customerId: string): Promise<void> {
   const wait = limiter?.take(customerId) ?? 0;
   if (wait > 0) throw tooMany(wait, 'report requests for this customer');
   sendJson(ctx.res, 200, await engine.run(customerId, ctx.query));
 }
 
 /** The dashboard's route on the account port: Bearer session → that customer's report. */
-export function mountReportRoute(router: Router, engine: ReportEngine, guard: SessionCheck, limiter?: RateLimiter, impressions?: ReportEngine<unknown>): void {
+export function mountReportRoute(
+  router: Router,
+  engine: ReportEngine,
+  guard: SessionCheck,
+  limiter?: RateLimiter,
+  impressions?: ReportEngine<unknown>,
+  calibration?: CalibrationReport,
+): void {
   router.get(REPORT_PATH, async (ctx) => {
     const s = await guard.requireSession(ctx);
     await answer(ctx, engine, limiter, s.customer_id);
@@ -63,6 +74,12 @@ export function mountReportRoute(router: Router, engine: ReportEngine, guard: Se
     router.get(IMPRESSIONS_REPORT_PATH, async (ctx) => {
       const s = await guard.requireSession(ctx);
       await answer(ctx, impressions, limiter, s.customer_id);
+    });
+  }
+  if (calibration) {
+    router.get(CALIBRATION_PATH, async (ctx) => {
+      const s = await guard.requireSession(ctx);
+      await answer(ctx, calibration, limiter, s.customer_id);
     });
   }
 }
@@ -74,6 +91,8 @@ export interface ReportingApiOptions {
   engine: ReportEngine;
   /** The impressions report (GET /v1/report/impressions); absent: 404 there. */
   impressions?: ReportEngine<unknown>;
+  /** The calibration report (GET /v1/report/calibration); absent: 404 there. */
+  calibration?: CalibrationReport;
   /** Per-customer token bucket (config.reportRate / config.reportBurst). */
   limiter: RateLimiter;
   /** Per-IP bucket of failed Basic logins. */
@@ -84,7 +103,7 @@ export interface ReportingApiOptions {
 
 export function reportingRouter(opts: ReportingApiOptions): Router {
   const failures = opts.authFailures ?? new RateLimiter(AUTH_FAILURE_RATE, AUTH_FAILURE_BURST);
-  const route = (engine: ReportEngine<unknown>) => async (ctx: Ctx) => {
+  const route = (engine: Answerer) => async (ctx: Ctx) => {
     const blocked = failures.peek(ctx.ip);
     if (blocked > 0) throw tooMany(blocked, 'failed logins from this address');
     const cred = parseBasicAuth(ctx.req.headers.authorization);
@@ -96,6 +115,7 @@ export function reportingRouter(opts: ReportingApiOptions): Router {
   };
   const router = new Router().get(REPORT_PATH, route(opts.engine));
   if (opts.impressions) router.get(IMPRESSIONS_REPORT_PATH, route(opts.impressions));
+  if (opts.calibration) router.get(CALIBRATION_PATH, route(opts.calibration));
   return router;
 }
 

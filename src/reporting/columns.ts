@@ -47,7 +47,8 @@ export function tableFor(groupBy: readonly string[], useDaily = true, tables: { 
 /**
  * The impressions' rollups (src/reporting/impressions.ts): the lookup's dimensions, the
  * band it answered and what the beacon found; counters: impressions, the invalid ones
- * (replay, mismatch, expired), and `reserved` (0; room for later labels).
+ * (replay, mismatch, expired), and the beacons that labelled their lookup for calibration
+ * (its first beacon, valid or mismatch; the first replay of one first seen valid).
  */
 export const IMPRESSION_TABLES = { hour: 'imp_rollups_hourly', day: 'imp_rollups_daily' } as const;
-export const IMPRESSION_COUNTERS = ['impressions', 'invalid_impressions', 'reserved'] as const;
+export const IMPRESSION_COUNTERS = ['impressions', 'invalid_impressions', 'labelled_lookups'] as const;

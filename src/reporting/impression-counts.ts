@@ -37,6 +37,8 @@ export interface ImpressionTuple {
 
 export interface ImpressionRowDelta extends ImpressionTuple {
   n: number;
+  /** Of them, beacons that labelled their lookup (see count()). */
+  labelled: number;
 }
 
 /** A thread's own rows at most (then they fold into the overflow key of their customer-hour). */
@@ -64,8 +66,12 @@ export class ImpressionCounts {
     this.seed = memory.seed;
   }
 
-  /** One impression of the lookup (customer, time `at`, tuple), band and status. */
-  count(f: { customerId: string; at: number; tupleHi: number; tupleLo: number; band: string }, status: ImpStatus, now: number): void {
+  /**
+   * One impression of the lookup (customer, time `at`, tuple), band and status. `labels`
+   * 1: this beacon labels its lookup for calibration (its first, or the first replay of a
+   * lookup first seen valid); counted in the third counter.
+   */
+  count(f: { customerId: string; at: number; tupleHi: number; tupleLo: number; band: string }, status: ImpStatus, now: number, labels = 0): void {
     const hour = hourStart(f.at);
     const band = BAND_INDEX[f.band] ?? 0;
     const st = STATUS_INDEX[status];
@@ -74,7 +80,7 @@ export class ImpressionCounts {
     let tHi = f.tupleHi, tLo = f.tupleLo;
     impressionKey(this.seed, f.customerId, hour, tHi, tLo, band, st, false);
     let hi = HASH[0]!, lo = HASH[1]!;
-    let r = this.shared.count(hi, lo, f.customerId, hour, now, 1, invalid, 0, false);
+    let r = this.shared.count(hi, lo, f.customerId, hour, now, 1, invalid, labels, false);
     if (r === REFUSED) {
       overflow = true;
       tHi = 0;
@@ -82,27 +88,28 @@ export class ImpressionCounts {
       impressionKey(this.seed, f.customerId, hour, 0, 0, band, st, true);
       hi = HASH[0]!;
       lo = HASH[1]!;
-      r = this.shared.count(hi, lo, f.customerId, hour, now, 1, invalid, 0, true);
+      r = this.shared.count(hi, lo, f.customerId, hour, now, 1, invalid, labels, true);
     }
     if (r === NEW) {
       this.announced.push({ hi, lo, customerId: f.customerId, hour, tupleHi: tHi, tupleLo: tLo, band, status: st, overflow });
     } else if (r === FULL) {
-      this.keep(hi, lo, f.customerId, hour, tHi, tLo, band, st, overflow);
+      this.keep(hi, lo, f.customerId, hour, tHi, tLo, band, st, overflow, labels);
     }
   }
 
-  private keep(hi: number, lo: number, customerId: string, hour: number, tHi: number, tLo: number, band: number, status: number, overflow: boolean): void {
+  private keep(hi: number, lo: number, customerId: string, hour: number, tHi: number, tLo: number, band: number, status: number, overflow: boolean, labels: number): void {
     const id = hashId(hi, lo);
     let row = this.local.get(id);
     if (row === undefined && this.local.size >= LOCAL_MAX && !overflow) {
       impressionKey(this.seed, customerId, hour, 0, 0, band, status, true);
-      return this.keep(HASH[0]!, HASH[1]!, customerId, hour, 0, 0, band, status, true);
+      return this.keep(HASH[0]!, HASH[1]!, customerId, hour, 0, 0, band, status, true, labels);
     }
     if (row === undefined) {
-      row = { hi, lo, customerId, hour, tupleHi: tHi, tupleLo: tLo, band, status, overflow, n: 0 };
+      row = { hi, lo, customerId, hour, tupleHi: tHi, tupleLo: tLo, band, status, overflow, n: 0, labelled: 0 };
       this.local.set(id, row);
     }
     row.n++;
+    row.labelled += labels;
   }
 
   /** What goes to the main thread with the next report. */

@@ -34,9 +34,9 @@ interface Entry {
   misses: number;
 }
 
-/** A rollup row of the impressions (dims: the lookup's, then band, imp_status; total = impressions, givt = invalid). */
-function row(customerId: string, hour: number, dims: readonly string[], band: number, status: number, n: number, invalid: number): CountRow {
-  return { customerId, hour, dims: [...dims, BANDS[band] ?? 'low', IMP_STATUSES[status] ?? 'valid'], total: n, givt: invalid, sivt: 0 };
+/** A rollup row of the impressions (dims: the lookup's, then band, imp_status; total = impressions, givt = invalid, sivt = lookups labelled). */
+function row(customerId: string, hour: number, dims: readonly string[], band: number, status: number, n: number, invalid: number, labelled: number): CountRow {
+  return { customerId, hour, dims: [...dims, BANDS[band] ?? 'low', IMP_STATUSES[status] ?? 'valid'], total: n, givt: invalid, sivt: labelled };
 }
 
 export class ImpressionDictionary {
@@ -82,7 +82,7 @@ export class ImpressionDictionary {
   /** Rows for every impression slot with counts (zeroed) and every waiting row that can go now. */
   drain(shared: SharedCounts, now: number): CountRow[] {
     const rows: CountRow[] = [];
-    shared.drain((hi, lo, total, givt) => {
+    shared.drain((hi, lo, total, givt, sivt) => {
       const e = this.entries.get(hashId(hi, lo));
       if (e === undefined) return false; // announced with the thread's next report
       let dims: readonly string[] | null = e.overflow ? UNKNOWN_DIMS : e.dims !== '' ? splitDims(e.dims) : this.valuesOf(e.tupleId, e.customerId);
@@ -93,7 +93,7 @@ export class ImpressionDictionary {
       } else if (!e.overflow && e.dims === '') {
         e.dims = dims.join('\u001f');
       }
-      rows.push(row(e.customerId, e.hour, dims, e.band, e.status, total, givt));
+      rows.push(row(e.customerId, e.hour, dims, e.band, e.status, total, givt, sivt));
       return true;
     });
     const still: typeof this.waiting = [];
@@ -107,7 +107,7 @@ export class ImpressionDictionary {
         dims = UNKNOWN_DIMS;
         this.unresolved += w.n;
       }
-      rows.push(row(w.customerId, w.hour, dims, w.band, w.status, w.n, IMP_STATUSES[w.status] === 'valid' ? 0 : w.n));
+      rows.push(row(w.customerId, w.hour, dims, w.band, w.status, w.n, IMP_STATUSES[w.status] === 'valid' ? 0 : w.n, w.labelled));
     }
     this.waiting = still;
     const oldest = now - (now % HOUR_MS) - HOUR_MS;

@@ -12,6 +12,7 @@ import { TUPLE_DIMENSIONS } from '../enums.ts';
 import { RateLimiter } from './rate-limit.ts';
 import type { CountRow } from './tuple.ts';
 import { RollupWriter, type RollupSchema } from './writer.ts';
+import { CalibrationReport } from './calibration.ts';
 
 /** The impressions' rollups: the lookup's dimensions, band and imp_status (migration 90). */
 export const IMPRESSION_ROLLUPS: RollupSchema = {
@@ -57,6 +58,8 @@ export interface Reporting {
    * DuckDB (a fleet host keeps its own: they are not rolled up in ClickHouse yet).
    */
   impressions: { writer: CountWriter; engine: ReportEngine<ImpressionRow> };
+  /** Per band, lookups labelled after the fact and the invalid share (calibration.ts). */
+  calibration: CalibrationReport;
   limiter: RateLimiter;
   /** Starts the Basic-auth listener on config.reportingPort (HTTPS with `tls`). */
   listen(tls?: TlsCredentials | null): Promise<Listener>;
@@ -114,11 +117,13 @@ export async function openReporting(
     engine: new ReportEngine<ImpressionRow>(store, { retentionDays: config.retentionDays, kind: 'impressions' }),
   };
   const limiter = new RateLimiter(config.reportRate, config.reportBurst);
+  const calibration = new CalibrationReport(store, { retentionDays: config.retentionDays });
   return {
     writer,
     engine,
     impressions,
+    calibration,
     limiter,
-    listen: (tls) => startReportingApi({ host: config.host, port: config.reportingPort, store, engine, impressions: impressions.engine, limiter, tls }),
+    listen: (tls) => startReportingApi({ host: config.host, port: config.reportingPort, store, engine, impressions: impressions.engine, calibration, limiter, tls }),
   };
 }

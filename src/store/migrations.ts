@@ -227,7 +227,8 @@ export const MIGRATIONS: Migration[] = [
     name: 'reporting: impression rollups (the beacon, docs/post-bid.md)',
     // One row per (customer, hour or day of the lookup, the lookup's dimensions, the band it
     // answered, what the beacon found); impressions and the invalid ones among them (replay,
-    // mismatch, expired); `reserved` is 0 (room for later labels). Same shape and life as
+    // mismatch, expired); `labelled_lookups`: the beacons that labelled their lookup for the
+    // calibration report (src/reporting/calibration.ts). Same shape and life as
     // the lookups' rollups: delta rows compacted, deleted past the retention. The columns
     // are written out, not derived from TUPLE_DIMENSIONS: a released migration never changes.
     statements: ['imp_rollups_hourly', 'imp_rollups_daily'].map(
@@ -257,7 +258,7 @@ export const MIGRATIONS: Migration[] = [
          imp_status   VARCHAR NOT NULL,
          impressions  BIGINT NOT NULL,
          invalid_impressions BIGINT NOT NULL,
-         reserved     BIGINT NOT NULL
+         labelled_lookups BIGINT NOT NULL
        )`,
     ),
   },

@@ -84,3 +84,71 @@ t.test('impressions by pub, imp_status and band; filters; the same refusals as /
   const lookupTotal = await report(srv, days);
   t.equal(lookupTotal.status, 200);
 });
+
+t.test('calibration: per band, lookups labelled by beacons and feedback, and the invalid share', async (t) => {
+  const srv = await startTestServer({});
+  t.teardown(() => srv.stop());
+  let band = '';
+  const lids: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const a = await lookupLid(srv, 'pub-A', `73.162.80.${i + 1}`, `ca-${i}`);
+    band = a.band;
+    await beacon(srv, a.lid, `73.162.80.${i + 1}`, CHROME_WIN); // labelled valid
+    await beacon(srv, a.lid, `73.162.80.${i + 1}`, CHROME_WIN); // first replay: relabelled invalid
+    await beacon(srv, a.lid, `73.162.80.${i + 1}`, CHROME_WIN); // later replays label nothing more
+  }
+  for (let i = 0; i < 2; i++) {
+    const b = await lookupLid(srv, 'pub-B', `73.162.81.${i + 1}`, `cb-${i}`);
+    await beacon(srv, b.lid, '198.51.100.9', IPHONE); // labelled invalid (mismatch)
+    await beacon(srv, b.lid, '198.51.100.9', IPHONE); // a replay of an invalid one: no new label
+  }
+  const c = await lookupLid(srv, 'pub-C', '73.162.82.1', 'cc-0');
+  lids.push(c.lid);
+  await beacon(srv, c.lid, '73.162.82.1', CHROME_WIN); // labelled valid
+  const { login } = await import('../account/client.ts');
+  const { access_token: token } = await login(srv.api, srv.customer.username, srv.customer.password);
+  const fb = await fetch(`${srv.api}/v1/feedback`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ labels: [{ lid: c.lid, label: 'invalid', source: 'chargeback' }] }),
+  });
+  t.equal(fb.status, 200);
+
+  const days = recentDays();
+  const get = async (params: Record<string, string>, authorization?: string | null) => {
+    const headers: Record<string, string> = {};
+    const auth = authorization === undefined ? basic(srv.customer.customer_id, srv.customer.reporting_key) : authorization;
+    if (auth !== null) headers.authorization = auth;
+    const res = await fetch(`${srv.reporting}/v1/report/calibration?${new URLSearchParams(params)}`, { headers });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  let got: any = null;
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    await srv.server.reporting!.flushImpressions();
+    got = await get(days);
+    const row = got.body.rows?.find((r: any) => r.band === band);
+    if (row?.by_beacon.labelled === 6 && row?.by_beacon.invalid === 5) break;
+    if (Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  t.equal(got.status, 200);
+  t.same(got.body.meta, days);
+  t.same(got.body.rows.map((r: any) => r.band), ['low', 'medium', 'high'], 'every band, in order');
+  t.strictSame(got.body.rows.find((r: any) => r.band === band), {
+    band,
+    labelled_lookups: 7,
+    invalid_lookups: 6,
+    invalid_share: 0.8571,
+    by_beacon: { labelled: 6, invalid: 5 },
+    by_feedback: { labelled: 1, invalid: 1 },
+  });
+  const other = got.body.rows.find((r: any) => r.band !== band);
+  t.strictSame([other.labelled_lookups, other.invalid_share], [0, null], 'nothing labelled: no share');
+  t.match(await get({ ...days, group_by: 'pub' }), { status: 400, body: { error: 'unknown_parameter' } });
+  t.match(await get({ start_date: days.start_date }), { status: 400, body: { error: 'missing_parameter' } });
+  t.match(await get({ start_date: days.end_date, end_date: days.start_date }), { status: 422 });
+  t.match(await get(days, null), { status: 401 });
+  const bearer = await fetch(`${srv.api}/v1/report/calibration?${new URLSearchParams(days)}`, { headers: { authorization: `Bearer ${token}` } });
+  t.equal(bearer.status, 200, 'the dashboard\'s route on the account port');
+});
