@@ -210,6 +210,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         return {
           parts: {
             history: plan.historyBytes,
+            impressions: plan.impSeenBytes + plan.impCountsBytes,
             ua_cache: plan.uaCacheBytes,
             ip_cache: plan.ipCacheBytes,
             shared_counts: plan.sharedCountsBytes,
