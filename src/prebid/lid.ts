@@ -21,8 +21,12 @@
 // The digests and history keys are hashes: the token carries no IP, UA or device id.
 import { fmix32, hashAdd, hashAddNumber, hashBegin, hashEnd, hashStringLower, hashWords, HASH } from '../memory/hash.ts';
 import type { ParsedIp } from '../signals/ip-address.ts';
+import { BROWSER_CODES, OS_CODES } from '../signals/ua-analysis.ts';
 
 export const LID_VERSION = 1;
+
+const OS_INDEX = new Map(OS_CODES.map((c, i) => [c, i]));
+const BROWSER_INDEX = new Map(BROWSER_CODES.map((c, i) => [c, i]));
 export const LID_BYTES = 80;
 const SIGNED_BYTES = 72;
 /** base64url without padding of LID_BYTES. */
@@ -283,6 +287,10 @@ export class LidCodec {
 
   /** Digest of a UA family: its OS and browser codes (src/signals/ua-analysis.ts). */
   uaFamilyDigest(os: string, browser: string): number {
+    // The codes are few and known: their positions, mixed (no pass over the strings).
+    const o = OS_INDEX.get(os);
+    const b = BROWSER_INDEX.get(browser);
+    if (o !== undefined && b !== undefined) return fmix32(this.digestSeed ^ ((o << 12) | b | 0x1000000)) & 0xffff;
     hashBegin(this.digestSeed ^ 0x0a0a);
     hashAdd(os);
     hashAddNumber(0);
