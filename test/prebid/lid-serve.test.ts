@@ -11,6 +11,8 @@ import { LID_KEY_FILE } from '../../src/prebid/lid-secret.ts';
 import { fixtureQuery } from '../reporting/client.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ivtd-lid-'));
+/** A lid of the first run, beaconed after the restart. */
+let firstRunLid = '';
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
 t.test('GET and OpenRTB answers carry a lid the data dir\'s secret verifies; errors carry none', async (t) => {
@@ -36,6 +38,7 @@ t.test('GET and OpenRTB answers carry a lid the data dir\'s secret verifies; err
     t.not(f.ipHi, 0, 'carries the IP history key');
   }
   t.equal(seen.size, 6, 'each lookup its own lid');
+  firstRunLid = [...seen][0]!;
 
   const bad = await fetch(`${srv.prebid}/api/v1/ivt/lookup?${q.replace(/ip=[^&]+/, 'ip=nope')}`);
   t.equal(bad.status, 400);
@@ -56,4 +59,6 @@ t.test('the secret survives a restart: lids of the first run verify with the sec
   const srv = await startTestServer({}, dir);
   t.teardown(() => srv.stop());
   t.same(readFileSync(join(dir, LID_KEY_FILE)), before, 'the same key');
+  const res = await fetch(`${srv.prebid}/api/v1/ivt/imp?lid=${firstRunLid}`, { headers: { 'x-device-ip': '73.162.10.25' } });
+  t.equal(res.status, 204, 'a beacon for a lookup of the first run is taken, not refused');
 });
