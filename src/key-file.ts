@@ -3,7 +3,7 @@
 // a private temporary file and linked into place, so a crash never leaves a short key file
 // behind and two starters cannot both write one.
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, linkSync, lstatSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, lstatSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 
 /** What the key is, for the messages: its name and what deleting it costs. */
 export interface KeyFileSpec {
@@ -61,4 +61,17 @@ function read(path: string, spec: KeyFileSpec, makeError: (message: string) => E
   const key = readFileSync(path);
   if (key.length !== spec.bytes) throw makeError(`${path} changed while being read; start again`);
   return new Uint8Array(key);
+}
+
+/** Replaces the key file's bytes (another host's key, for one fleet): written aside, mode 0600, renamed into place. */
+export function replaceKeyFile(path: string, bytes: Uint8Array): void {
+  const tmp = `${path}.${process.pid}.new`;
+  const fd = openSync(tmp, 'w', 0o600);
+  try {
+    writeSync(fd, bytes);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
 }

@@ -3,7 +3,7 @@
 // SIGHUP (reload) and SIGTERM/SIGINT (drain, flush, exit 0).
 import { mountFeedbackRoutes } from './account/feedback-routes.ts';
 import { ImpressionDictionary } from './reporting/impression-dictionary.ts';
-import { loadOrCreateLidSecret } from './prebid/lid-secret.ts';
+import { loadOrCreateLidSecret, saveLidSecret } from './prebid/lid-secret.ts';
 import { diffConfig, type Config } from './config.ts';
 import { knownCurrentMs, versionInfo } from './ops/version.ts';
 import { setVersionFloor } from './signals/ua-analysis.ts';
@@ -73,6 +73,54 @@ export interface RunningServer {
   policies: PolicyService;
   /** The TLS pair of the account and reporting ports (null: plain HTTP). */
   tls: TlsCredentials | null;
+}
+
+/** How long the start waits for the fleet's lookup-id secret before signing with its own. */
+const LID_SECRET_WAIT_MS = 5000;
+const LID_SECRET_RETRY_MS = 30_000;
+
+/**
+ * The fleet's lookup-id secret (src/fleet/lid-secret.ts), kept in this host's lid.key. While
+ * ClickHouse is away the host signs with its own and keeps asking; a secret agreed later is
+ * saved for the next start (the running threads keep theirs: the log says to restart).
+ */
+async function fleetLidSecret(fleet: Fleet, dataDir: string, local: Uint8Array, cleanup: Array<() => Promise<void> | void>): Promise<Uint8Array> {
+  const agree = async (): Promise<Uint8Array> => {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        fleet.lidSecret(local),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('no answer from ClickHouse')), LID_SECRET_WAIT_MS);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  const keep = (secret: Uint8Array): boolean => {
+    if (Buffer.from(secret).equals(Buffer.from(local))) return false;
+    saveLidSecret(dataDir, secret);
+    return true;
+  };
+  try {
+    const secret = await agree();
+    keep(secret);
+    return secret;
+  } catch (e) {
+    log.warn({ err: (e as Error).message }, "fleet: the fleet's lookup-id secret is not known yet; this host signs lids with its own (other hosts refuse their beacons) and keeps asking");
+    const timer = setInterval(() => {
+      agree()
+        .then((secret) => {
+          clearInterval(timer);
+          if (keep(secret)) log.warn({}, "fleet: the fleet's lookup-id secret is now in lid.key; restart this host to sign with it");
+        })
+        .catch(() => undefined);
+    }, LID_SECRET_RETRY_MS);
+    timer.unref();
+    cleanup.unshift(() => clearInterval(timer));
+    return local;
+  }
 }
 
 /** Values the lookup threads saw, to the refresher's bounded crawl lists. */
@@ -230,7 +278,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     });
     reporting.engine.observers.push((seconds) => metrics.observeReportQuery(seconds));
     // The lookup ids' secret (made once, kept in the data dir; a fleet's hosts share it).
-    const lidSecret = loadOrCreateLidSecret(config.dataDir);
+    let lidSecret = loadOrCreateLidSecret(config.dataDir);
+    if (fleet) lidSecret = await fleetLidSecret(fleet, config.dataDir, lidSecret, cleanup);
     const lookups = new LookupServer({
       host: config.host,
       port: config.prebidPort,

@@ -5,6 +5,7 @@
 // keys from ClickHouse and keeps the last set locally (./keys.ts). Nothing here runs on a
 // lookup thread, and nothing a lookup needs waits on ClickHouse: the start itself goes on
 // with ClickHouse down (schema migration is retried in the background).
+import { agreeLidSecret } from './lid-secret.ts';
 import { hostname } from 'node:os';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Config } from '../config.ts';
@@ -75,6 +76,11 @@ export interface Fleet {
   publishBotIps(rows: readonly BotIpRow[]): Promise<number>;
   /** The fleet's bot-heavy IPs now (bounded, see bot-ips.ts). */
   pullFleetBotIps(): Promise<string[]>;
+  /**
+   * The fleet's lookup-id secret (the earliest a host offered; `local` offered when there
+   * is none yet). Rejects while ClickHouse is away or its schema not ready.
+   */
+  lidSecret(local: Uint8Array): Promise<Uint8Array>;
   /** Adds the fleet's gauges and counters to a metrics registry. */
   registerMetrics(registry: Registry): void;
   /** SIGTERM path: spools what is pending, delivers for a few seconds, stops every timer. */
@@ -213,6 +219,10 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     edgeKeys: () => puller?.liveKeys() ?? [],
     keysChanged: () => publisher?.nudge(),
     policiesChanged: () => policyPublisher?.nudge(),
+    async lidSecret(local) {
+      if (!schemaReady) throw new Error('ClickHouse schema not ready');
+      return agreeLidSecret(ch, local, host);
+    },
     async publishBotIps(rows) {
       return publishBotIps(ch, host, rows);
     },
