@@ -18,7 +18,7 @@ import { OVERFLOW, splitDims, type CountRow } from './tuple.ts';
 /** Drains an impression waits for its lookup's tuple to be known before it is counted without its dimensions. */
 export const MAX_MISSES = 3;
 /** Rows kept from threads (their own maps) waiting for their tuple, at most. */
-const WAITING_MAX = 100_000;
+export const WAITING_MAX = 100_000;
 
 const UNKNOWN_DIMS: readonly string[] = TUPLE_DIMENSIONS.map(() => OVERFLOW);
 
@@ -42,6 +42,8 @@ function row(customerId: string, hour: number, dims: readonly string[], band: nu
 export class ImpressionDictionary {
   private readonly entries = new Map<number, Entry>();
   private waiting: Array<ImpressionRowDelta & { misses: number }> = [];
+  /** Rows that came while `waiting` was full: counted without their dimensions, one per (customer, hour, band, status). */
+  private folded = new Map<string, ImpressionRowDelta>();
   /** Impressions counted without their lookup's dimensions (cumulative). */
   unresolved = 0;
 
@@ -64,12 +66,18 @@ export class ImpressionDictionary {
   /** Counts a thread kept itself (its table had no room): resolved at the next drains. */
   addRows(rows: readonly ImpressionRowDelta[]): void {
     for (const r of rows) {
-      if (this.waiting.length >= WAITING_MAX) {
-        this.unresolved += r.n;
-        this.waiting.push({ ...r, overflow: true, misses: 0 });
+      if (this.waiting.length < WAITING_MAX) {
+        this.waiting.push({ ...r, misses: 0 });
         continue;
       }
-      this.waiting.push({ ...r, misses: 0 });
+      this.unresolved += r.n;
+      const k = `${r.customerId}\u001f${r.hour}\u001f${r.band}\u001f${r.status}`;
+      const f = this.folded.get(k);
+      if (f === undefined) this.folded.set(k, { ...r, overflow: true, tupleHi: 0, tupleLo: 0 });
+      else {
+        f.n += r.n;
+        f.labelled += r.labelled;
+      }
     }
   }
 
@@ -110,6 +118,8 @@ export class ImpressionDictionary {
       rows.push(row(w.customerId, w.hour, dims, w.band, w.status, w.n, IMP_STATUSES[w.status] === 'valid' ? 0 : w.n, w.labelled));
     }
     this.waiting = still;
+    for (const f of this.folded.values()) rows.push(row(f.customerId, f.hour, UNKNOWN_DIMS, f.band, f.status, f.n, IMP_STATUSES[f.status] === 'valid' ? 0 : f.n, f.labelled));
+    this.folded = new Map();
     const oldest = now - (now % HOUR_MS) - HOUR_MS;
     for (const [id, e] of this.entries) if (e.hour < oldest) this.entries.delete(id);
     return rows;

@@ -5,7 +5,7 @@ import t from 'tap';
 import { TUPLE_DIMENSIONS } from '../../src/enums.ts';
 import { HASH } from '../../src/memory/hash.ts';
 import { ImpressionCounts } from '../../src/reporting/impression-counts.ts';
-import { ImpressionDictionary, MAX_MISSES } from '../../src/reporting/impression-dictionary.ts';
+import { ImpressionDictionary, MAX_MISSES, WAITING_MAX } from '../../src/reporting/impression-dictionary.ts';
 import { SharedCounts, allocateSharedCounts } from '../../src/reporting/shared-counts.ts';
 import { TupleDictionary } from '../../src/reporting/tuple-dictionary.ts';
 import { OVERFLOW, joinDims, tupleHash } from '../../src/reporting/tuple.ts';
@@ -61,4 +61,23 @@ t.test('an expired beacon of an old lookup is counted by the thread itself, then
   t.equal(out.length, 1);
   t.match(out[0], { total: 1, givt: 1, hour: now - 5 * 3_600_000 - ((now - 5 * 3_600_000) % 3_600_000) });
   t.strictSame(out[0]!.dims.slice(-2), ['medium', 'expired']);
+});
+
+t.test('rows kept by threads wait within a bound; past it they count at once, folded', async (t) => {
+  const imps = new ImpressionDictionary(new TupleDictionary());
+  const now = Date.now();
+  const hour = now - (now % 3_600_000);
+  const rows = Array.from({ length: WAITING_MAX + 5 }, (_, i) => ({
+    hi: i + 1, lo: 7, customerId: CUSTOMER, hour, tupleHi: i + 1, tupleLo: 9, band: 1, status: 1, overflow: false, n: 1, labelled: 0,
+  }));
+  imps.addRows(rows);
+  const shared = new SharedCounts(allocateSharedCounts(1 << 16, SEED, 1000));
+  const first = imps.drain(shared, now);
+  t.equal(first.length, 1, 'the 5 past the bound: one folded row, counted now');
+  t.match(first[0], { total: 5, givt: 5 });
+  t.strictSame(first[0]!.dims.slice(-2), ['medium', 'replay']);
+  let later: ReturnType<typeof imps.drain> = [];
+  for (let i = 1; i < MAX_MISSES; i++) later = imps.drain(shared, now);
+  t.equal(later.reduce((s, r) => s + r.total, 0), WAITING_MAX, 'the waiting ones, once their tuples stay unknown');
+  t.strictSame(imps.drain(shared, now), [], 'nothing left');
 });
