@@ -14,6 +14,9 @@
 //    100 000-entry allow/deny list, alternating in one run.
 //  - the OpenRTB phase (`--ortb-rounds 3`, 0 skips it): the same lookups as 2–3 KB bid
 //    requests POSTed to /api/v1/ivt/ortb against the GET form, same client, alternating.
+//  - the beacon phase (`--beacon-rounds 3`, 0 skips it): impression beacons
+//    (GET /api/v1/ivt/imp?lid=…, the lids of real lookups, most of them replays after the
+//    first pass) against GET lookups, same client, alternating: beacons/s vs lookups/s.
 import autocannon from 'autocannon';
 import { describeLatency, latencyVsBare, type LatencyFigures } from './latency.ts';
 import { inThreadBuckets, inThreadLatency, numArg, sleep, startBare, strArg, startIvtd, targetFromArgs, thisCheckout } from './processes.ts';
@@ -31,6 +34,8 @@ const POLICY_ENTRIES = numArg('policy-entries', 100_000);
 const POLICY_ROUNDS = numArg('policy-rounds', 3);
 /** Rounds of the OpenRTB phase (each: one GET run, one ORTB run); 0 skips it. */
 const ORTB_ROUNDS = numArg('ortb-rounds', 3);
+/** Rounds of the beacon phase (each: one lookup run, one beacon run); 0 skips it. */
+const BEACON_ROUNDS = numArg('beacon-rounds', 3);
 if (RATES.some((r) => r !== 'half' && !(Number(r) > 0))) throw new Error(`--rates takes req/s figures or "half", e.g. 2000,half`);
 
 interface Run {
@@ -78,6 +83,7 @@ async function main(): Promise<void> {
 
     const policy = POLICY_ROUNDS > 0 ? await policyPhase(ivtd, paths) : null;
     const ortb = ORTB_ROUNDS > 0 ? await ortbPhase(ivtd, paths) : null;
+    const beacons = BEACON_ROUNDS > 0 ? await beaconPhase(ivtd, paths) : null;
 
     const rates = RATES.map((r) => (r === 'half' ? Math.round(sat.rps / 2) : Number(r)));
     const roundSeconds = Math.max(2, Math.round(DURATION / 2));
@@ -100,7 +106,8 @@ async function main(): Promise<void> {
       latency_at_fixed_rate: latency,
       policy,
       ortb,
-      targets: { throughput_ratio: '>= 0.6', fixed_rate_p99_ms: '<= 1 (end to end, on a quiet host)', policy_ratio: '>= 0.95', ortb_ratio: '>= 0.5' },
+      beacons,
+      targets: { throughput_ratio: '>= 0.6', fixed_rate_p99_ms: '<= 1 (end to end, on a quiet host)', policy_ratio: '>= 0.95', ortb_ratio: '>= 0.5', beacon_ratio: '>= 1' },
     };
     console.log(`saturation (${sat.client}, ${CONNECTIONS} connections): bare ${base.rps} req/s, ivtd ${sat.rps} req/s, ratio ${summary.throughput_ratio} (target >= 0.6), non-2xx ${sat.non2xx}`);
     console.log(`in-thread  at saturation: p50 ${inThread.p50}, p99 ${inThread.p99}, p99.9 ${inThread.p999} (${inThread.lookups} lookups)`);
@@ -116,6 +123,7 @@ async function main(): Promise<void> {
           `mean in-thread lookup ${ortb.ortb_mean_us} vs ${ortb.get_mean_us} us`,
       );
     }
+    if (beacons) console.log(`beacons    ${beacons.beacon_rps} beacons/s vs ${beacons.lookup_rps} lookups/s (ratio ${beacons.throughput_ratio}, target >= 1), one thread per side: ${THREADS}`);
     for (const l of latency) console.log(`latency    ${describeLatency(l)}`);
     if (!wrkAvailable()) console.log('latency    wrk not installed (apt-get install wrk): Node paced client only');
     console.log(JSON.stringify(summary));
@@ -214,3 +222,33 @@ async function ortbPhase(ivtd: Awaited<ReturnType<typeof startIvtd>>, paths: str
 }
 
 await main();
+
+/**
+ * Impression beacons against GET lookups, saturation rounds alternating with the same
+ * client; medians of each side. The beacons carry the lids of real lookups (the first
+ * pass over them judges valid or mismatch, the rest are replays: every one is read,
+ * checked against the seen-lids table and counted).
+ */
+async function beaconPhase(ivtd: Awaited<ReturnType<typeof startIvtd>>, paths: string[]) {
+  const beacons: string[] = [];
+  for (const p of paths.slice(0, 500)) {
+    const r = await fetch(`http://127.0.0.1:${ivtd.prebidPort}${p}`);
+    const body = (await r.json()) as { lid?: string };
+    if (r.status !== 200 || !body.lid) throw new Error(`beacon phase: lookup answered ${r.status} without a lid`);
+    beacons.push(`/api/v1/ivt/imp?lid=${body.lid}`);
+  }
+  const rps: Record<'lookup' | 'beacon', number[]> = { lookup: [], beacon: [] };
+  await hammer(ivtd.prebidPort, beacons, 2); // warm the beacon path (JIT)
+  for (let round = 0; round < BEACON_ROUNDS; round++) {
+    const order: Array<'lookup' | 'beacon'> = round % 2 ? ['beacon', 'lookup'] : ['lookup', 'beacon'];
+    for (const side of order) {
+      await sleep(500);
+      const r = await hammer(ivtd.prebidPort, side === 'lookup' ? paths : beacons, DURATION);
+      if (r.non2xx > 0) throw new Error(`beacon phase (${side}): ${r.non2xx} non-2xx answers`);
+      rps[side].push(r.rps);
+    }
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const lookupRps = median(rps.lookup), beaconRps = median(rps.beacon);
+  return { rounds: BEACON_ROUNDS, lookup_rps: lookupRps, beacon_rps: beaconRps, throughput_ratio: +(beaconRps / lookupRps).toFixed(3), rounds_rps: rps };
+}

@@ -50,6 +50,22 @@ function checkClickHouseUrl(v: string): string | undefined {
   }
 }
 
+/** A comma-separated list of IP addresses and CIDR blocks (--trusted-proxies). */
+function checkCidrList(v: string): string | undefined {
+  for (const item of v.split(',')) {
+    const s = item.trim();
+    const slash = s.indexOf('/');
+    const addr = slash < 0 ? s : s.slice(0, slash);
+    const family = isIP(addr);
+    const bits = slash < 0 ? null : s.slice(slash + 1);
+    const max = family === 6 ? 128 : 32;
+    if (family === 0 || (bits !== null && !(/^\d{1,3}$/.test(bits) && Number(bits) <= max))) {
+      return `must be IP addresses or CIDR blocks separated by commas (such as 127.0.0.0/8,::1 or 10.0.0.0/8), got "${s}"`;
+    }
+  }
+  return undefined;
+}
+
 export const OPTIONS = {
   dataDir: { flag: 'data-dir', kind: 'path', default: './ivtd-data', help: 'State directory: DuckDB file, keys, control socket, operator data (sellers/, lists).' },
   host: { flag: 'host', kind: 'string', default: '127.0.0.1', help: 'Bind address for all listeners (0.0.0.0 or :: to listen on every interface).', check: checkHost },
@@ -79,6 +95,8 @@ export const OPTIONS = {
   clickhouseUrl: { flag: 'clickhouse-url', kind: 'string', default: undefined, help: 'Fleet mode: http(s)://[user[:password]@]host:port[/database] of the ClickHouse shared by the fleet (database default ivtd, created if missing; https default port 8443). README "Fleet".', check: checkClickHouseUrl },
   tlsCert: { flag: 'tls-cert', kind: 'path', default: undefined, help: 'PEM certificate (chain) to serve HTTPS on the account and reporting ports; with --tls-key. Re-read on SIGHUP.' },
   tlsKey: { flag: 'tls-key', kind: 'path', default: undefined, help: 'PEM private key of --tls-cert. Re-read on SIGHUP.' },
+  impTtl: { flag: 'imp-ttl', kind: 'duration', default: '1h', help: 'An impression beacon later than this after its lookup counts as expired (e.g. 30m, 1h; from 1m to 1d; off: none expires).', min: 60, max: 86400 },
+  trustedProxies: { flag: 'trusted-proxies', kind: 'string', default: '127.0.0.0/8,::1', help: 'Peers (addresses, CIDR blocks, comma-separated) whose X-Device-IP, X-Forwarded-For and X-Device-User-Agent name the device of an impression beacon.', check: checkCidrList },
   role: { flag: 'role', kind: 'string', default: 'all', help: 'all: lookups, accounts, dashboard and reporting; edge: lookups only (and /metrics), keys from ClickHouse; needs --clickhouse-url.', choices: ROLES },
 } as const satisfies Record<string, OptionSpec>;
 
@@ -115,6 +133,9 @@ export interface Config {
   /** PEM files: HTTPS on the account and reporting ports when both are set. */
   tlsCert: string | undefined;
   tlsKey: string | undefined;
+  /** Seconds after its lookup an impression beacon is still on time. */
+  impTtl: number;
+  trustedProxies: string;
   role: string;
 }
 

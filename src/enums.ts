@@ -69,6 +69,14 @@ export const FILTERS = [
 ] as const;
 export type Filter = (typeof FILTERS)[number];
 
+/**
+ * What the impression beacon found (docs/post-bid.md): `valid`; `replay` (its lid came
+ * before); `mismatch` (another network and another UA family than the lookup's device);
+ * `expired` (later than --imp-ttl after the lookup). All but `valid` are invalid impressions.
+ */
+export const IMP_STATUSES = ['valid', 'replay', 'mismatch', 'expired'] as const;
+export type ImpStatus = (typeof IMP_STATUSES)[number];
+
 export const BANDS = ['low', 'medium', 'high'] as const;
 export type Band = (typeof BANDS)[number];
 

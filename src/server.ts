@@ -15,7 +15,7 @@ import { announce } from './server/announce.ts';
 import { Cleanup } from './server/cleanup.ts';
 import { holdClockFloor } from './server/clock.ts';
 import { ServedData, openRefresher, startRefresher } from './server/data.ts';
-import { wireFleet } from './server/fleet.ts';
+import { lidSecretFor, wireFleet } from './server/fleet.ts';
 import { openListeners } from './server/listeners.ts';
 import { lookupThreads, openPrebidPort, type CountSink } from './server/lookups.ts';
 import { logMemoryPlan, planServerMemory } from './server/memory.ts';
@@ -53,9 +53,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       storeBytes: memory.plan.storeBytes,
       tupleSeed: memory.lookup.counts.seed,
       source: memory.drainCounts,
+      impressionSource: memory.drainImpressions,
       backend: fleet ? { writer: fleet.fleet.writer, source: fleet.fleet.reportSource } : undefined,
     });
     cleanup.add(() => reporting.writer.close());
+    // Runs before the lookups' writer closes (the last added runs first), after the threads'
+    // last counts: its drain reads the tuple dictionary, which that flush prunes.
+    cleanup.add(() => reporting.impressions.writer.close());
     const countSinks: CountSink[] = [(rows) => reporting.writer.add(rows)];
 
     const refresher = openRefresher(config, () => later.running?.reload() ?? notStarted(), opts.dataConnect);
@@ -67,7 +71,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       policyBytes: () => later.pushes.policies.bytes,
     });
 
-    const lookups = (later.lookups = lookupThreads(config, memory, countSinks, fleet, refresher, metrics, versionFloorMs));
+    const lidSecret = await lidSecretFor(config, fleet, cleanup);
+    const lookups = (later.lookups = lookupThreads(config, memory, countSinks, fleet, refresher, metrics, versionFloorMs, lidSecret));
     const pushes = new Pushes(store, lookups, fleet?.fleet ?? null, memory.plan.policyBytes, memory.lookup.uaCache.seed);
     await pushes.policies.refresh();
     later.pushes = pushes; // from here on, a fleet pull pushes its keys and policies
@@ -89,6 +94,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       metrics,
       fleet: fleet?.fleet ?? null,
       engine,
+      lidSecret,
       prebidPort,
       reloadData: () => later.running?.reload() ?? notStarted(),
       reload: () => (later.running ? reloadRequest(later.running, opts) : stillStarting()),
@@ -106,7 +112,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       get bundle() {
         return data.bundle;
       },
-      reporting: { flush: () => reporting.writer.flush() },
+      reporting: { flush: () => reporting.writer.flush(), flushImpressions: () => reporting.impressions.writer.flush() },
       metrics,
       refresher,
       lookups,

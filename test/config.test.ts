@@ -39,6 +39,8 @@ const CASES: Record<OptionKey, { bad: string[]; good: string }> = {
   maxmindLicenseKey: { bad: [''], good: 'key' },
   tlsCert: { bad: [''], good: '/x/cert.pem' }, // the pair and its files: test/http/tls.test.ts
   tlsKey: { bad: [''], good: '/x/key.pem' },
+  impTtl: { bad: ['', '30s', '2d', 'soon'], good: '30m' },
+  trustedProxies: { bad: ['', 'proxy.example', '10.0.0.0/33', '::1/129', '10.0.0.1,', '10.0.0.0/x'], good: '10.0.0.0/8, ::1,192.168.1.7' },
 };
 
 t.test('every option has cases here (a new option needs its rule and a test)', async (t) => {

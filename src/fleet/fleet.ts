@@ -24,6 +24,7 @@ import { PolicyPublisher, PolicyPuller } from './policies.ts';
 import { ClickHouseReportSource } from './reports.ts';
 import { scheduleRetention } from './retention.ts';
 import { SchemaCheck } from './schema-check.ts';
+import { agreeLidSecret } from './lid-secret.ts';
 import { FleetWriter } from './spool.ts';
 import type { Role } from '../fleet-roles.ts';
 import { parseClickHouseUrl } from '../clickhouse-url.ts';
@@ -70,6 +71,11 @@ export interface Fleet {
   publishBotIps(rows: readonly BotIpRow[]): Promise<number>;
   /** The fleet's bot-heavy IPs now (bounded, see bot-ips.ts). */
   pullFleetBotIps(): Promise<string[]>;
+  /**
+   * The fleet's lookup-id secret (the earliest a host offered; `local` offered when there
+   * is none yet). Rejects while ClickHouse is away or its schema not ready.
+   */
+  lidSecret(local: Uint8Array): Promise<Uint8Array>;
   /** Adds the fleet's gauges and counters to a metrics registry. */
   registerMetrics(registry: Registry): void;
   /** SIGTERM path: spools what is pending, delivers for a few seconds, stops every timer. */
@@ -161,6 +167,10 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     edgeKeys: () => sync.keyPuller?.liveKeys() ?? [],
     keysChanged: () => sync.keyPublisher?.nudge(),
     policiesChanged: () => sync.policyPublisher?.nudge(),
+    async lidSecret(local) {
+      if (!schema.ready) throw new Error('ClickHouse schema not ready');
+      return agreeLidSecret(ch, local, host);
+    },
     publishBotIps: (rows) => botIps.publish(rows),
     pullFleetBotIps: () => botIps.pull(),
     registerMetrics(registry) {

@@ -12,7 +12,7 @@ import { FleetError, type ClickHouse } from './clickhouse.ts';
 import { sqlIdentifier, sqlInt, sqlList, sqlString } from './sql.ts';
 
 /** The grouping expression of a dimension; hours and dates are UTC (the column's zone). */
-function groupExpression(d: Dimension): string {
+function groupExpression(d: ReportQuery['groupBy'][number]): string {
   if (d === 'date') return 'toDate(period_start)';
   if (d === 'hour') return 'toHour(period_start)';
   return sqlIdentifier(d);

@@ -125,6 +125,17 @@ export const CLICKHOUSE_MIGRATIONS: ClickHouseMigration[] = [
     // As DuckDB's migration 80: rows delivered before it have category '' (not recorded).
     statements: ['rollups_hourly', 'rollups_daily'].map((table) => addKeyColumn(table, 'category', 'String', ROLLUP_KEY)),
   },
+  {
+    version: 4,
+    name: 'the lookup-id secret offered by each host; the earliest is the fleet\'s (src/fleet/lid-secret.ts)',
+    statements: [
+      `CREATE TABLE IF NOT EXISTS lid_secrets (
+         offered_at_ms UInt64,
+         host          String,
+         secret        String
+       ) ENGINE = MergeTree() ORDER BY (offered_at_ms, host)`,
+    ],
+  },
 ];
 
 export const CLICKHOUSE_SCHEMA_VERSION = Math.max(...CLICKHOUSE_MIGRATIONS.map((m) => m.version));

@@ -13,7 +13,12 @@ const MB = 1 << 20;
 /** Shares of the budget. They add up to 1. */
 export const SHARES = {
   /** History of IPs, uids and IFAs (shared by all lookup threads). */
-  history: 0.43,
+  history: 0.4,
+  /**
+   * Impression beacons (shared): the lids seen within --imp-ttl (replays) and the
+   * impression counts per tuple, as the reporting counts.
+   */
+  impressions: 0.03,
   /** Verdicts per user agent (shared). */
   uaCache: 0.04,
   /** Verdicts per IP address (shared). */
@@ -47,6 +52,10 @@ export interface MemoryPlan {
   budgetMb: number;
   threads: number;
   historyBytes: number;
+  /** The lids seen by the beacon (replay detection), shared. */
+  impSeenBytes: number;
+  /** Impression counts per (lookup tuple, band, status), shared. */
+  impCountsBytes: number;
   uaCacheBytes: number;
   ipCacheBytes: number;
   sharedCountsBytes: number;
@@ -79,6 +88,8 @@ export function planMemory(budgetMb: number, threads: number): MemoryPlan {
     budgetMb,
     threads,
     historyBytes: Math.floor(bytes * SHARES.history),
+    impSeenBytes: Math.floor((bytes * SHARES.impressions * 2) / 3),
+    impCountsBytes: Math.floor((bytes * SHARES.impressions) / 3),
     uaCacheBytes: Math.floor(bytes * SHARES.uaCache),
     ipCacheBytes: Math.floor(bytes * SHARES.ipCache),
     sharedCountsBytes: Math.floor(bytes * SHARES.sharedCounts),
@@ -98,6 +109,7 @@ export function planMemory(budgetMb: number, threads: number): MemoryPlan {
 export function planParts(plan: MemoryPlan): Record<string, number> {
   return {
     history: plan.historyBytes,
+    impressions: plan.impSeenBytes + plan.impCountsBytes,
     ua_cache: plan.uaCacheBytes,
     ip_cache: plan.ipCacheBytes,
     shared_counts: plan.sharedCountsBytes,

@@ -72,6 +72,8 @@ export class ServiceMetrics {
   /** Latest V8 heap of each lookup thread (used, reserved). */
   private readonly threadHeaps = new Map<number, [number, number]>();
   private readonly lockTimeouts: Counter;
+  private readonly beacons: Counter<'outcome'>;
+  private readonly seenEvictedLive: Counter;
   /** Lookup latency: per-bucket (not cumulative) counts, last slot is +Inf. */
   private readonly latency = new Array<number>(LATENCY_BUCKETS_US.length + 1).fill(0);
   private latencySumUs = 0;
@@ -87,6 +89,8 @@ export class ServiceMetrics {
     this.bands = new Counter({ name: 'ivtd_lookups_total', help: 'Answered lookups by botRisk band.', labelNames: ['band'], registers: [r] });
     this.overflowed = new Counter({ name: 'ivtd_lookup_overflow_transactions_total', help: 'Transactions whose free-text dimensions were folded into __overflow__ (too many distinct tuples).', registers: [r] });
     this.cacheLookups = new Counter({ name: 'ivtd_verdict_cache_lookups_total', help: 'Shared UA and IP verdict cache lookups by result (a miss parses the UA or reads the IP databases).', labelNames: ['cache', 'result'], registers: [r] });
+    this.beacons = new Counter({ name: 'ivtd_impression_beacons_total', help: 'Impression beacons (GET /api/v1/ivt/imp) by outcome: valid, replay, mismatch, expired; refused (a garbled or forged lid, 400/405), unavailable (503), internal (500).', labelNames: ['outcome'], registers: [r] });
+    this.seenEvictedLive = new Counter({ name: 'ivtd_impression_seen_evictions_total', help: 'Lids still within --imp-ttl dropped from the seen-lids table for room (a replay of one passes as valid): raise --memory-budget if it grows.', registers: [r] });
     this.lockTimeouts = new Counter({ name: 'ivtd_shared_lock_timeouts_total', help: 'Shared-table updates that went ahead after waiting the spin limit for a bucket lock (should stay near 0).', registers: [r] });
     register(r, 'ivtd_lookup_thread_heap_bytes', 'V8 heap of each lookup thread (state used or reserved), reported once a second.', 'gauge', () =>
       [...this.threadHeaps].flatMap(([thread, [used, total]]) => [
@@ -234,6 +238,8 @@ export class ServiceMetrics {
     this.cacheLookups.inc({ cache: 'ip', result: 'hit' }, stats.ipHits);
     this.cacheLookups.inc({ cache: 'ip', result: 'miss' }, stats.ipMisses);
     if (stats.contended > 0) this.lockTimeouts.inc(stats.contended);
+    for (const outcome in stats.beacons) this.beacons.inc({ outcome }, stats.beacons[outcome]!);
+    if (stats.seenEvictedLive > 0) this.seenEvictedLive.inc(stats.seenEvictedLive);
     if (stats.heapTotal > 0) this.threadHeaps.set(stats.thread, [stats.heapUsed, stats.heapTotal]);
   }
 

@@ -104,6 +104,11 @@ export class SignalSources {
     this.fleetBotIps = new FleetBotIps(memory.fleetBotIps);
   }
 
+  /** The history keys of the last gather() (valid until the next one): the lookup id carries them. */
+  get lastKeys(): Readonly<HistoryKeys> {
+    return this.keys;
+  }
+
   /** The parsed client IP of the last gather() (valid until the next one). */
   get lastIp(): IpScratch {
     return this.ipAddr;

@@ -18,7 +18,7 @@ import type { NewTuple } from '../reporting/tuple-dictionary.ts';
 import type { BotIpRow } from './bot-ip-tracker.ts';
 import type { LiveKey } from '../store/api-keys.ts';
 import type { PolicyUpdate } from '../policy/service.ts';
-import type { FromWorker, LookupMemory, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from './messages.ts';
+import type { BeaconSettings, FromWorker, ImpressionDeltas, LookupMemory, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from './messages.ts';
 import { HEALTH_PATH, LINGER_MS } from './worker.ts';
 import { startWorker } from '../runtime/worker-entry.ts';
 
@@ -32,6 +32,8 @@ export interface LookupServerOptions {
   onCounts: (rows: CountRow[], stats: LookupStats) => void;
   /** Tuples a thread added to the shared counts (their values, for the flush). */
   onTuples?: (announced: NewTuple[]) => void;
+  /** Impression tuples a thread added to the shared impression counts, and the counts it kept itself. */
+  onImpressions?: (deltas: ImpressionDeltas) => void;
   /** A fleet host: threads keep their bot-heavy IPs and report them here. */
   onBotIps?: (rows: BotIpRow[]) => void;
   /** The data refresher crawls: threads sample the domains and selling systems they see and report them here. */
@@ -44,6 +46,8 @@ export interface LookupServerOptions {
   versionFloorMs?: number;
   /** The main thread's listener answered a request (not a health check) 503: no thread was alive. */
   onUnavailable?: () => void;
+  /** Lookup ids and the impression beacon (absent: none). */
+  beacon?: BeaconSettings;
   /** First and longest wait before starting a replacement thread, ms. */
   restartDelayMs?: { min: number; max: number };
 }
@@ -152,6 +156,7 @@ export class LookupServer {
       countsIntervalMs: this.opts.countsIntervalMs ?? 1000,
       seenSample: this.opts.onSeen ? SEEN_SAMPLE_PER_FLUSH : 0,
       versionFloorMs: this.opts.versionFloorMs ?? 0,
+      ...(this.opts.beacon ? { beacon: this.opts.beacon } : {}),
     };
     // The same way from a checkout and inside the binary (src/runtime/worker-entry.ts).
     const worker = startWorker('lookup', init, { resourceLimits: lookupHeapLimits(this.opts.memory) });
@@ -281,6 +286,7 @@ export class LookupServer {
   private onMessage(m: FromWorker): void {
     if (m.type === 'counts' || m.type === 'stopped') {
       this.opts.onTuples?.(m.announced);
+      if (m.impressions.announced.length > 0 || m.impressions.rows.length > 0) this.opts.onImpressions?.(m.impressions);
       if (m.botIps.length > 0) this.opts.onBotIps?.(m.botIps);
       if (m.seen !== null) this.opts.onSeen?.(m.seen);
     }

@@ -1,7 +1,9 @@
 // Messages between the main thread and the lookup threads.
 import type { DataBundle } from '../data/thread-bundle.ts';
 import type { SharedCountsMemory } from '../reporting/shared-counts.ts';
+import type { SharedTableMemory } from '../memory/shared-table.ts';
 import type { CountRow } from '../reporting/tuple.ts';
+import type { ImpressionRowDelta, ImpressionTuple } from '../reporting/impression-counts.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
 import type { BotIpRow } from './bot-ip-tracker.ts';
 import type { LiveKey } from '../store/api-keys.ts';
@@ -17,6 +19,8 @@ export interface LookupMemory {
   readonly uaCache: UaCacheMemory;
   readonly ipCache: IpCacheMemory;
   readonly counts: SharedCountsMemory;
+  /** The impression beacon's lids seen (src/prebid/seen-lids.ts) and its counts. */
+  readonly impressions: { readonly seen: SharedTableMemory; readonly counts: SharedCountsMemory };
   /** The fleet's bot-heavy IPs (fixed size, about 1 MB; empty without a fleet). */
   readonly fleetBotIps: FleetBotIpMemory;
   readonly threadCountsBytes: number;
@@ -40,6 +44,24 @@ export interface LookupWorkerInit {
   seenSample?: number;
   /** The UA version ceilings are never computed for a time before this (ms; see setVersionFloor). */
   versionFloorMs?: number;
+  /** The lookup ids and the impression beacon (absent: answers carry no lid, the beacon answers 503). */
+  beacon?: BeaconSettings;
+}
+
+/** What a lookup thread needs for lookup ids and impression beacons. */
+export interface BeaconSettings {
+  /** The fleet's lookup-id secret (src/prebid/lid-secret.ts). */
+  lidSecret: Uint8Array;
+  /** A beacon later than this after its lookup is `expired` (--imp-ttl, ms). */
+  impTtlMs: number;
+  /** Peers whose X-Device-IP / X-Forwarded-For / X-Device-User-Agent are believed (--trusted-proxies: addresses and CIDRs). */
+  trustedProxies: string[];
+}
+
+/** Impression slots a thread added to the shared impression counts, and counts it kept itself. */
+export interface ImpressionDeltas {
+  announced: ImpressionTuple[];
+  rows: ImpressionRowDelta[];
 }
 
 /** Values seen in traffic since the last flush, bounded (src/prebid/seen-sample.ts). */
@@ -74,6 +96,10 @@ export interface LookupStats {
   /** This thread's V8 heap at the end of the interval: used and reserved bytes. */
   heapUsed: number;
   heapTotal: number;
+  /** Impression beacons by outcome: an IMP_STATUSES value, `refused` (400/405), `unavailable` (503), `internal` (500). */
+  beacons: Record<string, number>;
+  /** Seen lids still on time given up for room (a replay of one would pass as a first sight). */
+  seenEvictedLive: number;
 }
 
 /** Upper bounds (µs) of the lookup latency histogram buckets; a last bucket is +Inf. */
@@ -101,7 +127,7 @@ export type FromWorker =
   | { type: 'policy-ok'; index: number; id: number }
   | { type: 'gc-done'; index: number }
   /** Once a second: tuples this thread added to the shared counts, its own rows (shared table full), figures. */
-  | { type: 'counts'; index: number; announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats }
-  | { type: 'stopped'; index: number; announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats }
+  | { type: 'counts'; index: number; announced: NewTuple[]; rows: CountRow[]; impressions: ImpressionDeltas; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats }
+  | { type: 'stopped'; index: number; announced: NewTuple[]; rows: CountRow[]; impressions: ImpressionDeltas; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats }
   /** The thread hit an error nothing caught, closed its sockets and is ending. */
   | { type: 'fatal'; index: number; message: string };

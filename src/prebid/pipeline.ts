@@ -30,6 +30,7 @@ import { SignalSources, stitcherDeclared, type LookupSignals } from './gather.ts
 import { SeenSample } from './seen-sample.ts';
 import type { LookupMemory, SeenValues } from './messages.ts';
 import type { SupplyChain } from '../signals/schain.ts';
+import { LidCodec, emptyLidInput, type LidInput } from './lid.ts';
 import { emptyRequest, validateAuth, validateOrtbRequest, validateRequest, type LookupRequest } from './validate.ts';
 import type { JsonObject } from '../ortb/bounded-json.ts';
 import { emptyOrtbExtra, mapBidRequest, noteMissing, ORTB_NAMES, ortbConfidence, ortbResponseJson, type OrtbExtra } from '../ortb/map.ts';
@@ -94,13 +95,17 @@ export class LookupEngine {
   private readonly ortb: OrtbExtra = emptyOrtbExtra();
   private readonly dims: string[] = new Array(TUPLE_DIMENSIONS.length).fill('');
   private customerId = '';
+  /** Makes the lookup ids of 200 answers (null: none, e.g. an engine without the fleet's secret). */
+  readonly lids: LidCodec | null;
+  private readonly lidInput: LidInput = emptyLidInput();
   private readonly subject: PolicySubject = { ip: undefined as unknown as PolicySubject['ip'], ua: '', uaHi: 0, uaLo: 0, app: '', dmn: '', pub: '', sid: '', chain: null };
 
   constructor(
     public data: LookupData,
     memory: LookupMemory,
-    opts: { trackBotIps?: boolean; seenSample?: number } = {},
+    opts: { trackBotIps?: boolean; seenSample?: number; lidSecret?: Uint8Array } = {},
   ) {
+    this.lids = opts.lidSecret ? new LidCodec(opts.lidSecret) : null;
     this.botIps = opts.trackBotIps ? new BotIpTracker() : null;
     const n = opts.seenSample ?? 0;
     this.seen = n > 0 ? { sites: new SeenSample(n), apps: new SeenSample(n), systems: new SeenSample(n) } : null;
@@ -155,8 +160,28 @@ export class LookupEngine {
     // The category follows the policy: a denied transaction's leading reason is `denylisted`.
     const cls = classifyTransaction(r);
     this.counts.count(this.customerId, hourStart(now), fillDimensions(this.req, s, categoryOf(cls === 'valid', r.leading), this.dims), cls, now);
-    const body = responseJson(s, r);
+    const body = responseJson(s, r, this.lids === null ? '' : this.makeLid(r.band, now, s));
     return { status: 200, body: ortb ? ortbResponseJson(body, this.ortb, r, noBidReason(cls === 'valid', r.leading, sellerDenied)) : body, band: r.band };
+  }
+
+  /** The lookup id of the lookup just counted: digests and keys from this engine's scratch state, no allocation but the token. */
+  private makeLid(band: Band, now: number, s: { ua: { os: string; browser: string } }): string {
+    const lids = this.lids!;
+    const x = this.lidInput;
+    const k = this.sources.lastKeys;
+    const req = this.req;
+    x.customerId = this.customerId;
+    x.band = band;
+    x.at = now;
+    x.ipNet = lids.ipNetDigest(asParsed(this.sources.lastIp));
+    x.uaFamily = lids.uaFamilyDigest(s.ua.os, s.ua.browser);
+    x.device = lids.deviceDigest(req.ifa !== '' ? req.ifa : req.uid);
+    x.ipHi = k.ipHi; x.ipLo = k.ipLo;
+    x.uidHi = k.uidHi; x.uidLo = k.uidLo;
+    x.ifaHi = k.ifaHi; x.ifaLo = k.ifaLo;
+    x.tupleHi = this.counts.lastHi;
+    x.tupleLo = this.counts.lastLo;
+    return lids.make(x);
   }
 
   /** A Set probe per value; the samples are bounded per flush. */

@@ -15,7 +15,8 @@ import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES, tooLarge } from 
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
 import type { BotIpRow } from './bot-ip-tracker.ts';
-import { LATENCY_BUCKETS_US, type FromWorker, type LookupStats, type LookupWorkerInit, type SeenValues, type ToWorker } from './messages.ts';
+import { BeaconJudge, IMP_PATH, emptyBeaconHeaders } from './beacon.ts';
+import { LATENCY_BUCKETS_US, type FromWorker, type ImpressionDeltas, type LookupStats, type LookupWorkerInit, type SeenValues, type ToWorker } from './messages.ts';
 
 export const LOOKUP_PATH = '/api/v1/ivt/lookup';
 /** The lookup from an OpenRTB bid request (POST, the BidRequest JSON as the body). */
@@ -38,6 +39,10 @@ const DRAINING: ErrorAnswer = { status: 503, code: 'unavailable', message: 'This
 const LOADING: ErrorAnswer = { status: 503, code: 'unavailable', message: 'Lookup data is still loading; retry in a moment.' };
 /** The same, found once an OpenRTB body has arrived. */
 const NOT_SERVING: ErrorAnswer = { status: 503, code: 'unavailable', message: 'This ivtd instance is not serving lookups right now; retry on another instance.' };
+const USE_GET_IMP: ErrorAnswer = { status: 405, code: 'method_not_allowed', message: `Use GET for impression beacons: GET ${IMP_PATH}?lid=<lid>.` };
+const NO_BEACON: ErrorAnswer = { status: 503, code: 'unavailable', message: 'This ivtd instance does not take impression beacons (no lookup-id secret).' };
+/** The 1×1 transparent GIF of `&fmt=gif` (43 bytes). */
+const PIXEL = Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==', 'base64');
 const INTERNAL: ErrorAnswer = { status: 500, code: 'internal', message: 'The lookup failed on an internal error; it has been counted. Retry, and report it if it persists.' };
 
 function notFound(url: string): ErrorAnswer {
@@ -48,6 +53,7 @@ function emptyStats(thread: number): LookupStats {
   return {
     thread, byStatus: {}, byBand: {}, latency: new Array(LATENCY_BUCKETS_US.length + 1).fill(0), latencySumUs: 0, overflowed: 0,
     uaHits: 0, uaMisses: 0, ipHits: 0, ipMisses: 0, contended: 0, lastError: '', heapUsed: 0, heapTotal: 0,
+    beacons: {}, seenEvictedLive: 0,
   };
 }
 
@@ -63,6 +69,9 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   setVersionFloor(init.versionFloorMs ?? 0);
   // Null until the first data message: the port is open but lookups and health answer 503.
   let engine: LookupEngine | null = null;
+  // Made with the engine (it reads the engine's history and UA cache); null without init.beacon.
+  let beacon: BeaconJudge | null = null;
+  const beaconHeaders = emptyBeaconHeaders();
   let keys = init.keys;
   let policies = new Map(init.policies.map((u) => [u.customerId, u]));
   let stats = emptyStats(init.index);
@@ -114,6 +123,24 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       refuse(res, USE_POST);
       record(USE_POST.status, t0);
     })
+    .get(IMP_PATH, (res, req) => {
+      const t0 = performance.now();
+      const query = req.getQuery() ?? '';
+      if (oversized(res, req, query, t0)) return;
+      const h = beaconHeaders;
+      h.userAgent = req.getHeader('user-agent');
+      h.deviceIp = req.getHeader('x-device-ip');
+      h.deviceUa = req.getHeader('x-device-user-agent');
+      h.forwardedFor = req.getHeader('x-forwarded-for');
+      h.peer = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
+      impression(res, query);
+    })
+    .any(IMP_PATH, (res, req) => {
+      const t0 = performance.now();
+      if (oversized(res, req, req.getQuery() ?? '', t0)) return;
+      refuse(res, USE_GET_IMP);
+      noteBeacon('refused');
+    })
     .any(HEALTH_PATH, (res, req) => {
       // Health checks are not lookups: kept out of the stats (but for the 413).
       if (oversized(res, req, req.getQuery() ?? '', performance.now())) return;
@@ -124,7 +151,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       if (oversized(res, req, req.getQuery() ?? '', t0)) return;
       const url = req.getUrl();
       const lower = url.toLowerCase();
-      const e = lower === LOOKUP_PATH || lower === HEALTH_PATH ? LOWERCASE : notFound(url);
+      const e = lower === LOOKUP_PATH || lower === HEALTH_PATH || lower === IMP_PATH ? LOWERCASE : notFound(url);
       refuse(res, e);
       record(e.status, t0);
     });
@@ -168,6 +195,42 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       refuse(res, INTERNAL);
       return INTERNAL.status;
     }
+  }
+
+  /**
+   * An impression beacon: judged and counted synchronously (src/prebid/beacon.ts), then
+   * 204 (or the GIF); a garbled or forged lid gets its 400, counted in /metrics only.
+   */
+  function impression(res: uWS.HttpResponse, query: string): void {
+    const no = unavailable() ?? (beacon === null ? NO_BEACON : null);
+    if (no !== null) {
+      refuse(res, no);
+      noteBeacon('unavailable');
+      return;
+    }
+    try {
+      const b = beacon!;
+      const outcome = b.judge(query, beaconHeaders, Date.now());
+      noteBeacon(outcome);
+      if (outcome === 'refused') return refuse(res, b.error!);
+      const gif = b.gif;
+      res.cork(() => {
+        res.writeStatus(gif ? '200 OK' : '204 No Content').writeHeader('Cache-Control', 'no-store');
+        if (gif) res.writeHeader('Content-Type', 'image/gif').end(PIXEL, draining);
+        // endWithoutBody() writes no Content-Length (none belongs on a 204); its arguments
+        // would (and `undefined` makes uWS abort), so a draining thread closes with end().
+        else if (draining) res.end(undefined, true);
+        else res.endWithoutBody();
+      });
+    } catch (e) {
+      lastError = (e as Error).message;
+      refuse(res, INTERNAL);
+      noteBeacon('internal');
+    }
+  }
+
+  function noteBeacon(outcome: string): void {
+    stats.beacons[outcome] = (stats.beacons[outcome] ?? 0) + 1;
   }
 
   function record(status: number, t0: number): void {
@@ -236,13 +299,16 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   }
 
   let reported = cumulative(null);
-  const flush = (): { announced: NewTuple[]; rows: CountRow[]; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats } => {
+  let reportedEvicted = 0;
+  const flush = (): { announced: NewTuple[]; rows: CountRow[]; impressions: ImpressionDeltas; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats } => {
     const s = stats;
     // Stats are deltas since the last report; the engine's counters are cumulative.
     const now = cumulative(engine);
     const d = now.map((v, i) => v - reported[i]!);
     [s.overflowed, s.uaHits, s.uaMisses, s.ipHits, s.ipMisses, s.contended] = d as [number, number, number, number, number, number];
     reported = now;
+    s.seenEvictedLive = beacon === null ? 0 : beacon.seen.evictedLive - reportedEvicted;
+    reportedEvicted = beacon === null ? 0 : beacon.seen.evictedLive;
     s.lastError = lastError;
     lastError = '';
     const heap = getHeapStatistics();
@@ -250,7 +316,8 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     s.heapTotal = heap.total_heap_size;
     stats = emptyStats(init.index);
     const { announced, rows } = engine?.counts.take() ?? { announced: [], rows: [] };
-    return { announced, rows, botIps: engine?.botIps?.take() ?? [], seen: engine?.takeSeen() ?? null, stats: s };
+    const impressions = beacon?.counts.take() ?? { announced: [], rows: [] };
+    return { announced, rows, impressions, botIps: engine?.botIps?.take() ?? [], seen: engine?.takeSeen() ?? null, stats: s };
   };
   const timer = setInterval(() => {
     post({ type: 'counts', index: init.index, ...flush() });
@@ -331,9 +398,14 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
         // Built aside, then swapped in one assignment: lookups never see half-loaded data.
         const data = buildLookupData(fromMainThread(m.bundle), m.id).data;
         if (engine === null) {
-          engine = new LookupEngine(data, init.memory, { trackBotIps: init.trackBotIps === true, seenSample: init.seenSample ?? 0 });
+          engine = new LookupEngine(data, init.memory, {
+            trackBotIps: init.trackBotIps === true,
+            seenSample: init.seenSample ?? 0,
+            ...(init.beacon ? { lidSecret: init.beacon.lidSecret } : {}),
+          });
           engine.keys.replace(keys);
           engine.policies.apply([...policies.values()]);
+          if (init.beacon) beacon = new BeaconJudge(init.beacon, init.memory, engine.sources.history, engine.sources.uaCache);
           policies = new Map();
         } else {
           engine.data = data;

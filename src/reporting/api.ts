@@ -10,8 +10,11 @@ import type { Store } from '../store/db.ts';
 import { verifyReportingKey } from '../store/api-keys.ts';
 import type { ReportEngine } from './engine.ts';
 import { RateLimiter } from './rate-limit.ts';
+import { CALIBRATION_PATH, type CalibrationReport } from './calibration.ts';
 
 export const REPORT_PATH = '/v1/report';
+/** What the impression beacons found (docs/post-bid.md), same rules as REPORT_PATH. */
+export const IMPRESSIONS_REPORT_PATH = '/v1/report/impressions';
 export const BASIC_REALM = 'ivtd reporting';
 /** Failed Basic logins per client IP: a burst of 10, then one more every 5 s. */
 export const AUTH_FAILURE_BURST = 10;
@@ -45,18 +48,40 @@ export function parseBasicAuth(header: string | undefined): { user: string; pass
   return { user: text.slice(0, i), password: text.slice(i + 1) };
 }
 
-async function answer(ctx: Ctx, engine: ReportEngine, limiter: RateLimiter | undefined, customerId: string): Promise<void> {
+/** What answers a report route: the engines, and the calibration report. */
+type Answerer = { run(customerId: string, params: URLSearchParams): Promise<unknown> };
+
+async function answer(ctx: Ctx, engine: Answerer, limiter: RateLimiter | undefined, customerId: string): Promise<void> {
   const wait = limiter?.take(customerId) ?? 0;
   if (wait > 0) throw tooMany(wait, 'report requests for this customer');
   sendJson(ctx.res, 200, await engine.run(customerId, ctx.query));
 }
 
 /** The dashboard's route on the account port: Bearer session → that customer's report. */
-export function mountReportRoute(router: Router, engine: ReportEngine, guard: SessionCheck, limiter?: RateLimiter): void {
+export function mountReportRoute(
+  router: Router,
+  engine: ReportEngine,
+  guard: SessionCheck,
+  limiter?: RateLimiter,
+  impressions?: ReportEngine<unknown>,
+  calibration?: CalibrationReport,
+): void {
   router.get(REPORT_PATH, async (ctx) => {
     const s = await guard.requireSession(ctx);
     await answer(ctx, engine, limiter, s.customer_id);
   });
+  if (impressions) {
+    router.get(IMPRESSIONS_REPORT_PATH, async (ctx) => {
+      const s = await guard.requireSession(ctx);
+      await answer(ctx, impressions, limiter, s.customer_id);
+    });
+  }
+  if (calibration) {
+    router.get(CALIBRATION_PATH, async (ctx) => {
+      const s = await guard.requireSession(ctx);
+      await answer(ctx, calibration, limiter, s.customer_id);
+    });
+  }
 }
 
 export interface ReportingApiOptions {
@@ -64,6 +89,10 @@ export interface ReportingApiOptions {
   port: number;
   store: Store;
   engine: ReportEngine;
+  /** The impressions report (GET /v1/report/impressions); absent: 404 there. */
+  impressions?: ReportEngine<unknown>;
+  /** The calibration report (GET /v1/report/calibration); absent: 404 there. */
+  calibration?: CalibrationReport;
   /** Per-customer token bucket (config.reportRate / config.reportBurst). */
   limiter: RateLimiter;
   /** Per-IP bucket of failed Basic logins. */
@@ -74,7 +103,7 @@ export interface ReportingApiOptions {
 
 export function reportingRouter(opts: ReportingApiOptions): Router {
   const failures = opts.authFailures ?? new RateLimiter(AUTH_FAILURE_RATE, AUTH_FAILURE_BURST);
-  return new Router().get(REPORT_PATH, async (ctx) => {
+  const route = (engine: Answerer) => async (ctx: Ctx) => {
     const blocked = failures.peek(ctx.ip);
     if (blocked > 0) throw tooMany(blocked, 'failed logins from this address');
     const cred = parseBasicAuth(ctx.req.headers.authorization);
@@ -82,8 +111,12 @@ export function reportingRouter(opts: ReportingApiOptions): Router {
       failures.take(ctx.ip);
       throw unauthorized();
     }
-    await answer(ctx, opts.engine, opts.limiter, cred.user);
-  });
+    await answer(ctx, engine, opts.limiter, cred.user);
+  };
+  const router = new Router().get(REPORT_PATH, route(opts.engine));
+  if (opts.impressions) router.get(IMPRESSIONS_REPORT_PATH, route(opts.impressions));
+  if (opts.calibration) router.get(CALIBRATION_PATH, route(opts.calibration));
+  return router;
 }
 
 /** Starts the reporting listener (--reporting-port, default 9900). */

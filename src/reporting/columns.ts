@@ -40,13 +40,22 @@ export function columnType(d: TupleDimension): 'SMALLINT' | 'VARCHAR' {
  * The grouping expression of a dimension: date and hour come from the period start
  * (UTC; DuckDB TIMESTAMP has no zone), everything else is its own column.
  */
-export function groupExpression(d: Dimension): string {
+export function groupExpression(d: Dimension | 'band' | 'imp_status'): string {
   if (d === 'date') return "date_trunc('day', period_start)";
   if (d === 'hour') return 'CAST(hour(period_start) AS INTEGER)';
   return `"${d}"`;
 }
 
 /** The table a report reads: daily unless it groups by hour (or daily rows are not to be used). */
-export function tableFor(groupBy: readonly Dimension[], useDaily = true): string {
-  return useDaily && !groupBy.includes('hour') ? ROLLUP_TABLES.day : ROLLUP_TABLES.hour;
+export function tableFor(groupBy: readonly string[], useDaily = true, tables: { hour: string; day: string } = ROLLUP_TABLES): string {
+  return useDaily && !groupBy.includes('hour') ? tables.day : tables.hour;
 }
+
+/**
+ * The impressions' rollups (src/reporting/impressions.ts): the lookup's dimensions, the
+ * band it answered and what the beacon found; counters: impressions, the invalid ones
+ * (replay, mismatch, expired), and the beacons that labelled their lookup for calibration
+ * (its first beacon, valid or mismatch; the first replay of one first seen valid).
+ */
+export const IMPRESSION_TABLES = { hour: 'imp_rollups_hourly', day: 'imp_rollups_daily' } as const;
+export const IMPRESSION_COUNTERS = ['impressions', 'invalid_impressions', 'labelled_lookups'] as const;

@@ -5,14 +5,14 @@
 import { timestampValue, type DuckDBValue } from '@duckdb/node-api';
 import type { Dimension } from '../enums.ts';
 import type { Store } from '../store/db.ts';
-import { REPORT_SUMS_SQL, groupExpression, tableFor } from './columns.ts';
+import { IMPRESSION_COUNTERS, IMPRESSION_TABLES, REPORT_SUMS_SQL, ROLLUP_TABLES, groupExpression, tableFor } from './columns.ts';
 import { ConcurrencyGate } from './gate.ts';
-import { formatDate, parseReportQuery, type ReportQuery } from './params.ts';
+import { formatDate, parseReportQuery, type ReportDimension, type ReportKind, type ReportQuery } from './params.ts';
 
 export interface ReportMeta {
   start_date: string;
   end_date: string;
-  group_by: Dimension[];
+  group_by: ReportDimension[];
   total_rows: number;
   returned_rows: number;
   offset: number;
@@ -28,11 +28,21 @@ export interface ReportMetrics {
   policy_transactions: number;
 }
 
-export type ReportRow = Partial<Record<Dimension, string | number>> & ReportMetrics;
+export type ReportRow = Partial<Record<ReportDimension, string | number>> & ReportMetrics;
 
-export interface Report {
+/** The impressions report's measures (GET /v1/report/impressions). */
+export interface ImpressionMetrics {
+  impressions: number;
+  valid_impressions: number;
+  invalid_impressions: number;
+}
+
+export type ImpressionRow = Partial<Record<ReportDimension, string | number>> & ImpressionMetrics;
+
+/** A report: its rows are ReportRow (lookups) or ImpressionRow (an engine of kind 'impressions'). */
+export interface Report<R = ReportRow> {
   meta: ReportMeta;
-  rows: ReportRow[];
+  rows: R[];
 }
 
 export interface ReportEngineOptions {
@@ -43,6 +53,8 @@ export interface ReportEngineOptions {
   /** Reports running at once (default 1); more wait in line, up to `maxQueued` (default 64). */
   maxConcurrent?: number;
   maxQueued?: number;
+  /** Which rollups: the lookups' (default) or the impressions'. */
+  kind?: ReportKind;
 }
 
 /** Observers of each report's execution time in seconds (queueing excluded), e.g. /metrics. */
@@ -69,13 +81,13 @@ interface Built {
 }
 
 /** Output value of a grouped dimension: date as YYYY-MM-DD, numbers for hour/adt/dvt. */
-function dimensionValue(d: Dimension, v: unknown): string | number {
+function dimensionValue(d: ReportDimension, v: unknown): string | number {
   if (d === 'date') return v instanceof Date ? formatDate(v.getTime()) : String(v);
   if (typeof v === 'bigint') return Number(v);
   return v as string | number;
 }
 
-export class ReportEngine {
+export class ReportEngine<R = ReportRow> {
   private readonly now: () => number;
   private readonly gate: ConcurrencyGate;
   private readonly source: ReportSource;
@@ -87,22 +99,25 @@ export class ReportEngine {
   ) {
     this.now = opts.now ?? Date.now;
     this.gate = new ConcurrencyGate(opts.maxConcurrent ?? 1, opts.maxQueued ?? 64);
-    this.source = 'fetch' in from ? from : new DuckDbReportSource(from, opts.useDailyRollups);
+    this.kind = opts.kind ?? 'lookups';
+    this.source = 'fetch' in from ? from : new DuckDbReportSource(from, opts.useDailyRollups, this.kind);
   }
 
+  readonly kind: ReportKind;
+
   /** Checks the parameters (HttpError 400/422) and runs the report for one customer. */
-  async run(customerId: string, params: URLSearchParams): Promise<Report> {
-    const q = parseReportQuery(params, { nowMs: this.now(), retentionDays: this.opts.retentionDays });
+  async run(customerId: string, params: URLSearchParams): Promise<Report<R>> {
+    const q = parseReportQuery(params, { nowMs: this.now(), retentionDays: this.opts.retentionDays, kind: this.kind });
     return this.query(customerId, q);
   }
 
-  query(customerId: string, q: ReportQuery): Promise<Report> {
+  query(customerId: string, q: ReportQuery): Promise<Report<R>> {
     return this.gate.run(() => this.execute(customerId, q));
   }
 
   readonly observers: QueryObserver[] = [];
 
-  private async execute(customerId: string, q: ReportQuery): Promise<Report> {
+  private async execute(customerId: string, q: ReportQuery): Promise<Report<R>> {
     const t0 = performance.now();
     try {
       return await this.executeTimed(customerId, q);
@@ -112,7 +127,7 @@ export class ReportEngine {
     }
   }
 
-  private async executeTimed(customerId: string, q: ReportQuery): Promise<Report> {
+  private async executeTimed(customerId: string, q: ReportQuery): Promise<Report<R>> {
     const { rows: raw, totalRows } = await this.source.fetch(customerId, q);
     const rows = raw.map((r) => this.toRow(q.groupBy, r));
     return {
@@ -128,14 +143,20 @@ export class ReportEngine {
     };
   }
 
-  private toRow(groupBy: readonly Dimension[], r: Record<string, unknown>): ReportRow {
-    const dims: Partial<Record<Dimension, string | number>> = {};
+  private toRow(groupBy: readonly ReportDimension[], r: Record<string, unknown>): R {
+    const dims: Partial<Record<ReportDimension, string | number>> = {};
     for (const d of groupBy) dims[d] = dimensionValue(d, r[d]);
+    if (this.kind === 'impressions') {
+      const impressions = Number(r.impressions ?? 0);
+      const invalid = Number(r.invalid_impressions ?? 0);
+      const row: ImpressionRow = { ...dims, impressions, valid_impressions: impressions - invalid, invalid_impressions: invalid };
+      return row as R;
+    }
     const total = Number(r.total ?? 0);
     const givt = Number(r.givt ?? 0);
     const sivt = Number(r.sivt ?? 0);
     const policy = Number(r.policy ?? 0);
-    return {
+    const row: ReportRow = {
       ...dims,
       total_transactions: total,
       valid_transactions: total - givt - sivt - policy,
@@ -144,15 +165,23 @@ export class ReportEngine {
       givt_transactions: givt,
       policy_transactions: policy,
     };
+    return row as R;
   }
 }
 
 /** Reports from the embedded DuckDB: one parameterised statement per report. */
 export class DuckDbReportSource implements ReportSource {
+  private readonly tables: { hour: string; day: string };
+  private readonly sums: string;
+
   constructor(
     private readonly store: Store,
     private readonly useDailyRollups = true,
-  ) {}
+    kind: ReportKind = 'lookups',
+  ) {
+    this.tables = kind === 'impressions' ? IMPRESSION_TABLES : ROLLUP_TABLES;
+    this.sums = kind === 'impressions' ? IMPRESSION_COUNTERS.map((c) => `sum("${c}")::BIGINT AS "${c}"`).join(', ') : REPORT_SUMS_SQL;
+  }
 
   async fetch(customerId: string, q: ReportQuery): Promise<SourceRows> {
     const { sql, params } = this.build(customerId, q);
@@ -190,12 +219,12 @@ export class DuckDbReportSource implements ReportSource {
   private build(customerId: string, q: ReportQuery): Built {
     const params: DuckDBValue[] = [];
     const where = this.where(customerId, q, params);
-    const table = tableFor(q.groupBy, this.useDailyRollups);
+    const table = tableFor(q.groupBy, this.useDailyRollups, this.tables);
     if (q.groupBy.length === 0) {
       // One total row (zeros when nothing matched); offset ≥ 1 pages past it.
       params.push(q.limit, q.offset);
       return {
-        sql: `SELECT ${REPORT_SUMS_SQL} FROM ${table} WHERE ${where} LIMIT $${params.length - 1} OFFSET $${params.length}`,
+        sql: `SELECT ${this.sums} FROM ${table} WHERE ${where} LIMIT $${params.length - 1} OFFSET $${params.length}`,
         params,
       };
     }
@@ -204,7 +233,7 @@ export class DuckDbReportSource implements ReportSource {
     params.push(q.limit, q.offset);
     return {
       sql:
-        `SELECT ${keys}, ${REPORT_SUMS_SQL}, count(*) OVER () AS total_rows FROM ${table} WHERE ${where} ` +
+        `SELECT ${keys}, ${this.sums}, count(*) OVER () AS total_rows FROM ${table} WHERE ${where} ` +
         `GROUP BY ${order} ORDER BY ${order} LIMIT $${params.length - 1} OFFSET $${params.length}`,
       params,
     };
@@ -214,7 +243,7 @@ export class DuckDbReportSource implements ReportSource {
     const params: DuckDBValue[] = [];
     const where = this.where(customerId, q, params);
     const keys = q.groupBy.map((d) => groupExpression(d)).join(', ');
-    const r = await conn.one<{ n: bigint }>(`SELECT count(*) AS n FROM (SELECT 1 FROM ${tableFor(q.groupBy, this.useDailyRollups)} WHERE ${where} GROUP BY ${keys})`, params);
+    const r = await conn.one<{ n: bigint }>(`SELECT count(*) AS n FROM (SELECT 1 FROM ${tableFor(q.groupBy, this.useDailyRollups, this.tables)} WHERE ${where} GROUP BY ${keys})`, params);
     return Number(r?.n ?? 0);
   }
 }

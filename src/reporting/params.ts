@@ -2,7 +2,7 @@
 // predictable: first everything that makes the request malformed (400: unknown or
 // repeated parameter, missing date, malformed date, unknown dimension), then values out
 // of range (422: limit, offset, date order, retention, enumeration values).
-import { AD_TYPES, DEVICE_TYPES, DIMENSIONS, ENVIRONMENTS, FILTERS, type Dimension, type Filter } from '../enums.ts';
+import { AD_TYPES, BANDS, DEVICE_TYPES, DIMENSIONS, ENVIRONMENTS, FILTERS, IMP_STATUSES, type Dimension, type Filter } from '../enums.ts';
 import { HttpError } from '../errors.ts';
 import { CATEGORIES } from '../signals/category.ts';
 import { DAY_MS } from '../time.ts';
@@ -15,12 +15,24 @@ export const MAX_LIMIT = 1000;
 export const MAX_FILTER_VALUES = 1000;
 
 const BASE_PARAMETERS = ['start_date', 'end_date', 'group_by', 'limit', 'offset'] as const;
-const KNOWN: ReadonlySet<string> = new Set<string>([...BASE_PARAMETERS, ...FILTERS]);
-const DIMENSION_SET: ReadonlySet<string> = new Set<string>(DIMENSIONS);
+
+/**
+ * What the impressions report (GET /v1/report/impressions) adds to the lookup dimensions,
+ * each a dimension and a filter: the band the lookup answered, and what the beacon found.
+ */
+export const IMPRESSION_DIMENSIONS = ['band', 'imp_status'] as const;
+export type ImpressionDimension = (typeof IMPRESSION_DIMENSIONS)[number];
+const IMPRESSION_VALUES: Readonly<Record<ImpressionDimension, readonly string[]>> = { band: BANDS, imp_status: IMP_STATUSES };
+
+/** Which report: the lookups' (spec 4.6) or the impressions' (its dimensions and filters besides). */
+export type ReportKind = 'lookups' | 'impressions';
+
+/** A dimension of either report. */
+export type ReportDimension = Dimension | ImpressionDimension;
 const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
 export interface ReportFilter {
-  dimension: Filter;
+  dimension: Filter | ImpressionDimension;
   /** Distinct values; numbers for adt/dvt. */
   values: Array<string | number>;
 }
@@ -31,7 +43,7 @@ export interface ReportQuery {
   /** Window [fromMs, toMs): start_date 00:00 UTC to the day after end_date. */
   fromMs: number;
   toMs: number;
-  groupBy: Dimension[];
+  groupBy: ReportDimension[];
   limit: number;
   offset: number;
   filters: ReportFilter[];
@@ -40,6 +52,8 @@ export interface ReportQuery {
 export interface ParseContext {
   nowMs: number;
   retentionDays: number;
+  /** Default 'lookups'. */
+  kind?: ReportKind;
 }
 
 const bad = (code: 'missing_parameter' | 'invalid_parameter' | 'unknown_parameter' | 'unknown_dimension' | 'duplicate_parameter', msg: string) =>
@@ -69,7 +83,7 @@ function wholeNumber(name: string, raw: string | null, fallback: number): number
   return n;
 }
 
-function filterValues(f: Filter, raw: string): Array<string | number> {
+function filterValues(f: Filter | ImpressionDimension, raw: string): Array<string | number> {
   const parts = raw.split(',');
   if (parts.length > MAX_FILTER_VALUES) throw outOfRange(`${f} lists more than ${MAX_FILTER_VALUES} values.`);
   const out = new Set<string | number>();
@@ -81,6 +95,10 @@ function filterValues(f: Filter, raw: string): Array<string | number> {
       out.add(Number(v));
     } else if (f === 'env') {
       if (!(ENVIRONMENTS as readonly string[]).includes(v)) throw outOfRange(`env value "${v}" is not one of ${ENVIRONMENTS.join(', ')}.`);
+      out.add(v);
+    } else if (f === 'band' || f === 'imp_status') {
+      const allowed = IMPRESSION_VALUES[f];
+      if (!allowed.includes(v)) throw outOfRange(`${f} value "${v}" is not one of ${allowed.join(', ')}.`);
       out.add(v);
     } else if (f === 'category') {
       if (!(CATEGORIES as readonly string[]).includes(v)) throw outOfRange(`category value "${v}" is not one of ${CATEGORIES.join(', ')}.`);
@@ -95,10 +113,14 @@ function filterValues(f: Filter, raw: string): Array<string | number> {
 
 /** Parses and checks a report request; throws the HttpError to answer with. */
 export function parseReportQuery(params: URLSearchParams, ctx: ParseContext): ReportQuery {
+  const extra: readonly ImpressionDimension[] = ctx.kind === 'impressions' ? IMPRESSION_DIMENSIONS : [];
+  const filterNames: ReadonlyArray<Filter | ImpressionDimension> = [...FILTERS, ...extra];
+  const dimensions: readonly ReportDimension[] = [...DIMENSIONS, ...extra];
+  const known = new Set<string>([...BASE_PARAMETERS, ...filterNames]);
   const seen = new Set<string>();
   for (const name of params.keys()) {
-    if (!KNOWN.has(name)) {
-      throw bad('unknown_parameter', `Unknown parameter "${name}". Known: ${[...BASE_PARAMETERS, ...FILTERS].join(', ')}.`);
+    if (!known.has(name)) {
+      throw bad('unknown_parameter', `Unknown parameter "${name}". Known: ${[...BASE_PARAMETERS, ...filterNames].join(', ')}.`);
     }
     if (seen.has(name)) throw bad('duplicate_parameter', `"${name}" is given more than once; list several values separated by commas.`);
     seen.add(name);
@@ -113,13 +135,13 @@ export function parseReportQuery(params: URLSearchParams, ctx: ParseContext): Re
   const endMs = parseDate(endDate);
   if (endMs === null) throw bad('invalid_parameter', `end_date "${endDate}" is not a date in the form YYYY-MM-DD.`);
 
-  const groupBy: Dimension[] = [];
+  const groupBy: ReportDimension[] = [];
   const rawGroup = params.get('group_by') ?? '';
   if (rawGroup !== '') {
     for (const d of rawGroup.split(',')) {
-      if (!DIMENSION_SET.has(d)) throw bad('unknown_dimension', `Unknown dimension "${d}" in group_by. Known: ${DIMENSIONS.join(', ')}.`);
-      if (groupBy.includes(d as Dimension)) throw bad('invalid_parameter', `group_by lists "${d}" more than once.`);
-      groupBy.push(d as Dimension);
+      if (!(dimensions as readonly string[]).includes(d)) throw bad('unknown_dimension', `Unknown dimension "${d}" in group_by. Known: ${dimensions.join(', ')}.`);
+      if (groupBy.includes(d as ReportDimension)) throw bad('invalid_parameter', `group_by lists "${d}" more than once.`);
+      groupBy.push(d as ReportDimension);
     }
   }
 
@@ -134,7 +156,7 @@ export function parseReportQuery(params: URLSearchParams, ctx: ParseContext): Re
   }
 
   const filters: ReportFilter[] = [];
-  for (const f of FILTERS) {
+  for (const f of filterNames) {
     const raw = params.get(f);
     if (raw !== null) filters.push({ dimension: f, values: filterValues(f, raw) });
   }

@@ -6,10 +6,22 @@ import type { Listener } from '../http/router.ts';
 import type { TlsCredentials } from '../http/tls.ts';
 import type { Store } from '../store/db.ts';
 import { startReportingApi } from './api.ts';
-import { ReportEngine, type ReportSource } from './engine.ts';
+import { ReportEngine, type ImpressionRow, type ReportSource } from './engine.ts';
+import { IMPRESSION_COUNTERS, IMPRESSION_TABLES, INTEGER_DIMENSIONS } from './columns.ts';
+import { TUPLE_DIMENSIONS } from '../enums.ts';
 import { RateLimiter } from './rate-limit.ts';
 import type { CountRow } from './tuple.ts';
-import { RollupWriter } from './writer.ts';
+import { RollupWriter, type RollupSchema } from './writer.ts';
+import { CalibrationReport } from './calibration.ts';
+
+/** The impressions' rollups: the lookup's dimensions, band and imp_status (migration 90). */
+export const IMPRESSION_ROLLUPS: RollupSchema = {
+  tables: IMPRESSION_TABLES,
+  dims: [...TUPLE_DIMENSIONS, 'band', 'imp_status'],
+  integerDims: INTEGER_DIMENSIONS as ReadonlySet<string>,
+  counters: IMPRESSION_COUNTERS,
+  spoolPrefix: 'impressions-spool-',
+};
 
 /** What the reporting writer tells about its flushes (RollupWriter.stats() fits). */
 export interface FlushStats {
@@ -41,6 +53,13 @@ export interface ReportingBackend {
 export interface Reporting {
   writer: CountWriter;
   engine: ReportEngine;
+  /**
+   * The impressions' rollups (docs/post-bid.md): their writer and report, in the local
+   * DuckDB (a fleet host keeps its own: they are not rolled up in ClickHouse yet).
+   */
+  impressions: { writer: CountWriter; engine: ReportEngine<ImpressionRow> };
+  /** Per band, lookups labelled after the fact and the invalid share (calibration.ts). */
+  calibration: CalibrationReport;
   limiter: RateLimiter;
   /** Starts the Basic-auth listener on config.reportingPort (HTTPS with `tls`). */
   listen(tls?: TlsCredentials | null): Promise<Listener>;
@@ -57,7 +76,15 @@ export function storeThreads(lookupThreads: number, cores = availableParallelism
 export async function openReporting(
   config: Config,
   store: Store,
-  opts: { pendingBytes: number; storeBytes: number; tupleSeed: number; source?: () => CountRow[]; backend?: ReportingBackend | undefined },
+  opts: {
+    pendingBytes: number;
+    storeBytes: number;
+    tupleSeed: number;
+    source?: () => CountRow[];
+    /** The impression rows of each flush (impression-dictionary.ts). */
+    impressionSource?: () => CountRow[];
+    backend?: ReportingBackend | undefined;
+  },
 ): Promise<Reporting> {
   // Global DuckDB settings: they bound every query of this instance. A query uses the
   // shared pool plus its calling thread, so reports also run one at a time (the engine's
@@ -78,11 +105,25 @@ export async function openReporting(
       ...(opts.source ? { source: opts.source } : {}),
     }));
   const engine = new ReportEngine(opts.backend?.source ?? store, { retentionDays: config.retentionDays });
+  const impressions = {
+    writer: await RollupWriter.open(store, {
+      flushIntervalMs: config.flushInterval * 1000,
+      retentionDays: config.retentionDays,
+      maxPendingBytes: Math.floor(opts.pendingBytes / 4),
+      tupleSeed: opts.tupleSeed ^ 0x1a9e55,
+      schema: IMPRESSION_ROLLUPS,
+      ...(opts.impressionSource ? { source: opts.impressionSource } : {}),
+    }),
+    engine: new ReportEngine<ImpressionRow>(store, { retentionDays: config.retentionDays, kind: 'impressions' }),
+  };
   const limiter = new RateLimiter(config.reportRate, config.reportBurst);
+  const calibration = new CalibrationReport(store, { retentionDays: config.retentionDays });
   return {
     writer,
     engine,
+    impressions,
+    calibration,
     limiter,
-    listen: (tls) => startReportingApi({ host: config.host, port: config.reportingPort, store, engine, limiter, tls }),
+    listen: (tls) => startReportingApi({ host: config.host, port: config.reportingPort, store, engine, impressions: impressions.engine, calibration, limiter, tls }),
   };
 }

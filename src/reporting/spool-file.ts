@@ -49,7 +49,7 @@ export function transactionsIn(rows: readonly CountRow[]): number {
 }
 
 /** Spool files in `dir` waiting for a replay, oldest first (their names sort by time). */
-export function listSpoolFiles(dir: string): string[] {
+export function listSpoolFiles(dir: string, prefix = PREFIX): string[] {
   let names: string[];
   try {
     names = readdirSync(dir);
@@ -57,7 +57,7 @@ export function listSpoolFiles(dir: string): string[] {
     return [];
   }
   return names
-    .filter((n) => n.startsWith(PREFIX) && n.endsWith(SUFFIX))
+    .filter((n) => n.startsWith(prefix) && n.endsWith(SUFFIX))
     .sort()
     .map((n) => join(dir, n));
 }
@@ -75,11 +75,11 @@ function fsyncDir(dir: string): void {
  * Writes `rows` to a new spool file in `dir` (durably: written, synced, renamed, the folder
  * synced) and returns its path. Throws if any step fails; nothing is left under the final name then.
  */
-export function writeSpoolFile(dir: string, rows: readonly CountRow[], partRows?: number): { path: string; header: SpoolHeader } {
+export function writeSpoolFile(dir: string, rows: readonly CountRow[], partRows?: number, prefix = PREFIX): { path: string; header: SpoolHeader } {
   const spoolId = randomUUID();
   const written = new Date().toISOString();
   const header: SpoolHeader = { format: SPOOL_FORMAT, version: SPOOL_VERSION, spoolId, written, tuples: rows.length, transactions: transactionsIn(rows) };
-  const path = join(dir, `${PREFIX}${written.replace(/[:.]/g, '-')}-${spoolId.slice(0, 8)}${SUFFIX}`);
+  const path = join(dir, `${prefix}${written.replace(/[:.]/g, '-')}-${spoolId.slice(0, 8)}${SUFFIX}`);
   const tmp = `${path}.tmp`;
   let fd: number | null = null;
   try {

@@ -18,6 +18,9 @@ export class ThreadCounts {
   private announced: NewTuple[] = [];
   private readonly foldBuf: string[] = [];
   private readonly seed: number;
+  /** The tuple the last count() went to (its hash): the lookup id names it for the impression reports. */
+  lastHi = 0;
+  lastLo = 0;
 
   constructor(memory: SharedCountsMemory, localBytes: number) {
     this.shared = new SharedCounts(memory);
@@ -40,6 +43,8 @@ export class ThreadCounts {
       lo = HASH[1]!;
       r = this.shared.count(hi, lo, customerId, hour, now, 1, g, s, true);
     }
+    this.lastHi = hi;
+    this.lastLo = lo;
     if (r === NEW) {
       this.announced.push({ hi, lo, customerId: ownString(customerId), hour, dims: joinDims(kept) });
     } else if (r === FULL) {

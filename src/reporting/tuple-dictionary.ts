@@ -64,6 +64,11 @@ export class TupleDictionary {
     return this.entries.size;
   }
 
+  /** A known tuple's customer and values (joined by joinDims), or undefined: the impressions resolve their lookup's tuple here. */
+  entry(id: number): { customerId: string; hour: number; dims: string } | undefined {
+    return this.entries.get(id);
+  }
+
   /** Records tuples announced by a lookup thread. */
   add(list: readonly NewTuple[]): void {
     for (const t of list) {

@@ -23,7 +23,7 @@ import { dirname } from 'node:path';
 import { TUPLE_DIMENSIONS } from '../enums.ts';
 import { log } from '../log.ts';
 import { inTransaction, isInvalidatedError, type Queryable, type Store } from '../store/db.ts';
-import { INTEGER_DIMENSIONS, KEY_COLUMNS_SQL, ROLLUP_COLUMNS, ROLLUP_TABLES, SUMS_SQL, columnType, type Granularity } from './columns.ts';
+import { INTEGER_DIMENSIONS, ROLLUP_TABLES, type Granularity } from './columns.ts';
 import { TupleCounts, type CountRow } from './tuple.ts';
 import { DAY_MS, HOUR_MS, MINUTE_MS, dayStart, hourStart } from '../time.ts';
 import { oldestKeptDayMs } from './retention.ts';
@@ -77,47 +77,92 @@ export interface RollupWriterOptions {
   source?: () => CountRow[];
   /** Clock, for tests of retention. */
   now?: () => number;
+  /** The tables and columns written (default LOOKUP_ROLLUPS). */
+  schema?: RollupSchema;
 }
 
-// The batch travels as one JSON object of columns; DuckDB turns it into typed lists.
-const DIM_KEYS = TUPLE_DIMENSIONS.map((_, i) => `d${i}`);
-const JSON_STRUCTURE = JSON.stringify({
-  c: ['VARCHAR'],
-  h: ['BIGINT'],
-  ...Object.fromEntries(TUPLE_DIMENSIONS.map((d, i) => [DIM_KEYS[i], [columnType(d)]])),
-  t: ['BIGINT'],
-  g: ['BIGINT'],
-  s: ['BIGINT'],
-});
-const ALL_COLUMNS_SQL = ROLLUP_COLUMNS.map((c) => `"${c}"`).join(', ');
-/** One chunk of the batch, unpacked into a temp table both inserts read from. */
-const STAGE_SQL =
-  `CREATE TEMP TABLE flush_batch AS SELECT unnest(v.c) AS customer_id, make_timestamp(unnest(v.h)) AS period_start, ` +
-  `${DIM_KEYS.map((k, i) => `unnest(v.${k}) AS "${TUPLE_DIMENSIONS[i]}"`).join(', ')}, ` +
-  `unnest(v.t) AS total, unnest(v.g) AS givt, unnest(v.s) AS sivt FROM (SELECT from_json($1::JSON, '${JSON_STRUCTURE}') AS v)`;
-const HOURLY_INSERT_SQL = `INSERT INTO ${ROLLUP_TABLES.hour} (${ALL_COLUMNS_SQL}) SELECT ${ALL_COLUMNS_SQL} FROM flush_batch`;
-const DAILY_INSERT_SQL =
-  `INSERT INTO ${ROLLUP_TABLES.day} (${ALL_COLUMNS_SQL}) SELECT ${KEY_COLUMNS_SQL.replace('"period_start"', "date_trunc('day', period_start)")}, ` +
-  `${SUMS_SQL} FROM flush_batch GROUP BY ALL`;
+/**
+ * What a writer writes: its two tables, its dimension columns (after customer_id and
+ * period_start; integer ones stored as SMALLINT) and its three counters. The lookups'
+ * rollups are LOOKUP_ROLLUPS; the impressions' (src/reporting/impressions.ts) have their own.
+ */
+export interface RollupSchema {
+  tables: { hour: string; day: string };
+  dims: readonly string[];
+  integerDims: ReadonlySet<string>;
+  counters: readonly [string, string, string];
+  /** File-name prefix of its spool files, so each writer replays only its own. */
+  spoolPrefix?: string;
+}
 
-function batchJson(rows: readonly CountRow[]): string {
-  const cols: Record<string, unknown[]> = { c: [], h: [], t: [], g: [], s: [] };
-  for (const k of DIM_KEYS) cols[k] = [];
-  const dimCols = DIM_KEYS.map((k) => cols[k]!);
-  const numeric = TUPLE_DIMENSIONS.map((d) => INTEGER_DIMENSIONS.has(d));
-  for (const r of rows) {
-    cols.c!.push(r.customerId);
-    cols.h!.push(r.hour * 1000);
-    const dims = r.dims; // once: drained rows split their values on each read
-    for (let i = 0; i < dimCols.length; i++) {
-      const v = dims[i] ?? '';
-      dimCols[i]!.push(numeric[i] ? Number(v) || 0 : v);
-    }
-    cols.t!.push(r.total);
-    cols.g!.push(r.givt);
-    cols.s!.push(r.sivt);
-  }
-  return JSON.stringify(cols);
+export const LOOKUP_ROLLUPS: RollupSchema = {
+  tables: ROLLUP_TABLES,
+  dims: TUPLE_DIMENSIONS,
+  integerDims: INTEGER_DIMENSIONS as ReadonlySet<string>,
+  counters: ['total', 'givt', 'sivt'],
+};
+
+/** The statements of one schema, built once per writer. */
+interface SchemaSql {
+  stage: string;
+  hourlyInsert: string;
+  dailyInsert: string;
+  keyColumns: string;
+  sums: string;
+  allColumns: string;
+  batchJson: (rows: readonly CountRow[]) => string;
+}
+
+function schemaSql(schema: RollupSchema): SchemaSql {
+  // The batch travels as one JSON object of columns; DuckDB turns it into typed lists.
+  const dimKeys = schema.dims.map((_, i) => `d${i}`);
+  const [c1, c2, c3] = schema.counters;
+  const structure = JSON.stringify({
+    c: ['VARCHAR'],
+    h: ['BIGINT'],
+    ...Object.fromEntries(schema.dims.map((d, i) => [dimKeys[i], [schema.integerDims.has(d) ? 'SMALLINT' : 'VARCHAR']])),
+    t: ['BIGINT'],
+    g: ['BIGINT'],
+    s: ['BIGINT'],
+  });
+  const columns = ['customer_id', 'period_start', ...schema.dims, ...schema.counters];
+  const allColumns = columns.map((c) => `"${c}"`).join(', ');
+  const keyColumns = columns.slice(0, -3).map((c) => `"${c}"`).join(', ');
+  const sums = `sum("${c1}")::BIGINT AS "${c1}", sum("${c2}")::BIGINT AS "${c2}", sum("${c3}")::BIGINT AS "${c3}"`;
+  /** One chunk of the batch, unpacked into a temp table both inserts read from. */
+  const stage =
+    `CREATE TEMP TABLE flush_batch AS SELECT unnest(v.c) AS customer_id, make_timestamp(unnest(v.h)) AS period_start, ` +
+    `${dimKeys.map((k, i) => `unnest(v.${k}) AS "${schema.dims[i]}"`).join(', ')}, ` +
+    `unnest(v.t) AS "${c1}", unnest(v.g) AS "${c2}", unnest(v.s) AS "${c3}" FROM (SELECT from_json($1::JSON, '${structure}') AS v)`;
+  const numeric = schema.dims.map((d) => schema.integerDims.has(d));
+  return {
+    stage,
+    hourlyInsert: `INSERT INTO ${schema.tables.hour} (${allColumns}) SELECT ${allColumns} FROM flush_batch`,
+    dailyInsert:
+      `INSERT INTO ${schema.tables.day} (${allColumns}) SELECT ${keyColumns.replace('"period_start"', "date_trunc('day', period_start)")}, ` +
+      `${sums} FROM flush_batch GROUP BY ALL`,
+    keyColumns,
+    sums,
+    allColumns,
+    batchJson(rows) {
+      const cols: Record<string, unknown[]> = { c: [], h: [], t: [], g: [], s: [] };
+      for (const k of dimKeys) cols[k] = [];
+      const dimCols = dimKeys.map((k) => cols[k]!);
+      for (const r of rows) {
+        cols.c!.push(r.customerId);
+        cols.h!.push(r.hour * 1000);
+        const dims = r.dims; // once: drained rows split their values on each read
+        for (let i = 0; i < dimCols.length; i++) {
+          const v = dims[i] ?? '';
+          dimCols[i]!.push(numeric[i] ? Number(v) || 0 : v);
+        }
+        cols.t!.push(r.total);
+        cols.g!.push(r.givt);
+        cols.s!.push(r.sivt);
+      }
+      return JSON.stringify(cols);
+    },
+  };
 }
 
 function periodParam(ms: number) {
@@ -184,7 +229,12 @@ export class RollupWriter {
   ) {
     this.pending = new TupleCounts(opts.maxPendingBytes ?? DEFAULT_PENDING_BYTES, { seed: opts.tupleSeed ?? 0 });
     this.now = opts.now ?? Date.now;
+    this.schema = opts.schema ?? LOOKUP_ROLLUPS;
+    this.sql = schemaSql(this.schema);
   }
+
+  private readonly schema: RollupSchema;
+  private readonly sql: SchemaSql;
 
   /**
    * Opens the writer's connection, writes the spool files earlier stops left (a failure is
@@ -192,7 +242,7 @@ export class RollupWriter {
    */
   static async open(store: Store, opts: RollupWriterOptions): Promise<RollupWriter> {
     const w = new RollupWriter(store, await store.connection(), opts);
-    w.spools = listSpoolFiles(store.dataDir);
+    w.spools = listSpoolFiles(store.dataDir, w.schema.spoolPrefix);
     if (w.spools.length > 0) await w.serial(() => w.replaySpools()).catch(() => undefined);
     // A crash may have left the last periods uncompacted.
     w.touch(w.now() - HOUR_MS);
@@ -333,9 +383,9 @@ export class RollupWriter {
         const seen = await this.conn.one('SELECT 1 AS x FROM reporting_spool_applied WHERE spool_id = $1 AND part = $2', [mark.spoolId, part!]);
         if (seen) return false;
       }
-      await this.conn.run(STAGE_SQL, [batchJson(rows)]);
-      await this.conn.run(HOURLY_INSERT_SQL);
-      await this.conn.run(DAILY_INSERT_SQL);
+      await this.conn.run(this.sql.stage, [this.sql.batchJson(rows)]);
+      await this.conn.run(this.sql.hourlyInsert);
+      await this.conn.run(this.sql.dailyInsert);
       await this.conn.run('DROP TABLE flush_batch');
       if (mark) await this.conn.run('INSERT INTO reporting_spool_applied (spool_id, part) VALUES ($1, $2)', [mark.spoolId, part!]);
       return true;
@@ -409,7 +459,7 @@ export class RollupWriter {
           reason,
           customerId: row.customerId,
           hour: Number.isFinite(row.hour) && Math.abs(row.hour) < 8.64e15 ? new Date(row.hour).toISOString() : String(row.hour),
-          dims: Object.fromEntries(TUPLE_DIMENSIONS.map((d, i) => [d, dims[i] ?? ''])),
+          dims: Object.fromEntries(this.schema.dims.map((d, i) => [d, dims[i] ?? ''])),
           total: row.total,
           givt: row.givt,
           sivt: row.sivt,
@@ -452,11 +502,11 @@ export class RollupWriter {
   }
 
   private compactPeriod(g: Granularity, startMs: number): Promise<boolean> {
-    const table = ROLLUP_TABLES[g];
+    const table = this.schema.tables[g];
     return inTransaction(this.conn, async () => {
       const p = periodParam(startMs);
       await this.conn.run(
-        `CREATE TEMP TABLE rollup_compact AS SELECT ${KEY_COLUMNS_SQL}, ${SUMS_SQL} FROM ${table} WHERE period_start = $1 GROUP BY ALL`,
+        `CREATE TEMP TABLE rollup_compact AS SELECT ${this.sql.keyColumns}, ${this.sql.sums} FROM ${table} WHERE period_start = $1 GROUP BY ALL`,
         [p],
       );
       try {
@@ -466,7 +516,7 @@ export class RollupWriter {
         );
         if (!c || c.merged === c.stored) return false;
         await this.conn.run(`DELETE FROM ${table} WHERE period_start = $1`, [p]);
-        await this.conn.run(`INSERT INTO ${table} (${ALL_COLUMNS_SQL}) SELECT ${ALL_COLUMNS_SQL} FROM rollup_compact`);
+        await this.conn.run(`INSERT INTO ${table} (${this.sql.allColumns}) SELECT ${this.sql.allColumns} FROM rollup_compact`);
         return true;
       } finally {
         // After a failure the transaction is aborted and ROLLBACK drops the table anyway.
@@ -482,7 +532,7 @@ export class RollupWriter {
       try {
         await this.usableConnection();
         let n = 0;
-        for (const table of Object.values(ROLLUP_TABLES)) {
+        for (const table of Object.values(this.schema.tables)) {
           const r = await this.conn.one<{ n: bigint }>(`SELECT count(*) AS n FROM ${table} WHERE period_start < $1`, [cutoff]);
           const rows = Number(r?.n ?? 0);
           if (rows === 0) continue;
@@ -533,7 +583,7 @@ export class RollupWriter {
     const rows = this.pending.take();
     const counts = { tuples: rows.length, transactions: transactionsIn(rows) };
     try {
-      const { path } = writeSpoolFile(this.store.dataDir, rows, CHUNK_ROWS);
+      const { path } = writeSpoolFile(this.store.dataDir, rows, CHUNK_ROWS, this.schema.spoolPrefix);
       log.error({ file: path, ...counts }, 'reporting: final flush failed; the counts were written to a spool file that the next start writes into the rollups');
       return null;
     } catch (e) {

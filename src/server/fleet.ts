@@ -8,6 +8,9 @@ import type { LookupEngine } from '../prebid/pipeline.ts';
 import { activePrebidKeys } from '../store/api-keys.ts';
 import type { Store } from '../store/db.ts';
 import type { ServerMemory } from './memory.ts';
+import { log } from '../log.ts';
+import { loadOrCreateLidSecret, saveLidSecret } from '../prebid/lid-secret.ts';
+import type { Cleanup } from './cleanup.ts';
 
 export interface FleetWiring {
   fleet: Fleet;
@@ -50,4 +53,55 @@ export async function wireFleet(config: Config, store: Store, memory: ServerMemo
     },
   });
   return { fleet, botIpTally };
+}
+
+/** How long the start waits for the fleet's lookup-id secret before signing with its own. */
+const LID_SECRET_WAIT_MS = 5000;
+const LID_SECRET_RETRY_MS = 30_000;
+
+/**
+ * The lookup ids' secret: made once and kept in the data dir's lid.key; a fleet's hosts share
+ * the fleet's (src/fleet/lid-secret.ts), kept in the same file. While ClickHouse is away a
+ * fleet host signs with its own and keeps asking; a secret agreed later is saved for the
+ * next start (the running threads keep theirs: the log says to restart).
+ */
+export async function lidSecretFor(config: Config, fleet: FleetWiring | null, cleanup: Cleanup): Promise<Uint8Array> {
+  const local = loadOrCreateLidSecret(config.dataDir);
+  if (!fleet) return local;
+  const agree = async (): Promise<Uint8Array> => {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        fleet.fleet.lidSecret(local),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('no answer from ClickHouse')), LID_SECRET_WAIT_MS);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  const keep = (secret: Uint8Array): boolean => {
+    if (Buffer.from(secret).equals(Buffer.from(local))) return false;
+    saveLidSecret(config.dataDir, secret);
+    return true;
+  };
+  try {
+    const secret = await agree();
+    keep(secret);
+    return secret;
+  } catch (e) {
+    log.warn({ err: (e as Error).message }, "fleet: the fleet's lookup-id secret is not known yet; this host signs lids with its own (other hosts refuse their beacons) and keeps asking");
+    const timer = setInterval(() => {
+      agree()
+        .then((secret) => {
+          clearInterval(timer);
+          if (keep(secret)) log.warn({}, "fleet: the fleet's lookup-id secret is now in lid.key; restart this host to sign with it");
+        })
+        .catch(() => undefined);
+    }, LID_SECRET_RETRY_MS);
+    timer.unref();
+    cleanup.add(() => clearInterval(timer));
+    return local;
+  }
 }

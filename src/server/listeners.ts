@@ -2,6 +2,7 @@
 // the account port with the dashboard, and the reporting port; TLS on the last two.
 import type { Config } from '../config.ts';
 import { mountExplainRoute } from '../account/explain-route.ts';
+import { mountFeedbackRoutes } from '../account/feedback-routes.ts';
 import { startAccountApi } from '../account/api.ts';
 import { mountDashboard } from '../dashboard/static.ts';
 import type { Fleet } from '../fleet/fleet.ts';
@@ -32,8 +33,10 @@ export interface ListenerParts {
   reporting: Reporting;
   metrics: ServiceMetrics;
   fleet: Fleet | null;
-  /** The main thread's engine (the admin explain). */
+  /** The main thread's engine (the admin explain; feedback teaches its history). */
   engine: LookupEngine;
+  /** The lookup ids' secret (feedback checks each lid). */
+  lidSecret: Uint8Array;
   prebidPort: number;
   /** `data.reload` and `ivtd reload` over the control socket. */
   reloadData(): Promise<{ ok: boolean; errors: string[] }>;
@@ -71,8 +74,9 @@ export async function openListeners(p: ListenerParts, cleanup: Cleanup): Promise
     store,
     mount: (router, sessions) => {
       mountDashboard(router, { config, ports: () => ports });
-      mountReportRoute(router, p.reporting.engine, sessions, p.reporting.limiter);
+      mountReportRoute(router, p.reporting.engine, sessions, p.reporting.limiter, p.reporting.impressions.engine, p.reporting.calibration);
       mountExplainRoute(router, { store, sessions, engine: () => p.engine });
+      mountFeedbackRoutes(router, { store, sessions, lidSecret: p.lidSecret, history: p.engine.sources.history });
     },
     onKeysChanged: pushes.refreshKeysSoon,
     policies: pushes.policies,

@@ -32,6 +32,7 @@ export function lookupThreads(
   refresher: DataRefresher | null,
   metrics: ServiceMetrics,
   versionFloorMs: number,
+  lidSecret: Uint8Array,
 ): LookupServer {
   return new LookupServer({
     host: config.host,
@@ -39,6 +40,10 @@ export function lookupThreads(
     threads: config.threads,
     memory: memory.lookup,
     onTuples: (announced) => memory.tuples.add(announced),
+    onImpressions: (d) => {
+      memory.impressionTuples.add(d.announced);
+      memory.impressionTuples.addRows(d.rows);
+    },
     ...(fleet ? { onBotIps: (rows: BotIpRow[]) => fleet.botIpTally.add(rows) } : {}),
     // The crawl of ads.txt and sellers.json follows traffic only when the server refreshes.
     ...(refresher && config.dataRefresh > 0 ? { onSeen: (seen: SeenValues) => noteSeen(refresher, seen) } : {}),
@@ -49,6 +54,11 @@ export function lookupThreads(
     onRestart: (index, restarts) => log.warn({ thread: index, restarts }, 'lookup thread replaced and serving again'),
     onUnavailable: () => metrics.recordUnavailable(),
     versionFloorMs,
+    beacon: {
+      lidSecret,
+      impTtlMs: config.impTtl * 1000,
+      trustedProxies: config.trustedProxies.split(',').map((s) => s.trim()),
+    },
   });
 }
 

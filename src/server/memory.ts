@@ -15,6 +15,8 @@ import { allocateFleetBotIps } from '../signals/fleet-bot-ips.ts';
 import { allocateHistory } from '../signals/history.ts';
 import { allocateIpCache } from '../signals/ip-cache.ts';
 import { allocateUaCache } from '../signals/ua-cache.ts';
+import { allocateSeenLids } from '../prebid/seen-lids.ts';
+import { ImpressionDictionary } from '../reporting/impression-dictionary.ts';
 
 /** The memory plan and what the main thread holds of it. */
 export interface ServerMemory {
@@ -26,6 +28,13 @@ export interface ServerMemory {
   sharedCounts: SharedCounts;
   /** Whichever writer flushes (DuckDB rollups, or the fleet's spool) drains the shared counts. */
   drainCounts(): CountRow[];
+  /**
+   * Impressions (the beacon) count the same way in their own table; their rows name their
+   * lookup's tuple, whose values `tuples` knows (impression-dictionary.ts).
+   */
+  impressionTuples: ImpressionDictionary;
+  impressionCounts: SharedCounts;
+  drainImpressions(): ReturnType<ImpressionDictionary['drain']>;
 }
 
 /** Plans the budget and allocates its tables (once per process). */
@@ -34,7 +43,12 @@ export function planServerMemory(config: Config): ServerMemory {
   const lookup = allocateLookupMemory(plan);
   const tuples = new TupleDictionary();
   const sharedCounts = new SharedCounts(lookup.counts);
-  return { plan, lookup, tuples, sharedCounts, drainCounts: () => tuples.drain(sharedCounts, Date.now()) };
+  const impressionTuples = new ImpressionDictionary(tuples);
+  const impressionCounts = new SharedCounts(lookup.impressions.counts);
+  return {
+    plan, lookup, tuples, sharedCounts, drainCounts: () => tuples.drain(sharedCounts, Date.now()),
+    impressionTuples, impressionCounts, drainImpressions: () => impressionTuples.drain(impressionCounts, Date.now()),
+  };
 }
 
 /** Bytes of each part, and how full each shared table is (0..1): /metrics. */
@@ -82,6 +96,11 @@ export function allocateLookupMemory(plan: MemoryPlan, opts: { seed?: number; ep
     ipCache: allocateIpCache(plan.ipCacheBytes, seed ^ 0x1bad1dea),
     fleetBotIps: allocateFleetBotIps(),
     counts: allocateSharedCounts(plan.sharedCountsBytes, seed ^ 0x7091e5, tuplesPerCustomerHour(plan)),
+    impressions: {
+      seen: allocateSeenLids(plan.impSeenBytes),
+      // Impression tuples are lookup tuples × band × status: as many per customer-hour as the table holds.
+      counts: allocateSharedCounts(Math.max(plan.impCountsBytes, 65536), seed ^ 0x1a9e55, tuplesPerCustomerHour(plan)),
+    },
     threadCountsBytes: plan.threadCountsBytes,
     keyMemoEntries: plan.keyMemoEntries,
   };

@@ -28,7 +28,8 @@ export interface RunningServer {
   countSinks: CountSink[];
   bundle: DataBundle;
   /** Reporting rollups: flush() writes the pending counts now (tests, benchmarks). */
-  reporting?: { flush(): Promise<void> };
+  /** flush: the lookups' counts; flushImpressions: the impressions' (tests). */
+  reporting?: { flush(): Promise<void>; flushImpressions(): Promise<void> };
   /** Prometheus metrics, served as GET /metrics on --metrics-host:--metrics-port. */
   metrics: ServiceMetrics;
   /** The lookup threads' supervisor (thread counts, fault injection in tests). */

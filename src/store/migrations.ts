@@ -222,4 +222,63 @@ export const MIGRATIONS: Migration[] = [
        )`,
     ],
   },
+  {
+    version: 90,
+    name: 'reporting: impression rollups (the beacon, docs/post-bid.md)',
+    // One row per (customer, hour or day of the lookup, the lookup's dimensions, the band it
+    // answered, what the beacon found); impressions and the invalid ones among them (replay,
+    // mismatch, expired); `labelled_lookups`: the beacons that labelled their lookup for the
+    // calibration report (src/reporting/calibration.ts). Same shape and life as
+    // the lookups' rollups: delta rows compacted, deleted past the retention. The columns
+    // are written out, not derived from TUPLE_DIMENSIONS: a released migration never changes.
+    statements: ['imp_rollups_hourly', 'imp_rollups_daily'].map(
+      (table) => `CREATE TABLE ${table} (
+         customer_id  VARCHAR NOT NULL,
+         period_start TIMESTAMP NOT NULL,
+         pub     VARCHAR NOT NULL,
+         sid     VARCHAR NOT NULL,
+         app     VARCHAR NOT NULL,
+         dmn     VARCHAR NOT NULL,
+         node    VARCHAR NOT NULL,
+         adt     SMALLINT NOT NULL,
+         geo     VARCHAR NOT NULL,
+         dvt     SMALLINT NOT NULL,
+         os      VARCHAR NOT NULL,
+         browser VARCHAR NOT NULL,
+         env     VARCHAR NOT NULL,
+         cmp     VARCHAR NOT NULL,
+         adv     VARCHAR NOT NULL,
+         p1      VARCHAR NOT NULL,
+         p2      VARCHAR NOT NULL,
+         p3      VARCHAR NOT NULL,
+         p4      VARCHAR NOT NULL,
+         p5      VARCHAR NOT NULL,
+         category VARCHAR NOT NULL,
+         band         VARCHAR NOT NULL,
+         imp_status   VARCHAR NOT NULL,
+         impressions  BIGINT NOT NULL,
+         invalid_impressions BIGINT NOT NULL,
+         labelled_lookups BIGINT NOT NULL
+       )`,
+    ),
+  },
+  {
+    version: 91,
+    name: 'feedback: labels customers give their lookups after the fact (POST /v1/feedback)',
+    // One row per (customer, lid): the latest label wins. lid_tag is the lid's 64-bit tag
+    // in hex (unique per lookup); lookup_at and band come from the lid, so the calibration
+    // report groups labels by the band the lookup answered.
+    statements: [
+      `CREATE TABLE feedback_labels (
+         customer_id VARCHAR NOT NULL,
+         lid_tag     VARCHAR NOT NULL,
+         lookup_at   TIMESTAMP NOT NULL,
+         band        VARCHAR NOT NULL,
+         label       VARCHAR NOT NULL CHECK (label IN ('invalid', 'valid')),
+         source      VARCHAR NOT NULL,
+         received_at TIMESTAMP NOT NULL,
+         PRIMARY KEY (customer_id, lid_tag)
+       )`,
+    ],
+  },
 ];

@@ -269,6 +269,25 @@ t.test('the dashboard with a signed-in customer', async (t) => {
     t.same(csv[0], cols, 'CSV header: the API field names');
     t.same(csv.slice(1), p1Second.rows.map((r) => cols.map((c) => String(r[c]))), 'CSV rows: exactly the API rows of this page');
 
+    // After the bid: one lookup's impression beacon, shown by band and status, and in the
+    // calibration table (one labelled lookup in its band, the three bands listed).
+    const one = (await (await fetch(`${srv.prebid}/api/v1/ivt/lookup?${base[0]}`)).json()) as { lid: string; botRisk: { band: string } };
+    t.equal((await fetch(`${srv.prebid}/api/v1/ivt/imp?lid=${one.lid}`)).status, 204, 'a beacon');
+    const cal = async () => (await (await fetch(`${srv.reporting}/v1/report/calibration?${range}`, { headers: { authorization: 'Basic ' + Buffer.from(`${srv.customer.customer_id}:${srv.customer.reporting_key}`).toString('base64') } })).json()) as { rows: Array<{ band: string; labelled_lookups: number }> };
+    for (let i = 0; i < 50 && ((await cal()).rows.find((r) => r.band === one.botRisk.band)?.labelled_lookups ?? 0) < 1; i++) {
+      await srv.server.reporting!.flushImpressions();
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await page.getByRole('button', { name: '7 days' }).click();
+    // The tables of the first load are there already: wait for the new answer.
+    await page.locator(`table.calibration tr[data-band=${one.botRisk.band}] td`).first().filter({ hasText: /^1$/ }).waitFor({ timeout: 10_000 }).catch(() => undefined);
+    t.same(await page.locator('table.calibration tbody tr').evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).dataset.band)), ['low', 'medium', 'high'], 'calibration: every band');
+    const labelled = await page.locator(`table.calibration tr[data-band=${one.botRisk.band}] td`).first().textContent();
+    t.equal(labelled, '1', 'the beacon labelled its lookup');
+    const impCells = await page.locator('table.impressions tbody td').allTextContents();
+    t.equal(impCells.reduce((s, c) => s + Number(c.replace(/,/g, '')), 0), 1, 'one impression in the band × status table');
+    t.equal(await page.locator('table.calibration meter').count(), 1, 'a share bar where something was labelled');
+
     // Error states: a range the form refuses, then one the API refuses.
     await page.getByLabel('Start date').fill(today);
     await page.getByLabel('End date').fill(weekAgo);

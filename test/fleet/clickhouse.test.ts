@@ -83,7 +83,7 @@ t.test('against a real ClickHouse', { skip: clickhouseAvailable() ? false : 'cli
     const tables = await ch.rows<{ name: string; engine: string }>(`SELECT name, engine FROM system.tables WHERE database = 'fleet_a' ORDER BY name`);
     t.same(
       tables.map((r) => `${r.name}:${r.engine}`),
-      ['bot_ips:MergeTree', 'customer_policies:MergeTree', 'prebid_keys:MergeTree', 'rollups_daily:SummingMergeTree', 'rollups_hourly:SummingMergeTree', 'schema_migrations:MergeTree'],
+      ['bot_ips:MergeTree', 'customer_policies:MergeTree', 'lid_secrets:MergeTree', 'prebid_keys:MergeTree', 'rollups_daily:SummingMergeTree', 'rollups_hourly:SummingMergeTree', 'schema_migrations:MergeTree'],
     );
     const ledger = await ch.rows<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
     t.same(ledger.map((r) => Number(r.version)), CLICKHOUSE_MIGRATIONS.map((m) => m.version), 'each migration recorded once');

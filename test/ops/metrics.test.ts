@@ -60,6 +60,8 @@ t.test('ServiceMetrics turns per-thread deltas into cumulative Prometheus series
     lastError: '',
     heapUsed: 0,
     heapTotal: 0,
+    beacons: { valid: 2, replay: 1, refused: 1 },
+    seenEvictedLive: 1,
   });
   const width = LATENCY_BUCKETS_US.length + 1;
   const a = new Array<number>(width).fill(0);
@@ -77,6 +79,10 @@ t.test('ServiceMetrics turns per-thread deltas into cumulative Prometheus series
   t.equal(value(s, 'ivtd_lookup_requests_total', { status: '401' }), 2);
   t.equal(value(s, 'ivtd_lookups_total', { band: 'low' }), 4);
   t.equal(value(s, 'ivtd_lookups_total', { band: 'high' }), 2);
+  t.equal(value(s, 'ivtd_impression_beacons_total', { outcome: 'valid' }), 4, 'beacons by outcome, summed over reports');
+  t.equal(value(s, 'ivtd_impression_beacons_total', { outcome: 'replay' }), 2);
+  t.equal(value(s, 'ivtd_impression_beacons_total', { outcome: 'refused' }), 2);
+  t.equal(value(s, 'ivtd_impression_seen_evictions_total'), 2);
   const buckets = pick(s, 'ivtd_lookup_duration_seconds_bucket');
   t.same(
     buckets.map((x) => [x.labels.le, x.value]),

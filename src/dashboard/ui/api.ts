@@ -32,6 +32,18 @@ export interface Report {
   rows: ReportRow[];
 }
 
+/** GET /v1/report/impressions grouped by band and imp_status. */
+export interface ImpressionReport {
+  meta: Report['meta'];
+  rows: Array<{ band?: string; imp_status?: string; impressions: number; valid_impressions: number; invalid_impressions: number }>;
+}
+
+/** GET /v1/report/calibration. */
+export interface CalibrationReport {
+  meta: { start_date: string; end_date: string };
+  rows: Array<{ band: string; labelled_lookups: number; invalid_lookups: number; invalid_share: number | null }>;
+}
+
 export interface ReportQuery {
   start_date: string;
   end_date: string;
@@ -124,6 +136,12 @@ export class Api {
   }
   report(q: ReportQuery): Promise<Report> {
     return this.session.request('GET', `/v1/report?${reportSearch(q)}`);
+  }
+  impressions(q: ReportQuery): Promise<ImpressionReport> {
+    return this.session.request('GET', `/v1/report/impressions?${reportSearch(q)}`);
+  }
+  calibration(start: string, end: string): Promise<CalibrationReport> {
+    return this.session.request('GET', `/v1/report/calibration?start_date=${start}&end_date=${end}`);
   }
   listProjects(limit: number, offset: number): Promise<ProjectList> {
     return this.session.request('GET', `/v1/project/list?limit=${limit}&offset=${offset}`);

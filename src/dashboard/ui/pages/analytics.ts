@@ -12,6 +12,7 @@ import { clear, downloadCsvFile, field, h, statusBox } from '../dom.ts';
 import { dimensionValueLabel, formatInt, formatRate, ivtRate } from '../format.ts';
 import { DIMENSION_LABELS, FILTER_HINTS, METRICS } from '../labels.ts';
 import type { Page, PageContext } from '../page.ts';
+import { postBidCard } from '../post-bid.ts';
 import { buildSeries, defaultGranularity, groupByFor, MAX_HOURLY_DAYS, seriesTotals, type Granularity, type TimeRow } from '../series.ts';
 
 const PAGE_SIZES = [20, 50, 100, 500, 1000];
@@ -147,6 +148,7 @@ export function analyticsPage(ctx: PageContext): Page {
   const nextBtn = h('button', { type: 'button', class: 'secondary', onclick: () => page(1) }, 'Next →');
   const csvBtn = h('button', { type: 'button', class: 'secondary', onclick: () => downloadCsv() }, 'Download CSV');
   const apiLink = h('p', { class: 'hint api-query' });
+  const postBid = postBidCard(ctx.api);
 
   const el = h(
     'section',
@@ -171,6 +173,7 @@ export function analyticsPage(ctx: PageContext): Page {
       h('div', { class: 'pager' }, prevBtn, pageInfo, nextBtn),
       apiLink,
     ),
+    postBid.el,
   );
   chartTitle.id = 'chart-h';
 
@@ -229,6 +232,7 @@ export function analyticsPage(ctx: PageContext): Page {
     void loadTable();
     void loadSeries();
     void loadCategories();
+    void postBid.load(q);
   }
 
   async function loadTable(): Promise<void> {

@@ -1,0 +1,91 @@
+// POST /v1/feedback (account port, Bearer): labels a customer learns after the fact (a DSP
+// chargeback, a fraud audit) for lookups it made, by lid: {"labels":[{"lid","label":
+// "invalid"|"valid","source"}]}. Each lid must be genuine and the customer's own; the
+// request is taken whole or refused whole (422 naming the first bad item). A label is kept
+// (the latest per lid wins: the calibration report reads them) and feeds the shared history
+// like a beacon: `invalid` is evidence against the lookup's IP and uid, `valid` for them.
+import { HttpError } from '../errors.ts';
+import { readJsonObject, sendJson, type Router } from '../http/router.ts';
+import { timestampValue } from '@duckdb/node-api';
+import type { Store } from '../store/db.ts';
+import { LidCodec, emptyLidFacts, type LidFacts } from '../prebid/lid.ts';
+import { emptyKeys, type History } from '../signals/history.ts';
+import type { SessionGuard } from './session-guard.ts';
+
+export const FEEDBACK_PATH = '/v1/feedback';
+/** Labels per request at most. */
+export const MAX_LABELS = 1000;
+/** Characters of `source` kept at most. */
+export const MAX_SOURCE = 100;
+const BODY_LIMIT = 512 * 1024;
+export const LABELS = ['invalid', 'valid'] as const;
+
+export interface FeedbackOptions {
+  store: Store;
+  sessions: SessionGuard;
+  lidSecret: Uint8Array;
+  /** The lookup threads' shared history (the main thread writes to it as they do). */
+  history: History;
+}
+
+interface Label {
+  facts: LidFacts;
+  tag: string;
+  label: (typeof LABELS)[number];
+  source: string;
+}
+
+const unprocessable = (message: string) => new HttpError('unprocessable', message, 422);
+
+/** Checks every item; the first bad one is the 422. */
+function parseLabels(body: Record<string, unknown>, customerId: string, codec: LidCodec): Label[] {
+  for (const k of Object.keys(body)) if (k !== 'labels') throw unprocessable(`Unknown field "${k}": the body is {"labels":[{"lid","label","source"}]}.`);
+  const list = body.labels;
+  if (!Array.isArray(list) || list.length === 0) throw unprocessable('labels must be a non-empty array of {"lid","label","source"}.');
+  if (list.length > MAX_LABELS) throw unprocessable(`labels holds ${list.length} items; send at most ${MAX_LABELS} per request.`);
+  const out: Label[] = [];
+  list.forEach((item: unknown, i: number) => {
+    const at = `labels[${i}]`;
+    if (!item || typeof item !== 'object' || Array.isArray(item)) throw unprocessable(`${at} must be an object {"lid","label","source"}.`);
+    const o = item as Record<string, unknown>;
+    for (const k of Object.keys(o)) if (k !== 'lid' && k !== 'label' && k !== 'source') throw unprocessable(`${at}: unknown field "${k}".`);
+    if (typeof o.lid !== 'string') throw unprocessable(`${at}.lid must be the lid string of a lookup answer.`);
+    if (o.label !== 'invalid' && o.label !== 'valid') throw unprocessable(`${at}.label must be "invalid" or "valid".`);
+    if (typeof o.source !== 'string' || o.source === '' || o.source.length > MAX_SOURCE) {
+      throw unprocessable(`${at}.source must be a non-empty string of at most ${MAX_SOURCE} characters (e.g. "chargeback").`);
+    }
+    const facts = emptyLidFacts();
+    const why = codec.read(o.lid, facts);
+    if (why !== '') throw unprocessable(`${at}.lid is not a lookup id of this service (${why === 'signature' ? 'its signature does not match' : 'malformed'}).`);
+    if (facts.customerId !== customerId) throw unprocessable(`${at}.lid belongs to another customer: label only your own lookups.`);
+    out.push({ facts, tag: facts.tagHi.toString(16).padStart(8, '0') + facts.tagLo.toString(16).padStart(8, '0'), label: o.label, source: o.source });
+  });
+  return out;
+}
+
+export function mountFeedbackRoutes(router: Router, opts: FeedbackOptions): void {
+  const codec = new LidCodec(opts.lidSecret);
+  const keys = emptyKeys();
+  router.post(FEEDBACK_PATH, async (ctx) => {
+    const s = await opts.sessions.requireSession(ctx);
+    const body = await readJsonObject(ctx.req, { limit: BODY_LIMIT });
+    const labels = parseLabels(body, s.customer_id, codec);
+    await opts.store.tx(async (q) => {
+      for (const l of labels) {
+        await q.run(
+          'INSERT OR REPLACE INTO feedback_labels (customer_id, lid_tag, lookup_at, band, label, source, received_at) VALUES ($1, $2, $3, $4, $5, $6, current_timestamp)',
+          [s.customer_id, l.tag, timestampValue(BigInt(l.facts.at) * 1000n), l.facts.band, l.label, l.source],
+        );
+      }
+    });
+    // Stored first: a label the store refused teaches nothing.
+    let invalid = 0;
+    for (const l of labels) {
+      const f = l.facts;
+      keys.ipHi = f.ipHi; keys.ipLo = f.ipLo; keys.uidHi = f.uidHi; keys.uidLo = f.uidLo; keys.ifaHi = f.ifaHi; keys.ifaLo = f.ifaLo;
+      if (l.label === 'invalid') invalid++;
+      if (f.ipHi !== 0 || f.ipLo !== 0) opts.history.recordOutcome(keys, l.label === 'invalid');
+    }
+    sendJson(ctx.res, 200, { accepted: labels.length, invalid, valid: labels.length - invalid });
+  });
+}

@@ -1,0 +1,90 @@
+// GET /v1/report/calibration?start_date&end_date: per band the lookup answered, how many
+// lookups were labelled after the fact (by their impression beacons, or by feedback), how
+// many of those turned out invalid, and that share: how good each band is on the
+// customer's own traffic, hence which thresholds to choose (docs/post-bid.md).
+// Beacons: a lookup is labelled by its first beacon (valid, or mismatch: invalid) and
+// relabelled invalid by its first replay (counted by the threads: labelled_lookups of the
+// impression rollups). Feedback: one label per lid (feedback_labels, the latest). A lookup
+// labelled both ways counts in both.
+import { timestampValue } from '@duckdb/node-api';
+import { BANDS, type Band } from '../enums.ts';
+import { HttpError } from '../errors.ts';
+import type { Store } from '../store/db.ts';
+import { IMPRESSION_TABLES } from './columns.ts';
+import { parseReportQuery } from './params.ts';
+
+export const CALIBRATION_PATH = '/v1/report/calibration';
+
+export interface CalibrationCounts {
+  labelled: number;
+  invalid: number;
+}
+
+export interface CalibrationRow {
+  band: Band;
+  labelled_lookups: number;
+  invalid_lookups: number;
+  /** invalid / labelled, 4 decimals; null when nothing was labelled. */
+  invalid_share: number | null;
+  by_beacon: CalibrationCounts;
+  by_feedback: CalibrationCounts;
+}
+
+export interface Calibration {
+  meta: { start_date: string; end_date: string };
+  rows: CalibrationRow[];
+}
+
+export class CalibrationReport {
+  constructor(
+    private readonly store: Store,
+    private readonly opts: { retentionDays: number; now?: () => number },
+  ) {}
+
+  async run(customerId: string, params: URLSearchParams): Promise<Calibration> {
+    for (const name of params.keys()) {
+      if (name !== 'start_date' && name !== 'end_date') {
+        throw new HttpError('unknown_parameter', `Unknown parameter "${name}". Known: start_date, end_date.`);
+      }
+    }
+    // The same date rules and errors as /v1/report.
+    const q = parseReportQuery(params, { nowMs: (this.opts.now ?? Date.now)(), retentionDays: this.opts.retentionDays });
+    const from = timestampValue(BigInt(q.fromMs) * 1000n);
+    const to = timestampValue(BigInt(q.toMs) * 1000n);
+    const conn = await this.store.connection();
+    try {
+      const beacons = await conn.all<{ band: string; labelled: bigint | null; invalid: bigint | null }>(
+        `SELECT band, sum(labelled_lookups) FILTER (WHERE imp_status IN ('valid', 'mismatch'))::BIGINT AS labelled, ` +
+          `sum(labelled_lookups) FILTER (WHERE imp_status IN ('mismatch', 'replay'))::BIGINT AS invalid ` +
+          `FROM ${IMPRESSION_TABLES.day} WHERE customer_id = $1 AND period_start >= $2 AND period_start < $3 GROUP BY band`,
+        [customerId, from, to],
+      );
+      const feedback = await conn.all<{ band: string; labelled: bigint; invalid: bigint }>(
+        `SELECT band, count(*)::BIGINT AS labelled, (count(*) FILTER (WHERE label = 'invalid'))::BIGINT AS invalid ` +
+          `FROM feedback_labels WHERE customer_id = $1 AND lookup_at >= $2 AND lookup_at < $3 GROUP BY band`,
+        [customerId, from, to],
+      );
+      const counts = (rows: Array<{ band: string; labelled: bigint | null; invalid: bigint | null }>, band: Band): CalibrationCounts => {
+        const r = rows.find((x) => x.band === band);
+        return { labelled: Number(r?.labelled ?? 0), invalid: Number(r?.invalid ?? 0) };
+      };
+      const rows = BANDS.map((band): CalibrationRow => {
+        const b = counts(beacons, band);
+        const f = counts(feedback, band);
+        const labelled = b.labelled + f.labelled;
+        const invalid = b.invalid + f.invalid;
+        return {
+          band,
+          labelled_lookups: labelled,
+          invalid_lookups: invalid,
+          invalid_share: labelled === 0 ? null : Math.round((invalid / labelled) * 10000) / 10000,
+          by_beacon: b,
+          by_feedback: f,
+        };
+      });
+      return { meta: { start_date: q.startDate, end_date: q.endDate }, rows };
+    } finally {
+      conn.close();
+    }
+  }
+}

@@ -1,0 +1,72 @@
+// POST /v1/feedback: a customer labels its own lookups by lid after the fact; the labels
+// are kept and feed the shared history (an IP its customer keeps labelling invalid shows
+// ipBotActivity); a foreign, forged or malformed item refuses the whole request with a 422
+// that names it.
+import t from 'tap';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { createCustomer } from '../../src/store/customers.ts';
+import { fixtureQuery, withParams } from '../reporting/client.ts';
+import { call, login } from './client.ts';
+
+async function lookup(srv: TestServer, ip: string, uid: string, customer: { partner_id: string; prebid_key: string } = srv.customer) {
+  const q = withParams(fixtureQuery('residential-desktop-chrome'), { ip, uid }).replace('{p}', customer.partner_id).replace('{k}', customer.prebid_key);
+  const res = await fetch(`${srv.prebid}/api/v1/ivt/lookup?${q}`);
+  return (await res.json()) as { lid: string; ipReputation: { ipBotActivity: boolean } };
+}
+
+t.test('labels of its own lids: kept, and fed to history', async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.stop());
+  const { access_token: token } = await login(srv.api, srv.customer.username, srv.customer.password);
+  const ip = '73.162.70.10';
+  const lids: string[] = [];
+  for (let i = 0; i < 22; i++) lids.push((await lookup(srv, ip, `f-${i}`)).lid);
+  t.notOk((await lookup(srv, ip, 'f-x')).ipReputation.ipBotActivity, 'clean before the labels');
+  const r = await call(srv.api, 'POST', '/v1/feedback', { token, json: { labels: lids.map((lid) => ({ lid, label: 'invalid', source: 'chargeback' })).concat([{ lid: lids[0]!, label: 'invalid', source: 'audit' }]) } });
+  t.equal(r.status, 200, JSON.stringify(r.body));
+  t.strictSame(r.body, { accepted: 23, invalid: 23, valid: 0 });
+  t.ok((await lookup(srv, ip, 'f-y')).ipReputation.ipBotActivity, 'labelled invalid: ipBotActivity on its next lookup');
+  const rows = await srv.server.store.all<{ n: bigint; band: string; label: string }>('SELECT count(*) AS n, any_value(band) AS band, any_value(label) AS label FROM feedback_labels WHERE customer_id = $1', [srv.customer.customer_id]);
+  t.equal(Number(rows[0]!.n), 22, 'one row per lid (the latest label wins)');
+  t.equal(rows[0]!.label, 'invalid');
+
+  const ok = await call(srv.api, 'POST', '/v1/feedback', { token, json: { labels: [{ lid: lids[1], label: 'valid', source: 'audit' }] } });
+  t.strictSame(ok.body, { accepted: 1, invalid: 0, valid: 1 });
+  const one = await srv.server.store.one<{ label: string; source: string }>('SELECT label, source FROM feedback_labels WHERE customer_id = $1 AND lid_tag IN (SELECT lid_tag FROM feedback_labels WHERE source = $2)', [srv.customer.customer_id, 'audit']);
+  t.ok(one, 'relabelled');
+});
+
+t.test('refusals: no session, another customer\'s lid, forged, malformed; nothing is kept then', async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.stop());
+  const { access_token: token } = await login(srv.api, srv.customer.username, srv.customer.password);
+  const other = await createCustomer(srv.server.store, { name: 'Other', username: 'other-user', password: 'correct horse battery' });
+  await srv.server.refreshKeys();
+  const mine = (await lookup(srv, '73.162.71.1', 'm-1')).lid;
+  const theirs = (await lookup(srv, '73.162.71.2', 'o-1', other)).lid;
+  t.ok(theirs, 'the other customer got a lid');
+  const flip = mine.slice(0, 30) + (mine[30] === 'A' ? 'B' : 'A') + mine.slice(31);
+  const cases: Array<[unknown, RegExp]> = [
+    [{ labels: [{ lid: mine, label: 'invalid', source: 's' }, { lid: theirs, label: 'invalid', source: 's' }] }, /labels\[1\]\.lid belongs to another customer/],
+    [{ labels: [{ lid: flip, label: 'invalid', source: 's' }] }, /labels\[0\]\.lid is not a lookup id.*signature/],
+    [{ labels: [{ lid: 'nope', label: 'invalid', source: 's' }] }, /labels\[0\]\.lid is not a lookup id/],
+    [{ labels: [{ lid: mine, label: 'fraud', source: 's' }] }, /labels\[0\]\.label must be/],
+    [{ labels: [{ lid: mine, label: 'valid' }] }, /labels\[0\]\.source/],
+    [{ labels: [{ lid: mine, label: 'valid', source: 's', extra: 1 }] }, /labels\[0\]: unknown field "extra"/],
+    [{ labels: [] }, /non-empty array/],
+    [{ label: [] }, /Unknown field "label"/],
+    [{ labels: [7] }, /labels\[0\] must be an object/],
+  ];
+  for (const [json, message] of cases) {
+    const r = await call(srv.api, 'POST', '/v1/feedback', { token, json });
+    t.equal(r.status, 422, String(message));
+    t.match(r.body, { error: 'unprocessable', message });
+  }
+  const noJson = await call(srv.api, 'POST', '/v1/feedback', { token, raw: 'labels', headers: { 'content-type': 'text/plain' } });
+  t.equal(noJson.status, 422);
+  const anon = await call(srv.api, 'POST', '/v1/feedback', { json: { labels: [{ lid: mine, label: 'invalid', source: 's' }] } });
+  t.equal(anon.status, 400, 'no session: the account port\'s one 400');
+  t.match(anon.body, { error: 'invalid_session' });
+  const n = await srv.server.store.one<{ n: bigint }>('SELECT count(*) AS n FROM feedback_labels');
+  t.equal(Number(n!.n), 0, 'a refused request keeps nothing, not even its good items');
+});
