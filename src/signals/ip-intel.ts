@@ -10,27 +10,16 @@ import { parseOrgPatterns } from './org-patterns.ts';
 import { RANGE_BIT, type IpRanges } from './ip-ranges.ts';
 import { ipRangeName, isBogonRange } from './special-ranges.ts';
 
-export interface IpAssessment {
+/**
+ * The whole assessment of an address (the admin side and tests): the hot path's verdict
+ * (IpVerdict, below) with what it rests on.
+ */
+export interface IpAssessment extends Readonly<IpVerdict> {
   readonly valid: boolean;
   readonly version: 4 | 6 | 0;
   /** ipRangeName(): 'unicast', 'private', 'documentation', ... ('' when invalid). */
   readonly range: string;
-  readonly bogon: boolean;
-  readonly asn: number;
   readonly org: string;
-  /** ISO 3166-1 alpha-2, uppercase, or ''. */
-  readonly country: string;
-  readonly hosting: boolean;
-  readonly vpn: boolean;
-  readonly proxy: boolean;
-  readonly tor: boolean;
-  /**
-   * An egress address of a privacy relay (iCloud Private Relay's published ranges): real
-   * Safari users sit behind it, so it is neither hosting nor VPN, only a weaker signal.
-   */
-  readonly relay: boolean;
-  /** In a crawler operator's published ranges (crawlers.ts): where its crawlers really come from. */
-  readonly crawler: boolean;
   /** Why hosting is set: 'anonymous-ip-db' | 'published-ranges' | 'asn-list' | 'org-pattern' | ''. */
   readonly hostingSource: string;
   /** Why vpn/proxy/tor is set: 'anonymous-ip-db' | 'published-ranges' | 'asn-list' | ''. */
@@ -68,16 +57,25 @@ export interface IpIntelSources {
   ranges?: IpRanges;
 }
 
-/** What the lookup path needs of an IP: the flags, ASN and country (IpVerdict is reused per thread). */
+/**
+ * What the lookup path needs of an IP: the flags, ASN and country (reused per thread; the
+ * shared verdict cache holds it). IpAssessment adds what it rests on.
+ */
 export interface IpVerdict {
   bogon: boolean;
   asn: number;
+  /** ISO 3166-1 alpha-2, uppercase, or ''. */
   country: string;
   hosting: boolean;
   vpn: boolean;
   proxy: boolean;
   tor: boolean;
+  /**
+   * An egress address of a privacy relay (iCloud Private Relay's published ranges): real
+   * Safari users sit behind it, so it is neither hosting nor VPN, only a weaker signal.
+   */
   relay: boolean;
+  /** In a crawler operator's published ranges (crawlers.ts): where its crawlers really come from. */
   crawler: boolean;
 }
 
