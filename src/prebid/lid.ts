@@ -72,31 +72,48 @@ export function sipKey(secret: Uint8Array): Uint32Array {
   return Uint32Array.of(le32(secret, 0), le32(secret, 4), le32(secret, 8), le32(secret, 12));
 }
 
-/** SipHash-2-4 of bytes [0, len) of `b` into HASH (hi, lo). Any length (the reference vectors test it). */
+/**
+ * SipHash-2-4 of bytes [0, len) of `b` into HASH (hi, lo). Any length (the reference vectors
+ * test it): the bytes are packed into 32-bit words (lo, hi per 8-byte block) and hashed by
+ * the one implementation below. Big-endian hosts and tests only; the lookup path hashes
+ * its payload's words directly.
+ */
 export function sipHash24(key: Uint32Array, b: Uint8Array, len: number): void {
+  const blocks = len >>> 3;
+  const w = new Uint32Array(blocks * 2 + 2);
+  for (let i = 0; i < len; i++) w[i >>> 2] = (w[i >>> 2]! | (b[i]! << (8 * (i & 3)))) >>> 0;
+  sipHashBlocks(key, w, blocks, w[blocks * 2]!, w[blocks * 2 + 1]!, len);
+}
+
+/**
+ * sipHash24 of `blocks` 8-byte blocks held as 32-bit words (lo, hi per block) in `w`: the
+ * same result as the byte version on a little-endian host, without the byte loads.
+ */
+export function sipHash24Words(key: Uint32Array, w: Uint32Array, blocks: number): void {
+  sipHashBlocks(key, w, blocks, 0, 0, blocks * 8);
+}
+
+/**
+ * SipHash-2-4 of `blocks` full blocks in `w` and a tail of (len mod 8) bytes given as its
+ * two little-endian words, into HASH (hi, lo). Its state lives in local variables: kept in
+ * module variables, the numbers are boxed and a lid cost microseconds.
+ */
+function sipHashBlocks(key: Uint32Array, w: Uint32Array, blocks: number, tailLo: number, tailHi: number, len: number): void {
   const k0l = key[0]!, k0h = key[1]!, k1l = key[2]!, k1h = key[3]!;
   let v0h = (k0h ^ 0x736f6d65) >>> 0, v0l = (k0l ^ 0x70736575) >>> 0;
   let v1h = (k1h ^ 0x646f7261) >>> 0, v1l = (k1l ^ 0x6e646f6d) >>> 0;
   let v2h = (k0h ^ 0x6c796765) >>> 0, v2l = (k0l ^ 0x6e657261) >>> 0;
   let v3h = (k1h ^ 0x74656462) >>> 0, v3l = (k1l ^ 0x79746573) >>> 0;
-  const full = len >>> 3;
-  // Blocks 0..full-1 are the message's 8-byte words, block `full` the tail with the length in
-  // its top byte, block full+1 the finalisation (v2 ^= 0xff, 4 rounds).
-  for (let blk = 0; blk <= full + 1; blk++) {
+  // Blocks 0..blocks-1 are the message's words, block `blocks` the tail with the length in
+  // its top byte, block blocks+1 the finalisation (v2 ^= 0xff, 4 rounds).
+  for (let blk = 0; blk <= blocks + 1; blk++) {
     let mh = 0, ml = 0, rounds = 2;
-    if (blk < full) {
-      const i = blk << 3;
-      ml = (b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16) | (b[i + 3]! << 24)) >>> 0;
-      mh = (b[i + 4]! | (b[i + 5]! << 8) | (b[i + 6]! << 16) | (b[i + 7]! << 24)) >>> 0;
-    } else if (blk === full) {
-      const i = blk << 3;
-      mh = (len & 0xff) << 24;
-      for (let j = 0; i + j < len; j++) {
-        if (j < 4) ml |= b[i + j]! << (8 * j);
-        else mh |= b[i + j]! << (8 * (j - 4));
-      }
-      ml >>>= 0;
-      mh >>>= 0;
+    if (blk < blocks) {
+      ml = w[blk << 1]!;
+      mh = w[(blk << 1) + 1]!;
+    } else if (blk === blocks) {
+      ml = tailLo >>> 0;
+      mh = (tailHi | ((len & 0xff) << 24)) >>> 0;
     } else {
       v2l = (v2l ^ 0xff) >>> 0;
       rounds = 4;
@@ -118,51 +135,6 @@ export function sipHash24(key: Uint32Array, b: Uint8Array, len: number): void {
       h = (v3h << 21) | (v3l >>> 11); l = (v3l << 21) | (v3h >>> 11);
       v3h = (h ^ v0h) >>> 0; v3l = (l ^ v0l) >>> 0;
       // v2 += v1; v1 = rotl(v1, 17) ^ v2; v2 = rotl(v2, 32)
-      l = (v2l + v1l) >>> 0; v2h = (v2h + v1h + (l < v2l ? 1 : 0)) >>> 0; v2l = l;
-      h = (v1h << 17) | (v1l >>> 15); l = (v1l << 17) | (v1h >>> 15);
-      v1h = (h ^ v2h) >>> 0; v1l = (l ^ v2l) >>> 0;
-      h = v2h; v2h = v2l; v2l = h;
-    }
-    v0h = (v0h ^ mh) >>> 0; v0l = (v0l ^ ml) >>> 0;
-  }
-  HASH[0] = (v0h ^ v1h ^ v2h ^ v3h) >>> 0;
-  HASH[1] = (v0l ^ v1l ^ v2l ^ v3l) >>> 0;
-}
-
-/**
- * sipHash24 of `blocks` 8-byte blocks held as 32-bit words (lo, hi per block) in `w`: the
- * same result as the byte version on a little-endian host, without the byte loads.
- */
-export function sipHash24Words(key: Uint32Array, w: Uint32Array, blocks: number): void {
-  const k0l = key[0]!, k0h = key[1]!, k1l = key[2]!, k1h = key[3]!;
-  let v0h = (k0h ^ 0x736f6d65) >>> 0, v0l = (k0l ^ 0x70736575) >>> 0;
-  let v1h = (k1h ^ 0x646f7261) >>> 0, v1l = (k1l ^ 0x6e646f6d) >>> 0;
-  let v2h = (k0h ^ 0x6c796765) >>> 0, v2l = (k0l ^ 0x6e657261) >>> 0;
-  let v3h = (k1h ^ 0x74656462) >>> 0, v3l = (k1l ^ 0x79746573) >>> 0;
-  for (let blk = 0; blk <= blocks + 1; blk++) {
-    let mh = 0, ml = 0, rounds = 2;
-    if (blk < blocks) {
-      ml = w[blk << 1]!;
-      mh = w[(blk << 1) + 1]!;
-    } else if (blk === blocks) {
-      mh = ((blocks << 3) & 0xff) << 24 >>> 0;
-    } else {
-      v2l = (v2l ^ 0xff) >>> 0;
-      rounds = 4;
-    }
-    v3h = (v3h ^ mh) >>> 0; v3l = (v3l ^ ml) >>> 0;
-    for (let r = 0; r < rounds; r++) {
-      let l: number, h: number;
-      l = (v0l + v1l) >>> 0; v0h = (v0h + v1h + (l < v0l ? 1 : 0)) >>> 0; v0l = l;
-      h = (v1h << 13) | (v1l >>> 19); l = (v1l << 13) | (v1h >>> 19);
-      v1h = (h ^ v0h) >>> 0; v1l = (l ^ v0l) >>> 0;
-      h = v0h; v0h = v0l; v0l = h;
-      l = (v2l + v3l) >>> 0; v2h = (v2h + v3h + (l < v2l ? 1 : 0)) >>> 0; v2l = l;
-      h = (v3h << 16) | (v3l >>> 16); l = (v3l << 16) | (v3h >>> 16);
-      v3h = (h ^ v2h) >>> 0; v3l = (l ^ v2l) >>> 0;
-      l = (v0l + v3l) >>> 0; v0h = (v0h + v3h + (l < v0l ? 1 : 0)) >>> 0; v0l = l;
-      h = (v3h << 21) | (v3l >>> 11); l = (v3l << 21) | (v3h >>> 11);
-      v3h = (h ^ v0h) >>> 0; v3l = (l ^ v0l) >>> 0;
       l = (v2l + v1l) >>> 0; v2h = (v2h + v1h + (l < v2l ? 1 : 0)) >>> 0; v2l = l;
       h = (v1h << 17) | (v1l >>> 15); l = (v1l << 17) | (v1h >>> 15);
       v1h = (h ^ v2h) >>> 0; v1l = (l ^ v2l) >>> 0;
