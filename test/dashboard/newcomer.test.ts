@@ -151,16 +151,26 @@ t.test('on a 390×844 phone nothing is clipped: tables reflow, group-by boxes ke
   if (SHOTS) await page.locator('table.report tbody tr').nth(1).screenshot({ path: join(SHOTS, 'phone-report-row.png') });
 
   for (const table of ['table.category-shares', 'table.report']) {
-    const m = await page.locator(table).evaluate((tb, width) => {
-      const wrap = tb.parentElement!;
-      const cells = Array.from(tb.querySelectorAll<HTMLElement>('tbody td, tbody th'));
-      return {
-        cells: cells.length,
-        hiddenSideways: wrap.scrollWidth - wrap.clientWidth,
-        outside: cells.filter((c) => c.getBoundingClientRect().right > Math.min(width, wrap.getBoundingClientRect().right) + 0.5).map((c) => c.dataset.col ?? c.textContent),
-        unlabelled: cells.filter((c) => c.tagName === 'TD' && getComputedStyle(c, '::before').content.replace(/"/g, '') !== c.dataset.label).length,
-      };
-    }, PHONE.width);
+    // The page may still replace a table it is rendering (the report after Apply, the cards
+    // that load beside it): measure one that is attached, asking again until it is.
+    const measure = () =>
+      page.locator(table).evaluate((tb, width) => {
+        const wrap = tb.parentElement;
+        if (wrap === null || !tb.isConnected) return null;
+        const cells = Array.from(tb.querySelectorAll<HTMLElement>('tbody td, tbody th'));
+        return {
+          cells: cells.length,
+          hiddenSideways: wrap.scrollWidth - wrap.clientWidth,
+          outside: cells.filter((c) => c.getBoundingClientRect().right > Math.min(width, wrap.getBoundingClientRect().right) + 0.5).map((c) => c.dataset.col ?? c.textContent),
+          unlabelled: cells.filter((c) => c.tagName === 'TD' && getComputedStyle(c, '::before').content.replace(/"/g, '') !== c.dataset.label).length,
+        };
+      }, PHONE.width).catch(() => null);
+    let m = await measure();
+    for (let tries = 0; m === null && tries < 50; tries++) {
+      await new Promise((r) => setTimeout(r, 100));
+      m = await measure();
+    }
+    if (m === null) throw new Error(`${table} never stayed attached long enough to measure`);
     t.ok(m.cells > 0, `${table}: has rows`);
     t.equal(m.hiddenSideways, 0, `${table}: nothing hidden to the side`);
     t.same(m.outside, [], `${table}: every value within the screen`);
