@@ -12,7 +12,7 @@ import { openMmdb, verifyMmdb } from '../signals/mmdb.ts';
 import { AsnTable } from '../signals/asn-table.ts';
 import { AsnList } from '../signals/asn-list.ts';
 import { parseOrgPatterns } from '../signals/org-patterns.ts';
-import { IpRanges } from '../signals/ip-ranges.ts';
+import { IpRanges, RANGE_BIT } from '../signals/ip-ranges.ts';
 import { AdsTxtIndex } from '../signals/ads-txt.ts';
 import { AiAgentList } from '../signals/crawlers.ts';
 
@@ -27,6 +27,11 @@ export interface LookupData {
   aiAgents: AiAgentList;
   /** ads.txt / app-ads.txt authorisation of the seller (the crawl's result, compiled on the main thread). */
   adsTxt: AdsTxtIndex;
+  /**
+   * Whether any crawler operator's published ranges are loaded (range category `crawler`):
+   * only then can a UA claiming such a crawler be judged by its address (crawlers.ts).
+   */
+  crawlerRanges: boolean;
   /** Which load this is (the main thread numbers them); shared caches key on it. */
   generation: number;
 }
@@ -77,6 +82,8 @@ function verifyIpFiles(b: DataBundle): void {
 export function buildLookupData(b: DataBundle, generation: number, opts: { verify?: boolean } = {}): BuiltData {
   const warnings: string[] = [];
   if (opts.verify) verifyIpFiles(b);
+  const ranges = IpRanges.fromCompiled(b.ipRanges.compiled);
+  const crawlerRanges = ranges.hasAny(RANGE_BIT.crawler);
   const ip = step(null, () =>
     loadIpIntel({
       ...(b.asnBin ? { asnBin: b.asnBin.bytes } : {}),
@@ -86,7 +93,7 @@ export function buildLookupData(b: DataBundle, generation: number, opts: { verif
       hostingAsns: text(b.hostingAsns),
       vpnAsns: text(b.vpnAsns),
       hostingOrgPatterns: text(b.hostingOrgPatterns),
-      ranges: IpRanges.fromCompiled(b.ipRanges.compiled),
+      ranges,
     }),
   );
   const adsTxt = step(null, () => AdsTxtIndex.fromCompiled(b.adsTxt.compiled));
@@ -101,5 +108,5 @@ export function buildLookupData(b: DataBundle, generation: number, opts: { verif
     registry = parsed.registry;
     for (const e of parsed.errors) warnings.push(`sellers: ${e}`);
   }
-  return { data: { ip, sellers: registry, badIfas, aiAgents, adsTxt, generation }, warnings };
+  return { data: { ip, sellers: registry, badIfas, aiAgents, adsTxt, crawlerRanges, generation }, warnings };
 }

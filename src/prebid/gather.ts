@@ -190,10 +190,11 @@ export class SignalSources {
     // Under an SSAI spoof the data centre and the library UA are that one reason (SIVT), not
     // GIVT ones. Who a declared bot really is (src/signals/crawlers.ts), asked of declared
     // bots only: a UA claiming a crawler whose operator publishes its addresses, from
-    // elsewhere, is an impersonator (without an address, nothing says where it came from: it
-    // stays a declared crawler); one naming an AI agent is an AI agent.
+    // elsewhere, is an impersonator (without an address, or without the operators' ranges
+    // loaded, nothing says where it came from: it stays a declared crawler); one naming an
+    // AI agent is an AI agent.
     const declared = ua.declaredBot && !serverUa;
-    s.crawlerSpoofed = declared && hasIp && !ip.crawler && VERIFIABLE_CRAWLER.test(req.ua);
+    s.crawlerSpoofed = declared && hasIp && data.crawlerRanges && !ip.crawler && VERIFIABLE_CRAWLER.test(req.ua);
     s.aiAgent = declared && !s.crawlerSpoofed && data.aiAgents.test(req.ua);
     s.declaredBot = declared && !s.crawlerSpoofed && !s.aiAgent;
     s.automation = ua.automation;

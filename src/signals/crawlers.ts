@@ -1,14 +1,14 @@
-// Who a declared bot really is: an AI agent (data/ai-agents.txt, from ai.robots.txt), and
+// Who a declared bot really is: an AI agent (data/ai-agents.txt), and
 // whether a UA that claims a crawler whose operator publishes its addresses comes from
 // them. Both are asked only of UAs isbot already calls bots (the cached `declaredBot`
 // trait), so a person's lookup never pays for them.
 //
-// Crawlers whose operators publish their addresses (the embedded snapshot
-// data/crawler-ranges.txt, range category `crawler`, refreshed by `crawler-ipranges`
-// sources): Google (Googlebot and its special crawlers and user-triggered fetchers), Bing,
-// OpenAI, Apple, DuckDuckGo, Perplexity and Anthropic. A UA naming one of them from an
-// address outside every published crawler range is an impersonator. Operators that publish
-// nothing stay declared crawlers, whatever the address.
+// Crawlers whose operators publish their addresses (range category `crawler`, fetched by
+// `crawler-ipranges` sources; the build ships none: data/crawler-ranges.txt says why):
+// Google (Googlebot and its special crawlers and user-triggered fetchers), Bing, OpenAI,
+// Apple, DuckDuckGo, Perplexity and Anthropic. Once their ranges are loaded, a UA naming
+// one of them from an address outside every published crawler range is an impersonator.
+// Operators that publish nothing stay declared crawlers, whatever the address.
 
 /**
  * UA tokens of crawlers and fetchers whose operators publish their addresses. Word-bounded
@@ -25,7 +25,11 @@ export function claimedCrawler(ua: string): string {
 
 /**
  * Names ai.robots.txt lists that are generic words or name something other than an AI
- * agent's UA: left out of the AI-agent list (data/ai-agents.txt says why for each).
+ * agent's UA, left out when an `ai-robots-json` source writes the list: words and names
+ * that real apps and people carry (`Code` is VS Code's and other Electron apps' token,
+ * `Cursor`, `Spider`, `Operator`, `Devin`, `opencode`, `newsai`), a company name in SDK UAs
+ * (`OpenAI`), crawlers and tools counted as what they are (`Scrapy`, `facebookexternalhit`,
+ * `Applebot`, the headless `Lightpanda`), tokens too short or of two words to match safely.
  */
 export const AI_AGENT_EXCLUSIONS: ReadonlySet<string> = new Set([
   'Code', 'Cursor', 'Spider', 'Operator', 'Devin', 'LCC', 'OpenAI', 'Scrapy', 'facebookexternalhit', 'Applebot',

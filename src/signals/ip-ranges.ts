@@ -220,6 +220,13 @@ export class IpRanges {
     return new IpRanges(c);
   }
 
+  /** Whether any interval carries one of the category bits in `mask` (RANGE_BIT): O(intervals), at load. */
+  hasAny(mask: number): boolean {
+    for (const b of this.c.v4Bits) if ((b & mask) !== 0) return true;
+    for (const b of this.c.v6Bits) if ((b & mask) !== 0) return true;
+    return false;
+  }
+
   /** Number of disjoint intervals (after merging). */
   get size(): number {
     return this.c.v4Bits.length + this.c.v6Bits.length;
