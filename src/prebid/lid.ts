@@ -37,19 +37,9 @@ export const LID_SECRET_BYTES = 16;
 const BANDS = ['low', 'medium', 'high'] as const;
 export type LidBand = (typeof BANDS)[number];
 
-/** What a beacon learns from a valid lid. */
-export interface LidFacts {
+/** What a beacon learns from a valid lid: what the lookup signed (LidInput), and its tag. */
+export interface LidFacts extends Omit<LidInput, 'band'> {
   band: LidBand;
-  /** Lookup time, ms. */
-  at: number;
-  customerId: string;
-  ipNet: number;
-  uaFamily: number;
-  device: number;
-  ipHi: number; ipLo: number;
-  uidHi: number; uidLo: number;
-  ifaHi: number; ifaLo: number;
-  tupleHi: number; tupleLo: number;
   /** The tag: unique per lookup, the replay table's key. */
   tagHi: number; tagLo: number;
 }
@@ -203,6 +193,7 @@ function uuidString(b: Uint8Array, at: number): string {
 export interface LidInput {
   customerId: string;
   band: string;
+  /** Lookup time, ms. */
   at: number;
   ipNet: number;
   uaFamily: number;
