@@ -123,17 +123,20 @@ export function wrkAsync(run: WrkRun, signal?: AbortSignal): Promise<WrkResult> 
 /** Lua string literal (wrk's LuaJIT reads the file as bytes). */
 export const luaString = (s: string) => JSON.stringify(s);
 
-/** A script cycling through fixed request paths. */
+/**
+ * A script cycling through fixed request paths. Each request's text is made once and kept
+ * (wrk.format per request costs the client as much as a small lookup costs ivtd).
+ */
 export function pathsScript(paths: string[]): string {
-  return `local paths = {${paths.map(luaString).join(',\n')}}\nlocal i = 0\nrequest = function()\n  i = i % #paths + 1\n  return wrk.format("GET", paths[i])\nend\n`;
+  return `local paths = {${paths.map(luaString).join(',\n')}}\nlocal made = {}\nlocal i = 0\nrequest = function()\n  i = i % #paths + 1\n  local r = made[i]\n  if not r then r = wrk.format("GET", paths[i]); made[i] = r end\n  return r\nend\n`;
 }
 
-/** A script cycling through fixed POST requests with JSON bodies (the OpenRTB lookup). */
+/** A script cycling through fixed POST requests with JSON bodies (the OpenRTB lookup), each made once and kept. */
 export function bodiesScript(requests: ReadonlyArray<{ path: string; body: string }>): string {
   const list = requests.map((r) => `{${luaString(r.path)},${luaString(r.body)}}`).join(',\n');
   return (
-    `local reqs = {${list}}\nlocal headers = {["Content-Type"] = "application/json"}\nlocal i = 0\n` +
-    `request = function()\n  i = i % #reqs + 1\n  return wrk.format("POST", reqs[i][1], headers, reqs[i][2])\nend\n`
+    `local reqs = {${list}}\nlocal headers = {["Content-Type"] = "application/json"}\nlocal made = {}\nlocal i = 0\n` +
+    `request = function()\n  i = i % #reqs + 1\n  local r = made[i]\n  if not r then r = wrk.format("POST", reqs[i][1], headers, reqs[i][2]); made[i] = r end\n  return r\nend\n`
   );
 }
 

@@ -67,6 +67,13 @@ t.test('refuses what a hostile body carries', async (t) => {
   t.match(error('{"a":"x\\":y","a":2}'), /duplicate key "a"/, 'a duplicate after an escaped quote and a colon in a string');
   t.match(error('{"a":"\\\\","b":{"c":1,"c":1}}'), /duplicate key "c"/, 'a duplicate after an escaped backslash');
   t.equal(error('{"a:b":"c:d","e\\"f:":[":"]}'), 'parsed', 'colons in keys and strings are not keys');
+  // Without escapes the fast path counts colons: those in built strings are not keys, and a
+  // duplicate's dropped value or key cannot make up for the key it dropped.
+  t.match(error('{"a:":1,"a:":2}'), /duplicate key "a:"/, 'a duplicate key holding a colon');
+  t.match(error('{"a":"x:y","a":"z"}'), /duplicate key "a"/, 'a duplicate whose dropped value held a colon');
+  t.match(error('{"u":"https://x","a":{"b":1},"a":{"b:c":2}}'), /duplicate key "a"/, 'a duplicate whose kept value holds more colons');
+  t.equal(error('{"u":"https://a.example:8080/p?q=1:2","k:v":[":",{"x":"::"}]}'), 'parsed', 'colons in URLs, keys and arrays');
+  t.match(error('{"a":1,"a":2,"b":"\\u003A"}'), /duplicate key "a"/, 'an escaped capital colon beside a duplicate');
   t.match(error('['.repeat(9) + ']'.repeat(9)), /nested deeper than 8/, 'nesting one past the limit');
   t.equal(error('['.repeat(8) + ']'.repeat(8)), 'parsed', 'nesting at the limit');
   t.match(error('['.repeat(100_000)), /nested deeper/, 'deep nesting stops at the limit, not the stack');
