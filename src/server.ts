@@ -53,8 +53,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       storeBytes: memory.plan.storeBytes,
       tupleSeed: memory.lookup.counts.seed,
       source: memory.drainCounts,
-      impressionSource: memory.drainImpressions,
-      backend: fleet ? { writer: fleet.fleet.writer, source: fleet.fleet.reportSource } : undefined,
+      // A fleet's impressions writer drains them itself (src/server/fleet.ts).
+      ...(fleet ? {} : { impressionSource: memory.drainImpressions }),
+      backend: fleet ? { writer: fleet.fleet.writer, source: fleet.fleet.reportSource, impressions: fleet.fleet.impressions } : undefined,
     });
     cleanup.add(() => reporting.writer.close());
     // Runs before the lookups' writer closes (the last added runs first), after the threads'

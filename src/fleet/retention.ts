@@ -3,18 +3,18 @@
 // partly expired month stay until the month is out, and are never reported: the reporting
 // API refuses start dates beyond the retention (src/reporting/params.ts).
 import { log } from '../log.ts';
-import { ROLLUP_TABLES } from '../reporting/columns.ts';
+import { IMPRESSION_TABLES, ROLLUP_TABLES } from '../reporting/columns.ts';
 import { oldestKeptDayMs } from '../reporting/retention.ts';
 import { monthOf } from './batches.ts';
 import { dropOldBotIps } from './bot-ips.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { sqlInt, sqlString } from './sql.ts';
 
-/** Drops rollup partitions (YYYYMM) wholly before the retention window; returns how many went. */
+/** Drops rollup partitions (YYYYMM, the lookups' and the impressions') wholly before the retention window; returns how many went. */
 export async function dropExpiredRollups(ch: ClickHouse, retentionDays: number, now = Date.now()): Promise<number> {
   const firstKeptMonth = monthOf(oldestKeptDayMs(now, retentionDays));
   let dropped = 0;
-  for (const table of Object.values(ROLLUP_TABLES)) {
+  for (const table of [...Object.values(ROLLUP_TABLES), ...Object.values(IMPRESSION_TABLES)]) {
     const parts = await ch.rows<{ partition: string }>(
       `SELECT DISTINCT partition FROM system.parts WHERE database = ${sqlString(ch.database)} AND table = ${sqlString(table)} AND active`,
       'rollup partitions',

@@ -55,8 +55,19 @@ const ROLLUP_COLUMNS_DDL = `
   givt    UInt64,
   sivt    UInt64`;
 
+/** Columns of the impressions' rollups (migration 5): the lookups' dimensions (category too), band, imp_status, three counters. */
+const IMP_ROLLUP_COLUMNS_DDL = `${ROLLUP_COLUMNS_DDL.replace(/,\s*total\s+UInt64,\s*givt\s+UInt64,\s*sivt\s+UInt64$/, '')},
+  category   String,
+  band       String,
+  imp_status String,
+  impressions         UInt64,
+  invalid_impressions UInt64,
+  labelled_lookups    UInt64`;
+
 /** Every key column of migration 1: rows equal in all of them are summed by the merges (SummingMergeTree). */
 const ROLLUP_KEY = '(customer_id, period_start, pub, sid, app, dmn, node, adt, geo, dvt, os, browser, env, cmp, adv, p1, p2, p3, p4, p5)';
+/** Sorting key of the impressions' rollups: every dimension, so the merges sum only equal tuples. */
+const IMP_ROLLUP_KEY = `${ROLLUP_KEY.slice(0, -1)}, category, band, imp_status)`;
 
 /**
  * A new dimension column of both rollup tables, appended to the sorting key in the same
@@ -134,6 +145,20 @@ export const CLICKHOUSE_MIGRATIONS: ClickHouseMigration[] = [
          host          String,
          secret        String
        ) ENGINE = MergeTree() ORDER BY (offered_at_ms, host)`,
+    ],
+  },
+  {
+    version: 5,
+    name: "impressions' rollups (the beacon's counts, src/fleet/spool.ts with IMPRESSION_FLEET_ROLLUPS)",
+    statements: [
+      // As DuckDB's imp_rollups_* (its migration 90), summed like the lookups' rollups: every
+      // dimension in the sorting key. Counters: impressions, the invalid ones, and the
+      // beacons that labelled their lookup (calibration). Delivered as the lookups' rollups
+      // are (batches with a marker row: customer_id '#batch', pub = batch id, impressions 1).
+      `CREATE TABLE IF NOT EXISTS imp_rollups_hourly (${IMP_ROLLUP_COLUMNS_DDL}
+       ) ENGINE = SummingMergeTree() PARTITION BY toYYYYMM(period_start) ORDER BY ${IMP_ROLLUP_KEY}`,
+      `CREATE TABLE IF NOT EXISTS imp_rollups_daily (${IMP_ROLLUP_COLUMNS_DDL}
+       ) ENGINE = SummingMergeTree() PARTITION BY toYYYYMM(period_start) ORDER BY ${IMP_ROLLUP_KEY}`,
     ],
   },
 ];

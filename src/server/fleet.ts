@@ -34,6 +34,7 @@ export async function wireFleet(config: Config, store: Store, memory: ServerMemo
     pendingBytes: Math.floor(memory.plan.pendingCountsBytes / 3),
     tupleSeed: memory.lookup.counts.seed,
     source: memory.drainCounts,
+    impressionSource: memory.drainImpressions,
     readKeys: () => activePrebidKeys(store),
     onKeysPulled: () => hooks.keysPulled(),
     onPoliciesPulled: () => hooks.policiesPulled(),
