@@ -3,7 +3,7 @@
 // the impression from the lid alone plus the device that fires it, synchronously over
 // memory: `expired` (later than --imp-ttl), `replay` (the lid came before: the shared
 // seen-lids table), `mismatch` (another /24 or /48 AND another UA family than the lookup's
-// device), else `valid`. A replay or mismatch is evidence against the lookup's IP and uid
+// device), else `valid`. A replay or mismatch is evidence against the lookup's IP, uid and IFA
 // in the shared history; every judged impression is counted for the reports.
 import type { ErrorAnswer } from '../errors.ts';
 import type { ImpStatus } from '../enums.ts';
@@ -131,7 +131,7 @@ export class BeaconJudge {
     return 'refused';
   }
 
-  /** The history learns that this lookup's IP and uid served an invalid impression. */
+  /** The history learns that this lookup's IP, uid and IFA served an invalid impression. */
   private learn(f: LidFacts): void {
     const k = this.keys;
     k.ipHi = f.ipHi; k.ipLo = f.ipLo;
