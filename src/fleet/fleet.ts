@@ -28,6 +28,7 @@ import { scheduleRetention } from './retention.ts';
 import { SchemaCheck } from './schema-check.ts';
 import { agreeLidSecret } from './lid-secret.ts';
 import { FleetWriter } from './spool.ts';
+import { SeenLidExchange, type SeenLidHooks } from './seen-lids.ts';
 import type { Role } from '../fleet-roles.ts';
 import { parseClickHouseUrl } from '../clickhouse-url.ts';
 
@@ -56,6 +57,8 @@ export interface FleetOptions {
    * last minute (the lookup threads' top-K), `onFleetSet` receives the fleet's set.
    */
   botIps?: BotIpHooks;
+  /** Fleet-wide replays: where the other hosts' first sights of lids go (src/fleet/seen-lids.ts). */
+  seenLids?: SeenLidHooks;
 }
 
 export interface Fleet {
@@ -82,6 +85,8 @@ export interface Fleet {
    * is none yet). Rejects while ClickHouse is away or its schema not ready.
    */
   lidSecret(local: Uint8Array): Promise<Uint8Array>;
+  /** The seen-lid exchange: the lookup threads' first sights go to `add` (null without hooks). */
+  readonly seenLids: SeenLidExchange | null;
   /** Adds the fleet's gauges and counters to a metrics registry. */
   registerMetrics(registry: Registry): void;
   /** SIGTERM path: spools what is pending, delivers for a few seconds, stops every timer. */
@@ -173,6 +178,8 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
   const stopRetention = role === 'edge' ? () => {} : scheduleRetention(ch, config.retentionDays, () => schema.ready);
   const botIps = new BotIpExchange(ch, host);
   if (opts.botIps) botIps.start(opts.botIps);
+  const seenLids = opts.seenLids ? new SeenLidExchange(ch, host, opts.seenLids) : null;
+  seenLids?.start();
   const reportSource = new ClickHouseReportSource(ch);
   log.info({ role, clickhouse: target.display, host }, 'fleet: started');
 
@@ -181,6 +188,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     clickhouse: ch,
     writer,
     reportSource,
+    seenLids,
     impressions: { writer: impWriter, source: new ClickHouseReportSource(ch, true, 'impressions'), beacons: new ClickHouseBeaconLabels(ch) },
     edgeKeys: () => sync.keyPuller?.liveKeys() ?? [],
     keysChanged: () => sync.keyPublisher?.nudge(),
@@ -198,6 +206,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       schema.close();
       stopRetention();
       botIps.stop();
+      seenLids?.stop();
       sync.keyPublisher?.stop();
       sync.keyPuller?.stop();
       sync.policyPublisher?.stop();
@@ -206,7 +215,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       const closed = await Promise.allSettled([impWriter.close(), writer.close()]);
       // Closing the connection ends whatever still waits on ClickHouse (a pull, a publication).
       await ch.close();
-      await Promise.all([writer.settled(), impWriter.settled(), sync.keyPublisher?.settled(), sync.keyPuller?.settled(), sync.policyPublisher?.settled(), sync.policyPuller?.settled(), schema.done]);
+      await Promise.all([writer.settled(), impWriter.settled(), seenLids?.settled(), sync.keyPublisher?.settled(), sync.keyPuller?.settled(), sync.policyPublisher?.settled(), sync.policyPuller?.settled(), schema.done]);
       const failed = closed.find((c): c is PromiseRejectedResult => c.status === 'rejected');
       if (failed) throw failed.reason;
     },

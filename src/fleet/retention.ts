@@ -7,6 +7,7 @@ import { IMPRESSION_TABLES, ROLLUP_TABLES } from '../reporting/columns.ts';
 import { oldestKeptDayMs } from '../reporting/retention.ts';
 import { monthOf } from './batches.ts';
 import { dropOldBotIps } from './bot-ips.ts';
+import { dropOldSeenLids } from './seen-lids.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { sqlInt, sqlString } from './sql.ts';
 
@@ -39,7 +40,8 @@ export function scheduleRetention(ch: ClickHouse, retentionDays: number, schemaR
     try {
       const rollups = await dropExpiredRollups(ch, retentionDays);
       const bots = await dropOldBotIps(ch);
-      if (rollups + bots > 0) log.info({ rollupPartitions: rollups, botIpPartitions: bots }, 'fleet: ClickHouse retention dropped old partitions');
+      const lids = await dropOldSeenLids(ch);
+      if (rollups + bots + lids > 0) log.info({ rollupPartitions: rollups, botIpPartitions: bots, seenLidPartitions: lids }, 'fleet: ClickHouse retention dropped old partitions');
     } catch (e) {
       log.warn({ err: (e as Error).message }, 'fleet: ClickHouse retention pass failed; will retry');
     }

@@ -161,6 +161,35 @@ export const CLICKHOUSE_MIGRATIONS: ClickHouseMigration[] = [
        ) ENGINE = SummingMergeTree() PARTITION BY toYYYYMM(period_start) ORDER BY ${IMP_ROLLUP_KEY}`,
     ],
   },
+  {
+    version: 6,
+    name: 'the lids each host saw (fleet-wide replays) and the IPs of invalid impressions (bot-IP exchange)',
+    statements: [
+      // Each host's first sights of lids (the tag, the lookup's second, whether that first
+      // beacon was a mismatch), published every few seconds; every host loads them into its
+      // seen-lids table, so a lid replayed to another host is a replay there too
+      // (src/fleet/seen-lids.ts). Daily partitions, dropped after a day by the full instance.
+      `CREATE TABLE IF NOT EXISTS seen_lids (
+         published      DateTime('UTC'),
+         host           String,
+         tag_hi         UInt32,
+         tag_lo         UInt32,
+         at             UInt32,
+         first_mismatch UInt8
+       ) ENGINE = MergeTree() PARTITION BY toYYYYMMDD(published) ORDER BY (published, host)`,
+      // As bot_ips, for the lookups' IPs of invalid impressions: a beacon knows the lookup's
+      // IP only by its history key (the lid carries no address), which every host of the
+      // fleet computes alike (its seed comes from the fleet's lid secret).
+      `CREATE TABLE IF NOT EXISTS bot_ip_keys (
+         minute  DateTime('UTC'),
+         host    String,
+         key_hi  UInt32,
+         key_lo  UInt32,
+         beacons UInt64,
+         invalid UInt64
+       ) ENGINE = MergeTree() PARTITION BY toYYYYMMDD(minute) ORDER BY (minute, key_hi, key_lo)`,
+    ],
+  },
 ];
 
 export const CLICKHOUSE_SCHEMA_VERSION = Math.max(...CLICKHOUSE_MIGRATIONS.map((m) => m.version));
