@@ -16,6 +16,7 @@ import { Cleanup } from './server/cleanup.ts';
 import { holdClockFloor } from './server/clock.ts';
 import { ServedData, openRefresher, startRefresher } from './server/data.ts';
 import { lidSecretFor, wireFleet } from './server/fleet.ts';
+import { historySeedFor } from './prebid/lid.ts';
 import { openListeners } from './server/listeners.ts';
 import { lookupThreads, openPrebidPort, type CountSink } from './server/lookups.ts';
 import { logMemoryPlan, planServerMemory } from './server/memory.ts';
@@ -42,7 +43,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       engine: () => later.engine,
       keysPulled: () => later.pushes?.refreshKeysSoon(),
       policiesPulled: () => later.pushes?.refreshPoliciesSoon(),
-    }, opts.botIpIntervalMs);
+    }, { botIpMs: opts.botIpIntervalMs, seenLidMs: opts.seenLidIntervalMs });
     // Closed after the writer's last flush.
     if (fleet) cleanup.add(() => fleet.fleet.close());
 
@@ -53,8 +54,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       storeBytes: memory.plan.storeBytes,
       tupleSeed: memory.lookup.counts.seed,
       source: memory.drainCounts,
-      impressionSource: memory.drainImpressions,
-      backend: fleet ? { writer: fleet.fleet.writer, source: fleet.fleet.reportSource } : undefined,
+      // A fleet's impressions writer drains them itself (src/server/fleet.ts).
+      ...(fleet ? {} : { impressionSource: memory.drainImpressions }),
+      backend: fleet ? { writer: fleet.fleet.writer, source: fleet.fleet.reportSource, impressions: fleet.fleet.impressions } : undefined,
     });
     cleanup.add(() => reporting.writer.close());
     // Runs before the lookups' writer closes (the last added runs first), after the threads'
@@ -72,6 +74,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     });
 
     const lidSecret = await lidSecretFor(config, fleet, cleanup);
+    // History keys from the lid secret: the same on every host of a fleet and across
+    // restarts, so the keys a lid carries name the same IP, uid and IFA wherever and
+    // whenever its beacon lands (before any thread or engine reads the history).
+    memory.lookup = { ...memory.lookup, history: { ...memory.lookup.history, seed: historySeedFor(lidSecret) } };
     const lookups = (later.lookups = lookupThreads(config, memory, countSinks, fleet, refresher, metrics, versionFloorMs, lidSecret));
     const pushes = new Pushes(store, lookups, fleet?.fleet ?? null, memory.plan.policyBytes, memory.lookup.uaCache.seed);
     await pushes.policies.refresh();

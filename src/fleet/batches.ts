@@ -4,7 +4,7 @@
 // none. Each table's INSERT of a batch also carries the batch's marker row, which is how a
 // retry learns whether the batch is already in (src/fleet/delivery.ts).
 import { TUPLE_DIMENSIONS } from '../enums.ts';
-import { INTEGER_DIMENSIONS, type Granularity } from '../reporting/columns.ts';
+import { IMPRESSION_COUNTERS, IMPRESSION_TABLES, INTEGER_DIMENSIONS, ROLLUP_TABLES, type Granularity } from '../reporting/columns.ts';
 import { tupleKey, type CountRow } from '../reporting/tuple.ts';
 import { dayStart } from '../time.ts';
 import { toStoredString } from './sql.ts';
@@ -17,6 +17,42 @@ export const BATCH_ROWS = 10_000;
 
 /** customer_id of marker rows: not a UUID, so no report (always one customer) counts one. */
 export const MARKER_CUSTOMER = '#batch';
+
+/**
+ * What a fleet writer carries to ClickHouse: the lookups' rollups, or the impressions'
+ * (the lookup's dimensions, then band and imp_status; counters impressions, invalid
+ * impressions, labelled lookups). A CountRow's dims follow `dims`; its total, givt, sivt
+ * are the three `counters` in order. Each kind has its own spool table in DuckDB and its
+ * own query-id tag, so the two never share a batch or a query id.
+ */
+export interface FleetRollups {
+  readonly name: 'lookups' | 'impressions';
+  readonly tables: { readonly hour: string; readonly day: string };
+  readonly dims: readonly string[];
+  readonly counters: readonly [string, string, string];
+  /** The DuckDB spool table (same columns as fleet_spool). */
+  readonly spoolTable: string;
+  /** Inserted into the query id after the batch id ('' for the lookups: ids of older releases stay valid). */
+  readonly queryTag: string;
+}
+
+export const LOOKUP_FLEET_ROLLUPS: FleetRollups = {
+  name: 'lookups',
+  tables: ROLLUP_TABLES,
+  dims: TUPLE_DIMENSIONS,
+  counters: ['total', 'givt', 'sivt'],
+  spoolTable: 'fleet_spool',
+  queryTag: '',
+};
+
+export const IMPRESSION_FLEET_ROLLUPS: FleetRollups = {
+  name: 'impressions',
+  tables: IMPRESSION_TABLES,
+  dims: [...TUPLE_DIMENSIONS, 'band', 'imp_status'],
+  counters: IMPRESSION_COUNTERS,
+  spoolTable: 'fleet_imp_spool',
+  queryTag: 'imp-',
+};
 
 export interface Batch {
   batchId: string;
@@ -72,31 +108,33 @@ export function markerPeriodSeconds(g: Granularity, batch: Batch): number {
   return Math.floor((g === 'hour' ? first.hour : dayStart(first.hour)) / 1000);
 }
 
-const NUMERIC = TUPLE_DIMENSIONS.map((d) => INTEGER_DIMENSIONS.has(d));
+const INTEGER_COLUMNS = INTEGER_DIMENSIONS as ReadonlySet<string>;
 
 /** One ClickHouse row object (JSONEachRow) of a count row. */
-function chRow(customerId: string, periodSeconds: number, dims: readonly string[], total: number, givt: number, sivt: number): Record<string, string | number> {
+function chRow(kind: FleetRollups, customerId: string, periodSeconds: number, dims: readonly string[], total: number, givt: number, sivt: number): Record<string, string | number> {
   const o: Record<string, string | number> = { customer_id: toStoredString(customerId), period_start: periodSeconds };
-  for (let i = 0; i < TUPLE_DIMENSIONS.length; i++) {
+  for (let i = 0; i < kind.dims.length; i++) {
     const v = dims[i] ?? '';
-    o[TUPLE_DIMENSIONS[i]!] = NUMERIC[i] ? Number(v) || 0 : toStoredString(v);
+    const d = kind.dims[i]!;
+    o[d] = INTEGER_COLUMNS.has(d) ? Number(v) || 0 : toStoredString(v);
   }
-  o.total = total;
-  o.givt = givt;
-  o.sivt = sivt;
+  const [c1, c2, c3] = kind.counters;
+  o[c1] = total;
+  o[c2] = givt;
+  o[c3] = sivt;
   return o;
 }
 
-/** The marker row of a batch in a table: pub = batch id, total 1 (a zero row would be merged away). */
-export function markerRow(g: Granularity, batch: Batch): Record<string, string | number> {
-  const dims = TUPLE_DIMENSIONS.map((d) => (d === 'pub' ? batch.batchId : ''));
-  return chRow(MARKER_CUSTOMER, markerPeriodSeconds(g, batch), dims, 1, 0, 0);
+/** The marker row of a batch in a table: pub = batch id, first counter 1 (a zero row would be merged away). */
+export function markerRow(g: Granularity, batch: Batch, kind: FleetRollups = LOOKUP_FLEET_ROLLUPS): Record<string, string | number> {
+  const dims = kind.dims.map((d) => (d === 'pub' ? batch.batchId : ''));
+  return chRow(kind, MARKER_CUSTOMER, markerPeriodSeconds(g, batch), dims, 1, 0, 0);
 }
 
 /** The INSERT body of a batch for one table: its rows at that granularity, then its marker. */
-export function insertRows(g: Granularity, batch: Batch): Array<Record<string, string | number>> {
-  const out = rowsAt(g, batch.rows).map((r) => chRow(r.customerId, Math.floor(r.hour / 1000), r.dims, r.total, r.givt, r.sivt));
-  out.push(markerRow(g, batch));
+export function insertRows(g: Granularity, batch: Batch, kind: FleetRollups = LOOKUP_FLEET_ROLLUPS): Array<Record<string, string | number>> {
+  const out = rowsAt(g, batch.rows).map((r) => chRow(kind, r.customerId, Math.floor(r.hour / 1000), r.dims, r.total, r.givt, r.sivt));
+  out.push(markerRow(g, batch, kind));
   return out;
 }
 

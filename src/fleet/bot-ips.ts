@@ -18,6 +18,7 @@
 import { isIP } from 'node:net';
 import { log } from '../log.ts';
 import type { BotIpRow } from '../prebid/bot-ip-tracker.ts';
+import type { BeaconIpRow } from '../prebid/messages.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { sqlInt, sqlString } from './sql.ts';
 
@@ -72,20 +73,60 @@ export async function pullFleetBotIps(ch: ClickHouse, now = Date.now()): Promise
   return rows.map((r) => r.ip);
 }
 
+/**
+ * The IPs of invalid impressions: the beacons' side of the exchange (table bot_ip_keys).
+ * A beacon knows its lookup's IP by its history key only (the lid carries no address);
+ * the hosts of a fleet key IPs alike (their history seed comes from the fleet's lid
+ * secret), so a key published by one is the same IP on every other. Same bounds and rule
+ * as the lookups' rows: per host BOT_IPS.perHost rows a minute (the most invalid
+ * impressions first); in the fleet set when, over BOT_IPS.windowMinutes, invalid
+ * impressions ≥ BOT_IPS.minInvalid and ≥ BOT_IPS.minShare of its judged beacons.
+ */
+export function boundBeaconIps(rows: readonly BeaconIpRow[], perHost: number = BOT_IPS.perHost): BeaconIpRow[] {
+  const ok = rows.filter((r) => Number.isSafeInteger(r.beacons) && Number.isSafeInteger(r.invalid) && r.invalid > 0 && r.beacons >= r.invalid && (r.hi !== 0 || r.lo !== 0));
+  ok.sort((a, b) => b.invalid - a.invalid || b.beacons - a.beacons);
+  return ok.slice(0, perHost);
+}
+
+export async function publishBeaconIps(ch: ClickHouse, host: string, rows: readonly BeaconIpRow[], now = Date.now()): Promise<number> {
+  const kept = boundBeaconIps(rows);
+  if (kept.length === 0) return 0;
+  const minute = Math.floor(now / 60_000) * 60;
+  await ch.insert(
+    'bot_ip_keys',
+    kept.map((r) => ({ minute, host, key_hi: r.hi >>> 0, key_lo: r.lo >>> 0, beacons: r.beacons, invalid: r.invalid })),
+  );
+  return kept.length;
+}
+
+/** The history keys (hi, lo) of the IPs whose impressions the fleet found invalid, by the rule above. */
+export async function pullFleetBeaconIps(ch: ClickHouse, now = Date.now()): Promise<Array<readonly [number, number]>> {
+  const since = Math.floor(now / 60_000) * 60 - (BOT_IPS.windowMinutes - 1) * 60;
+  const rows = await ch.rows<{ key_hi: number | string; key_lo: number | string }>(
+    `SELECT key_hi, key_lo FROM bot_ip_keys WHERE minute >= toDateTime(${sqlInt(since)}) ` +
+      `GROUP BY key_hi, key_lo HAVING sum(invalid) >= ${sqlInt(BOT_IPS.minInvalid)} AND sum(invalid) >= ${BOT_IPS.minShare} * sum(beacons) ` +
+      `ORDER BY sum(invalid) DESC, key_hi, key_lo LIMIT ${sqlInt(BOT_IPS.fleetMax)}`,
+    'fleet beacon IPs',
+  );
+  return rows.map((r) => [Number(r.key_hi) >>> 0, Number(r.key_lo) >>> 0] as const);
+}
+
 /** Drops daily partitions of bot_ips older than BOT_IPS.keepDays (full instance, daily). */
 export async function dropOldBotIps(ch: ClickHouse, now = Date.now()): Promise<number> {
   const oldest = new Date(now - BOT_IPS.keepDays * 86_400_000);
   const keep = oldest.getUTCFullYear() * 10_000 + (oldest.getUTCMonth() + 1) * 100 + oldest.getUTCDate();
-  const parts = await ch.rows<{ partition: string }>(
-    `SELECT DISTINCT partition FROM system.parts WHERE database = ${sqlString(ch.database)} AND table = 'bot_ips' AND active`,
-    'bot IP partitions',
-  );
   let dropped = 0;
-  for (const p of parts) {
-    const day = Number(p.partition);
-    if (!Number.isSafeInteger(day) || day >= keep) continue;
-    await ch.command(`ALTER TABLE bot_ips DROP PARTITION ${sqlInt(day)}`, 'bot IP retention');
-    dropped++;
+  for (const table of ['bot_ips', 'bot_ip_keys']) {
+    const parts = await ch.rows<{ partition: string }>(
+      `SELECT DISTINCT partition FROM system.parts WHERE database = ${sqlString(ch.database)} AND table = ${sqlString(table)} AND active`,
+      'bot IP partitions',
+    );
+    for (const p of parts) {
+      const day = Number(p.partition);
+      if (!Number.isSafeInteger(day) || day >= keep) continue;
+      await ch.command(`ALTER TABLE ${table} DROP PARTITION ${sqlInt(day)}`, 'bot IP retention');
+      dropped++;
+    }
   }
   return dropped;
 }
@@ -94,8 +135,10 @@ export async function dropOldBotIps(ch: ClickHouse, now = Date.now()): Promise<n
 export interface BotIpHooks {
   /** This host's bot-heavy IPs of the last period (the lookup threads' top-K). */
   local(): BotIpRow[] | Promise<BotIpRow[]>;
-  /** Receives the fleet's set. */
-  onFleetSet(ips: string[]): void;
+  /** The IPs (history keys) of this host's invalid impressions of the last period, if any. */
+  localBeacons?(): BeaconIpRow[];
+  /** Receives the fleet's set: addresses, and history keys of IPs whose impressions were invalid. */
+  onFleetSet(ips: string[], keys: Array<readonly [number, number]>): void;
   /** Publication and pull period (default BOT_IPS.intervalMs; tests shorten it). */
   intervalMs?: number;
 }
@@ -126,7 +169,11 @@ export class BotIpExchange {
     const exchange = async () => {
       try {
         await this.publish(await hooks.local());
-        hooks.onFleetSet(await this.pull());
+        if (hooks.localBeacons) await publishBeaconIps(this.ch, this.host, hooks.localBeacons());
+        const ips = await this.pull();
+        const keys = await pullFleetBeaconIps(this.ch);
+        this.fleetSize = ips.length + keys.length;
+        hooks.onFleetSet(ips, keys);
       } catch (e) {
         log.warn({ err: (e as Error).message }, 'fleet: bot IP exchange failed; keeping the last fleet set');
       }

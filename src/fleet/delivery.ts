@@ -11,17 +11,17 @@
 // Rule: a batch that may ever have been sent (the spool records each first attempt before
 // it is made) is resolved before it is sent again: still running → wait; marker present →
 // done; marker absent → send. Only a batch never attempted is sent without asking.
-import { ROLLUP_TABLES, type Granularity } from '../reporting/columns.ts';
+import type { Granularity } from '../reporting/columns.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { FleetError } from './clickhouse.ts';
-import { MARKER_CUSTOMER, insertRows, markerPeriodSeconds, type Batch } from './batches.ts';
+import { LOOKUP_FLEET_ROLLUPS, MARKER_CUSTOMER, insertRows, markerPeriodSeconds, type Batch, type FleetRollups } from './batches.ts';
 import { sqlInt, sqlString } from './sql.ts';
 
 export type DeliveryOutcome = 'sent' | 'found';
 
 /** The query_id of a batch's INSERT into one table: the same on every attempt. */
-export function deliveryQueryId(batchId: string, g: Granularity): string {
-  return `ivtd-${batchId}-${g}`;
+export function deliveryQueryId(batchId: string, g: Granularity, kind: FleetRollups = LOOKUP_FLEET_ROLLUPS): string {
+  return `ivtd-${batchId}-${kind.queryTag}${g}`;
 }
 
 /** True when a failure proves the request never reached ClickHouse (no connection was made). */
@@ -33,7 +33,10 @@ export class BatchDelivery {
   /** Pairs found already in ClickHouse after an uncertain attempt (for tests and metrics). */
   found = 0;
 
-  constructor(private readonly ch: ClickHouse) {}
+  constructor(
+    private readonly ch: ClickHouse,
+    private readonly kind: FleetRollups = LOOKUP_FLEET_ROLLUPS,
+  ) {}
 
   /** True when ClickHouse still runs the statement with this query_id. */
   private async running(queryId: string): Promise<boolean> {
@@ -44,7 +47,7 @@ export class BatchDelivery {
   /** True when the batch's marker (hence the whole batch) is in the table. */
   async landed(g: Granularity, batch: Batch): Promise<boolean> {
     const r = await this.ch.rows<{ n: string }>(
-      `SELECT count() AS n FROM ${ROLLUP_TABLES[g]} WHERE customer_id = ${sqlString(MARKER_CUSTOMER)} ` +
+      `SELECT count() AS n FROM ${this.kind.tables[g]} WHERE customer_id = ${sqlString(MARKER_CUSTOMER)} ` +
         `AND period_start = toDateTime(${sqlInt(markerPeriodSeconds(g, batch))}) AND pub = ${sqlString(batch.batchId)}`,
       'delivery check',
     );
@@ -56,17 +59,17 @@ export class BatchDelivery {
    * failure. `mayHaveBeenSent`: the batch was attempted before, so ask first.
    */
   async deliver(g: Granularity, batch: Batch, mayHaveBeenSent: boolean): Promise<DeliveryOutcome> {
-    const queryId = deliveryQueryId(batch.batchId, g);
+    const queryId = deliveryQueryId(batch.batchId, g, this.kind);
     if (mayHaveBeenSent) {
       if (await this.running(queryId)) {
-        throw new FleetError(`batch ${batch.batchId} is still being written to ${ROLLUP_TABLES[g]}; will check again`, null, true);
+        throw new FleetError(`batch ${batch.batchId} is still being written to ${this.kind.tables[g]}; will check again`, null, true);
       }
       if (await this.landed(g, batch)) {
         this.found++;
         return 'found';
       }
     }
-    await this.ch.insert(ROLLUP_TABLES[g], insertRows(g, batch), queryId);
+    await this.ch.insert(this.kind.tables[g], insertRows(g, batch, this.kind), queryId);
     return 'sent';
   }
 }

@@ -21,11 +21,14 @@ import { ClickHouse } from './clickhouse.ts';
 import { KeyPublisher, KeyPuller } from './keys.ts';
 import { registerFleetMetrics } from './metrics.ts';
 import { PolicyPublisher, PolicyPuller } from './policies.ts';
-import { ClickHouseReportSource } from './reports.ts';
+import { ClickHouseBeaconLabels, ClickHouseReportSource } from './reports.ts';
+import { IMPRESSION_FLEET_ROLLUPS } from './batches.ts';
+import type { BeaconLabels } from '../reporting/calibration.ts';
 import { scheduleRetention } from './retention.ts';
 import { SchemaCheck } from './schema-check.ts';
 import { agreeLidSecret } from './lid-secret.ts';
 import { FleetWriter } from './spool.ts';
+import { SeenLidExchange, type SeenLidHooks } from './seen-lids.ts';
 import type { Role } from '../fleet-roles.ts';
 import { parseClickHouseUrl } from '../clickhouse-url.ts';
 
@@ -41,6 +44,8 @@ export interface FleetOptions {
   tupleSeed?: number;
   /** Rows to spool at each flush besides those added: the shared counts, drained. */
   source?: () => CountRow[];
+  /** The impressions' rows of each flush (impression-dictionary.ts), spooled by their own writer. */
+  impressionSource?: () => CountRow[];
   /** Role all: the live key set to publish (the store's). */
   readKeys?: () => Promise<LiveKey[]>;
   /** Role edge: called when a newer key set was pulled. */
@@ -52,6 +57,8 @@ export interface FleetOptions {
    * last minute (the lookup threads' top-K), `onFleetSet` receives the fleet's set.
    */
   botIps?: BotIpHooks;
+  /** Fleet-wide replays: where the other hosts' first sights of lids go (src/fleet/seen-lids.ts). */
+  seenLids?: SeenLidHooks;
 }
 
 export interface Fleet {
@@ -61,6 +68,8 @@ export interface Fleet {
   readonly writer: FleetWriter;
   /** Reports from ClickHouse (role all). */
   readonly reportSource: ReportSource;
+  /** The impressions' writer (own spool → imp_rollups_*), report source and calibration labels. */
+  readonly impressions: { writer: FleetWriter; source: ReportSource; beacons: BeaconLabels };
   /** Role edge: the live keys of the newest set pulled (or kept from before). */
   edgeKeys(): LiveKey[];
   /** Role all: the keys changed here; publish now rather than at the next check. */
@@ -76,6 +85,8 @@ export interface Fleet {
    * is none yet). Rejects while ClickHouse is away or its schema not ready.
    */
   lidSecret(local: Uint8Array): Promise<Uint8Array>;
+  /** The seen-lid exchange: the lookup threads' first sights go to `add` (null without hooks). */
+  readonly seenLids: SeenLidExchange | null;
   /** Adds the fleet's gauges and counters to a metrics registry. */
   registerMetrics(registry: Registry): void;
   /** SIGTERM path: spools what is pending, delivers for a few seconds, stops every timer. */
@@ -152,10 +163,23 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     ...(opts.source ? { source: opts.source } : {}),
     ready: () => schema.ready,
   });
+  // Impressions go the same way in their own spool and tables; a smaller share of the
+  // pending bytes (as on one host), and less of the stop's time (both fit its 15 s).
+  const impWriter = await FleetWriter.open(store, ch, {
+    flushIntervalMs: config.flushInterval * 1000,
+    maxPendingBytes: Math.floor(opts.pendingBytes / 4),
+    closeDeliveryMs: 3000,
+    ...(opts.tupleSeed !== undefined ? { tupleSeed: opts.tupleSeed ^ 0x1a9e55 } : {}),
+    ...(opts.impressionSource ? { source: opts.impressionSource } : {}),
+    ready: () => schema.ready,
+    rollups: IMPRESSION_FLEET_ROLLUPS,
+  });
   const sync = role === 'edge' ? await pullKeysAndPolicies(ch, opts) : publishKeysAndPolicies(ch, opts);
   const stopRetention = role === 'edge' ? () => {} : scheduleRetention(ch, config.retentionDays, () => schema.ready);
   const botIps = new BotIpExchange(ch, host);
   if (opts.botIps) botIps.start(opts.botIps);
+  const seenLids = opts.seenLids ? new SeenLidExchange(ch, host, opts.seenLids) : null;
+  seenLids?.start();
   const reportSource = new ClickHouseReportSource(ch);
   log.info({ role, clickhouse: target.display, host }, 'fleet: started');
 
@@ -164,6 +188,8 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     clickhouse: ch,
     writer,
     reportSource,
+    seenLids,
+    impressions: { writer: impWriter, source: new ClickHouseReportSource(ch, true, 'impressions'), beacons: new ClickHouseBeaconLabels(ch) },
     edgeKeys: () => sync.keyPuller?.liveKeys() ?? [],
     keysChanged: () => sync.keyPublisher?.nudge(),
     policiesChanged: () => sync.policyPublisher?.nudge(),
@@ -174,20 +200,24 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     publishBotIps: (rows) => botIps.publish(rows),
     pullFleetBotIps: () => botIps.pull(),
     registerMetrics(registry) {
-      registerFleetMetrics(registry, { writer, puller: sync.keyPuller, fleetBotIps: () => botIps.fleetSize, schemaReady: () => schema.ready });
+      registerFleetMetrics(registry, { writer, impWriter, puller: sync.keyPuller, fleetBotIps: () => botIps.fleetSize, schemaReady: () => schema.ready });
     },
     async close() {
       schema.close();
       stopRetention();
       botIps.stop();
+      seenLids?.stop();
       sync.keyPublisher?.stop();
       sync.keyPuller?.stop();
       sync.policyPublisher?.stop();
       sync.policyPuller?.stop();
-      await writer.close();
+      // Whichever fails to spool its last counts fails the stop, after both had their turn.
+      const closed = await Promise.allSettled([impWriter.close(), writer.close()]);
       // Closing the connection ends whatever still waits on ClickHouse (a pull, a publication).
       await ch.close();
-      await Promise.all([writer.settled(), sync.keyPublisher?.settled(), sync.keyPuller?.settled(), sync.policyPublisher?.settled(), sync.policyPuller?.settled(), schema.done]);
+      await Promise.all([writer.settled(), impWriter.settled(), seenLids?.settled(), sync.keyPublisher?.settled(), sync.keyPuller?.settled(), sync.policyPublisher?.settled(), sync.policyPuller?.settled(), schema.done]);
+      const failed = closed.find((c): c is PromiseRejectedResult => c.status === 'rejected');
+      if (failed) throw failed.reason;
     },
   };
 }

@@ -7,6 +7,8 @@ import type { FleetWriter } from './spool.ts';
 
 export interface FleetFigures {
   writer: FleetWriter;
+  /** The impressions' writer (its own spool, fleet_imp_spool). */
+  impWriter?: FleetWriter;
   /** Role edge: the key puller (else null: no key set gauges). */
   puller: KeyPuller | null;
   fleetBotIps(): number;
@@ -69,6 +71,28 @@ export function registerFleetMetrics(registry: Registry, f: FleetFigures): void 
       this.set(Math.max(0, (Date.now() - since) / 1000));
     },
   });
+  if (f.impWriter) {
+    const w = f.impWriter;
+    new Gauge({
+      name: 'ivtd_fleet_imp_spool_batches',
+      help: "Impression rollup batches in the local spool (fleet_imp_spool), waiting for ClickHouse.",
+      registers: [registry],
+      collect() {
+        this.set(w.stats().spoolBatches);
+      },
+    });
+    new Gauge({
+      name: 'ivtd_fleet_imp_delivery_lag_seconds',
+      help: "Seconds since the impressions' spool was last empty while batches wait in it, else 0.",
+      registers: [registry],
+      collect() {
+        const st = w.stats();
+        if (st.spoolBatches === 0) return this.set(0);
+        const since = st.lastDeliveredAt ?? Date.now() - process.uptime() * 1000;
+        this.set(Math.max(0, (Date.now() - since) / 1000));
+      },
+    });
+  }
   if (f.puller) {
     const p = f.puller;
     new Gauge({

@@ -3,18 +3,19 @@
 // partly expired month stay until the month is out, and are never reported: the reporting
 // API refuses start dates beyond the retention (src/reporting/params.ts).
 import { log } from '../log.ts';
-import { ROLLUP_TABLES } from '../reporting/columns.ts';
+import { IMPRESSION_TABLES, ROLLUP_TABLES } from '../reporting/columns.ts';
 import { oldestKeptDayMs } from '../reporting/retention.ts';
 import { monthOf } from './batches.ts';
 import { dropOldBotIps } from './bot-ips.ts';
+import { dropOldSeenLids } from './seen-lids.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { sqlInt, sqlString } from './sql.ts';
 
-/** Drops rollup partitions (YYYYMM) wholly before the retention window; returns how many went. */
+/** Drops rollup partitions (YYYYMM, the lookups' and the impressions') wholly before the retention window; returns how many went. */
 export async function dropExpiredRollups(ch: ClickHouse, retentionDays: number, now = Date.now()): Promise<number> {
   const firstKeptMonth = monthOf(oldestKeptDayMs(now, retentionDays));
   let dropped = 0;
-  for (const table of Object.values(ROLLUP_TABLES)) {
+  for (const table of [...Object.values(ROLLUP_TABLES), ...Object.values(IMPRESSION_TABLES)]) {
     const parts = await ch.rows<{ partition: string }>(
       `SELECT DISTINCT partition FROM system.parts WHERE database = ${sqlString(ch.database)} AND table = ${sqlString(table)} AND active`,
       'rollup partitions',
@@ -39,7 +40,8 @@ export function scheduleRetention(ch: ClickHouse, retentionDays: number, schemaR
     try {
       const rollups = await dropExpiredRollups(ch, retentionDays);
       const bots = await dropOldBotIps(ch);
-      if (rollups + bots > 0) log.info({ rollupPartitions: rollups, botIpPartitions: bots }, 'fleet: ClickHouse retention dropped old partitions');
+      const lids = await dropOldSeenLids(ch);
+      if (rollups + bots + lids > 0) log.info({ rollupPartitions: rollups, botIpPartitions: bots, seenLidPartitions: lids }, 'fleet: ClickHouse retention dropped old partitions');
     } catch (e) {
       log.warn({ err: (e as Error).message }, 'fleet: ClickHouse retention pass failed; will retry');
     }

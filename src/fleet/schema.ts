@@ -55,8 +55,19 @@ const ROLLUP_COLUMNS_DDL = `
   givt    UInt64,
   sivt    UInt64`;
 
+/** Columns of the impressions' rollups (migration 5): the lookups' dimensions (category too), band, imp_status, three counters. */
+const IMP_ROLLUP_COLUMNS_DDL = `${ROLLUP_COLUMNS_DDL.replace(/,\s*total\s+UInt64,\s*givt\s+UInt64,\s*sivt\s+UInt64$/, '')},
+  category   String,
+  band       String,
+  imp_status String,
+  impressions         UInt64,
+  invalid_impressions UInt64,
+  labelled_lookups    UInt64`;
+
 /** Every key column of migration 1: rows equal in all of them are summed by the merges (SummingMergeTree). */
 const ROLLUP_KEY = '(customer_id, period_start, pub, sid, app, dmn, node, adt, geo, dvt, os, browser, env, cmp, adv, p1, p2, p3, p4, p5)';
+/** Sorting key of the impressions' rollups: every dimension, so the merges sum only equal tuples. */
+const IMP_ROLLUP_KEY = `${ROLLUP_KEY.slice(0, -1)}, category, band, imp_status)`;
 
 /**
  * A new dimension column of both rollup tables, appended to the sorting key in the same
@@ -134,6 +145,49 @@ export const CLICKHOUSE_MIGRATIONS: ClickHouseMigration[] = [
          host          String,
          secret        String
        ) ENGINE = MergeTree() ORDER BY (offered_at_ms, host)`,
+    ],
+  },
+  {
+    version: 5,
+    name: "impressions' rollups (the beacon's counts, src/fleet/spool.ts with IMPRESSION_FLEET_ROLLUPS)",
+    statements: [
+      // As DuckDB's imp_rollups_* (its migration 90), summed like the lookups' rollups: every
+      // dimension in the sorting key. Counters: impressions, the invalid ones, and the
+      // beacons that labelled their lookup (calibration). Delivered as the lookups' rollups
+      // are (batches with a marker row: customer_id '#batch', pub = batch id, impressions 1).
+      `CREATE TABLE IF NOT EXISTS imp_rollups_hourly (${IMP_ROLLUP_COLUMNS_DDL}
+       ) ENGINE = SummingMergeTree() PARTITION BY toYYYYMM(period_start) ORDER BY ${IMP_ROLLUP_KEY}`,
+      `CREATE TABLE IF NOT EXISTS imp_rollups_daily (${IMP_ROLLUP_COLUMNS_DDL}
+       ) ENGINE = SummingMergeTree() PARTITION BY toYYYYMM(period_start) ORDER BY ${IMP_ROLLUP_KEY}`,
+    ],
+  },
+  {
+    version: 6,
+    name: 'the lids each host saw (fleet-wide replays) and the IPs of invalid impressions (bot-IP exchange)',
+    statements: [
+      // Each host's first sights of lids (the tag, the lookup's second, whether that first
+      // beacon was a mismatch), published every few seconds; every host loads them into its
+      // seen-lids table, so a lid replayed to another host is a replay there too
+      // (src/fleet/seen-lids.ts). Daily partitions, dropped after a day by the full instance.
+      `CREATE TABLE IF NOT EXISTS seen_lids (
+         published      DateTime('UTC'),
+         host           String,
+         tag_hi         UInt32,
+         tag_lo         UInt32,
+         at             UInt32,
+         first_mismatch UInt8
+       ) ENGINE = MergeTree() PARTITION BY toYYYYMMDD(published) ORDER BY (published, host)`,
+      // As bot_ips, for the lookups' IPs of invalid impressions: a beacon knows the lookup's
+      // IP only by its history key (the lid carries no address), which every host of the
+      // fleet computes alike (its seed comes from the fleet's lid secret).
+      `CREATE TABLE IF NOT EXISTS bot_ip_keys (
+         minute  DateTime('UTC'),
+         host    String,
+         key_hi  UInt32,
+         key_lo  UInt32,
+         beacons UInt64,
+         invalid UInt64
+       ) ENGINE = MergeTree() PARTITION BY toYYYYMMDD(minute) ORDER BY (minute, key_hi, key_lo)`,
     ],
   },
 ];

@@ -1,6 +1,6 @@
 // The fleet's rollup writer: the count sink of a host with --clickhouse-url. Every flush
 // interval the pending counts become batches written to the spool (the host's DuckDB,
-// table fleet_spool) in one transaction; then the spool is delivered to ClickHouse in
+// table fleet_spool; the impressions' writer has its own, fleet_imp_spool) in one transaction; then the spool is delivered to ClickHouse in
 // order, each batch exactly once per table (./delivery.ts), and deleted when both tables
 // have it. Spooling never waits on ClickHouse: a ClickHouse that is down or hanging only
 // delays delivery, and `kill -9` loses at most the counts of one flush interval (the ones
@@ -12,7 +12,7 @@ import { log } from '../log.ts';
 import { TupleCounts, tupleKey, type CountRow } from '../reporting/tuple.ts';
 import type { Store } from '../store/db.ts';
 import { CountsLostError } from '../reporting/writer.ts';
-import { GRANULARITIES, toBatches, type Batch } from './batches.ts';
+import { GRANULARITIES, LOOKUP_FLEET_ROLLUPS, toBatches, type Batch, type FleetRollups } from './batches.ts';
 import { FleetError, type ClickHouse } from './clickhouse.ts';
 import { BatchDelivery, certainlyNotSent } from './delivery.ts';
 
@@ -38,6 +38,8 @@ export interface FleetWriterOptions {
   tupleSeed?: number;
   /** Rows to spool at each flush besides those added: the shared counts, drained. */
   source?: () => CountRow[];
+  /** What the rows are and where they go (default: the lookups' rollups, spool fleet_spool). */
+  rollups?: FleetRollups;
 }
 
 export interface FleetWriterStats {
@@ -65,6 +67,9 @@ export interface FleetWriterStats {
 export class FleetWriter {
   private readonly pending: TupleCounts;
   private readonly delivery: BatchDelivery;
+  private readonly kind: FleetRollups;
+  /** The DuckDB table of this writer's spool (a name of this code, never of a request). */
+  private readonly spoolTable: string;
   /** `${batchId}:${g}` pairs ClickHouse confirmed in this run, for batches still spooled. */
   private readonly confirmed = new Set<string>();
   private readonly timers: NodeJS.Timeout[] = [];
@@ -93,20 +98,22 @@ export class FleetWriter {
     private readonly opts: FleetWriterOptions,
   ) {
     this.pending = new TupleCounts(opts.maxPendingBytes ?? DEFAULT_PENDING_BYTES, { seed: opts.tupleSeed ?? 0 });
-    this.delivery = new BatchDelivery(ch);
+    this.kind = opts.rollups ?? LOOKUP_FLEET_ROLLUPS;
+    this.spoolTable = this.kind.spoolTable;
+    this.delivery = new BatchDelivery(ch, this.kind);
   }
 
   /** Reads the spool left by an earlier run (delivered first, in order) and starts the flush timer. */
   static async open(store: Store, ch: ClickHouse, opts: FleetWriterOptions): Promise<FleetWriter> {
     const w = new FleetWriter(store, ch, opts);
     const r = await store.one<{ seq: bigint | null; n: bigint; rows: bigint | null }>(
-      'SELECT max(seq) AS seq, count(*) AS n, sum(row_count) AS rows FROM fleet_spool',
+      `SELECT max(seq) AS seq, count(*) AS n, sum(row_count) AS rows FROM ${w.spoolTable}`,
     );
     w.seq = Number(r?.seq ?? 0);
     w.counters.spoolBatches = Number(r?.n ?? 0);
     w.counters.spoolRows = Number(r?.rows ?? 0);
     if (w.counters.spoolBatches > 0) {
-      log.info({ batches: w.counters.spoolBatches, rows: w.counters.spoolRows }, 'fleet: spooled rollups from an earlier run will be delivered first');
+      log.info({ rollups: w.kind.name, batches: w.counters.spoolBatches, rows: w.counters.spoolRows }, 'fleet: spooled rollups from an earlier run will be delivered first');
     }
     const t = setInterval(() => {
       w.flush().catch(() => undefined); // logged inside
@@ -150,7 +157,7 @@ export class FleetWriter {
     try {
       await this.store.tx(async (q) => {
         for (const [i, b] of batches.entries()) {
-          await q.run('INSERT INTO fleet_spool (batch_id, seq, rows_json, row_count) VALUES ($1, $2, $3, $4)', [
+          await q.run(`INSERT INTO ${this.spoolTable} (batch_id, seq, rows_json, row_count) VALUES ($1, $2, $3, $4)`, [
             b.batchId,
             first + i,
             JSON.stringify(b.rows),
@@ -161,7 +168,7 @@ export class FleetWriter {
     } catch (e) {
       this.pending.addRows(rows);
       this.counters.failedFlushes++;
-      log.error({ err: (e as Error).message, tuples: rows.length }, 'fleet: could not write the spool; keeping the counts for the next flush');
+      log.error({ rollups: this.kind.name, err: (e as Error).message, tuples: rows.length }, 'fleet: could not write the spool; keeping the counts for the next flush');
       throw e;
     }
     this.seq += batches.length;
@@ -192,12 +199,12 @@ export class FleetWriter {
 
   private async deliverAll(): Promise<void> {
     // Runs here, where no delivery can be under way, so it never merges a batch in flight.
-    await this.mergeUnattempted().catch((e: Error) => log.error({ err: e.message }, 'fleet: could not merge spooled batches; will retry'));
+    await this.mergeUnattempted().catch((e: Error) => log.error({ rollups: this.kind.name, err: e.message }, 'fleet: could not merge spooled batches; will retry'));
     if (this.opts.ready && !this.opts.ready()) {
       throw new FleetError('ClickHouse schema not checked yet (is ClickHouse reachable?); rollups stay in the spool', null, false);
     }
     for (;;) {
-      const entries = await this.store.all<{ batch_id: string }>('SELECT batch_id FROM fleet_spool ORDER BY seq LIMIT 100');
+      const entries = await this.store.all<{ batch_id: string }>(`SELECT batch_id FROM ${this.spoolTable} ORDER BY seq LIMIT 100`);
       if (entries.length === 0) {
         this.counters.lastDeliveredAt = Date.now();
         if (this.lastFailure) log.info('fleet: ClickHouse takes rollups again; the spool is empty');
@@ -211,7 +218,7 @@ export class FleetWriter {
           this.counters.deliveryFailures++;
           const msg = (err as Error).message;
           if (msg !== this.lastFailure) {
-            log.warn({ err: msg, spooledBatches: this.counters.spoolBatches }, 'fleet: rollup delivery failed; counts stay in the spool and are retried each flush');
+            log.warn({ rollups: this.kind.name, err: msg, spooledBatches: this.counters.spoolBatches }, 'fleet: rollup delivery failed; counts stay in the spool and are retried each flush');
           }
           this.lastFailure = msg;
           throw err;
@@ -221,13 +228,13 @@ export class FleetWriter {
   }
 
   private async deliverEntry(batchId: string): Promise<void> {
-    const r = await this.store.one<{ rows_json: string; attempted: boolean }>('SELECT rows_json, attempted FROM fleet_spool WHERE batch_id = $1', [
+    const r = await this.store.one<{ rows_json: string; attempted: boolean }>(`SELECT rows_json, attempted FROM ${this.spoolTable} WHERE batch_id = $1`, [
       batchId,
     ]);
     if (!r) return;
     const batch: Batch = { batchId, rows: JSON.parse(r.rows_json) as CountRow[] };
     // Recorded before the first INSERT: from then on every attempt asks ClickHouse first.
-    if (!r.attempted) await this.store.run('UPDATE fleet_spool SET attempted = true WHERE batch_id = $1', [batchId]);
+    if (!r.attempted) await this.store.run(`UPDATE ${this.spoolTable} SET attempted = true WHERE batch_id = $1`, [batchId]);
     let sentHere = false;
     try {
       for (const g of GRANULARITIES) {
@@ -241,11 +248,11 @@ export class FleetWriter {
       // Refused at connect on its very first INSERT: nothing left the host, it may still be merged.
       const untouched = !r.attempted && !GRANULARITIES.some((g) => this.confirmed.has(`${batchId}:${g}`));
       if (untouched && sentHere && certainlyNotSent(e)) {
-        await this.store.run('UPDATE fleet_spool SET attempted = false WHERE batch_id = $1', [batchId]).catch(() => undefined);
+        await this.store.run(`UPDATE ${this.spoolTable} SET attempted = false WHERE batch_id = $1`, [batchId]).catch(() => undefined);
       }
       throw e;
     }
-    await this.store.run('DELETE FROM fleet_spool WHERE batch_id = $1', [batchId]);
+    await this.store.run(`DELETE FROM ${this.spoolTable} WHERE batch_id = $1`, [batchId]);
     for (const g of GRANULARITIES) this.confirmed.delete(`${batchId}:${g}`);
     this.counters.batchesDelivered++;
     this.counters.rowsWritten += batch.rows.length;
@@ -261,7 +268,7 @@ export class FleetWriter {
    */
   private async mergeUnattempted(): Promise<void> {
     const waiting = await this.store.all<{ batch_id: string; seq: bigint; row_count: number }>(
-      'SELECT batch_id, seq, row_count FROM fleet_spool WHERE NOT attempted ORDER BY seq',
+      `SELECT batch_id, seq, row_count FROM ${this.spoolTable} WHERE NOT attempted ORDER BY seq`,
     );
     if (waiting.length <= MERGE_AFTER_BATCHES) return;
     const take: typeof waiting = [];
@@ -274,7 +281,7 @@ export class FleetWriter {
     const merged = new Map<string, CountRow>();
     const made = await this.store.tx(async (q) => {
       for (const w of take) {
-        const r = await q.one<{ rows_json: string }>('SELECT rows_json FROM fleet_spool WHERE batch_id = $1 AND NOT attempted', [w.batch_id]);
+        const r = await q.one<{ rows_json: string }>(`SELECT rows_json FROM ${this.spoolTable} WHERE batch_id = $1 AND NOT attempted`, [w.batch_id]);
         if (!r) throw new Error(`spooled batch ${w.batch_id} changed while merging`);
         for (const row of JSON.parse(r.rows_json) as CountRow[]) {
           const key = tupleKey(row.customerId, row.hour, row.dims);
@@ -287,11 +294,11 @@ export class FleetWriter {
             merged.set(key, row);
           }
         }
-        await q.run('DELETE FROM fleet_spool WHERE batch_id = $1', [w.batch_id]);
+        await q.run(`DELETE FROM ${this.spoolTable} WHERE batch_id = $1`, [w.batch_id]);
       }
       const batches = toBatches([...merged.values()], randomUUID, this.opts.batchRows);
       for (const b of batches) {
-        await q.run('INSERT INTO fleet_spool (batch_id, seq, rows_json, row_count) VALUES ($1, $2, $3, $4)', [
+        await q.run(`INSERT INTO ${this.spoolTable} (batch_id, seq, rows_json, row_count) VALUES ($1, $2, $3, $4)`, [
           b.batchId,
           Number(take[0]!.seq),
           JSON.stringify(b.rows),
@@ -303,7 +310,7 @@ export class FleetWriter {
     this.counters.batchesMerged += take.length;
     this.counters.spoolBatches += made - take.length;
     this.counters.spoolRows += merged.size - rows;
-    log.info({ batches: take.length, rows, into: merged.size }, 'fleet: spooled batches merged while ClickHouse is away');
+    log.info({ rollups: this.kind.name, batches: take.length, rows, into: merged.size }, 'fleet: spooled batches merged while ClickHouse is away');
   }
 
   /**
@@ -324,8 +331,8 @@ export class FleetWriter {
     let lost: CountsLostError | null = null;
     if (this.pending.size > 0) {
       const tuples = this.pending.size;
-      log.fatal({ tuples }, 'fleet: final spool write failed; these counts are lost');
-      lost = new CountsLostError(`${tuples} counted tuples could not be written to the spool (fleet_spool in ${this.store.path})`);
+      log.fatal({ rollups: this.kind.name, tuples }, 'fleet: final spool write failed; these counts are lost');
+      lost = new CountsLostError(`${tuples} counted tuples could not be written to the spool (${this.spoolTable} in ${this.store.path})`);
     }
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<'late'>((r) => {
@@ -334,7 +341,7 @@ export class FleetWriter {
     const outcome = await Promise.race([this.deliver().then(() => 'done' as const, () => 'failed' as const), deadline]);
     clearTimeout(timer);
     if (outcome !== 'done') {
-      log.warn({ batches: this.counters.spoolBatches, rows: this.counters.spoolRows }, 'fleet: rollups left in the spool; they are delivered after the next start');
+      log.warn({ rollups: this.kind.name, batches: this.counters.spoolBatches, rows: this.counters.spoolRows }, 'fleet: rollups left in the spool; they are delivered after the next start');
     }
     // A delivery still in flight ends with the connection (closed by the caller); the
     // batch it carried is resolved by its marker after the next start.

@@ -3,7 +3,7 @@
 // the impression from the lid alone plus the device that fires it, synchronously over
 // memory: `expired` (later than --imp-ttl), `replay` (the lid came before: the shared
 // seen-lids table), `mismatch` (another /24 or /48 AND another UA family than the lookup's
-// device), else `valid`. A replay or mismatch is evidence against the lookup's IP and uid
+// device), else `valid`. A replay or mismatch is evidence against the lookup's IP, uid and IFA
 // in the shared history; every judged impression is counted for the reports.
 import type { ErrorAnswer } from '../errors.ts';
 import type { ImpStatus } from '../enums.ts';
@@ -13,12 +13,18 @@ import { ipScratch, asParsed, parseIpInto, type IpScratch } from '../signals/ip-
 import type { UaCache } from '../signals/ua-cache.ts';
 import { emptyVerdict, type UaVerdict } from '../signals/ua-analysis.ts';
 import { LidCodec, emptyLidFacts, type LidError, type LidFacts } from './lid.ts';
-import type { BeaconSettings, LookupMemory } from './messages.ts';
+import type { BeaconIpRow, BeaconSettings, ImpressionDeltas, LookupMemory } from './messages.ts';
+import { hashId } from '../memory/hash.ts';
 import { SeenLids } from './seen-lids.ts';
 import { TrustedProxies } from './trusted-proxies.ts';
 import { ImpressionCounts } from '../reporting/impression-counts.ts';
 
 export const IMP_PATH = '/api/v1/ivt/imp';
+
+/** Fleet: first sights a thread reports per counts interval at most (the rest are not shared). */
+export const FIRST_SEEN_MAX = 50_000;
+/** Fleet: IPs (history keys) with invalid impressions a thread tracks per counts interval. */
+export const BAD_IPS_MAX = 2000;
 
 /** What a beacon's answer is, and how it was counted (`refused`: a 400, counted in /metrics only). */
 export type BeaconOutcome = ImpStatus | 'refused';
@@ -64,6 +70,10 @@ export class BeaconJudge {
   error: ErrorAnswer | null = null;
   /** The last beacon asked for a GIF. */
   gif = false;
+  /** Fleet only (settings.fleet): what the other hosts learn from this thread's beacons. */
+  private readonly fleet: boolean;
+  private firstSeen: number[] = [];
+  private badIps = new Map<number, BeaconIpRow>();
 
   constructor(
     settings: BeaconSettings,
@@ -76,6 +86,36 @@ export class BeaconJudge {
     this.counts = new ImpressionCounts(memory.impressions.counts);
     this.proxies = new TrustedProxies(settings.trustedProxies);
     this.ttlMs = settings.impTtlMs;
+    this.fleet = settings.fleet === true;
+  }
+
+  /** The thread's impression deltas for its next report (fleet: with first sights and bad IPs). */
+  take(): ImpressionDeltas {
+    const d: ImpressionDeltas = this.counts.take();
+    if (this.fleet) {
+      if (this.firstSeen.length > 0) {
+        d.firstSeen = this.firstSeen;
+        this.firstSeen = [];
+      }
+      if (this.badIps.size > 0) {
+        d.badIps = [...this.badIps.values()];
+        this.badIps = new Map();
+      }
+    }
+    return d;
+  }
+
+  /** Fleet: an IP key enters on an invalid impression (bounded); then its beacons are counted. */
+  private noteIp(f: LidFacts, invalid: boolean): void {
+    if (f.ipHi === 0 && f.ipLo === 0) return;
+    const id = hashId(f.ipHi, f.ipLo);
+    const e = this.badIps.get(id);
+    if (e !== undefined) {
+      e.beacons++;
+      if (invalid) e.invalid++;
+    } else if (invalid && this.badIps.size < BAD_IPS_MAX) {
+      this.badIps.set(id, { hi: f.ipHi, lo: f.ipLo, beacons: 1, invalid: 1 });
+    }
   }
 
   /** Judges one beacon; `query` is the raw query string. On 'refused', `error` says why. */
@@ -119,7 +159,9 @@ export class BeaconJudge {
       } else {
         status = mismatch ? 'mismatch' : 'valid';
         labels = 1;
+        if (this.fleet && this.firstSeen.length < FIRST_SEEN_MAX * 4) this.firstSeen.push(f.tagHi, f.tagLo, Math.floor(f.at / 1000), mismatch ? 1 : 0);
       }
+      if (this.fleet) this.noteIp(f, status !== 'valid');
     }
     if (status === 'replay' || status === 'mismatch') this.learn(f);
     this.counts.count(f, status, now, labels);
@@ -131,7 +173,7 @@ export class BeaconJudge {
     return 'refused';
   }
 
-  /** The history learns that this lookup's IP and uid served an invalid impression. */
+  /** The history learns that this lookup's IP, uid and IFA served an invalid impression. */
   private learn(f: LidFacts): void {
     const k = this.keys;
     k.ipHi = f.ipHi; k.ipLo = f.ipLo;

@@ -348,6 +348,16 @@ export class LidCodec {
   }
 }
 
+/**
+ * The history's hash seed for a lid secret: keyed by the secret (unpredictable without it),
+ * and the same wherever the secret is, so the history keys a lid carries (IP, uid, IFA)
+ * name the same keys on every host of a fleet and after a restart.
+ */
+export function historySeedFor(secret: Uint8Array): number {
+  const k = sipKey(secret);
+  return fmix32(k[1]! ^ fmix32(k[2]! ^ 0x4157a7e5)) >>> 0;
+}
+
 function get32(b: Uint8Array, i: number): number {
   return (b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16) | (b[i + 3]! << 24)) >>> 0;
 }

@@ -286,7 +286,8 @@ export class LookupServer {
   private onMessage(m: FromWorker): void {
     if (m.type === 'counts' || m.type === 'stopped') {
       this.opts.onTuples?.(m.announced);
-      if (m.impressions.announced.length > 0 || m.impressions.rows.length > 0) this.opts.onImpressions?.(m.impressions);
+      const imp = m.impressions;
+      if (imp.announced.length > 0 || imp.rows.length > 0 || imp.firstSeen !== undefined || imp.badIps !== undefined) this.opts.onImpressions?.(imp);
       if (m.botIps.length > 0) this.opts.onBotIps?.(m.botIps);
       if (m.seen !== null) this.opts.onSeen?.(m.seen);
     }

@@ -56,12 +56,29 @@ export interface BeaconSettings {
   impTtlMs: number;
   /** Peers whose X-Device-IP / X-Forwarded-For / X-Device-User-Agent are believed (--trusted-proxies: addresses and CIDRs). */
   trustedProxies: string[];
+  /**
+   * A fleet: report each lid's first sight (for the other hosts' seen-lids tables) and the
+   * IP keys of invalid impressions (for the fleet's bot-IP exchange) with the counts.
+   */
+  fleet?: boolean;
 }
 
 /** Impression slots a thread added to the shared impression counts, and counts it kept itself. */
 export interface ImpressionDeltas {
   announced: ImpressionTuple[];
   rows: ImpressionRowDelta[];
+  /** Fleet: first sights of lids since the last report, flat (tagHi, tagLo, lookup second, 1 if a mismatch), bounded. */
+  firstSeen?: number[];
+  /** Fleet: lookups' IP history keys with invalid impressions, and their beacons since (bounded). */
+  badIps?: BeaconIpRow[];
+}
+
+/** An IP (by its history key, hi and lo) as beacons judged it: beacons and invalid ones. */
+export interface BeaconIpRow {
+  hi: number;
+  lo: number;
+  beacons: number;
+  invalid: number;
 }
 
 /** Values seen in traffic since the last flush, bounded (src/prebid/seen-sample.ts). */

@@ -46,6 +46,36 @@ export class SeenLids {
   }
 
   /**
+   * Takes a first sight another host had (src/fleet/seen-lids.ts; main thread): the lid
+   * with tag (hi, lo) counts as seen once here, its first beacon a mismatch or not, so its
+   * next beacon on this host is a `replay`. Changes nothing when the lid is known here
+   * already. Returns true when it was added.
+   */
+  remember(hi: number, lo: number, atSec: number, nowSec: number, ttlSec: number, mismatch: boolean): boolean {
+    const t = this.table;
+    const u = t.u32;
+    if (hi === 0 && lo === 0) hi = 1;
+    const b = t.bucketOf(hi);
+    const held = t.lock(b);
+    try {
+      if (t.find(b, hi, lo) >= 0) return false;
+      this.nowSec = nowSec;
+      this.ttlSec = ttlSec;
+      const slot = t.pick(b, this.keep);
+      if (u[slot] !== 0 || u[slot + 1] !== 0) {
+        const at = u[slot + AT]!;
+        if (!(ttlSec > 0 && at + ttlSec < nowSec)) this.evictedLive++;
+      }
+      t.assign(slot, hi, lo);
+      u[slot + AT] = atSec;
+      u[slot + HITS] = (mismatch ? FIRST_MISMATCH | 1 : 1) >>> 0;
+      return true;
+    } finally {
+      if (held) t.unlock(b);
+    }
+  }
+
+  /**
    * Notes a beacon for the lid with tag (hi, lo), made at `atSec`; returns how many beacons
    * came for it before this one (0: first sight; then `mismatch` is kept with it, and read
    * back in firstWasMismatch by later notes). `ttlSec` 0: lids never expire.

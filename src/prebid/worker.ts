@@ -316,7 +316,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     s.heapTotal = heap.total_heap_size;
     stats = emptyStats(init.index);
     const { announced, rows } = engine?.counts.take() ?? { announced: [], rows: [] };
-    const impressions = beacon?.counts.take() ?? { announced: [], rows: [] };
+    const impressions = beacon?.take() ?? { announced: [], rows: [] };
     return { announced, rows, impressions, botIps: engine?.botIps?.take() ?? [], seen: engine?.takeSeen() ?? null, stats: s };
   };
   const timer = setInterval(() => {

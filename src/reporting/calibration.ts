@@ -20,6 +20,35 @@ export interface CalibrationCounts {
   invalid: number;
 }
 
+export type LabelCounts = CalibrationCounts;
+
+/**
+ * Where the beacons' labels are counted: the impressions' daily rollups in DuckDB (one
+ * host), or in ClickHouse (a fleet's reporting host, src/fleet/reports.ts). Per band the
+ * lookup answered: labelled lookups (first beacon valid or mismatch) and invalid ones
+ * (mismatch, or the first replay of a lookup first seen valid).
+ */
+export interface BeaconLabels {
+  byBand(customerId: string, fromMs: number, toMs: number): Promise<Array<{ band: string } & LabelCounts>>;
+}
+
+/** The beacons' labels in the host's own DuckDB. */
+export class DuckDbBeaconLabels implements BeaconLabels {
+  constructor(private readonly store: Store) {}
+
+  async byBand(customerId: string, fromMs: number, toMs: number): Promise<Array<{ band: string } & LabelCounts>> {
+    // A connection of its own: a report never queues behind the writer's transaction.
+    const conn = await this.store.connection();
+    const rows = await conn.all<{ band: string; labelled: bigint | null; invalid: bigint | null }>(
+      `SELECT band, sum(labelled_lookups) FILTER (WHERE imp_status IN ('valid', 'mismatch'))::BIGINT AS labelled, ` +
+        `sum(labelled_lookups) FILTER (WHERE imp_status IN ('mismatch', 'replay'))::BIGINT AS invalid ` +
+        `FROM ${IMPRESSION_TABLES.day} WHERE customer_id = $1 AND period_start >= $2 AND period_start < $3 GROUP BY band`,
+      [customerId, timestampValue(BigInt(fromMs) * 1000n), timestampValue(BigInt(toMs) * 1000n)],
+    ).finally(() => conn.close());
+    return rows.map((r) => ({ band: r.band, labelled: Number(r.labelled ?? 0), invalid: Number(r.invalid ?? 0) }));
+  }
+}
+
 export interface CalibrationRow {
   band: Band;
   labelled_lookups: number;
@@ -36,10 +65,14 @@ export interface Calibration {
 }
 
 export class CalibrationReport {
+  private readonly beacons: BeaconLabels;
+
   constructor(
     private readonly store: Store,
-    private readonly opts: { retentionDays: number; now?: () => number },
-  ) {}
+    private readonly opts: { retentionDays: number; now?: () => number; beacons?: BeaconLabels },
+  ) {
+    this.beacons = opts.beacons ?? new DuckDbBeaconLabels(store);
+  }
 
   async run(customerId: string, params: URLSearchParams): Promise<Calibration> {
     for (const name of params.keys()) {
@@ -51,20 +84,15 @@ export class CalibrationReport {
     const q = parseReportQuery(params, { nowMs: (this.opts.now ?? Date.now)(), retentionDays: this.opts.retentionDays });
     const from = timestampValue(BigInt(q.fromMs) * 1000n);
     const to = timestampValue(BigInt(q.toMs) * 1000n);
+    const beacons = await this.beacons.byBand(customerId, q.fromMs, q.toMs);
     const conn = await this.store.connection();
     try {
-      const beacons = await conn.all<{ band: string; labelled: bigint | null; invalid: bigint | null }>(
-        `SELECT band, sum(labelled_lookups) FILTER (WHERE imp_status IN ('valid', 'mismatch'))::BIGINT AS labelled, ` +
-          `sum(labelled_lookups) FILTER (WHERE imp_status IN ('mismatch', 'replay'))::BIGINT AS invalid ` +
-          `FROM ${IMPRESSION_TABLES.day} WHERE customer_id = $1 AND period_start >= $2 AND period_start < $3 GROUP BY band`,
-        [customerId, from, to],
-      );
       const feedback = await conn.all<{ band: string; labelled: bigint; invalid: bigint }>(
         `SELECT band, count(*)::BIGINT AS labelled, (count(*) FILTER (WHERE label = 'invalid'))::BIGINT AS invalid ` +
           `FROM feedback_labels WHERE customer_id = $1 AND lookup_at >= $2 AND lookup_at < $3 GROUP BY band`,
         [customerId, from, to],
       );
-      const counts = (rows: Array<{ band: string; labelled: bigint | null; invalid: bigint | null }>, band: Band): CalibrationCounts => {
+      const counts = (rows: Array<{ band: string; labelled: bigint | number | null; invalid: bigint | number | null }>, band: Band): CalibrationCounts => {
         const r = rows.find((x) => x.band === band);
         return { labelled: Number(r?.labelled ?? 0), invalid: Number(r?.invalid ?? 0) };
       };

@@ -12,7 +12,7 @@ import { TUPLE_DIMENSIONS } from '../enums.ts';
 import { RateLimiter } from './rate-limit.ts';
 import type { CountRow } from './tuple.ts';
 import { RollupWriter, type RollupSchema } from './writer.ts';
-import { CalibrationReport } from './calibration.ts';
+import { CalibrationReport, type BeaconLabels } from './calibration.ts';
 
 /** The impressions' rollups: the lookup's dimensions, band and imp_status (migration 90). */
 export const IMPRESSION_ROLLUPS: RollupSchema = {
@@ -48,6 +48,8 @@ export interface CountWriter {
 export interface ReportingBackend {
   writer: CountWriter;
   source: ReportSource;
+  /** The impressions' writer, report source and calibration labels (ClickHouse in a fleet). */
+  impressions?: { writer: CountWriter; source: ReportSource; beacons: BeaconLabels };
 }
 
 export interface Reporting {
@@ -55,7 +57,7 @@ export interface Reporting {
   engine: ReportEngine;
   /**
    * The impressions' rollups (docs/post-bid.md): their writer and report, in the local
-   * DuckDB (a fleet host keeps its own: they are not rolled up in ClickHouse yet).
+   * DuckDB, or through the fleet's spool into ClickHouse (the backend's).
    */
   impressions: { writer: CountWriter; engine: ReportEngine<ImpressionRow> };
   /** Per band, lookups labelled after the fact and the invalid share (calibration.ts). */
@@ -105,8 +107,9 @@ export async function openReporting(
       ...(opts.source ? { source: opts.source } : {}),
     }));
   const engine = new ReportEngine(opts.backend?.source ?? store, { retentionDays: config.retentionDays });
+  const fleetImpressions = opts.backend?.impressions;
   const impressions = {
-    writer: await RollupWriter.open(store, {
+    writer: fleetImpressions?.writer ?? await RollupWriter.open(store, {
       flushIntervalMs: config.flushInterval * 1000,
       retentionDays: config.retentionDays,
       maxPendingBytes: Math.floor(opts.pendingBytes / 4),
@@ -114,10 +117,10 @@ export async function openReporting(
       schema: IMPRESSION_ROLLUPS,
       ...(opts.impressionSource ? { source: opts.impressionSource } : {}),
     }),
-    engine: new ReportEngine<ImpressionRow>(store, { retentionDays: config.retentionDays, kind: 'impressions' }),
+    engine: new ReportEngine<ImpressionRow>(fleetImpressions?.source ?? store, { retentionDays: config.retentionDays, kind: 'impressions' }),
   };
   const limiter = new RateLimiter(config.reportRate, config.reportBurst);
-  const calibration = new CalibrationReport(store, { retentionDays: config.retentionDays });
+  const calibration = new CalibrationReport(store, { retentionDays: config.retentionDays, ...(fleetImpressions ? { beacons: fleetImpressions.beacons } : {}) });
   return {
     writer,
     engine,

@@ -11,11 +11,41 @@ import type { ServerMemory } from './memory.ts';
 import { log } from '../log.ts';
 import { loadOrCreateLidSecret, saveLidSecret } from '../prebid/lid-secret.ts';
 import type { Cleanup } from './cleanup.ts';
+import type { BeaconIpRow } from '../prebid/messages.ts';
+import { BAD_IPS_MAX } from '../prebid/beacon.ts';
+import { SeenLids } from '../prebid/seen-lids.ts';
+import { hashId } from '../memory/hash.ts';
 
 export interface FleetWiring {
   fleet: Fleet;
   /** This host's bot-heavy IPs of the period, as the lookup threads report them. */
   botIpTally: BotIpTally;
+  /** The lookups' IPs (history keys) of this host's invalid impressions of the period. */
+  beaconIpTally: BeaconIpTally;
+}
+
+/** Main thread: the threads' beacon IP rows of one publication period, summed per key (bounded). */
+export class BeaconIpTally {
+  private keys = new Map<number, BeaconIpRow>();
+
+  add(rows: readonly BeaconIpRow[]): void {
+    for (const r of rows) {
+      const id = hashId(r.hi, r.lo);
+      const e = this.keys.get(id);
+      if (e !== undefined) {
+        e.beacons += r.beacons;
+        e.invalid += r.invalid;
+      } else if (this.keys.size < 4 * BAD_IPS_MAX) {
+        this.keys.set(id, { ...r });
+      }
+    }
+  }
+
+  take(): BeaconIpRow[] {
+    const rows = [...this.keys.values()];
+    this.keys = new Map();
+    return rows;
+  }
 }
 
 /** What the fleet calls back into: the main thread's engine and pushes, there once the start got that far. */
@@ -25,34 +55,52 @@ export interface FleetHooks {
   policiesPulled(): void;
 }
 
-export async function wireFleet(config: Config, store: Store, memory: ServerMemory, hooks: FleetHooks, botIpIntervalMs: number | undefined): Promise<FleetWiring | null> {
+export async function wireFleet(
+  config: Config,
+  store: Store,
+  memory: ServerMemory,
+  hooks: FleetHooks,
+  intervals: { botIpMs?: number | undefined; seenLidMs?: number | undefined } = {},
+): Promise<FleetWiring | null> {
   if (!config.clickhouseUrl) return null;
   const botIpTally = new BotIpTally();
+  const beaconIpTally = new BeaconIpTally();
+  // The main thread's view of the lookup threads' seen-lids table (shared memory).
+  const seen = new SeenLids(memory.lookup.impressions.seen);
+  const ttlSec = Math.floor(config.impTtl);
   const fleet = await startFleet({
     config,
     store,
     pendingBytes: Math.floor(memory.plan.pendingCountsBytes / 3),
     tupleSeed: memory.lookup.counts.seed,
     source: memory.drainCounts,
+    impressionSource: memory.drainImpressions,
     readKeys: () => activePrebidKeys(store),
     onKeysPulled: () => hooks.keysPulled(),
     onPoliciesPulled: () => hooks.policiesPulled(),
     botIps: {
-      // This host's bot-heavy IPs of the last period, from every lookup thread...
+      // This host's bot-heavy IPs of the last period, from every lookup thread, and the
+      // lookups' IPs of its invalid impressions (history keys)...
       local: () => botIpTally.take(),
+      localBeacons: () => beaconIpTally.take(),
       // ...and the fleet's set, keyed as history keys IPs, into shared memory.
-      onFleetSet: (ips) => {
+      onFleetSet: (ips, beaconKeys) => {
         const sources = hooks.engine().sources;
         const keys = ips.map((ip) => {
           const k = sources.history.keysFor({ ip, uid: '', ifa: '', ua: '' });
           return [k.ipHi, k.ipLo] as const;
         });
-        sources.fleetBotIps.replace(keys);
+        sources.fleetBotIps.replace([...keys, ...beaconKeys]);
       },
-      ...(botIpIntervalMs ? { intervalMs: botIpIntervalMs } : {}),
+      ...(intervals.botIpMs ? { intervalMs: intervals.botIpMs } : {}),
+    },
+    seenLids: {
+      remember: (hi, lo, atSec, mismatch) => seen.remember(hi, lo, atSec, Math.floor(Date.now() / 1000), ttlSec, mismatch),
+      ttlSec,
+      ...(intervals.seenLidMs ? { intervalMs: intervals.seenLidMs } : {}),
     },
   });
-  return { fleet, botIpTally };
+  return { fleet, botIpTally, beaconIpTally };
 }
 
 /** How long the start waits for the fleet's lookup-id secret before signing with its own. */

@@ -43,6 +43,9 @@ export function lookupThreads(
     onImpressions: (d) => {
       memory.impressionTuples.add(d.announced);
       memory.impressionTuples.addRows(d.rows);
+      // A fleet: first sights for the other hosts, invalid impressions' IPs for the bot-IP exchange.
+      if (d.firstSeen) fleet?.fleet.seenLids?.add(d.firstSeen);
+      if (d.badIps) fleet?.beaconIpTally.add(d.badIps);
     },
     ...(fleet ? { onBotIps: (rows: BotIpRow[]) => fleet.botIpTally.add(rows) } : {}),
     // The crawl of ads.txt and sellers.json follows traffic only when the server refreshes.
@@ -58,6 +61,7 @@ export function lookupThreads(
       lidSecret,
       impTtlMs: config.impTtl * 1000,
       trustedProxies: config.trustedProxies.split(',').map((s) => s.trim()),
+      fleet: fleet !== null,
     },
   });
 }

@@ -52,6 +52,8 @@ export interface StartOptions {
   announceFirstCustomer?: boolean;
   /** Fleet bot-IP exchange period in ms (tests; default one minute). */
   botIpIntervalMs?: number;
+  /** Fleet seen-lid exchange period in ms (tests; default 10 s). */
+  seenLidIntervalMs?: number;
   /** Tests: where the data refresher connects for a URL (a local server playing every host). */
   dataConnect?: HttpGetOptions['connect'];
   /** `ivtd reload` over the control socket (serve: the SIGHUP reload; else the data files only). */

@@ -61,9 +61,11 @@ export interface HistoryFacts {
   /** Decayed share of recorded outcomes that were invalid, 0..1 (0 with no outcomes). */
   ipBotShare: number;
   uidBotShare: number;
+  ifaBotShare: number;
   /** Evidence: decayed count of lookups observed (time constant evidenceMs). */
   ipSeen: number;
   uidSeen: number;
+  ifaSeen: number;
 }
 
 /** Facts for a lookup with no history at all (all zero). */
@@ -73,7 +75,7 @@ export function emptyFacts(): HistoryFacts {
   return {
     ipRate: 0, uidRate: 0, ifaRate: 0, uidBurst1s: 0, uidBurst10s: 0, ifaBurst1s: 0, ifaBurst10s: 0,
     ipDistinctUas: 0, ipDistinctUids: 0, uidDistinctIps: 0, uidDistinctUas: 0, ifaDistinctIps: 0,
-    ipBotShare: 0, uidBotShare: 0, ipSeen: 0, uidSeen: 0,
+    ipBotShare: 0, uidBotShare: 0, ifaBotShare: 0, ipSeen: 0, uidSeen: 0, ifaSeen: 0,
   };
 }
 
@@ -109,8 +111,11 @@ export interface HistoryMemory {
 const AT = 2, RATE = 4, SEEN = 5, BAD = 6, OUTCOMES = 7;
 const IP_GEN = 8, IP_UA_CUR = 10, IP_UA_PREV = 14, IP_UID_CUR = 18, IP_UID_PREV = 22, IP_WORDS = 26;
 // Per uid and IFA also the burst counts (f32): lookups decayed over BURST_SHORT_MS and BURST_MID_MS.
+// IFA slots keep outcomes too (BAD, OUTCOMES: invalid impressions, feedback and lookups
+// are evidence against a device id as against a uid), so their IP set starts at word 8 as
+// the uid's does.
 const UID_IPS = 8, UID_UAS = 16, UID_SETS_END = 24, UID_BURST = 24, UID_WORDS = 26;
-const IFA_IPS = 6, IFA_SETS_END = 14, IFA_BURST = 14, IFA_WORDS = 16;
+const IFA_IPS = 8, IFA_SETS_END = 16, IFA_BURST = 16, IFA_WORDS = 18;
 
 /** Time constants of the burst counts, ms: lookups within about the last second and ten seconds. */
 export const BURST_SHORT_MS = 1_000;
@@ -278,12 +283,12 @@ export class History {
   /**
    * Records whether the lookup just observed for these keys was invalid. Feed it
    * request-level evidence (see outcomeForHistory in score.ts), not a verdict that already
-   * includes p_hist, or history would confirm itself. Unknown keys are ignored; IFA
-   * outcomes are not kept (no fact reads them).
+   * includes p_hist, or history would confirm itself. Unknown keys are ignored.
    */
   recordOutcome(k: HistoryKeys, invalid: boolean): void {
     if (k.ipHi !== 0) this.outcome(this.ips, k.ipHi, k.ipLo, invalid);
     if (k.uidHi !== 0) this.outcome(this.uids, k.uidHi, k.uidLo, invalid);
+    if (k.ifaHi !== 0) this.outcome(this.ifas, k.ifaHi, k.ifaLo, invalid);
   }
 
   private outcome(t: SharedTable, hi: number, lo: number, invalid: boolean): void {
@@ -363,17 +368,19 @@ export class History {
       const held = t.lock(b);
       const base = this.slot(t, b, k.ifaHi, k.ifaLo, write);
       if (base < 0) {
-        f.ifaRate = this.perMinute; f.ifaDistinctIps = 1; f.ifaBurst1s = 1; f.ifaBurst10s = 1;
+        f.ifaRate = this.perMinute; f.ifaDistinctIps = 1; f.ifaBurst1s = 1; f.ifaBurst10s = 1; f.ifaSeen = 1; f.ifaBotShare = 0;
       } else {
         this.bump(t, base, now, write, IFA_IPS, IFA_SETS_END, IFA_BURST);
         f.ifaRate = this.rate * this.perMinute;
+        f.ifaSeen = this.seen;
+        f.ifaBotShare = this.botShare;
         f.ifaBurst1s = this.burst1s;
         f.ifaBurst10s = this.burst10s;
         f.ifaDistinctIps = hasIp ? this.smallSet(t, base + IFA_IPS, ipFp, sec, write) : Math.max(0, this.smallSet(t, base + IFA_IPS, ipFp, sec, false) - 1);
       }
       if (held) t.unlock(b);
     } else {
-      f.ifaRate = 0; f.ifaDistinctIps = 0; f.ifaBurst1s = 0; f.ifaBurst10s = 0;
+      f.ifaRate = 0; f.ifaDistinctIps = 0; f.ifaBurst1s = 0; f.ifaBurst10s = 0; f.ifaSeen = 0; f.ifaBotShare = 0;
     }
     return f;
   }

@@ -163,6 +163,7 @@ export const REASONS = [
   // Past invalid share on this host, gated by evidence (decayed lookups seen).
   { code: 'ip_bot_history', component: 'hist', term: { weight: 0.85, floor: 5, half: 20 }, fact: 'ipSeen', share: 'ipBotShare', category: 'activity', class: 'SIVT', nbr: N },
   { code: 'uid_bot_history', component: 'hist', term: { weight: 0.85, floor: 5, half: 20 }, fact: 'uidSeen', share: 'uidBotShare', category: 'activity', class: 'SIVT', nbr: N },
+  { code: 'ifa_bot_history', component: 'hist', term: { weight: 0.85, floor: 5, half: 20 }, fact: 'ifaSeen', share: 'ifaBotShare', category: 'activity', class: 'SIVT', nbr: N },
   // Activity beyond what one person can produce (docs/scoring.md, "Activity"): nothing up
   // to HUMAN_LOOKUPS_MAX_PER_MIN, `high` alone from about 2 000 lookups/min (6.7 × it).
   { code: 'uid_activity_excessive', component: 'hist', term: { weight: 0.95, floor: H, half: 2 * H }, fact: 'uidRate', category: 'activity', class: 'SIVT', nbr: N },

@@ -281,4 +281,20 @@ export const MIGRATIONS: Migration[] = [
        )`,
     ],
   },
+  {
+    version: 92,
+    name: "fleet: the impressions' spool (their rollups go to ClickHouse like the lookups')",
+    // The same columns and rules as fleet_spool (migration 40): batches of impression count
+    // rows waiting for ClickHouse (src/fleet/spool.ts with IMPRESSION_FLEET_ROLLUPS).
+    statements: [
+      `CREATE TABLE fleet_imp_spool (
+         batch_id    VARCHAR PRIMARY KEY,
+         seq         BIGINT NOT NULL,
+         created_at  TIMESTAMP NOT NULL DEFAULT current_timestamp,
+         rows_json   VARCHAR NOT NULL,
+         row_count   INTEGER NOT NULL,
+         attempted   BOOLEAN NOT NULL DEFAULT false
+       )`,
+    ],
+  },
 ];

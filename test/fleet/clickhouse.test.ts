@@ -83,8 +83,13 @@ t.test('against a real ClickHouse', { skip: clickhouseAvailable() ? false : 'cli
     const tables = await ch.rows<{ name: string; engine: string }>(`SELECT name, engine FROM system.tables WHERE database = 'fleet_a' ORDER BY name`);
     t.same(
       tables.map((r) => `${r.name}:${r.engine}`),
-      ['bot_ips:MergeTree', 'customer_policies:MergeTree', 'lid_secrets:MergeTree', 'prebid_keys:MergeTree', 'rollups_daily:SummingMergeTree', 'rollups_hourly:SummingMergeTree', 'schema_migrations:MergeTree'],
+      [
+        'bot_ip_keys:MergeTree', 'bot_ips:MergeTree', 'customer_policies:MergeTree', 'imp_rollups_daily:SummingMergeTree', 'imp_rollups_hourly:SummingMergeTree', 'lid_secrets:MergeTree',
+        'prebid_keys:MergeTree', 'rollups_daily:SummingMergeTree', 'rollups_hourly:SummingMergeTree', 'schema_migrations:MergeTree', 'seen_lids:MergeTree',
+      ],
     );
+    const [imp] = await ch.rows<{ sorting_key: string }>(`SELECT sorting_key FROM system.tables WHERE database = 'fleet_a' AND name = 'imp_rollups_hourly'`);
+    t.match(imp?.sorting_key, /p5, category, band, imp_status$/, "the impressions' sorting key holds every dimension (the merges sum only equal tuples)");
     const ledger = await ch.rows<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
     t.same(ledger.map((r) => Number(r.version)), CLICKHOUSE_MIGRATIONS.map((m) => m.version), 'each migration recorded once');
   });

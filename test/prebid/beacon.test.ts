@@ -175,3 +175,34 @@ t.test('an IP whose impressions keep being replayed shows ipBotActivity on its n
   t.ok((await lookupLid(srv, replayed, 'r-next')).ipBotActivity, 'the replayed IP: ipBotActivity');
   t.notOk((await lookupLid(srv, honest, 'h-next')).ipBotActivity, 'the honest IP: none');
 });
+
+t.test('an IFA whose impressions keep being replayed shows the history signal on its next lookups', async (t) => {
+  const srv = await startTestServer({});
+  t.teardown(() => srv.stop());
+  const replayedIfa = '6d92078a-8246-4ba4-ae5b-76104861e7dc';
+  const honestIfa = '9b2a1f0e-3c4d-4e5f-8a6b-7c8d9e0f1a2b';
+  /** A lookup from a fresh IP and uid each time: only the IFA carries history from one to the next. */
+  const lookup = async (ifa: string, ip: string, uid: string) => {
+    const q = withParams(fixtureQuery('residential-desktop-chrome'), { ip, uid, ifa, ua: CHROME_WIN })
+      .replace('{p}', srv.customer.partner_id)
+      .replace('{k}', srv.customer.prebid_key);
+    const res = await fetch(`${srv.prebid}/api/v1/ivt/lookup?${q}`);
+    const body = (await res.json()) as { lid: string; components: { p_hist: number } };
+    t.equal(res.status, 200);
+    return body;
+  };
+  for (let i = 0; i < 25; i++) {
+    const a = await lookup(replayedIfa, `73.163.${i}.10`, `ra-${i}`);
+    const b = await lookup(honestIfa, `73.164.${i}.10`, `hb-${i}`);
+    if (i === 0) t.equal(a.components.p_hist, b.components.p_hist, 'both IFAs start alike');
+    t.equal((await beacon(srv, `lid=${b.lid}`, sameDevice(`73.164.${i}.10`))).status, 204);
+    for (let k = 0; k < 3; k++) t.equal((await beacon(srv, `lid=${a.lid}`, sameDevice(`73.163.${i}.10`))).status, 204);
+  }
+  await until('every beacon judged', async () => {
+    const o = await outcomes(srv);
+    return o.replay === 50 && o.valid === 50;
+  });
+  const replayed = await lookup(replayedIfa, '73.165.0.10', 'ra-next');
+  const honest = await lookup(honestIfa, '73.165.1.10', 'hb-next');
+  t.ok(replayed.components.p_hist > honest.components.p_hist + 0.1, `the replayed IFA's next lookup carries history (p_hist ${replayed.components.p_hist} vs ${honest.components.p_hist})`);
+});

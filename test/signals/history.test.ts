@@ -268,3 +268,22 @@ t.test('ipBotActivity thresholds', async (t) => {
   t.ok(ipBotActivity(rot), 'UA rotation over few cookies');
   t.notOk(ipBotActivity({ ...rot, ipDistinctUids: 30 }), 'many users, many UAs');
 });
+
+t.test('IFA outcomes: invalid evidence against a device id shows as its bot share; its IP set is its own', async (t) => {
+  const h = History.create({ seed: 7, epoch: T0 });
+  const ifa = '6d92078a-8246-4ba4-ae5b-76104861e7dc';
+  // Lookups of one IFA from three addresses, seconds apart; each outcome recorded against
+  // the IFA alone (other uids and IPs each time), two of three invalid.
+  let f: HistoryFacts = NO_HISTORY;
+  for (let i = 0; i < 30; i++) {
+    const o = obs({ ip: `198.51.100.${i % 3}`, uid: `u-${i}`, ifa, now: T0 + i * 2000 });
+    f = see(h, o);
+    h.recordOutcome(h.keysFor(o), i % 3 !== 0);
+  }
+  t.equal(f.ifaDistinctIps, 3, 'three addresses within the window: the outcome words never overwrite the IP set');
+  t.ok(f.ifaSeen > 20, `evidence counted (${f.ifaSeen})`);
+  const next = see(h, obs({ ip: '198.51.100.1', uid: 'u-next', ifa, now: T0 + 61_000 }));
+  t.ok(Math.abs(next.ifaBotShare - 2 / 3) < 0.02, `the bot share is the invalid share of its outcomes (${next.ifaBotShare})`);
+  t.equal(see(h, obs({ ifa: 'aaaaaaaa-1111-4222-8333-444444444444', now: T0 + 62_000 })).ifaBotShare, 0, 'another IFA: none');
+  t.equal(see(h, obs({ ifa: '', now: T0 + 63_000 })).ifaSeen, 0, 'no IFA: no evidence');
+});
