@@ -22,9 +22,14 @@ export function percentDecode(s: string): string | null {
   if (pct === -1) return s;
   // Cheap syntax check first, so the common broken case does not cost an exception.
   if (!wellFormedEscapes(s, pct)) return null;
+  return percentDecodeChecked(s);
+}
+
+/** percentDecode for a string whose escapes are known to be well formed (the query scanner checked them). */
+export function percentDecodeChecked(s: string): string | null {
   try {
     return decodeURIComponent(s);
   } catch {
-    return null;
+    return null; // escapes that are not UTF-8
   }
 }

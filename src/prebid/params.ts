@@ -13,8 +13,31 @@ export const PARAM_COUNT = PARAM_NAMES.length;
 /** Required on every lookup (k and p are checked first, as authentication). */
 export const REQUIRED: readonly number[] = [P.pub, P.node, P.ip, P.ua, P.uid, P.sid, P.adt, P.dvt];
 
-const INDEX = new Map<string, number>(PARAM_NAMES.map((n, i) => [n, i]));
-/** Slot of a known parameter name, or -1 (unknown parameters such as `rid` are ignored). */
-export function paramIndex(name: string): number {
-  return INDEX.get(name) ?? -1;
+/** The names of up to 4 characters, packed (packName). */
+const PACKED = new Map<number, number>();
+for (let i = 0; i < PARAM_NAMES.length; i++) {
+  const n = PARAM_NAMES[i]!;
+  if (n.length <= 4) PACKED.set(packName(n, 0, n.length), i);
+}
+const LONG_NAMES = PARAM_NAMES.map((n, i) => [n, i] as const).filter(([n]) => n.length > 4);
+
+/** The length, then each character's byte: distinct for distinct ASCII names up to 4 characters (NUL included). */
+function packName(s: string, start: number, end: number): number {
+  let key = end - start;
+  for (let i = start; i < end; i++) key = key * 256 + (s.charCodeAt(i) & 0xff);
+  return key;
+}
+
+/**
+ * Slot of the parameter named between `start` and `end` in `s` (the query), or -1 (unknown
+ * parameters such as `rid` are ignored); the name is never taken out of `s` as a string.
+ */
+export function paramIndexAt(s: string, start: number, end: number): number {
+  const len = end - start;
+  if (len <= 4) {
+    for (let i = start; i < end; i++) if (s.charCodeAt(i) > 0x7f) return -1; // (packing keeps a byte of each)
+    return PACKED.get(packName(s, start, end)) ?? -1;
+  }
+  for (const [n, i] of LONG_NAMES) if (n.length === len && s.startsWith(n, start)) return i;
+  return -1;
 }

@@ -2,8 +2,8 @@
 // still-encoded text once, rejects what the contract forbids, and decodes only the values
 // of known parameters into a reused slot array. No URLSearchParams, no per-parameter objects.
 import type { ErrorAnswer } from '../errors.ts';
-import { isHexDigit, percentDecode } from '../http/percent.ts';
-import { PARAM_COUNT, PARAM_NAMES, paramIndex } from './params.ts';
+import { isHexDigit, percentDecodeChecked } from '../http/percent.ts';
+import { PARAM_COUNT, PARAM_NAMES, paramIndexAt } from './params.ts';
 
 
 const AMP = 0x26, EQ = 0x3d, PCT = 0x25, PLUS = 0x2b, HASH = 0x23, AT = 0x40, SEMI = 0x3b;
@@ -53,13 +53,12 @@ export class QueryScanner {
       if (c >= 0x41 && c <= 0x5a) upper = true;
     }
     const nameEnd = eq === -1 ? end : eq;
-    const rawName = q.slice(start, nameEnd);
     if (upper) {
-      return { status: 400, code: 'uppercase_not_allowed', message: `Parameter names must be lowercase: "${clip(rawName)}".` };
+      return { status: 400, code: 'uppercase_not_allowed', message: `Parameter names must be lowercase: "${clip(q.slice(start, nameEnd))}".` };
     }
     if (nameEnd === start) return { status: 400, code: 'invalid_request', message: 'A query parameter has an empty name.' };
     // Names are plain ASCII tokens; a percent-encoded name is not a known parameter.
-    const idx = paramIndex(rawName);
+    const idx = paramIndexAt(q, start, nameEnd);
     // Value: raw, still-encoded; the forbidden characters and encoding are checked on it.
     let needsDecode = false;
     if (eq !== -1) {
@@ -67,7 +66,7 @@ export class QueryScanner {
         const c = q.charCodeAt(i);
         if (c === PCT) {
           if (i + 2 >= end || !isHexDigit(q.charCodeAt(i + 1)) || !isHexDigit(q.charCodeAt(i + 2))) {
-            return { status: 400, code: 'bad_encoding', message: `Parameter ${clip(rawName)} has broken percent-encoding.` };
+            return { status: 400, code: 'bad_encoding', message: `Parameter ${clip(q.slice(start, nameEnd))} has broken percent-encoding.` };
           }
           needsDecode = true;
           i += 2;
@@ -77,10 +76,10 @@ export class QueryScanner {
           return {
             status: 400,
             code: 'forbidden_character',
-            message: `Parameter ${clip(rawName)} contains a forbidden character "${String.fromCharCode(c)}"; URL-encode the value (# @ = ; are not allowed raw).`,
+            message: `Parameter ${clip(q.slice(start, nameEnd))} contains a forbidden character "${String.fromCharCode(c)}"; URL-encode the value (# @ = ; are not allowed raw).`,
           };
         } else if (c < 0x20 || c === 0x7f) {
-          return { status: 400, code: 'bad_encoding', message: `Parameter ${clip(rawName)} contains a raw control character; URL-encode the value.` };
+          return { status: 400, code: 'bad_encoding', message: `Parameter ${clip(q.slice(start, nameEnd))} contains a raw control character; URL-encode the value.` };
         }
       }
     }
@@ -94,7 +93,8 @@ export class QueryScanner {
       this.values[idx] = rawValue;
       return null;
     }
-    const decoded = percentDecode(rawValue.indexOf('+') === -1 ? rawValue : rawValue.replace(/\+/g, ' '));
+    // (Its escapes were checked above.)
+    const decoded = percentDecodeChecked(rawValue.indexOf('+') === -1 ? rawValue : rawValue.replace(/\+/g, ' '));
     if (decoded === null) {
       return { status: 400, code: 'bad_encoding', message: `Parameter ${PARAM_NAMES[idx]} is not valid percent-encoded UTF-8.` };
     }

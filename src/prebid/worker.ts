@@ -82,12 +82,15 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   // While draining, every response closes its connection so the thread can exit once
   // idle keep-alive sockets time out (terminating a thread that holds uWS sockets aborts).
   // `close`: also close this connection (a body left unread).
+  /** Answers from within a route handler, where uWS has the socket corked already. */
   const reply = (res: uWS.HttpResponse, status: number, body: string | null, close = false) => {
-    res.cork(() => {
-      res.writeStatus(STATUS_TEXT[status] ?? String(status));
-      if (body === null) res.end(undefined, draining || close);
-      else res.writeHeader('Content-Type', JSON_TYPE).end(body, draining || close);
-    });
+    res.writeStatus(STATUS_TEXT[status] ?? String(status));
+    if (body === null) res.end(undefined, draining || close);
+    else res.writeHeader('Content-Type', JSON_TYPE).end(body, draining || close);
+  };
+  /** Answers from a callback after the handler returned (a body's data): corked here. */
+  const replyLater = (res: uWS.HttpResponse, status: number, body: string | null, close = false) => {
+    res.cork(() => reply(res, status, body, close));
   };
   /** Every "no" of this port: the one error body. */
   const refuse = (res: uWS.HttpResponse, e: ErrorAnswer, close = false) => reply(res, e.status, errorJson(e), close);
@@ -214,14 +217,13 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       noteBeacon(outcome);
       if (outcome === 'refused') return refuse(res, b.error!);
       const gif = b.gif;
-      res.cork(() => {
-        res.writeStatus(gif ? '200 OK' : '204 No Content').writeHeader('Cache-Control', 'no-store');
-        if (gif) res.writeHeader('Content-Type', 'image/gif').end(PIXEL, draining);
-        // endWithoutBody() writes no Content-Length (none belongs on a 204); its arguments
-        // would (and `undefined` makes uWS abort), so a draining thread closes with end().
-        else if (draining) res.end(undefined, true);
-        else res.endWithoutBody();
-      });
+      // (In the handler: uWS has the socket corked.)
+      res.writeStatus(gif ? '200 OK' : '204 No Content').writeHeader('Cache-Control', 'no-store');
+      if (gif) res.writeHeader('Content-Type', 'image/gif').end(PIXEL, draining);
+      // endWithoutBody() writes no Content-Length (none belongs on a 204); its arguments
+      // would (and `undefined` makes uWS abort), so a draining thread closes with end().
+      else if (draining) res.end(undefined, true);
+      else res.endWithoutBody();
     } catch (e) {
       lastError = (e as Error).message;
       refuse(res, INTERNAL);
@@ -253,7 +255,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     const answer = (status: number, body: string, close = false) => {
       if (done) return;
       done = true;
-      reply(res, status, body, close);
+      replyLater(res, status, body, close);
       record(status, t0);
     };
     const no = (e: ErrorAnswer, close = false) => answer(e.status, errorJson(e), close);

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { QueryScanner } from '../../src/prebid/query.ts';
-import { P } from '../../src/prebid/params.ts';
+import { P, PARAM_NAMES, paramIndexAt } from '../../src/prebid/params.ts';
 import { emptyRequest, validateAuth, validateRequest } from '../../src/prebid/validate.ts';
 
 const UA = encodeURIComponent('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36');
@@ -18,6 +18,20 @@ t.test('scanner decodes values and ignores unknown parameters', async (t) => {
   t.equal(s.values[P.cb], 'a b', '+ is a space');
   t.equal(s.raw[P.schain], '1.0,1!a.com,1,1', 'raw value kept for schain');
   t.equal(s.values[P.pub], 'pub1');
+});
+
+t.test('parameter names are found in place, and only the exact ones', async (t) => {
+  for (let i = 0; i < PARAM_NAMES.length; i++) {
+    const n = PARAM_NAMES[i]!;
+    t.equal(paramIndexAt(`x&${n}=1`, 2, 2 + n.length), i, n);
+    t.equal(paramIndexAt(`${n}x`, 0, n.length + 1), -1, `${n}x is not ${n}`);
+    if (n.length > 1) t.equal(paramIndexAt(n, 1, n.length), PARAM_NAMES.indexOf(n.slice(1) as never), `the tail of ${n}`);
+  }
+  for (const other of ['', 'rid', 'foo', 'schaim', 'schains', 'uıd', 'u\u0169d', 'p\u0170', '\u0170', 'ua\u0000', '%75a']) {
+    t.equal(paramIndexAt(other, 0, other.length), -1, JSON.stringify(other));
+  }
+  // A character past ASCII must not alias the ASCII one sharing its low byte (0x170 vs 0x70 "p").
+  t.equal(paramIndexAt(String.fromCharCode(0x170), 0, 1), -1);
 });
 
 t.test('scanner resets between requests', async (t) => {
