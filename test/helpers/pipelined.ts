@@ -62,7 +62,7 @@ class Connection {
     }
   }
 
-  batch(paths: string[]): Promise<PipelinedAnswer[]> {
+  batch(paths: string[], connection: 'keep-alive' | 'close' = 'keep-alive'): Promise<PipelinedAnswer[]> {
     if (this.failed) return Promise.reject(this.failed);
     return new Promise((resolve, reject) => {
       const answers: PipelinedAnswer[] = [];
@@ -76,7 +76,8 @@ class Connection {
           }
         });
       }
-      this.sock.write(paths.map((p) => `GET ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`).join(''), 'latin1');
+      const last = connection === 'close' ? 'Connection: close\r\n' : '';
+      this.sock.write(paths.map((p, i) => `GET ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\n${i === paths.length - 1 ? last : ''}\r\n`).join(''), 'latin1');
     });
   }
 
@@ -112,4 +113,48 @@ export async function getPipelined(port: number, paths: string[], opts: { connec
     for (const c of conns) c.close();
   }
   return answers;
+}
+
+/** One GET on a connection of its own (`Connection: close`), as a new client makes it. */
+export async function getFresh(port: number, path: string): Promise<PipelinedAnswer> {
+  const c = await Connection.open(port);
+  try {
+    return (await c.batch([path], 'close'))[0]!;
+  } finally {
+    c.close();
+  }
+}
+
+/**
+ * Keeps the server busy until stop(): `connections` connections, each sending `depth`
+ * pipelined GETs of `path()` at a time, again and again; every answer must be a 200.
+ * stop() resolves once every connection's last batch is answered (with the count sent),
+ * or rejects with the first failure.
+ */
+export function keepBusy(port: number, path: () => string, opts: { connections?: number; depth?: number } = {}): { stop(): Promise<number> } {
+  const depth = Math.max(1, opts.depth ?? 8);
+  let running = true;
+  let sent = 0;
+  const loops = Array.from({ length: Math.max(1, opts.connections ?? 6) }, async () => {
+    const c = await Connection.open(port);
+    try {
+      while (running) {
+        const paths = Array.from({ length: depth }, path);
+        sent += paths.length;
+        const refused = (await c.batch(paths)).find((a) => a.status !== 200);
+        if (refused) throw new Error(`busy load: ${refused.status} ${refused.body}`);
+      }
+    } finally {
+      c.close();
+    }
+  });
+  const all = Promise.all(loops);
+  all.catch(() => {}); // reported by stop()
+  return {
+    async stop() {
+      running = false;
+      await all;
+      return sent;
+    },
+  };
 }
