@@ -8,6 +8,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isMainThread } from 'node:worker_threads';
+import { BUNDLED_ROLES, freshWorkerBundle } from '../src/runtime/worker-bundle.ts';
 import { DEFAULT_OUT_DIR, writeAsnFiles } from './build-asn.ts';
 
 const SRC = fileURLToPath(new URL('../src/', import.meta.url));
@@ -42,6 +43,11 @@ export async function ensureGenerated(say: (line: string) => void): Promise<void
     const { buildDashboard } = await import('./build-dashboard.ts');
     const r = await buildDashboard({ outDir: DASHBOARD_OUT });
     say(`dashboard: built ${r.files.length} files into ${r.outDir}`);
+  }
+  // The lookup threads' bundle (src/runtime/worker-bundle.ts): without it they start through tsx.
+  if (BUNDLED_ROLES.some((role) => freshWorkerBundle(role) === null)) {
+    const { buildWorkerBundles } = await import('./build-workers.ts');
+    for (const line of await buildWorkerBundles()) say(line);
   }
 }
 
