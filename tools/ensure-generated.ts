@@ -1,5 +1,5 @@
-// The generated inputs of a checkout (data/generated/ is not in git): the ASN range table
-// and the built dashboard, made on first need so every documented command works right
+// The generated inputs of a checkout (data/generated/ is not in git): the ASN range table,
+// the built dashboard and the lookup threads' bundle, made on first need so every documented command works right
 // after `npm install`. `npm run ivtd`, `npm start` and `npm test` load this module first
 // (`node --import`); it also runs as a script. It writes to stderr only: stdout belongs to
 // the CLI (`--json`). An up-to-date checkout costs a few file stats.
