@@ -1,5 +1,5 @@
-// The generated inputs of a checkout (data/generated/ is not in git): the ASN range table
-// and the built dashboard, made on first need so every documented command works right
+// The generated inputs of a checkout (data/generated/ is not in git): the ASN range table,
+// the built dashboard and the lookup threads' bundle, made on first need so every documented command works right
 // after `npm install`. `npm run ivtd`, `npm start` and `npm test` load this module first
 // (`node --import`); it also runs as a script. It writes to stderr only: stdout belongs to
 // the CLI (`--json`). An up-to-date checkout costs a few file stats.
@@ -8,6 +8,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isMainThread } from 'node:worker_threads';
+import { BUNDLED_ROLES, freshWorkerBundle } from '../src/runtime/worker-bundle.ts';
 import { DEFAULT_OUT_DIR, writeAsnFiles } from './build-asn.ts';
 
 const SRC = fileURLToPath(new URL('../src/', import.meta.url));
@@ -42,6 +43,11 @@ export async function ensureGenerated(say: (line: string) => void): Promise<void
     const { buildDashboard } = await import('./build-dashboard.ts');
     const r = await buildDashboard({ outDir: DASHBOARD_OUT });
     say(`dashboard: built ${r.files.length} files into ${r.outDir}`);
+  }
+  // The lookup threads' bundle (src/runtime/worker-bundle.ts): without it they start through tsx.
+  if (BUNDLED_ROLES.some((role) => freshWorkerBundle(role) === null)) {
+    const { buildWorkerBundles } = await import('./build-workers.ts');
+    for (const line of await buildWorkerBundles()) say(line);
   }
 }
 

@@ -7,6 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { Worker, type WorkerOptions } from 'node:worker_threads';
 import { BUNDLE_KEY, WORKER_ROLES, type WorkerRole } from './asset-table.ts';
 import { isSea, repoRoot } from './assets.ts';
+import { freshWorkerBundle } from './worker-bundle.ts';
 
 export type { WorkerRole } from './asset-table.ts';
 
@@ -27,7 +28,12 @@ export function startWorker(role: WorkerRole, workerData: object, options: Start
     return new Worker(bundleSource(), { ...options, eval: true, workerData: data });
   }
   if (bundled) return new Worker(bundleFile(), { ...options, workerData: data });
-  // Checkout: tsx's hooks are not inherited by worker threads on Node 20, so register them first.
+  // Checkout: the role's bundle while it matches the sources (worker-bundle.ts), else the
+  // sources through tsx, whose hooks are not inherited by worker threads on Node 20: registered
+  // first. Either is imported from eval'd code: a worker started from a file would run the
+  // process's --import preloads again (tsx, tools/ensure-generated.ts, a test runner's hooks).
+  const fresh = freshWorkerBundle(role);
+  if (fresh !== null) return new Worker(`import(${JSON.stringify(pathToFileURL(fresh).href)});`, { ...options, eval: true, workerData: data });
   const file = pathToFileURL(join(repoRoot(), WORKER_ROLES[role])).href;
   const tsx = import.meta.resolve('tsx/esm/api');
   const boot = `import(${JSON.stringify(tsx)}).then((api) => { api.register(); return import(${JSON.stringify(file)}); });`;

@@ -5,6 +5,7 @@
 // carrier-NAT address of many ordinary users does not. The server runs two lookup threads
 // where it matters: history is shared, so a client spread over both is seen whole.
 import t from 'tap';
+import { getPipelined } from '../helpers/pipelined.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36';
@@ -19,19 +20,16 @@ function query(srv: TestServer, l: Lookup): string {
     `&ua=${encodeURIComponent(l.ua)}&uid=${encodeURIComponent(l.uid)}&sid=exchange.example&adt=1${l.extra ?? '&dvt=2'}`;
 }
 
-/** Sends every lookup, `parallel` at a time; returns the last answer. */
+/**
+ * Sends every lookup over `parallel` connections, several pipelined on each (the client's
+ * cost kept small: test/helpers/pipelined.ts); every answer must be a 200. Returns the
+ * answer to the last one sent.
+ */
 async function send(srv: TestServer, lookups: Lookup[], parallel = 16): Promise<Answer> {
-  let next = 0;
-  let last: Answer | null = null;
-  const worker = async () => {
-    while (next < lookups.length) {
-      const r = await fetch(`${srv.prebid}/api/v1/ivt/lookup?${query(srv, lookups[next++]!)}`);
-      if (r.status !== 200) throw new Error(`lookup ${r.status}: ${await r.text()}`);
-      last = (await r.json()) as Answer;
-    }
-  };
-  await Promise.all(Array.from({ length: parallel }, worker));
-  return last!;
+  const answers = await getPipelined(srv.server.ports.prebid, lookups.map((l) => `/api/v1/ivt/lookup?${query(srv, l)}`), { connections: parallel });
+  const refused = answers.find((a) => a.status !== 200);
+  if (refused) throw new Error(`lookup ${refused.status}: ${refused.body}`);
+  return JSON.parse(answers[answers.length - 1]!.body) as Answer;
 }
 
 async function explain(srv: TestServer, l: Lookup): Promise<Explained> {
