@@ -133,7 +133,7 @@ function loadAdsTxt(dataDir: string, sellers: DataFile[], warnings: string[], ma
   return { compiled: built.compiled, stats: built.stats, source: join(dataDir, ADS_TXT_DIR) };
 }
 
-export function loadBundle(cfg: Pick<Config, 'dataDir' | 'mmdbCountry' | 'mmdbAsn' | 'mmdbAnonymousIp'> & Partial<Pick<Config, 'memoryBudget'>>): DataBundle {
+export function loadBundle(cfg: Pick<Config, 'dataDir' | 'mmdbCountry' | 'mmdbAsn' | 'mmdbAnonymousIp'> & Partial<Pick<Config, 'memoryBudget' | 'threads'>>): DataBundle {
   const dd = cfg.dataDir;
   // A flag names a file; otherwise a MaxMind download in the data dir (ivtd data update) is used.
   const asnMmdb = optional(dd, 'asn.mmdb', cfg.mmdbAsn);
@@ -164,8 +164,8 @@ export function loadBundle(cfg: Pick<Config, 'dataDir' | 'mmdbCountry' | 'mmdbAs
     aiAgents: overridable(dd, 'ai-agents.txt', EMBEDDED.aiAgents),
     sellers: sellerFiles,
     ipRanges: loadRanges(dd),
-    // Capped by the memory budget's share (the threads' count does not matter for it).
-    adsTxt: loadAdsTxt(dd, sellerFiles, warnings, planMemory(cfg.memoryBudget ?? OPTIONS.memoryBudget.default, 1).adsTxtRecords),
+    // Capped by the memory budget's share (of what the heaps' floor leaves, so the threads count).
+    adsTxt: loadAdsTxt(dd, sellerFiles, warnings, planMemory(cfg.memoryBudget ?? OPTIONS.memoryBudget.default, cfg.threads ?? OPTIONS.threads.default).adsTxtRecords),
     warnings,
     loadedAt: new Date().toISOString(),
   };

@@ -10,7 +10,7 @@
 
 const MB = 1 << 20;
 
-/** Shares of the budget. They add up to 1. */
+/** Shares of the budget left once the V8 heaps' floor is off the top (runtimeMb). They add up to 1. */
 export const SHARES = {
   /** History of IPs, uids and IFAs (shared by all lookup threads). */
   history: 0.4,
@@ -44,6 +44,23 @@ export const SHARES = {
   headroom: 0.03,
 } as const;
 
+/**
+ * The V8 heaps' floor, taken off the top of the budget before the shares divide the rest, so
+ * `--memory-budget` is what the process's heaps and tables take together: the main thread's
+ * heap holds its modules, the data bundle and the account, reporting and fleet services
+ * before any traffic (about RUNTIME_MAIN_MB), each lookup thread's its modules, data views
+ * and UA parser (about RUNTIME_THREAD_MB); measured with the binary (bench/memory.ts).
+ * A small budget gives them at most RUNTIME_MAX_SHARE of itself.
+ */
+export const RUNTIME_MAIN_MB = 64;
+export const RUNTIME_THREAD_MB = 24;
+const RUNTIME_MAX_SHARE = 0.4;
+
+/** MB of the budget kept for the V8 heaps' floor (see RUNTIME_MAIN_MB). */
+export function runtimeMb(budgetMb: number, threads: number): number {
+  return Math.min(RUNTIME_MAIN_MB + RUNTIME_THREAD_MB * threads, Math.floor(budgetMb * RUNTIME_MAX_SHARE));
+}
+
 export const MIN_BUDGET_MB = 32;
 /** DuckDB below this fails to commit a flush of a busy hour ("failed to pin block"): checked here. */
 export const STORE_MIN_MB = 48;
@@ -51,6 +68,8 @@ export const STORE_MIN_MB = 48;
 export interface MemoryPlan {
   budgetMb: number;
   threads: number;
+  /** The V8 heaps' floor (runtimeMb), off the top: the shares divide the rest. */
+  runtimeBytes: number;
   historyBytes: number;
   /** The lids seen by the beacon (replay detection), shared. */
   impSeenBytes: number;
@@ -83,10 +102,13 @@ export const ADS_TXT_RECORD_BYTES = 48;
 const KEY_MEMO_ENTRY_BYTES = 1024;
 
 export function planMemory(budgetMb: number, threads: number): MemoryPlan {
-  const bytes = budgetMb * MB;
+  const runtime = runtimeMb(budgetMb, threads);
+  // The shares divide what the heaps' floor leaves.
+  const bytes = (budgetMb - runtime) * MB;
   return {
     budgetMb,
     threads,
+    runtimeBytes: runtime * MB,
     historyBytes: Math.floor(bytes * SHARES.history),
     impSeenBytes: Math.floor((bytes * SHARES.impressions * 2) / 3),
     impCountsBytes: Math.floor((bytes * SHARES.impressions) / 3),
@@ -108,6 +130,7 @@ export function planMemory(budgetMb: number, threads: number): MemoryPlan {
  */
 export function planParts(plan: MemoryPlan): Record<string, number> {
   return {
+    runtime: plan.runtimeBytes,
     history: plan.historyBytes,
     impressions: plan.impSeenBytes + plan.impCountsBytes,
     ua_cache: plan.uaCacheBytes,
