@@ -84,7 +84,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   // `close`: also close this connection (a body left unread).
   /** Answers from within a route handler, where uWS has the socket corked already. */
   const reply = (res: uWS.HttpResponse, status: number, body: string | null, close = false) => {
-    res.writeStatus(STATUS_TEXT[status] ?? String(status));
+    if (status !== 200) res.writeStatus(STATUS_TEXT[status] ?? String(status)); // (uWS writes 200 OK by itself)
     if (body === null) res.end(undefined, draining || close);
     else res.writeHeader('Content-Type', JSON_TYPE).end(body, draining || close);
   };
