@@ -19,6 +19,7 @@ import { lidSecretFor, wireFleet } from './server/fleet.ts';
 import { historySeedFor, tupleSeedFor } from './prebid/lid.ts';
 import { loadOrCreateLidSecret } from './prebid/lid-secret.ts';
 import { TupleArchive } from './reporting/tuple-archive.ts';
+import { TYPICAL_ENTRY_BYTES } from './reporting/tuple-dictionary.ts';
 import { openListeners } from './server/listeners.ts';
 import { lookupThreads, openPrebidPort, type CountSink } from './server/lookups.ts';
 import { logMemoryPlan, planServerMemory } from './server/memory.ts';
@@ -67,7 +68,12 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // The tuples announced are kept on disk for the impressions of the next run: written at
     // each flush interval and last after the threads' final reports (it closes after
     // lookups.stop, before the store).
-    const archive = new TupleArchive(store, { impTtlMs: config.impTtl * 1000, flushIntervalMs: config.flushInterval * 1000 });
+    const archive = new TupleArchive(store, {
+      impTtlMs: config.impTtl * 1000,
+      flushIntervalMs: config.flushInterval * 1000,
+      // They wait only while the store refuses them; small records pointing at the dictionary's strings.
+      maxPending: Math.max(10_000, Math.floor(memory.plan.pendingCountsBytes / TYPICAL_ENTRY_BYTES / 16)),
+    });
     memory.tupleArchive = archive;
     memory.impressionTuples.resolver = archive;
     archive.onFound = (found) => memory.impressionTuples.restore(found);

@@ -2,11 +2,17 @@
 // threads count into rollup rows. A slot names its lookup's tuple by hash only; the values
 // come from the lookups' tuple dictionary (tuple-dictionary.ts), looked up when the
 // impression is announced (its lookup was announced before, a second or so after it was
-// counted) and again at each drain until found. A tuple still unknown after MAX_MISSES
-// drains (a lookup of an earlier process, of a tuple counted in a thread's own map, or an
-// hour the dictionary no longer holds) is counted with every dimension `__overflow__`: the
-// impression is counted, its lookup's dimensions are not known. Bounded like the lookups':
-// entries live while their hour can be counted in the shared table.
+// counted) and again at each drain until found. A tuple the dictionary does not hold (a
+// lookup of the previous run of the process, of a tuple counted in a thread's own map, or
+// of an hour the dictionary no longer holds) is asked for on disk (`resolver`:
+// tuple-archive.ts, reporting_tuple_ids, which keeps the tuples of the hours --imp-ttl
+// covers; the tuple seed comes from lid.key, so the hash is the same in every run): the
+// impression waits while that lookup is under way (at most 30 s) and takes the values found.
+// A tuple still unknown after that and MAX_MISSES drains (a lookup on another host of a
+// fleet, a tuple the archive could not write or read, a lid naming a tuple never counted)
+// is counted with every dimension `__overflow__`: the impression is counted, its lookup's
+// dimensions are not known. Bounded like the lookups': entries live while their hour can
+// be counted in the shared table; tuples found on disk at most RESTORED_MAX, as long.
 import { BANDS, IMP_STATUSES, TUPLE_DIMENSIONS } from '../enums.ts';
 import { hashId } from '../memory/hash.ts';
 import { HOUR_MS } from '../time.ts';

@@ -8,9 +8,11 @@
 // under its lookup's dimensions rather than `__overflow__`.
 //
 // Main thread only, everything asynchronous and off the lookup path. Bounded: at most
-// PENDING_MAX tuples wait to be written (more are not kept: their impressions would be
-// `__overflow__` after a restart, nothing else), at most WANT_MAX ids are looked up per
-// pass. A failed write (a full disk) keeps the tuples for the next pass, is logged once
+// `maxPending` tuples wait to be written (src/server.ts sizes it from the pending-counts
+// share; an entry is a small record pointing at the dictionary's own strings; more are not
+// kept: their impressions would be `__overflow__` after a restart, nothing else), at most
+// WANT_MAX ids are looked up per pass and ASKED_MAX per hour, and tuples found are kept by
+// the impression dictionary (RESTORED_MAX) only while their hour can be counted. A failed write (a full disk) keeps the tuples for the next pass, is logged once
 // until a write works again, and never touches any count.
 import { timestampValue } from '@duckdb/node-api';
 import { log } from '../log.ts';
@@ -21,7 +23,7 @@ import type { NewTuple } from './tuple-dictionary.ts';
 import type { CountRow } from './tuple.ts';
 import { joinDims } from './tuple.ts';
 
-/** Tuples waiting to be written, at most. */
+/** Tuples waiting to be written, at most, when no memory plan says (each ~64 bytes: the strings are the dictionary's). */
 export const PENDING_MAX = 200_000;
 /** Rows per insert statement. */
 const CHUNK = 5_000;
@@ -54,6 +56,8 @@ export interface TupleArchiveOptions {
   impTtlMs: number;
   /** Milliseconds between writes (config.flushInterval × 1000). */
   flushIntervalMs: number;
+  /** Tuples waiting to be written at most (default PENDING_MAX). */
+  maxPending?: number;
   now?: () => number;
 }
 
@@ -74,6 +78,7 @@ export class TupleArchive {
   private closed = false;
   private conn: (Queryable & { close(): void; generation: number }) | null = null;
   private readonly now: () => number;
+  private readonly maxPending: number;
   /** Called with what a lookup found (the impression dictionary's restore). */
   onFound: ((found: Map<number, ArchivedTuple>) => void) | null = null;
   readonly stats = { written: 0, dropped: 0, failedWrites: 0, found: 0, lookedUp: 0 };
@@ -83,6 +88,7 @@ export class TupleArchive {
     private readonly opts: TupleArchiveOptions,
   ) {
     this.now = opts.now ?? Date.now;
+    this.maxPending = opts.maxPending ?? PENDING_MAX;
   }
 
   /** Starts the write timer and a first pruning pass. */
@@ -108,8 +114,8 @@ export class TupleArchive {
 
   private keep(id: number, customerId: string, hour: number, dims: string): void {
     if (this.closed) return;
-    if (this.pending.length >= PENDING_MAX) {
-      if (this.stats.dropped++ === 0) log.warn({ max: PENDING_MAX }, 'reporting: too many reporting tuples wait to be written to reporting_tuple_ids; impressions of the ones left out count as __overflow__ after a restart');
+    if (this.pending.length >= this.maxPending) {
+      if (this.stats.dropped++ === 0) log.warn({ max: this.maxPending }, 'reporting: too many reporting tuples wait to be written to reporting_tuple_ids; impressions of the ones left out count as __overflow__ after a restart');
       return;
     }
     this.pending.push({ id, customerId, hour, dims });
@@ -222,9 +228,9 @@ export class TupleArchive {
       } catch (e) {
         // Kept for the next pass, within the bound; the newest go first when it is reached.
         const rest = rows.slice(done);
-        const room = Math.max(0, PENDING_MAX - this.pending.length);
+        const room = Math.max(0, this.maxPending - this.pending.length);
         if (rest.length > room) this.stats.dropped += rest.length - room;
-        this.pending = rest.slice(0, room).concat(this.pending).slice(0, PENDING_MAX);
+        this.pending = rest.slice(0, room).concat(this.pending);
         this.stats.failedWrites++;
         if (!this.failing) log.error({ err: (e as Error).message, tuples: rest.length }, 'reporting: could not write reporting_tuple_ids (kept and retried; no count is lost, but impressions of these tuples count as __overflow__ after a restart until it works)');
         this.failing = true;
