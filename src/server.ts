@@ -16,7 +16,10 @@ import { Cleanup } from './server/cleanup.ts';
 import { holdClockFloor } from './server/clock.ts';
 import { ServedData, openRefresher, startRefresher } from './server/data.ts';
 import { lidSecretFor, wireFleet } from './server/fleet.ts';
-import { historySeedFor } from './prebid/lid.ts';
+import { historySeedFor, tupleSeedFor } from './prebid/lid.ts';
+import { loadOrCreateLidSecret } from './prebid/lid-secret.ts';
+import { TupleArchive } from './reporting/tuple-archive.ts';
+import { TYPICAL_ENTRY_BYTES } from './reporting/tuple-dictionary.ts';
 import { openListeners } from './server/listeners.ts';
 import { lookupThreads, openPrebidPort, type CountSink } from './server/lookups.ts';
 import { logMemoryPlan, planServerMemory } from './server/memory.ts';
@@ -38,7 +41,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // A fleet edge has no customers of its own: its keys come from ClickHouse.
     const first = config.role === 'edge' ? null : await ensureFirstCustomer(store);
 
-    const memory = planServerMemory(config);
+    // Reporting tuples hashed with a seed from lid.key (this host's copy; a fleet's agreed
+    // secret replaces it from the next start on), the same in every run on this data dir: a
+    // lid answered before a restart names a tuple the next run can find on disk.
+    const memory = planServerMemory(config, { tupleSeed: tupleSeedFor(loadOrCreateLidSecret(config.dataDir)) });
     const fleet = await wireFleet(config, store, memory, {
       engine: () => later.engine,
       keysPulled: () => later.pushes?.refreshKeysSoon(),
@@ -59,6 +65,20 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       backend: fleet ? { writer: fleet.fleet.writer, source: fleet.fleet.reportSource, impressions: fleet.fleet.impressions } : undefined,
     });
     cleanup.add(() => reporting.writer.close());
+    // The tuples announced are kept on disk for the impressions of the next run: written at
+    // each flush interval and last after the threads' final reports (it closes after
+    // lookups.stop, before the store).
+    const archive = new TupleArchive(store, {
+      impTtlMs: config.impTtl * 1000,
+      flushIntervalMs: config.flushInterval * 1000,
+      // They wait only while the store refuses them; small records pointing at the dictionary's strings.
+      maxPending: Math.max(10_000, Math.floor(memory.plan.pendingCountsBytes / TYPICAL_ENTRY_BYTES / 16)),
+    });
+    memory.tupleArchive = archive;
+    memory.impressionTuples.resolver = archive;
+    archive.onFound = (found) => memory.impressionTuples.restore(found);
+    archive.start();
+    cleanup.add(() => archive.close());
     // Runs before the lookups' writer closes (the last added runs first), after the threads'
     // last counts: its drain reads the tuple dictionary, which that flush prunes.
     cleanup.add(() => reporting.impressions.writer.close());

@@ -358,6 +358,16 @@ export function historySeedFor(secret: Uint8Array): number {
   return fmix32(k[1]! ^ fmix32(k[2]! ^ 0x4157a7e5)) >>> 0;
 }
 
+/**
+ * The reporting tuples' hash seed for a lid secret (LookupMemory.counts.seed): keyed by the
+ * secret like historySeedFor, so a tuple hashes the same after a restart and the tuple hash
+ * a lid carries still names its lookup's tuple in the next run (src/reporting/tuple-archive.ts).
+ */
+export function tupleSeedFor(secret: Uint8Array): number {
+  const k = sipKey(secret);
+  return fmix32(k[0]! ^ fmix32(k[3]! ^ 0x7091e5a1)) >>> 0;
+}
+
 function get32(b: Uint8Array, i: number): number {
   return (b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16) | (b[i + 3]! << 24)) >>> 0;
 }

@@ -2,16 +2,23 @@
 // threads count into rollup rows. A slot names its lookup's tuple by hash only; the values
 // come from the lookups' tuple dictionary (tuple-dictionary.ts), looked up when the
 // impression is announced (its lookup was announced before, a second or so after it was
-// counted) and again at each drain until found. A tuple still unknown after MAX_MISSES
-// drains (a lookup of an earlier process, of a tuple counted in a thread's own map, or an
-// hour the dictionary no longer holds) is counted with every dimension `__overflow__`: the
-// impression is counted, its lookup's dimensions are not known. Bounded like the lookups':
-// entries live while their hour can be counted in the shared table.
+// counted) and again at each drain until found. A tuple the dictionary does not hold (a
+// lookup of the previous run of the process, of a tuple counted in a thread's own map, or
+// of an hour the dictionary no longer holds) is asked for on disk (`resolver`:
+// tuple-archive.ts, reporting_tuple_ids, which keeps the tuples of the hours --imp-ttl
+// covers; the tuple seed comes from lid.key, so the hash is the same in every run): the
+// impression waits while that lookup is under way (at most 30 s) and takes the values found.
+// A tuple still unknown after that and MAX_MISSES drains (a lookup on another host of a
+// fleet, a tuple the archive could not write or read, a lid naming a tuple never counted)
+// is counted with every dimension `__overflow__`: the impression is counted, its lookup's
+// dimensions are not known. Bounded like the lookups': entries live while their hour can
+// be counted in the shared table; tuples found on disk at most RESTORED_MAX, as long.
 import { BANDS, IMP_STATUSES, TUPLE_DIMENSIONS } from '../enums.ts';
 import { hashId } from '../memory/hash.ts';
 import { HOUR_MS } from '../time.ts';
 import type { ImpressionRowDelta, ImpressionTuple } from './impression-counts.ts';
 import type { SharedCounts } from './shared-counts.ts';
+import type { ArchivedTuple } from './tuple-archive.ts';
 import type { TupleDictionary } from './tuple-dictionary.ts';
 import { OVERFLOW, splitDims, type CountRow } from './tuple.ts';
 
@@ -19,6 +26,13 @@ import { OVERFLOW, splitDims, type CountRow } from './tuple.ts';
 export const MAX_MISSES = 3;
 /** Rows kept from threads (their own maps) waiting for their tuple, at most. */
 export const WAITING_MAX = 100_000;
+/** Tuples found on disk (earlier runs) kept at most. */
+export const RESTORED_MAX = 100_000;
+
+/** Where tuples no one in memory knows are asked for (tuple-archive.ts): true while a lookup is under way. */
+export interface TupleResolver {
+  want(tupleId: number): boolean;
+}
 
 const UNKNOWN_DIMS: readonly string[] = TUPLE_DIMENSIONS.map(() => OVERFLOW);
 
@@ -44,10 +58,29 @@ export class ImpressionDictionary {
   private waiting: Array<ImpressionRowDelta & { misses: number }> = [];
   /** Rows that came while `waiting` was full: counted without their dimensions, one per (customer, hour, band, status). */
   private folded = new Map<string, ImpressionRowDelta>();
+  /** Tuples of earlier runs found on disk (tuple-archive.ts), by id. */
+  private readonly restored = new Map<number, ArchivedTuple>();
   /** Impressions counted without their lookup's dimensions (cumulative). */
   unresolved = 0;
+  /** Impressions counted under dimensions found on disk (cumulative). */
+  resolvedFromDisk = 0;
+  /** Set at the start (src/server.ts): the archive of earlier runs' tuples. */
+  resolver: TupleResolver | null = null;
 
   constructor(private readonly lookups: TupleDictionary) {}
+
+  /** Tuples the archive found (main thread, after its lookup). */
+  restore(found: ReadonlyMap<number, ArchivedTuple>): void {
+    for (const [id, t] of found) {
+      if (this.restored.size >= RESTORED_MAX) break;
+      this.restored.set(id, t);
+    }
+  }
+
+  /** Asks the resolver for a tuple: true while its answer may still come (the impression waits). */
+  private waitFor(tupleId: number): boolean {
+    return this.resolver !== null && this.resolver.want(tupleId);
+  }
 
   get size(): number {
     return this.entries.size;
@@ -83,7 +116,7 @@ export class ImpressionDictionary {
 
   /** The values of a lookup tuple, or null while unknown. */
   private valuesOf(tupleId: number, customerId: string): readonly string[] | null {
-    const e = this.lookups.entry(tupleId);
+    const e = this.lookups.entry(tupleId) ?? this.restored.get(tupleId);
     return e !== undefined && e.customerId === customerId ? splitDims(e.dims) : null;
   }
 
@@ -95,6 +128,7 @@ export class ImpressionDictionary {
       if (e === undefined) return false; // announced with the thread's next report
       let dims: readonly string[] | null = e.overflow ? UNKNOWN_DIMS : e.dims !== '' ? splitDims(e.dims) : this.valuesOf(e.tupleId, e.customerId);
       if (dims === null) {
+        if (this.waitFor(e.tupleId)) return false;
         if (++e.misses < MAX_MISSES) return false;
         dims = UNKNOWN_DIMS;
         this.unresolved += total;
@@ -108,7 +142,7 @@ export class ImpressionDictionary {
     for (const w of this.waiting) {
       let dims = w.overflow ? UNKNOWN_DIMS : this.valuesOf(hashId(w.tupleHi, w.tupleLo), w.customerId);
       if (dims === null) {
-        if (++w.misses < MAX_MISSES) {
+        if (this.waitFor(hashId(w.tupleHi, w.tupleLo)) || ++w.misses < MAX_MISSES) {
           still.push(w);
           continue;
         }
@@ -122,6 +156,7 @@ export class ImpressionDictionary {
     this.folded = new Map();
     const oldest = now - (now % HOUR_MS) - HOUR_MS;
     for (const [id, e] of this.entries) if (e.hour < oldest) this.entries.delete(id);
+    for (const [id, t] of this.restored) if (t.hour < oldest) this.restored.delete(id);
     return rows;
   }
 }

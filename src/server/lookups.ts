@@ -39,7 +39,10 @@ export function lookupThreads(
     port: config.prebidPort,
     threads: config.threads,
     memory: memory.lookup,
-    onTuples: (announced) => memory.tuples.add(announced),
+    onTuples: (announced) => {
+      memory.tuples.add(announced);
+      memory.tupleArchive?.record(announced);
+    },
     onImpressions: (d) => {
       memory.impressionTuples.add(d.announced);
       memory.impressionTuples.addRows(d.rows);
@@ -51,6 +54,8 @@ export function lookupThreads(
     // The crawl of ads.txt and sellers.json follows traffic only when the server refreshes.
     ...(refresher && config.dataRefresh > 0 ? { onSeen: (seen: SeenValues) => noteSeen(refresher, seen) } : {}),
     onCounts: (rows, stats) => {
+      // Rows a thread kept itself name tuples the dictionary never heard of (before the sinks take them).
+      if (rows.length > 0) memory.tupleArchive?.recordRows(rows);
       for (const sink of countSinks) sink(rows, stats);
     },
     onWorkerError: (index, err) => log.error({ thread: index, err: err.message }, 'lookup thread failed'),

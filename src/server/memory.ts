@@ -17,6 +17,7 @@ import { allocateIpCache } from '../signals/ip-cache.ts';
 import { allocateUaCache } from '../signals/ua-cache.ts';
 import { allocateSeenLids } from '../prebid/seen-lids.ts';
 import { ImpressionDictionary } from '../reporting/impression-dictionary.ts';
+import type { TupleArchive } from '../reporting/tuple-archive.ts';
 
 /** The memory plan and what the main thread holds of it. */
 export interface ServerMemory {
@@ -35,12 +36,17 @@ export interface ServerMemory {
   impressionTuples: ImpressionDictionary;
   impressionCounts: SharedCounts;
   drainImpressions(): ReturnType<ImpressionDictionary['drain']>;
+  /** Earlier runs' tuples on disk (tuple-archive.ts): set by the start once the store is open. */
+  tupleArchive: TupleArchive | null;
 }
 
-/** Plans the budget and allocates its tables (once per process). */
-export function planServerMemory(config: Config): ServerMemory {
+/**
+ * Plans the budget and allocates its tables (once per process). `tupleSeed`: the reporting
+ * tuples' hash seed (tupleSeedFor the lid secret: the same in every run on this data dir).
+ */
+export function planServerMemory(config: Config, opts: { tupleSeed?: number } = {}): ServerMemory {
   const plan = planMemory(config.memoryBudget, config.threads);
-  const lookup = allocateLookupMemory(plan);
+  const lookup = allocateLookupMemory(plan, opts.tupleSeed === undefined ? {} : { tupleSeed: opts.tupleSeed });
   const tuples = new TupleDictionary();
   const sharedCounts = new SharedCounts(lookup.counts);
   const impressionTuples = new ImpressionDictionary(tuples);
@@ -48,6 +54,7 @@ export function planServerMemory(config: Config): ServerMemory {
   return {
     plan, lookup, tuples, sharedCounts, drainCounts: () => tuples.drain(sharedCounts, Date.now()),
     impressionTuples, impressionCounts, drainImpressions: () => impressionTuples.drain(impressionCounts, Date.now()),
+    tupleArchive: null,
   };
 }
 
@@ -87,15 +94,18 @@ export function tuplesPerCustomerHour(plan: MemoryPlan): number {
 }
 
 /** Allocates the shared tables of a plan (the main thread does this once per process). */
-export function allocateLookupMemory(plan: MemoryPlan, opts: { seed?: number; epoch?: number } = {}): LookupMemory {
+export function allocateLookupMemory(plan: MemoryPlan, opts: { seed?: number; epoch?: number; tupleSeed?: number } = {}): LookupMemory {
   const seed = opts.seed ?? randomSeed();
+  // The reporting tuples' seed: the lids carry tuple hashes, so a stable one lets the next
+  // run name the same tuples (every user reads it from counts.seed: threads, writers, spool).
+  const tupleSeed = opts.tupleSeed ?? (seed ^ 0x7091e5);
   const epoch = opts.epoch ?? Date.now();
   return {
     history: allocateHistory(plan.historyBytes, { seed, epoch }),
     uaCache: allocateUaCache(plan.uaCacheBytes, seed ^ 0x7a11ce, epoch),
     ipCache: allocateIpCache(plan.ipCacheBytes, seed ^ 0x1bad1dea),
     fleetBotIps: allocateFleetBotIps(),
-    counts: allocateSharedCounts(plan.sharedCountsBytes, seed ^ 0x7091e5, tuplesPerCustomerHour(plan)),
+    counts: allocateSharedCounts(plan.sharedCountsBytes, tupleSeed, tuplesPerCustomerHour(plan)),
     impressions: {
       seen: allocateSeenLids(plan.impSeenBytes),
       // Impression tuples are lookup tuples × band × status: as many per customer-hour as the table holds.

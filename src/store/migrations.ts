@@ -297,4 +297,20 @@ export const MIGRATIONS: Migration[] = [
        )`,
     ],
   },
+  {
+    version: 93,
+    name: "reporting: the lookups' tuple dictionary on disk, for impressions after a restart",
+    // One row per reporting tuple a lookup thread announced (src/reporting/tuple-archive.ts):
+    // its hash id under the seed lid.key gives (the same in every run), customer, hour and
+    // values (joined by U+001F). Only hours a beacon can still name (--imp-ttl) are kept; a
+    // tuple announced again (another run, an evicted slot) may have several identical rows.
+    statements: [
+      `CREATE TABLE reporting_tuple_ids (
+         tuple_id     BIGINT NOT NULL,
+         customer_id  VARCHAR NOT NULL,
+         period_start TIMESTAMP NOT NULL,
+         dims         VARCHAR NOT NULL
+       )`,
+    ],
+  },
 ];
