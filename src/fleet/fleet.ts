@@ -43,9 +43,9 @@ export interface FleetOptions {
   /** The process's tuple hash seed (LookupMemory.counts.seed). */
   tupleSeed?: number;
   /** Rows to spool at each flush besides those added: the shared counts, drained. */
-  source?: () => CountRow[];
+  source?: (final: boolean) => CountRow[];
   /** The impressions' rows of each flush (impression-dictionary.ts), spooled by their own writer. */
-  impressionSource?: () => CountRow[];
+  impressionSource?: (final: boolean) => CountRow[];
   /** Role all: the live key set to publish (the store's). */
   readKeys?: () => Promise<LiveKey[]>;
   /** Role edge: called when a newer key set was pulled. */

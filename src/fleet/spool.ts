@@ -37,7 +37,7 @@ export interface FleetWriterOptions {
   /** The process's tuple hash seed, so folded ids agree with the lookup threads'. */
   tupleSeed?: number;
   /** Rows to spool at each flush besides those added: the shared counts, drained. */
-  source?: () => CountRow[];
+  source?: (final: boolean) => CountRow[];
   /** What the rows are and where they go (default: the lookups' rollups, spool fleet_spool). */
   rollups?: FleetRollups;
 }
@@ -146,7 +146,7 @@ export class FleetWriter {
 
   private async spoolNow(): Promise<void> {
     const rows = this.pending.take();
-    const drained = this.opts.source?.();
+    const drained = this.opts.source?.(this.closed);
     if (drained && drained.length > 0) for (const r of drained) rows.push(r);
     if (rows.length === 0) {
       this.counters.lastFlushAt = Date.now();

@@ -120,16 +120,19 @@ export class ImpressionDictionary {
     return e !== undefined && e.customerId === customerId ? splitDims(e.dims) : null;
   }
 
-  /** Rows for every impression slot with counts (zeroed) and every waiting row that can go now. */
-  drain(shared: SharedCounts, now: number): CountRow[] {
+  /**
+   * Rows for every impression slot with counts (zeroed) and every waiting row that can go
+   * now; `final` (the stop's drain) counts what still waits without its lookup's dimensions,
+   * since no later drain will.
+   */
+  drain(shared: SharedCounts, now: number, final = false): CountRow[] {
     const rows: CountRow[] = [];
     shared.drain((hi, lo, total, givt, sivt) => {
       const e = this.entries.get(hashId(hi, lo));
       if (e === undefined) return false; // announced with the thread's next report
       let dims: readonly string[] | null = e.overflow ? UNKNOWN_DIMS : e.dims !== '' ? splitDims(e.dims) : this.valuesOf(e.tupleId, e.customerId);
       if (dims === null) {
-        if (this.waitFor(e.tupleId)) return false;
-        if (++e.misses < MAX_MISSES) return false;
+        if (!final && (this.waitFor(e.tupleId) || ++e.misses < MAX_MISSES)) return false;
         dims = UNKNOWN_DIMS;
         this.unresolved += total;
       } else if (!e.overflow && e.dims === '') {
@@ -142,7 +145,7 @@ export class ImpressionDictionary {
     for (const w of this.waiting) {
       let dims = w.overflow ? UNKNOWN_DIMS : this.valuesOf(hashId(w.tupleHi, w.tupleLo), w.customerId);
       if (dims === null) {
-        if (this.waitFor(hashId(w.tupleHi, w.tupleLo)) || ++w.misses < MAX_MISSES) {
+        if (!final && (this.waitFor(hashId(w.tupleHi, w.tupleLo)) || ++w.misses < MAX_MISSES)) {
           still.push(w);
           continue;
         }

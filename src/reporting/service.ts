@@ -82,9 +82,9 @@ export async function openReporting(
     pendingBytes: number;
     storeBytes: number;
     tupleSeed: number;
-    source?: () => CountRow[];
+    source?: (final: boolean) => CountRow[];
     /** The impression rows of each flush (impression-dictionary.ts). */
-    impressionSource?: () => CountRow[];
+    impressionSource?: (final: boolean) => CountRow[];
     backend?: ReportingBackend | undefined;
   },
 ): Promise<Reporting> {

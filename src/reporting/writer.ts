@@ -73,8 +73,11 @@ export interface RollupWriterOptions {
   maxPendingBytes?: number;
   /** The process's tuple hash seed (LookupMemory.counts.seed), so folded ids agree with the threads'. */
   tupleSeed?: number;
-  /** Rows to write at each flush besides those added: the shared counts, drained (tuple-dictionary.ts). */
-  source?: () => CountRow[];
+  /**
+   * Rows to write at each flush besides those added: the shared counts, drained
+   * (tuple-dictionary.ts). `final` on the stop's flushes: nothing may wait for a later one.
+   */
+  source?: (final: boolean) => CountRow[];
   /** Clock, for tests of retention. */
   now?: () => number;
   /** The tables and columns written (default LOOKUP_ROLLUPS). */
@@ -319,7 +322,7 @@ export class RollupWriter {
   flush(): Promise<void> {
     return this.serial(async () => {
       const rows = this.pending.take();
-      const drained = this.opts.source?.();
+      const drained = this.opts.source?.(this.closed);
       if (drained && drained.length > 0) for (const r of drained) rows.push(r);
       if (rows.length === 0 && this.spools.length === 0) {
         this.counters.lastFlushAt = Date.now();

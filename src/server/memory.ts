@@ -35,7 +35,8 @@ export interface ServerMemory {
    */
   impressionTuples: ImpressionDictionary;
   impressionCounts: SharedCounts;
-  drainImpressions(): ReturnType<ImpressionDictionary['drain']>;
+  /** `final` at the stop: impressions still waiting for their lookup's values are counted without them. */
+  drainImpressions(final: boolean): ReturnType<ImpressionDictionary['drain']>;
   /** Earlier runs' tuples on disk (tuple-archive.ts): set by the start once the store is open. */
   tupleArchive: TupleArchive | null;
 }
@@ -53,7 +54,7 @@ export function planServerMemory(config: Config, opts: { tupleSeed?: number } = 
   const impressionCounts = new SharedCounts(lookup.impressions.counts);
   return {
     plan, lookup, tuples, sharedCounts, drainCounts: () => tuples.drain(sharedCounts, Date.now()),
-    impressionTuples, impressionCounts, drainImpressions: () => impressionTuples.drain(impressionCounts, Date.now()),
+    impressionTuples, impressionCounts, drainImpressions: (final: boolean) => impressionTuples.drain(impressionCounts, Date.now(), final),
     tupleArchive: null,
   };
 }

@@ -81,3 +81,23 @@ t.test('rows kept by threads wait within a bound; past it they count at once, fo
   t.equal(later.reduce((s, r) => s + r.total, 0), WAITING_MAX, 'the waiting ones, once their tuples stay unknown');
   t.strictSame(imps.drain(shared, now), [], 'nothing left');
 });
+
+t.test("the stop's drain counts what still waits, without its dimensions, rather than dropping it", async (t) => {
+  const mem = allocateSharedCounts(1 << 16, SEED, 1000);
+  const thread = new ImpressionCounts(mem);
+  const shared = new SharedCounts(mem);
+  const imps = new ImpressionDictionary(new TupleDictionary());
+  const now = Date.now();
+  thread.count({ customerId: CUSTOMER, at: now, tupleHi: 7, tupleLo: 8, band: 'low' }, 'replay', now);
+  thread.count({ customerId: CUSTOMER, at: now - 5 * 3_600_000, tupleHi: 9, tupleLo: 10, band: 'medium' }, 'expired', now);
+  const { announced, rows } = thread.take();
+  imps.add(announced);
+  imps.addRows(rows);
+  t.strictSame(imps.drain(shared, now), [], 'an ordinary drain waits for the unknown tuples');
+  const last = imps.drain(shared, now, true);
+  t.equal(last.length, 2, 'the final one counts both at once');
+  for (const r of last) t.strictSame(r.dims.slice(0, TUPLE_DIMENSIONS.length), TUPLE_DIMENSIONS.map(() => OVERFLOW));
+  t.match(last.find((r) => r.dims.includes('replay')), { total: 1, givt: 1 });
+  t.match(last.find((r) => r.dims.includes('expired')), { total: 1, givt: 1 });
+  t.equal(imps.unresolved, 2);
+});
