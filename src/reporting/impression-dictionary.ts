@@ -10,8 +10,8 @@
 // impression waits while that lookup is under way (at most 30 s) and takes the values found.
 // A tuple still unknown after that and MAX_MISSES drains (a lookup on another host of a
 // fleet, a tuple the archive could not write or read, a lid naming a tuple never counted)
-// is counted with every dimension `__overflow__`: the impression is counted, its lookup's
-// dimensions are not known. Bounded like the lookups': entries live while their hour can
+// is counted with every dimension `__overflow__`, and so is whatever still waits at the
+// stop's last drain: the impression is counted, its lookup's dimensions are not known. Bounded like the lookups': entries live while their hour can
 // be counted in the shared table; tuples found on disk at most RESTORED_MAX, as long.
 import { BANDS, IMP_STATUSES, TUPLE_DIMENSIONS } from '../enums.ts';
 import { hashId } from '../memory/hash.ts';
