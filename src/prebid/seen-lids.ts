@@ -53,22 +53,12 @@ export class SeenLids {
    */
   remember(hi: number, lo: number, atSec: number, nowSec: number, ttlSec: number, mismatch: boolean): boolean {
     const t = this.table;
-    const u = t.u32;
     if (hi === 0 && lo === 0) hi = 1;
     const b = t.bucketOf(hi);
     const held = t.lock(b);
     try {
       if (t.find(b, hi, lo) >= 0) return false;
-      this.nowSec = nowSec;
-      this.ttlSec = ttlSec;
-      const slot = t.pick(b, this.keep);
-      if (u[slot] !== 0 || u[slot + 1] !== 0) {
-        const at = u[slot + AT]!;
-        if (!(ttlSec > 0 && at + ttlSec < nowSec)) this.evictedLive++;
-      }
-      t.assign(slot, hi, lo);
-      u[slot + AT] = atSec;
-      u[slot + HITS] = (mismatch ? FIRST_MISMATCH | 1 : 1) >>> 0;
+      this.insert(b, hi, lo, atSec, nowSec, ttlSec, mismatch);
       return true;
     } finally {
       if (held) t.unlock(b);
@@ -97,19 +87,26 @@ export class SeenLids {
         if (before < 0x7fffffff) u[found + HITS] = (word + 1) >>> 0;
         return before;
       }
-      this.nowSec = nowSec;
-      this.ttlSec = ttlSec;
-      const slot = t.pick(b, this.keep);
-      if (u[slot] !== 0 || u[slot + 1] !== 0) {
-        const at = u[slot + AT]!;
-        if (!(ttlSec > 0 && at + ttlSec < nowSec)) this.evictedLive++;
-      }
-      t.assign(slot, hi, lo);
-      u[slot + AT] = atSec;
-      u[slot + HITS] = (mismatch ? FIRST_MISMATCH | 1 : 1) >>> 0;
+      this.insert(b, hi, lo, atSec, nowSec, ttlSec, mismatch);
       return 0;
     } finally {
       if (held) t.unlock(b);
     }
+  }
+
+  /** Puts a lid not in bucket `b` into it (the bucket locked, or its lock given up on). */
+  private insert(b: number, hi: number, lo: number, atSec: number, nowSec: number, ttlSec: number, mismatch: boolean): void {
+    const t = this.table;
+    const u = t.u32;
+    this.nowSec = nowSec;
+    this.ttlSec = ttlSec;
+    const slot = t.pick(b, this.keep);
+    if (u[slot] !== 0 || u[slot + 1] !== 0) {
+      const at = u[slot + AT]!;
+      if (!(ttlSec > 0 && at + ttlSec < nowSec)) this.evictedLive++;
+    }
+    t.assign(slot, hi, lo);
+    u[slot + AT] = atSec;
+    u[slot + HITS] = (mismatch ? FIRST_MISMATCH | 1 : 1) >>> 0;
   }
 }

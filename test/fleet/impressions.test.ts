@@ -24,16 +24,16 @@ import type { CountRow } from '../../src/reporting/tuple.ts';
 import { RollupWriter } from '../../src/reporting/writer.ts';
 import { Store } from '../../src/store/db.ts';
 import { clickhouseAvailable, startClickHouse } from '../helpers/clickhouse.ts';
-import { DAY, HOSTILE, HOUR, dims } from './rows.ts';
+import { CUSTOMER_A, CUSTOMER_B, DAY, HOUR, REPORT_VALUES, dims, reportDate } from './rows.ts';
 
 log.level = 'silent';
 
-const A = '7d1c2f1e-aaaa-4b7e-8f00-00000000000a';
-const B = '7d1c2f1e-bbbb-4b7e-8f00-00000000000b';
+const A = CUSTOMER_A;
+const B = CUSTOMER_B;
 const NOW = Date.now();
 const TODAY = NOW - (NOW % DAY);
-const date = (ms: number) => new Date(ms).toISOString().slice(0, 10);
-const VALUES = HOSTILE.filter((v) => v !== '' && !/[\ud800-\udfff]/.test(v.replace(/[\ud800-\udbff][\udc00-\udfff]/g, '')));
+const date = reportDate;
+const VALUES = REPORT_VALUES;
 
 /** Impression rows as the impression dictionary drains them: the lookup's dims, band, imp_status; total, invalid, labelled. */
 function dataset(): CountRow[] {

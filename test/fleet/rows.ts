@@ -7,6 +7,12 @@ import type { CountRow } from '../../src/reporting/tuple.ts';
 export const HOUR = 3_600_000;
 export const DAY = 86_400_000;
 
+/** Two customers of the report tests (reports.test.ts, impressions.test.ts). */
+export const CUSTOMER_A = '7d1c2f1e-aaaa-4b7e-8f00-00000000000a';
+export const CUSTOMER_B = '7d1c2f1e-bbbb-4b7e-8f00-00000000000b';
+/** A report date (YYYY-MM-DD) of a time in ms. */
+export const reportDate = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
 export function dims(v: Partial<Record<TupleDimension, string>> = {}): string[] {
   const base: Partial<Record<TupleDimension, string>> = { pub: 'pub-1', adt: '1', dvt: '2', env: 'site', geo: 'US' };
   return TUPLE_DIMENSIONS.map((d) => v[d] ?? base[d] ?? '');
@@ -84,3 +90,10 @@ export const HOSTILE = [
   ' ',
   'x'.repeat(256),
 ];
+
+/**
+ * Every hostile value but '' (not a filter value) and lone surrogates: the DuckDB writer
+ * refuses those (its JSON staging rejects them), while the fleet path stores U+FFFD
+ * (clickhouse.test.ts checks that side).
+ */
+export const REPORT_VALUES = HOSTILE.filter((v) => v !== '' && !/[\ud800-\udfff]/.test(v.replace(/[\ud800-\udbff][\udc00-\udfff]/g, '')));
