@@ -12,8 +12,9 @@
 // share; an entry is a small record pointing at the dictionary's own strings; more are not
 // kept: their impressions would be `__overflow__` after a restart, nothing else), at most
 // WANT_MAX ids are looked up per pass and ASKED_MAX per hour, and tuples found are kept by
-// the impression dictionary (RESTORED_MAX) only while their hour can be counted. A failed write (a full disk) keeps the tuples for the next pass, is logged once
-// until a write works again, and never touches any count.
+// the impression dictionary (RESTORED_MAX) only while their hour can be counted. A failed
+// write (a full disk) keeps the tuples for the next pass, is logged once until a write works
+// again, and never touches any count.
 import { timestampValue } from '@duckdb/node-api';
 import { log } from '../log.ts';
 import { inTransaction, isInvalidatedError, type Queryable, type Store } from '../store/db.ts';
