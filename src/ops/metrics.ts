@@ -30,6 +30,8 @@ export interface MetricsSources {
   memory?(): { parts: Record<string, number>; occupancy: Record<string, number> };
   /** The latest time this build and its embedded data provably exist at (ms; knownCurrentMs). */
   knownCurrentMs?: number;
+  /** The on-disk tuple archive's counters (src/reporting/tuple-archive.ts), when it runs. */
+  tupleArchive?(): { written: number; dropped: number; failedWrites: number; found: number } | null;
 }
 
 interface Sample {
@@ -101,6 +103,14 @@ export class ServiceMetrics {
     register(r, 'ivtd_clock_behind_seconds', 'How far the system clock reads earlier than the build or its newest embedded data (0 when it does not): fix the clock (NTP); UA version checks hold at the build date meanwhile.', 'gauge', () => [
       { value: Math.max(0, ((sources.knownCurrentMs ?? 0) - Date.now()) / 1000) },
     ]);
+    register(r, 'ivtd_tuple_archive_tuples_total', 'Reporting tuples the archive of the last --imp-ttl handled, by outcome: written to reporting_tuple_ids, dropped (too many waiting while writes failed: their impressions count as __overflow__ after a restart), found for an impression of an earlier run.', 'counter', () => {
+      const a = sources.tupleArchive?.();
+      return a ? [{ value: a.written, labels: { outcome: 'written' } }, { value: a.dropped, labels: { outcome: 'dropped' } }, { value: a.found, labels: { outcome: 'found' } }] : [];
+    });
+    register(r, 'ivtd_tuple_archive_write_failures_total', 'Writes to reporting_tuple_ids that failed (a full disk; retried at the next flush): should stay 0.', 'counter', () => {
+      const a = sources.tupleArchive?.();
+      return a ? [{ value: a.failedWrites }] : [];
+    });
     register(r, 'ivtd_memory_budget_bytes', 'The memory budget (--memory-budget) by part: fixed at start, whatever the traffic.', 'gauge', () => {
       const m = sources.memory?.();
       return m ? Object.entries(m.parts).map(([part, value]) => ({ value, labels: { part } })) : [];

@@ -38,6 +38,7 @@ export function serverMetrics(
     flushStats: () => reporting.writer.stats(),
     refreshStatus: refresher ? () => refresher.status() : undefined,
     memory: () => memoryFigures(memory, later.engine(), later.policyBytes()),
+    tupleArchive: () => memory.tupleArchive?.stats ?? null,
   });
   countSinks.push((_rows, stats) => metrics.recordLookups(stats));
   // At most one line per thread per second, never per request.

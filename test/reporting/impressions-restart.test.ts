@@ -21,6 +21,7 @@ interface Run {
   proc: ServeProcess;
   prebid: number;
   reporting: number;
+  metrics: number;
 }
 
 async function serve(dir: string): Promise<Run> {
@@ -30,7 +31,7 @@ async function serve(dir: string): Promise<Run> {
     { IVTD_LOG_LEVEL: 'info' },
   );
   await proc.waitFor(/"msg":"ivtd ready"/, 0, 60_000);
-  return { proc, prebid, reporting };
+  return { proc, prebid, reporting, metrics };
 }
 
 async function stop(run: Run): Promise<number | null> {
@@ -112,6 +113,12 @@ t.test("beacons of the previous run's lids keep their lookups' dimensions", asyn
     { sid: /^(?!__overflow__).+/, os: 'windows', browser: 'chrome', impressions: 3 },
     "the lookup's other dimensions too",
   );
+
+  // /metrics says what the archive did: the first run's tuples found on disk, no failed write.
+  const metricsText = await (await fetch(`http://127.0.0.1:${second.metrics}/metrics`)).text();
+  const sample = (re: RegExp) => Number(re.exec(metricsText)?.[1] ?? NaN);
+  t.ok(sample(/^ivtd_tuple_archive_tuples_total\{outcome="found"\} (\d+)/m) >= 2, 'tuples found for the earlier run, counted in /metrics');
+  t.equal(sample(/^ivtd_tuple_archive_write_failures_total (\d+)/m), 0, 'no failed write');
 
   // A lookup of this run still resolves as before.
   const now = await lookupLid(second.prebid, 'pub-after', '73.162.93.1', 'ra-0');
