@@ -200,7 +200,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     publishBotIps: (rows) => botIps.publish(rows),
     pullFleetBotIps: () => botIps.pull(),
     registerMetrics(registry) {
-      registerFleetMetrics(registry, { writer, impWriter, puller: sync.keyPuller, fleetBotIps: () => botIps.fleetSize, schemaReady: () => schema.ready });
+      registerFleetMetrics(registry, { writer, impWriter, puller: sync.keyPuller, fleetBotIps: () => botIps.fleetSize, schemaReady: () => schema.ready, seenLids });
     },
     async close() {
       schema.close();

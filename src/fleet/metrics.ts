@@ -4,6 +4,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import { BOT_IPS } from './bot-ips.ts';
 import type { KeyPuller } from './keys.ts';
 import type { FleetWriter } from './spool.ts';
+import type { SeenLidExchange } from './seen-lids.ts';
 
 export interface FleetFigures {
   writer: FleetWriter;
@@ -13,10 +14,31 @@ export interface FleetFigures {
   puller: KeyPuller | null;
   fleetBotIps(): number;
   schemaReady(): boolean;
+  /** The exchange of first sights of lids (replays across hosts), when beacons run. */
+  seenLids?: SeenLidExchange | null;
 }
 
 export function registerFleetMetrics(registry: Registry, f: FleetFigures): void {
   const s = () => f.writer.stats();
+  const seen = f.seenLids;
+  if (seen) {
+    const counters: Array<[string, string, () => number]> = [
+      ['ivtd_fleet_seen_lids_remembered_total', "Lids other hosts saw first, written into this host's seen-lids table (their next beacon here is a replay).", () => seen.remembered],
+      ['ivtd_fleet_seen_lids_dropped_total', 'First sights not published because a period had more than the per-host bound (a replay of one on another host passes as valid).', () => seen.dropped],
+      ['ivtd_fleet_seen_lid_exchange_failures_total', 'Seen-lid exchanges with ClickHouse that failed (retried every period): replays across hosts wait meanwhile.', () => seen.failures],
+    ];
+    for (const [name, help, value] of counters) {
+      new Counter({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          this.reset();
+          this.inc(value());
+        },
+      });
+    }
+  }
   new Gauge({
     name: 'ivtd_fleet_spool_batches',
     help: 'Rollup batches in the local spool, waiting for ClickHouse.',

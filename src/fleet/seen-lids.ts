@@ -50,6 +50,8 @@ export class SeenLidExchange {
   dropped = 0;
   /** Lids of other hosts written into this host's table (cumulative). */
   remembered = 0;
+  /** Exchanges that failed (ClickHouse away; cumulative). */
+  failures = 0;
   private lastPullSec = 0;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
@@ -114,6 +116,7 @@ export class SeenLidExchange {
         await this.publish();
         await this.pull();
       } catch (e) {
+        this.failures++;
         log.warn({ err: (e as Error).message }, 'fleet: seen-lid exchange failed; replays across hosts wait for the next one');
       }
     })().finally(() => {

@@ -91,6 +91,10 @@ t.test('beacons across a fleet', { skip: clickhouseAvailable() ? false : 'clickh
     t.same(r.body.rows, [{ imp_status: 'replay', node: '__overflow__', band: 'low', impressions: 1, valid_impressions: 0, invalid_impressions: 1 }], 'one replay, judged on the edge');
     const v = await report('/v1/report/impressions', { group_by: 'imp_status', node: 'replay-node' });
     t.same(v.body.rows.map((x: any) => [x.imp_status, x.impressions]), [['valid', 1]], 'the first sight, valid on the full instance, with its dimensions');
+    const m = await (await fetch(`http://127.0.0.1:${edge.ports.metrics}/metrics`)).text();
+    const sample = (name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(m)?.[1] ?? NaN);
+    t.ok(sample('ivtd_fleet_seen_lids_remembered_total') >= 1, "the edge's /metrics counts the lids it learnt from the other host");
+    t.equal(sample('ivtd_fleet_seen_lid_exchange_failures_total'), 0, 'and no failed exchange');
   });
 
   await t.test('an IP whose impressions are replayed on one host is flagged on the other', async (t) => {
