@@ -100,9 +100,14 @@ const BAD: Array<Record<string, string>> = [
 
 t.test('impressions in a fleet', { skip: clickhouseAvailable() ? false : 'clickhouse-server is not installed' }, async (t) => {
   const server = await startClickHouse();
-  t.teardown(() => server.destroy());
   const ch = new ClickHouse(parseClickHouseUrl(server.url('imps')));
-  t.teardown(() => ch.close());
+  // One teardown, in the order things depend on each other: the writers (their last
+  // delivery needs ClickHouse and their spool), then the stores, the client, the server.
+  const closing: Array<() => unknown> = [];
+  t.teardown(async () => {
+    for (const close of closing.reverse()) await close();
+  });
+  closing.push(() => server.destroy(), () => ch.close());
   await migrateClickHouse(ch);
 
   const dirs: string[] = [];
@@ -113,7 +118,7 @@ t.test('impressions in a fleet', { skip: clickhouseAvailable() ? false : 'clickh
   };
   const duck = await store();
   const spool = await store();
-  t.teardown(() => {
+  closing.push(() => {
     duck.close();
     spool.close();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -122,8 +127,7 @@ t.test('impressions in a fleet', { skip: clickhouseAvailable() ? false : 'clickh
   const rows = dataset();
   const duckWriter = await RollupWriter.open(duck, { flushIntervalMs: 3_600_000, retentionDays: 400, schema: IMPRESSION_ROLLUPS });
   const fleetWriter = await FleetWriter.open(spool, ch, { flushIntervalMs: 3_600_000, rollups: IMPRESSION_FLEET_ROLLUPS });
-  t.teardown(() => duckWriter.close());
-  t.teardown(() => fleetWriter.close());
+  closing.push(() => duckWriter.close(), () => fleetWriter.close());
   for (const part of [rows.slice(0, rows.length / 2), rows.slice(rows.length / 2), rows.slice(0, 30)]) {
     duckWriter.add(part.map((r) => ({ ...r, dims: [...r.dims] })));
     fleetWriter.add(part.map((r) => ({ ...r, dims: [...r.dims] })));
