@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from './ports.ts';
+import { freeFixedPort } from './ports.ts';
 
 export const CLICKHOUSE_BINARY = '/usr/sbin/clickhouse-server';
 const SYSTEM_CONFIG = '/etc/clickhouse-server';
@@ -94,7 +94,18 @@ process.once('exit', () => {
 
 export async function startClickHouse(opts: ClickHouseServerOptions = {}): Promise<ClickHouseServer> {
   const dir = mkdtempSync(join(tmpdir(), 'ivtd-clickhouse-'));
-  const ports = { http: await freePort(), tcp: await freePort(), interserver: await freePort() };
+  // Below the ephemeral range: stop() and start() reuse them (see freeFixedPort).
+  const picked = new Set<number>();
+  const pick = async (): Promise<number> => {
+    for (;;) {
+      const p = await freeFixedPort();
+      if (!picked.has(p)) {
+        picked.add(p);
+        return p;
+      }
+    }
+  };
+  const ports = { http: await pick(), tcp: await pick(), interserver: await pick() };
   const configFile = writeConfig(dir, ports, opts);
   const http = `http://127.0.0.1:${ports.http}`;
   let child: ChildProcess | null = null;
