@@ -68,12 +68,16 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // The tuples announced are kept on disk for the impressions of the next run: written at
     // each flush interval and last after the threads' final reports (it closes after
     // lookups.stop, before the store).
+    // Tuples waiting to be written (small records pointing at the dictionary's strings, and
+    // only while the store refuses them), ids looked up per hour, and tuples found on disk
+    // (entries like the dictionary's): each at most a sixteenth of the pending-counts share.
+    const archiveTuples = Math.max(10_000, Math.floor(memory.plan.pendingCountsBytes / TYPICAL_ENTRY_BYTES / 16));
     const archive = new TupleArchive(store, {
       impTtlMs: config.impTtl * 1000,
       flushIntervalMs: config.flushInterval * 1000,
-      // They wait only while the store refuses them; small records pointing at the dictionary's strings.
-      maxPending: Math.max(10_000, Math.floor(memory.plan.pendingCountsBytes / TYPICAL_ENTRY_BYTES / 16)),
+      maxPending: archiveTuples,
     });
+    memory.impressionTuples.restoredMax = archiveTuples;
     memory.tupleArchive = archive;
     memory.impressionTuples.resolver = archive;
     archive.onFound = (found) => memory.impressionTuples.restore(found);

@@ -11,8 +11,9 @@
 // A tuple still unknown after that and MAX_MISSES drains (a lookup on another host of a
 // fleet, a tuple the archive could not write or read, a lid naming a tuple never counted)
 // is counted with every dimension `__overflow__`, and so is whatever still waits at the
-// stop's last drain: the impression is counted, its lookup's dimensions are not known. Bounded like the lookups': entries live while their hour can
-// be counted in the shared table; tuples found on disk at most RESTORED_MAX, as long.
+// stop's last drain: the impression is counted, its lookup's dimensions are not known.
+// Bounded like the lookups': entries live while their hour can be counted in the shared
+// table; tuples found on disk at most `restoredMax` (from the memory plan), as long.
 import { BANDS, IMP_STATUSES, TUPLE_DIMENSIONS } from '../enums.ts';
 import { hashId } from '../memory/hash.ts';
 import { HOUR_MS } from '../time.ts';
@@ -26,7 +27,7 @@ import { OVERFLOW, splitDims, type CountRow } from './tuple.ts';
 export const MAX_MISSES = 3;
 /** Rows kept from threads (their own maps) waiting for their tuple, at most. */
 export const WAITING_MAX = 100_000;
-/** Tuples found on disk (earlier runs) kept at most. */
+/** Tuples found on disk (earlier runs) kept at most, unless the server sets restoredMax from its memory plan. */
 export const RESTORED_MAX = 100_000;
 
 /** Where tuples no one in memory knows are asked for (tuple-archive.ts): true while a lookup is under way. */
@@ -66,13 +67,15 @@ export class ImpressionDictionary {
   resolvedFromDisk = 0;
   /** Set at the start (src/server.ts): the archive of earlier runs' tuples. */
   resolver: TupleResolver | null = null;
+  /** Tuples found on disk kept at most (src/server.ts: from the pending-counts share). */
+  restoredMax = RESTORED_MAX;
 
   constructor(private readonly lookups: TupleDictionary) {}
 
   /** Tuples the archive found (main thread, after its lookup). */
   restore(found: ReadonlyMap<number, ArchivedTuple>): void {
     for (const [id, t] of found) {
-      if (this.restored.size >= RESTORED_MAX) break;
+      if (this.restored.size >= this.restoredMax) break;
       this.restored.set(id, t);
     }
   }

@@ -11,8 +11,8 @@
 // `maxPending` tuples wait to be written (src/server.ts sizes it from the pending-counts
 // share; an entry is a small record pointing at the dictionary's own strings; more are not
 // kept: their impressions would be `__overflow__` after a restart, nothing else), at most
-// WANT_MAX ids are looked up per pass and ASKED_MAX per hour, and tuples found are kept by
-// the impression dictionary (RESTORED_MAX) only while their hour can be counted. A failed
+// WANT_MAX ids are looked up per pass and `maxPending` per hour, and tuples found are kept by
+// the impression dictionary (`restoredMax`, as many) only while their hour can be counted. A failed
 // write (a full disk) keeps the tuples for the next pass, is logged once until a write works
 // again, and never touches any count.
 import { timestampValue } from '@duckdb/node-api';
@@ -30,8 +30,7 @@ export const PENDING_MAX = 200_000;
 const CHUNK = 5_000;
 /** Tuple ids looked up per pass, at most. */
 export const WANT_MAX = 10_000;
-/** Ids looked up per hour, at most (past it, unknown tuples are not looked up: `__overflow__`). */
-const ASKED_MAX = 100_000;
+
 /** How long an id asked for counts as being looked up (a store that hangs must not hold impressions back). */
 const LOOKUP_WAIT_MS = 30_000;
 /** Between deletions of the hours no beacon can name any more. */
@@ -57,7 +56,11 @@ export interface TupleArchiveOptions {
   impTtlMs: number;
   /** Milliseconds between writes (config.flushInterval × 1000). */
   flushIntervalMs: number;
-  /** Tuples waiting to be written at most (default PENDING_MAX). */
+  /**
+   * Tuples waiting to be written at most, and ids looked up per hour at most (past it,
+   * unknown tuples are not looked up: `__overflow__`); default PENDING_MAX. src/server.ts
+   * sizes it from the memory plan's pending-counts share.
+   */
   maxPending?: number;
   now?: () => number;
 }
@@ -133,7 +136,7 @@ export class TupleArchive {
       this.asked = new Set();
       this.askedHour = h;
     }
-    if (this.asked.has(id) || this.asked.size >= ASKED_MAX) return false;
+    if (this.asked.has(id) || this.asked.size >= this.maxPending) return false;
     const since = this.inFlight.get(id);
     if (since !== undefined) return now - since < LOOKUP_WAIT_MS;
     if (this.closed || this.wanted.size >= WANT_MAX) return false;
