@@ -44,7 +44,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // Reporting tuples hashed with a seed from lid.key (this host's copy; a fleet's agreed
     // secret replaces it from the next start on), the same in every run on this data dir: a
     // lid answered before a restart names a tuple the next run can find on disk.
-    const memory = planServerMemory(config, { tupleSeed: tupleSeedFor(loadOrCreateLidSecret(config.dataDir)) });
+    const localLidSecret = loadOrCreateLidSecret(config.dataDir);
+    const memory = planServerMemory(config, { tupleSeed: tupleSeedFor(localLidSecret) });
     const fleet = await wireFleet(config, store, memory, {
       engine: () => later.engine,
       keysPulled: () => later.pushes?.refreshKeysSoon(),
@@ -97,7 +98,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       policyBytes: () => later.pushes.policies.bytes,
     });
 
-    const lidSecret = await lidSecretFor(config, fleet, cleanup);
+    const lidSecret = await lidSecretFor(config, fleet, cleanup, localLidSecret);
     // History keys from the lid secret: the same on every host of a fleet and across
     // restarts, so the keys a lid carries name the same IP, uid and IFA wherever and
     // whenever its beacon lands (before any thread or engine reads the history).

@@ -9,7 +9,7 @@ import { activePrebidKeys } from '../store/api-keys.ts';
 import type { Store } from '../store/db.ts';
 import type { ServerMemory } from './memory.ts';
 import { log } from '../log.ts';
-import { loadOrCreateLidSecret, saveLidSecret } from '../prebid/lid-secret.ts';
+import { saveLidSecret } from '../prebid/lid-secret.ts';
 import type { Cleanup } from './cleanup.ts';
 import type { BeaconIpRow } from '../prebid/messages.ts';
 import { BAD_IPS_MAX } from '../prebid/beacon.ts';
@@ -111,10 +111,10 @@ const LID_SECRET_RETRY_MS = 30_000;
  * The lookup ids' secret: made once and kept in the data dir's lid.key; a fleet's hosts share
  * the fleet's (src/fleet/lid-secret.ts), kept in the same file. While ClickHouse is away a
  * fleet host signs with its own and keeps asking; a secret agreed later is saved for the
- * next start (the running threads keep theirs: the log says to restart).
+ * next start (the running threads keep theirs: the log says to restart). `local`: lid.key as
+ * read at start (src/server.ts reads it once).
  */
-export async function lidSecretFor(config: Config, fleet: FleetWiring | null, cleanup: Cleanup): Promise<Uint8Array> {
-  const local = loadOrCreateLidSecret(config.dataDir);
+export async function lidSecretFor(config: Config, fleet: FleetWiring | null, cleanup: Cleanup, local: Uint8Array): Promise<Uint8Array> {
   if (!fleet) return local;
   const agree = async (): Promise<Uint8Array> => {
     let timer: NodeJS.Timeout | undefined;
