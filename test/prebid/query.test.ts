@@ -126,3 +126,37 @@ t.test('conditional parameters', async (t) => {
   t.match(validate(app), { status: 400, message: /ifa.*in-app/ }, 'in-app needs ifa');
   t.match(validate(BASE.replace('dvt=2', 'dvt=4')), { dvt: 4, app: '', ifa: '' }, 'mobile web needs neither');
 });
+
+t.test('the fast scan agrees with the character-by-character one on random queries', async (t) => {
+  // Queries built from pieces that hit every rule: names in any case, known and unknown,
+  // empty ones, raw and encoded '=', '%' escapes good, cut short and not UTF-8, '+',
+  // forbidden characters, controls, duplicates, non-ASCII.
+  const goodNames = ['ua', 'ip', 'pub', 'schain', 'geo', 'rid', '%75a', 'u%', 'cb', 'p', 'k', 'ué', 'dvt', 'node'];
+  const badNames = ['Ua', 'uA', 'PUB', ''];
+  const goodValues = ['', 'x', 'a+b', '%41', '%C3%A9', 'é', '1.0,1!a.com,1,1', '%2B+%25', 'Mozilla%2F5.0%20(X11)', '+'];
+  const badValues = ['%4', '%', '%zz', '%FF', '%E2%82', 'a=b', '=', 'a#b', 'a@b', 'a;b', 'a\u0001', '\u007f', 'x%2'];
+  const pick = (good: string[], bad: string[]) => (rnd(40) ? good[rnd(good.length)]! : bad[rnd(bad.length)]!);
+  let seed = 7;
+  const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) >>> 0) % n);
+  const fast = new QueryScanner();
+  const slow = new QueryScanner();
+  let errors = 0;
+  for (let i = 0; i < 100000; i++) {
+    const parts: string[] = [];
+    const n = 1 + rnd(6);
+    for (let j = 0; j < n; j++) {
+      const name = pick(goodNames, badNames);
+      const form = rnd(30);
+      parts.push(form === 0 ? name : form === 1 ? '' : `${name}=${pick(goodValues, badValues)}${rnd(3) ? '' : pick(goodValues, badValues)}`);
+    }
+    const q = parts.join('&');
+    const a = fast.scan(q);
+    const b = slow.exact(q);
+    if (a) errors++;
+    if (JSON.stringify(a) !== JSON.stringify(b) || (!a && (JSON.stringify(fast.values) !== JSON.stringify(slow.values) || JSON.stringify(fast.raw) !== JSON.stringify(slow.raw)))) {
+      t.fail(`disagree on ${JSON.stringify(q)}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
+      return;
+    }
+  }
+  t.ok(errors > 10000 && errors < 90000, `both accepted and refused queries were drawn (${errors} refused)`);
+});
