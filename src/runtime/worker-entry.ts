@@ -7,6 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { Worker, type WorkerOptions } from 'node:worker_threads';
 import { BUNDLE_KEY, WORKER_ROLES, type WorkerRole } from './asset-table.ts';
 import { isSea, repoRoot } from './assets.ts';
+import { holdYoungGeneration } from './heap-flags.ts';
 import { freshWorkerBundle } from './worker-bundle.ts';
 
 export type { WorkerRole } from './asset-table.ts';
@@ -22,6 +23,16 @@ export type StartWorkerOptions = Omit<WorkerOptions, 'eval' | 'workerData'>;
 
 /** Starts the worker code of `role` (WORKER_ROLES) with `workerData` (plus ROLE_FIELD). */
 export function startWorker(role: WorkerRole, workerData: object, options: StartWorkerOptions = {}): Worker {
+  const worker = newWorker(role, workerData, options);
+  // Its heap set up, the thread runs: the young-generation setting it reset holds again;
+  // and once more at its first message, after any isolate its start-up made (from a
+  // checkout, tsx's loader thread).
+  worker.once('online', holdYoungGeneration);
+  worker.once('message', holdYoungGeneration);
+  return worker;
+}
+
+function newWorker(role: WorkerRole, workerData: object, options: StartWorkerOptions): Worker {
   const data = { ...workerData, [ROLE_FIELD]: role };
   if (isSea()) {
     // No file to point at: the worker evaluates the bundle, embedded as an asset.

@@ -1,0 +1,20 @@
+// The main thread's young generation keeps its initial size (src/runtime/heap-flags.ts), also
+// after a worker thread's start put V8's growth factor back; a plain Worker shows what
+// happens without startWorker's re-setting (the figure the test could not fail without).
+import t from 'tap';
+import { execFileSync } from 'node:child_process';
+
+function youngMb(mode: 'startWorker' | 'raw'): number {
+  const out = execFileSync(process.execPath, ['--import', 'tsx', 'test/fixtures/runtime/young-generation.ts', mode], { encoding: 'utf8', timeout: 60_000 });
+  return (JSON.parse(out.trim().split('\n').pop()!) as { youngMb: number }).youngMb;
+}
+
+t.test('after startWorker the young generation stays at its initial size', async (t) => {
+  const mb = youngMb('startWorker');
+  t.ok(mb <= 4, `young generation ${mb} MB (V8's maximum is 32)`);
+});
+
+t.test('a worker started otherwise resets the growth factor, and the young generation grows', async (t) => {
+  const mb = youngMb('raw');
+  t.ok(mb >= 16, `young generation ${mb} MB`);
+});
