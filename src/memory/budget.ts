@@ -10,7 +10,7 @@
 
 const MB = 1 << 20;
 
-/** Shares of the budget left once the V8 heaps' floor is off the top (runtimeMb). They add up to 1. */
+/** Shares of the budget left once the heaps' floors are off the top (runtimeMb, nativeMb). They add up to 1. */
 export const SHARES = {
   /** History of IPs, uids and IFAs (shared by all lookup threads). */
   history: 0.4,
@@ -61,6 +61,23 @@ export function runtimeMb(budgetMb: number, threads: number): number {
   return Math.min(RUNTIME_MAIN_MB + RUNTIME_THREAD_MB * threads, Math.floor(budgetMb * RUNTIME_MAX_SHARE));
 }
 
+/**
+ * The C heaps' floor, also off the top: what the process allocates outside V8 and outside the
+ * tables under load (glibc's main heap and its per-thread arenas, the buffers of
+ * uWebSockets.js, libuv and Node, DuckDB's own beside its buffer pool): measured with the
+ * binary under the flood (bench/memory.ts), the anonymous memory past the V8 heaps and the
+ * parts was 43-59 MB with two lookup threads. About NATIVE_MAIN_MB for the process and
+ * NATIVE_THREAD_MB per lookup thread; a small budget gives it at most NATIVE_MAX_SHARE.
+ */
+export const NATIVE_MAIN_MB = 24;
+export const NATIVE_THREAD_MB = 12;
+const NATIVE_MAX_SHARE = 0.2;
+
+/** MB of the budget kept for the C heaps' floor (see NATIVE_MAIN_MB). */
+export function nativeMb(budgetMb: number, threads: number): number {
+  return Math.min(NATIVE_MAIN_MB + NATIVE_THREAD_MB * threads, Math.floor(budgetMb * NATIVE_MAX_SHARE));
+}
+
 export const MIN_BUDGET_MB = 32;
 /** DuckDB below this fails to commit a flush of a busy hour ("failed to pin block"): checked here. */
 export const STORE_MIN_MB = 48;
@@ -70,6 +87,8 @@ export interface MemoryPlan {
   threads: number;
   /** The V8 heaps' floor (runtimeMb), off the top: the shares divide the rest. */
   runtimeBytes: number;
+  /** The C heaps' floor (nativeMb), off the top like runtimeBytes. */
+  nativeBytes: number;
   historyBytes: number;
   /** The lids seen by the beacon (replay detection), shared. */
   impSeenBytes: number;
@@ -103,12 +122,14 @@ const KEY_MEMO_ENTRY_BYTES = 1024;
 
 export function planMemory(budgetMb: number, threads: number): MemoryPlan {
   const runtime = runtimeMb(budgetMb, threads);
-  // The shares divide what the heaps' floor leaves.
-  const bytes = (budgetMb - runtime) * MB;
+  const native = nativeMb(budgetMb, threads);
+  // The shares divide what the heaps' floors leave.
+  const bytes = (budgetMb - runtime - native) * MB;
   return {
     budgetMb,
     threads,
     runtimeBytes: runtime * MB,
+    nativeBytes: native * MB,
     historyBytes: Math.floor(bytes * SHARES.history),
     impSeenBytes: Math.floor((bytes * SHARES.impressions * 2) / 3),
     impCountsBytes: Math.floor((bytes * SHARES.impressions) / 3),
@@ -131,6 +152,7 @@ export function planMemory(budgetMb: number, threads: number): MemoryPlan {
 export function planParts(plan: MemoryPlan): Record<string, number> {
   return {
     runtime: plan.runtimeBytes,
+    native: plan.nativeBytes,
     history: plan.historyBytes,
     impressions: plan.impSeenBytes + plan.impCountsBytes,
     ua_cache: plan.uaCacheBytes,

@@ -1,7 +1,7 @@
-// The memory budget's split (src/memory/budget.ts): the V8 heaps' floor off the top, the
-// shares dividing the rest, and the parts adding up to the budget.
+// The memory budget's split (src/memory/budget.ts): the V8 heaps' and the C heaps' floors
+// off the top, the shares dividing the rest, and the parts adding up to the budget.
 import t from 'tap';
-import { MIN_BUDGET_MB, RUNTIME_MAIN_MB, RUNTIME_THREAD_MB, SHARES, STORE_MIN_MB, planMemory, planParts, runtimeMb } from '../../src/memory/budget.ts';
+import { MIN_BUDGET_MB, NATIVE_MAIN_MB, NATIVE_THREAD_MB, RUNTIME_MAIN_MB, RUNTIME_THREAD_MB, SHARES, STORE_MIN_MB, nativeMb, planMemory, planParts, runtimeMb } from '../../src/memory/budget.ts';
 
 const MB = 1 << 20;
 
@@ -18,17 +18,22 @@ t.test('the heaps floor comes off the top, and the parts fit the budget', async 
       t.equal(parts.runtime, runtime * MB, `${budget} MB, ${threads} threads: the runtime part`);
       t.ok(runtime <= budget * 0.4, 'at most 40 % of the budget');
       t.equal(runtime, Math.min(RUNTIME_MAIN_MB + RUNTIME_THREAD_MB * threads, Math.floor(budget * 0.4)));
+      const native = nativeMb(budget, threads);
+      t.equal(parts.native, native * MB, 'the native part');
+      t.equal(native, Math.min(NATIVE_MAIN_MB + NATIVE_THREAD_MB * threads, Math.floor(budget * 0.2)), 'at most 20 % of the budget');
       // The history share of what is left (not of the whole budget).
-      t.equal(plan.historyBytes, Math.floor((budget - runtime) * MB * SHARES.history));
+      t.equal(plan.historyBytes, Math.floor((budget - runtime - native) * MB * SHARES.history));
       const sum = Object.values(parts).reduce((a, b) => a + b, 0);
       // DuckDB's pool has a floor of its own: only a small budget goes over by it.
-      const storeOver = Math.max(0, STORE_MIN_MB * MB - Math.floor((budget - runtime) * MB * SHARES.store));
+      const storeOver = Math.max(0, STORE_MIN_MB * MB - Math.floor((budget - runtime - native) * MB * SHARES.store));
       t.ok(sum <= budget * MB + storeOver, `${budget} MB, ${threads} threads: parts ${(sum / MB).toFixed(1)} MB within the budget (+${(storeOver / MB).toFixed(1)} MB store floor)`);
     }
   }
   // The default: 256 MB with 2 lookup threads.
   const d = planMemory(256, 2);
   t.equal(d.runtimeBytes, 102 * MB, 'the 40 % cap (64 + 2 x 24 = 112 MB would be more)');
-  t.equal(d.historyBytes, Math.floor(154 * MB * SHARES.history));
+  t.equal(d.nativeBytes, 48 * MB, '24 + 2 x 12 MB');
+  t.equal(d.historyBytes, Math.floor(106 * MB * SHARES.history));
   t.equal(planMemory(1024, 2).runtimeBytes, 112 * MB, 'a larger budget: the whole floor');
+  t.equal(planMemory(128, 2).nativeBytes, 25 * MB, 'a small budget: the 20 % cap');
 });

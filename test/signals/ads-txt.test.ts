@@ -8,7 +8,7 @@ import {
   parseAdsTxt,
 } from '../../src/signals/ads-txt.ts';
 import { buildAdsTxtIndex, parseAppDevelopers, rootDomain, type AdsTxtFileInput } from '../../src/signals/ads-txt-build.ts';
-import { ADS_TXT_RECORD_BYTES, SHARES, planMemory, runtimeMb } from '../../src/memory/budget.ts';
+import { ADS_TXT_RECORD_BYTES, SHARES, nativeMb, planMemory, runtimeMb } from '../../src/memory/budget.ts';
 
 t.test('parser: records, variables, comments, extensions', async (t) => {
   const p = parseAdsTxt(
@@ -259,7 +259,7 @@ t.test('the index holds at most maxRecords (the memory budget share); the rest a
   t.equal(idx.authorize('first.example', '', 'exchange1.example', 'a-5', null), ADS_TXT_RESULT.reseller);
   t.equal(idx.authorize('big.example', '', 'exchange1.example', 'b-5', null), ADS_TXT_RESULT.unavailable, 'not loaded: unknown, never held against the request');
   t.equal(idx.authorize('small.example', '', 'exchange1.example', 'c-5', null), ADS_TXT_RESULT.reseller, 'a smaller file still fits');
-  t.equal(planMemory(256, 2).adsTxtRecords, Math.floor(((256 - runtimeMb(256, 2)) * 1048576 * SHARES.adsTxt) / ADS_TXT_RECORD_BYTES), 'the cap follows --memory-budget (its share of what the heaps leave)');
+  t.equal(planMemory(256, 2).adsTxtRecords, Math.floor(((256 - runtimeMb(256, 2) - nativeMb(256, 2)) * 1048576 * SHARES.adsTxt) / ADS_TXT_RECORD_BYTES), 'the cap follows --memory-budget (its share of what the heaps\' floors leave)');
 });
 
 t.test('scale and cost: 2000 files x 300 lines', async (t) => {
