@@ -3,7 +3,7 @@
 // evidence is invalid (outcomeForHistory: not history, so the fleet cannot confirm
 // itself); once in, its lookups and invalid lookups are counted. Bounded: at most MAX_IPS
 // per report interval; the IPs already in keep being counted when it is full.
-import { ownString } from '../reporting/tuple.ts';
+import { ownString } from '../memory/own-string.ts';
 
 /** One IP as a thread reports it (and a host publishes it). */
 export interface BotIpRow {

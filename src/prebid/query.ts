@@ -3,12 +3,21 @@
 // of known parameters into a reused slot array. No URLSearchParams, no per-parameter objects.
 import type { ErrorAnswer } from '../errors.ts';
 import { isHexDigit, percentDecodeChecked } from '../http/percent.ts';
-import { PARAM_COUNT, PARAM_NAMES, paramIndexAt } from './params.ts';
+import { ownString } from '../memory/own-string.ts';
+import { P, PARAM_COUNT, PARAM_NAMES, paramIndexAt } from './params.ts';
 
 
 const AMP = 0x26, EQ = 0x3d, PCT = 0x25, PLUS = 0x2b, HASH = 0x23, AT = 0x40, SEMI = 0x3b;
 /** Characters no value may hold raw but '=' (which names end with): '#', '@', ';', controls. */
 const UNUSUAL = /[#@;\x00-\x1f\x7f]/;
+/**
+ * User agents whose decoding a scanner remembers (the value as sent -> as decoded): traffic
+ * repeats a few thousand UAs, and the same decoded string object lets the UA cache find its
+ * hashes by the string's own (V8-kept) hash (UaCache.verdict). Cleared when it holds this
+ * many UAs or this many characters (about 0.5 MB per lookup thread at most).
+ */
+export const UA_MEMO_ENTRIES = 1024;
+export const UA_MEMO_CHARS = 1 << 17;
 
 /**
  * One scanner per lookup thread. `scan(query)` fills `values` (decoded) and `raw` (as sent)
@@ -19,6 +28,8 @@ const UNUSUAL = /[#@;\x00-\x1f\x7f]/;
 export class QueryScanner {
   readonly values: (string | undefined)[] = new Array(PARAM_COUNT).fill(undefined);
   readonly raw: (string | undefined)[] = new Array(PARAM_COUNT).fill(undefined);
+  private readonly uaDecoded = new Map<string, string>();
+  private uaDecodedChars = 0;
 
   /** Null, or the first violation (a 400). */
   scan(query: string): ErrorAnswer | null {
@@ -89,8 +100,20 @@ export class QueryScanner {
           const rawValue = eq === -1 ? '' : q.slice(eq + 1, end);
           this.raw[idx] = rawValue;
           if (decode) {
-            const decoded = percentDecodeChecked(rawValue.indexOf('+') === -1 ? rawValue : rawValue.replace(/\+/g, ' '));
-            if (decoded === null) return false;
+            let decoded = idx === P.ua ? this.uaDecoded.get(rawValue) : undefined;
+            if (decoded === undefined) {
+              const d = percentDecodeChecked(rawValue.indexOf('+') === -1 ? rawValue : rawValue.replace(/\+/g, ' '));
+              if (d === null) return false;
+              decoded = d;
+              if (idx === P.ua) {
+                if (this.uaDecoded.size >= UA_MEMO_ENTRIES || this.uaDecodedChars >= UA_MEMO_CHARS) {
+                  this.uaDecoded.clear();
+                  this.uaDecodedChars = 0;
+                }
+                this.uaDecodedChars += rawValue.length + decoded.length;
+                this.uaDecoded.set(ownString(rawValue), decoded); // (not a slice holding the whole query)
+              }
+            }
             this.values[idx] = decoded;
           } else {
             this.values[idx] = rawValue;

@@ -6,7 +6,8 @@
 import { HASH, hashId } from '../memory/hash.ts';
 import { FULL, NEW, REFUSED, SharedCounts, type SharedCountsMemory } from './shared-counts.ts';
 import type { NewTuple } from './tuple-dictionary.ts';
-import { TupleCounts, foldInto, joinDims, ownString, tupleHash, type CountRow } from './tuple.ts';
+import { ownString } from '../memory/own-string.ts';
+import { TupleCounts, foldInto, joinDims, tupleHash, type CountRow } from './tuple.ts';
 import type { TransactionClass } from '../enums.ts';
 
 export class ThreadCounts {

@@ -8,6 +8,7 @@
 // never dropped (folded tuples are few: customers × hours × the bounded dimensions).
 import { TUPLE_DIMENSIONS, type TransactionClass, type TupleDimension } from '../enums.ts';
 import { HASH, hashAdd, hashAddNumber, hashBegin, hashEnd, hashId } from '../memory/hash.ts';
+import { ownString } from '../memory/own-string.ts';
 
 export const OVERFLOW = '__overflow__';
 const SEP = '\u001f';
@@ -91,13 +92,6 @@ export function clipDim(v: string): string {
   return out.isWellFormed() ? out : out.toWellFormed();
 }
 
-/**
- * A string that shares no memory with `s`. V8 keeps a whole request string alive behind
- * any slice of 13+ characters; values kept past the request are copied first.
- */
-export function ownString(s: string): string {
-  return s.length < 13 ? s : (' ' + s).slice(1);
-}
 
 /** Bytes a stored tuple takes, estimated from above: map entry, row, dims array, key and values (UTF-16). */
 export function tupleBytes(dims: readonly string[], customerId: string): number {

@@ -7,6 +7,7 @@
 // dependent verdict (version ceilings) is judged per lookup from the cached majors, and an
 // entry older than UA_CACHE_MAX_AGE_HOURS is examined again.
 import { HASH, hashFinish, hashSeed1, hashSeed2 } from '../memory/hash.ts';
+import { ownString } from '../memory/own-string.ts';
 import { SharedTable, type SharedTableMemory } from '../memory/shared-table.ts';
 import { HOUR_MS } from '../time.ts';
 import {
@@ -182,6 +183,10 @@ if (OS_CODES.length > 64 || BROWSER_CODES.length > 64 || MALFORMED_REASONS.lengt
 
 // ---- the cache ----------------------------------------------------------------------
 
+/** UAs whose hashes a UaCache remembers per thread (UaCache.hash), and their characters at most. */
+const UA_HASH_MEMO = 1024;
+const UA_HASH_MEMO_CHARS = 1 << 17;
+
 export class UaCache {
   private readonly table: SharedTable;
   private readonly seed: number;
@@ -195,6 +200,15 @@ export class UaCache {
   misses = 0;
   private nowHour = 0;
   private readonly keepFn = (base: number): number => this.keepScore(base);
+  /**
+   * The hashes of recent UAs by the string itself (slot -> HASH's four words): a lookup
+   * thread's scanner hands the same string object for a UA it decoded before, whose hash V8
+   * keeps, so a repeated UA costs a map probe instead of a pass over its characters.
+   * Cleared when full (UA_HASH_MEMO entries or UA_HASH_MEMO_CHARS characters).
+   */
+  private readonly hashMemo = new Map<string, number>();
+  private readonly hashWords = new Uint32Array(4 * UA_HASH_MEMO);
+  private hashMemoChars = 0;
 
   constructor(
     readonly memory: UaCacheMemory,
@@ -234,7 +248,7 @@ export class UaCache {
    * process.
    */
   verdict(ua: string, now: number, out: UaVerdict): UaVerdict {
-    hashUa(ua, this.seed);
+    this.hash(ua);
     this.exactHi = HASH[0]!;
     this.exactLo = HASH[1]!;
     if (unparsedVerdict(ua, out) !== null) return out;
@@ -281,6 +295,31 @@ export class UaCache {
     if (unparsedVerdict(ua, out) !== null) return out;
     this.analyzer.examine(normalizeUa(ua), out);
     return judge(out, this.analyzer.ceilingsAt(now));
+  }
+
+  /** hashUa(ua, seed) into HASH, remembered (hashMemo). */
+  private hash(ua: string): void {
+    const w = this.hashWords;
+    const at = this.hashMemo.get(ua);
+    if (at !== undefined) {
+      HASH[0] = w[at]!;
+      HASH[1] = w[at + 1]!;
+      HASH[2] = w[at + 2]!;
+      HASH[3] = w[at + 3]!;
+      return;
+    }
+    hashUa(ua, this.seed);
+    if (this.hashMemo.size >= UA_HASH_MEMO || this.hashMemoChars >= UA_HASH_MEMO_CHARS) {
+      this.hashMemo.clear();
+      this.hashMemoChars = 0;
+    }
+    this.hashMemoChars += ua.length;
+    const slot = this.hashMemo.size * 4;
+    w[slot] = HASH[0]!;
+    w[slot + 1] = HASH[1]!;
+    w[slot + 2] = HASH[2]!;
+    w[slot + 3] = HASH[3]!;
+    this.hashMemo.set(ownString(ua), slot); // (a UA sent unencoded is a slice of its whole query)
   }
 
   /** CLOCK-style second chance: a slot read since the last claim in its bucket is kept once more. */

@@ -376,6 +376,33 @@ t.test('the shared cache: one parse per normalised UA, verdicts equal to the ful
   t.equal(cache.bytes, before, 'fixed size');
 });
 
+t.test("the cache's per-thread memo of UA hashes gives hashUa's hashes, before and after it fills", async (t) => {
+  const cache = UaCache.create(64 << 10, new UaAnalyzer()); // (its seed: 0x5eed)
+  const out = emptyVerdict();
+  const uas = Array.from({ length: 3000 }, (_, k) => `Mozilla/5.0 (X11; Linux x86_64) Memo${k}/${k % 7}.0 (like Gecko)`);
+  let wrong = 0;
+  let checked = 0;
+  // Each UA, then ones seen shortly and long before (found in the memo, or not since it was
+  // cleared), some as equal strings that are other objects.
+  for (let k = 0; k < uas.length; k++) {
+    for (const j of [k, k - 5, k - 600, k]) {
+      if (j < 0) continue;
+      const ua = j % 2 ? ` ${uas[j]!}`.slice(1) : uas[j]!;
+      cache.verdict(ua, NOW, out);
+      hashUa(ua, 0x5eed);
+      checked++;
+      if (cache.exactHi !== HASH[0] || cache.exactLo !== HASH[1]) wrong++;
+    }
+  }
+  t.equal(checked, 3000 * 4 - 5 - 600);
+  t.equal(wrong, 0, 'every exact hash as hashUa computes it');
+  cache.verdict(UA.chromeWin, NOW, out);
+  cache.verdict(UA.safariMac, NOW, out);
+  const safari = [cache.exactHi, cache.exactLo];
+  cache.verdict(UA.chromeWin, NOW, out);
+  t.not(cache.exactLo, safari[1], 'distinct UAs keep distinct hashes');
+});
+
 t.test('a clock a year ahead: version ceilings follow the lookup, not the start', async (t) => {
   // Chrome 175 is ahead of the ceiling in November 2026 and current a year later.
   const ua = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/175.0.0.0 Safari/537.36';
