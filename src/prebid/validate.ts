@@ -4,6 +4,7 @@ import { CTV_DEVICE_TYPES, RENDERED_AD_TYPES } from '../enums.ts';
 import type { ErrorAnswer } from '../errors.ts';
 import type { SchainResult } from '../signals/schain.ts';
 import type { SuaFacts } from '../signals/sua.ts';
+import { ownString } from '../memory/own-string.ts';
 import { isUuid } from '../uuid.ts';
 import { P, PARAM_NAMES, REQUIRED } from './params.ts';
 
@@ -95,11 +96,20 @@ export function validateAuth(v: (string | undefined)[], out: LookupRequest): Err
   if (!k) return { status: 401, code: 'unauthorized', message: 'Missing API key: pass the pre-bid key as query parameter k.' };
   const p = v[P.p];
   if (!p) return missing('p');
-  if (!isUuid(p)) return invalid('p', 'the partner ID must be a UUID');
+  // A thread's traffic comes from few partners: the last one checked is not checked again.
+  if (p !== lastPartner) {
+    if (!isUuid(p)) return invalid('p', 'the partner ID must be a UUID');
+    lastPartner = ownString(p);
+    lastPartnerLower = p.toLowerCase();
+  }
   out.key = k;
-  out.partnerId = p.toLowerCase();
+  out.partnerId = lastPartnerLower;
   return null;
 }
+
+/** The last partner ID validateAuth accepted, as sent and lowercased (per thread: module state). */
+let lastPartner = '';
+let lastPartnerLower = '';
 
 /** Every other parameter: presence, type and the conditional rules. */
 export function validateRequest(

@@ -160,3 +160,23 @@ t.test('the fast scan agrees with the character-by-character one on random queri
   }
   t.ok(errors > 10000 && errors < 90000, `both accepted and refused queries were drawn (${errors} refused)`);
 });
+
+t.test('the partner ID: checked and lowercased, also when the same one comes again', async (t) => {
+  const v = (p: string) => {
+    const s = new QueryScanner();
+    t.equal(s.scan(`p=${p}&k=ivp_x`), null);
+    return s.values;
+  };
+  const upper = '0B8E9A7E-5B1C-4F7E-9D2A-1C3B5D7F9A2B';
+  for (const p of [upper, upper, '0b8e9a7e-5b1c-4f7e-9d2a-1c3b5d7f9a2b', 'not-a-uuid', upper, 'not-a-uuid', upper.slice(1)]) {
+    const r = emptyRequest();
+    const err = validateAuth(v(p), r);
+    if (p.length === 36 && p !== 'not-a-uuid') {
+      t.equal(err, null, p);
+      t.equal(r.partnerId, upper.toLowerCase(), `${p}: lowercased`);
+    } else {
+      t.equal(err?.status, 400, `${p}: refused`);
+      t.match(err?.message, /partner ID must be a UUID/);
+    }
+  }
+});
