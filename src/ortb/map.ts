@@ -4,6 +4,7 @@
 // bid request" documents the table below. Synchronous, no I/O; allocation is bounded by
 // the body limits of body.ts.
 import { CTV_DEVICE_TYPES } from '../enums.ts';
+import { ownString } from '../memory/own-string.ts';
 import { ipScratch, parseIpInto, type IpScratch } from '../signals/ip-address.ts';
 import { countryAlpha2 } from '../countries.ts';
 import { schainFromObject, type SchainResult } from '../signals/schain.ts';
@@ -279,7 +280,8 @@ function mapBody(bid: JsonObject, v: (string | undefined)[], extra: OrtbExtra): 
   const ip = address(device, 'ip', 'device.ip');
   const ipv6 = address(device, 'ipv6', 'device.ipv6');
   v[P.ip] = ip || ipv6 || undefined;
-  v[P.ua] = str(device, 'ua', 'device.ua') || undefined;
+  // (Its own string: the UA cache may keep it, and the body's JS parser returns slices of the body.)
+  v[P.ua] = ownString(str(device, 'ua', 'device.ua')) || undefined;
   const ifa = str(device, 'ifa', 'device.ifa');
   const deviceExt = ext(device);
   const ifaType = (str(device, 'ifa_type', 'device.ifa_type') || str(deviceExt, 'ifa_type', 'device.ext.ifa_type')).toLowerCase();

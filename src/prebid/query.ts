@@ -99,25 +99,9 @@ export class QueryScanner {
           if (this.raw[idx] !== undefined) return false; // duplicate
           const rawValue = eq === -1 ? '' : q.slice(eq + 1, end);
           this.raw[idx] = rawValue;
-          if (decode) {
-            let decoded = idx === P.ua ? this.uaDecoded.get(rawValue) : undefined;
-            if (decoded === undefined) {
-              const d = percentDecodeChecked(rawValue.indexOf('+') === -1 ? rawValue : rawValue.replace(/\+/g, ' '));
-              if (d === null) return false;
-              decoded = d;
-              if (idx === P.ua) {
-                if (this.uaDecoded.size >= UA_MEMO_ENTRIES || this.uaDecodedChars >= UA_MEMO_CHARS) {
-                  this.uaDecoded.clear();
-                  this.uaDecodedChars = 0;
-                }
-                this.uaDecodedChars += rawValue.length + decoded.length;
-                this.uaDecoded.set(ownString(rawValue), decoded); // (not a slice holding the whole query)
-              }
-            }
-            this.values[idx] = decoded;
-          } else {
-            this.values[idx] = rawValue;
-          }
+          const value = idx === P.ua ? this.userAgent(rawValue, decode) : decode ? decodeValue(rawValue) : rawValue;
+          if (value === null) return false;
+          this.values[idx] = value;
         }
       }
       start = end + 1;
@@ -194,18 +178,39 @@ export class QueryScanner {
     }
     const rawValue = eq === -1 ? '' : q.slice(eq + 1, end);
     this.raw[idx] = rawValue;
-    if (!needsDecode) {
-      this.values[idx] = rawValue;
-      return null;
-    }
     // (Its escapes were checked above.)
-    const decoded = percentDecodeChecked(rawValue.indexOf('+') === -1 ? rawValue : rawValue.replace(/\+/g, ' '));
-    if (decoded === null) {
+    const value = idx === P.ua ? this.userAgent(rawValue, needsDecode) : needsDecode ? decodeValue(rawValue) : rawValue;
+    if (value === null) {
       return { status: 400, code: 'bad_encoding', message: `Parameter ${PARAM_NAMES[idx]} is not valid percent-encoded UTF-8.` };
     }
-    this.values[idx] = decoded;
+    this.values[idx] = value;
     return null;
   }
+
+  /**
+   * The UA's value from its raw text (decoded when `decode`), or null when not valid UTF-8:
+   * remembered, so a repeated UA costs a map probe, and always a string of its own (never a
+   * slice holding the query), which the UA cache may keep as its key (UaCache.hash).
+   */
+  private userAgent(rawValue: string, decode: boolean): string | null {
+    const known = this.uaDecoded.get(rawValue);
+    if (known !== undefined) return known;
+    const key = ownString(rawValue);
+    const value = decode ? decodeValue(rawValue) : key;
+    if (value === null) return null;
+    if (this.uaDecoded.size >= UA_MEMO_ENTRIES || this.uaDecodedChars >= UA_MEMO_CHARS) {
+      this.uaDecoded.clear();
+      this.uaDecodedChars = 0;
+    }
+    this.uaDecodedChars += key.length + (value === key ? 0 : value.length);
+    this.uaDecoded.set(key, value);
+    return value;
+  }
+}
+
+/** A value with '+' for space and %XX escapes decoded, or null when they are not UTF-8. */
+function decodeValue(rawValue: string): string | null {
+  return percentDecodeChecked(rawValue.indexOf('+') === -1 ? rawValue : rawValue.replace(/\+/g, ' '));
 }
 
 function clip(s: string): string {

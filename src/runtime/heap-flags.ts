@@ -5,12 +5,19 @@
 // one. The growth factor, read at each doubling, can be set from inside: at 1 the young
 // generation keeps its initial size (1 MB per semi-space). Each new isolate (a worker
 // thread) puts the factor back to at least 2 while V8 sets up its heap, so startWorker()
-// sets it again once the worker is online. Lookup threads' young generations have their
-// own bound (resourceLimits, src/prebid/lookup-threads.ts).
+// sets it again once the worker is online. A worker's young generation, which can then no
+// longer grow either, starts at its own bound instead (startingYoungGeneration): a lookup
+// thread's is 4 MB (resourceLimits, src/prebid/lookup-threads.ts), where it would otherwise
+// stay at half that and collect twice as often.
 import { setFlagsFromString } from 'node:v8';
 
 export function holdYoungGeneration(): void {
   setFlagsFromString('--semi-space-growth-factor=1');
+}
+
+/** Before a worker starts: its young generation (two semi-spaces) begins at `youngMb`, read while V8 sets up its heap. */
+export function startingYoungGeneration(youngMb: number): void {
+  setFlagsFromString(`--min-semi-space-size=${Math.max(1, Math.floor(youngMb / 2))}`);
 }
 
 holdYoungGeneration();

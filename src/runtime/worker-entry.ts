@@ -7,7 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { Worker, type WorkerOptions } from 'node:worker_threads';
 import { BUNDLE_KEY, WORKER_ROLES, type WorkerRole } from './asset-table.ts';
 import { isSea, repoRoot } from './assets.ts';
-import { holdYoungGeneration } from './heap-flags.ts';
+import { holdYoungGeneration, startingYoungGeneration } from './heap-flags.ts';
 import { freshWorkerBundle } from './worker-bundle.ts';
 
 export type { WorkerRole } from './asset-table.ts';
@@ -23,6 +23,8 @@ export type StartWorkerOptions = Omit<WorkerOptions, 'eval' | 'workerData'>;
 
 /** Starts the worker code of `role` (WORKER_ROLES) with `workerData` (plus ROLE_FIELD). */
 export function startWorker(role: WorkerRole, workerData: object, options: StartWorkerOptions = {}): Worker {
+  const young = options.resourceLimits?.maxYoungGenerationSizeMb;
+  if (young !== undefined) startingYoungGeneration(young);
   const worker = newWorker(role, workerData, options);
   // Its heap set up, the thread runs: the young-generation setting it reset holds again;
   // and once more at its first message, after any isolate its start-up made (from a

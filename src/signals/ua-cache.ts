@@ -7,7 +7,6 @@
 // dependent verdict (version ceilings) is judged per lookup from the cached majors, and an
 // entry older than UA_CACHE_MAX_AGE_HOURS is examined again.
 import { HASH, hashFinish, hashSeed1, hashSeed2 } from '../memory/hash.ts';
-import { ownString } from '../memory/own-string.ts';
 import { SharedTable, type SharedTableMemory } from '../memory/shared-table.ts';
 import { HOUR_MS } from '../time.ts';
 import {
@@ -202,9 +201,11 @@ export class UaCache {
   private readonly keepFn = (base: number): number => this.keepScore(base);
   /**
    * The hashes of recent UAs by the string itself (slot -> HASH's four words): a lookup
-   * thread's scanner hands the same string object for a UA it decoded before, whose hash V8
+   * thread's scanner hands the same string object for a UA it read before, whose hash V8
    * keeps, so a repeated UA costs a map probe instead of a pass over its characters.
-   * Cleared when full (UA_HASH_MEMO entries or UA_HASH_MEMO_CHARS characters).
+   * Cleared when full (UA_HASH_MEMO entries or UA_HASH_MEMO_CHARS characters). The strings
+   * are kept as given: callers hand strings of their own, never slices of a larger one (the
+   * scanner's, a header's, a parsed body's values), so the characters counted are the memory kept.
    */
   private readonly hashMemo = new Map<string, number>();
   private readonly hashWords = new Uint32Array(4 * UA_HASH_MEMO);
@@ -319,7 +320,7 @@ export class UaCache {
     w[slot + 1] = HASH[1]!;
     w[slot + 2] = HASH[2]!;
     w[slot + 3] = HASH[3]!;
-    this.hashMemo.set(ownString(ua), slot); // (a UA sent unencoded is a slice of its whole query)
+    this.hashMemo.set(ua, slot);
   }
 
   /** CLOCK-style second chance: a slot read since the last claim in its bucket is kept once more. */

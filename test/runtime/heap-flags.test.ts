@@ -18,3 +18,13 @@ t.test('a worker started otherwise resets the growth factor, and the young gener
   const mb = youngMb('raw');
   t.ok(mb >= 16, `young generation ${mb} MB`);
 });
+
+function threadYoungMb(mode: 'started' | 'held'): number {
+  const out = execFileSync(process.execPath, ['--import', 'tsx', 'test/fixtures/runtime/thread-young-generation.ts', mode], { encoding: 'utf8', timeout: 60_000 });
+  return (JSON.parse(out.trim().split('\n').pop()!) as { youngMb: number }).youngMb;
+}
+
+t.test("a worker's young generation starts at its bound, since it cannot grow either", async (t) => {
+  t.equal(threadYoungMb('started'), 4, 'startingYoungGeneration(4): 4 MB');
+  t.equal(threadYoungMb('held'), 2, 'without it: V8 starts at 2 MB and, held, stays there');
+});
