@@ -135,6 +135,7 @@ export class LookupEngine {
   private verdict(now: number, ortb: boolean): LookupOutcome {
     const s = this.sources.gather(this.req, this.data, now, 'observe');
     if (s === null) return BAD_IP;
+    if (this.sources.uaCache.remembered) this.scanner.rememberUa();
     let r = score(s);
     // History learns from this request's own evidence only, so history cannot condemn itself
     // (nor can one customer's policy teach the shared history anything: it is applied after).

@@ -30,6 +30,9 @@ export class QueryScanner {
   readonly raw: (string | undefined)[] = new Array(PARAM_COUNT).fill(undefined);
   private readonly uaDecoded = new Map<string, string>();
   private uaDecodedChars = 0;
+  /** The last scan's UA when it was not remembered: its raw text (null: none) and value. */
+  private pendingRaw: string | null = null;
+  private pendingValue = '';
 
   /** Null, or the first violation (a 400). */
   scan(query: string): ErrorAnswer | null {
@@ -42,6 +45,7 @@ export class QueryScanner {
   }
 
   private clear(): void {
+    this.pendingRaw = null;
     const values = this.values;
     const raw = this.raw;
     for (let i = 0; i < PARAM_COUNT; i++) {
@@ -189,22 +193,36 @@ export class QueryScanner {
 
   /**
    * The UA's value from its raw text (decoded when `decode`), or null when not valid UTF-8:
-   * remembered, so a repeated UA costs a map probe, and always a string of its own (never a
-   * slice holding the query), which the UA cache may keep as its key (UaCache.hash).
+   * a string of its own (never a slice holding the query), which the UA cache may keep as
+   * its key (UaCache.hash). One remembered (rememberUa) is found by a map probe and is the
+   * same string object every time.
    */
   private userAgent(rawValue: string, decode: boolean): string | null {
     const known = this.uaDecoded.get(rawValue);
     if (known !== undefined) return known;
-    const key = ownString(rawValue);
-    const value = decode ? decodeValue(rawValue) : key;
+    const value = decode ? decodeValue(rawValue) : ownString(rawValue);
     if (value === null) return null;
+    this.pendingRaw = rawValue;
+    this.pendingValue = value;
+    return value;
+  }
+
+  /**
+   * Remembers the last scan's UA (as sent -> its value) when it was not yet: called once the
+   * UA cache has found the UA worth remembering (seen twice lately), so a stream of one-off
+   * UAs does not churn the map.
+   */
+  rememberUa(): void {
+    const raw = this.pendingRaw;
+    if (raw === null) return;
+    this.pendingRaw = null;
     if (this.uaDecoded.size >= UA_MEMO_ENTRIES || this.uaDecodedChars >= UA_MEMO_CHARS) {
       this.uaDecoded.clear();
       this.uaDecodedChars = 0;
     }
-    this.uaDecodedChars += key.length + (value === key ? 0 : value.length);
-    this.uaDecoded.set(key, value);
-    return value;
+    const value = this.pendingValue;
+    this.uaDecodedChars += raw.length + value.length;
+    this.uaDecoded.set(ownString(raw), value);
   }
 }
 

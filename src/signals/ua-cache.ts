@@ -185,6 +185,8 @@ if (OS_CODES.length > 64 || BROWSER_CODES.length > 64 || MALFORMED_REASONS.lengt
 /** UAs whose hashes a UaCache remembers per thread (UaCache.hash), and their characters at most. */
 const UA_HASH_MEMO = 1024;
 const UA_HASH_MEMO_CHARS = 1 << 17;
+/** First sights of UAs not yet remembered, by hash (a power of two). */
+const UA_HASH_DOOR = 4096;
 
 export class UaCache {
   private readonly table: SharedTable;
@@ -208,6 +210,9 @@ export class UaCache {
    * scanner's, a header's, a parsed body's values), so the characters counted are the memory kept.
    */
   private readonly hashMemo = new Map<string, number>();
+  private readonly hashDoor = new Uint32Array(UA_HASH_DOOR);
+  /** Whether the last verdict()'s UA is remembered (hashMemo): the scanner then remembers its decoding too. */
+  remembered = false;
   private readonly hashWords = new Uint32Array(4 * UA_HASH_MEMO);
   private hashMemoChars = 0;
 
@@ -303,6 +308,7 @@ export class UaCache {
     const w = this.hashWords;
     const at = this.hashMemo.get(ua);
     if (at !== undefined) {
+      this.remembered = true;
       HASH[0] = w[at]!;
       HASH[1] = w[at + 1]!;
       HASH[2] = w[at + 2]!;
@@ -310,6 +316,15 @@ export class UaCache {
       return;
     }
     hashUa(ua, this.seed);
+    // Remembered from its second sight on (a direct-mapped table of first sights), so a
+    // stream of one-off UAs does not churn the map.
+    const door = HASH[1]! & (UA_HASH_DOOR - 1);
+    if (this.hashDoor[door] !== HASH[0]) {
+      this.hashDoor[door] = HASH[0]!;
+      this.remembered = false;
+      return;
+    }
+    this.remembered = true;
     if (this.hashMemo.size >= UA_HASH_MEMO || this.hashMemoChars >= UA_HASH_MEMO_CHARS) {
       this.hashMemo.clear();
       this.hashMemoChars = 0;

@@ -396,6 +396,13 @@ t.test("the cache's per-thread memo of UA hashes gives hashUa's hashes, before a
   }
   t.equal(checked, 3000 * 4 - 5 - 600);
   t.equal(wrong, 0, 'every exact hash as hashUa computes it');
+  const once = 'Mozilla/5.0 (X11; Linux x86_64) SeenOnce/1.0';
+  cache.verdict(once, NOW, out);
+  t.equal(cache.remembered, false, 'a UA seen once is not remembered');
+  cache.verdict(once, NOW, out);
+  t.equal(cache.remembered, true, 'seen twice, it is');
+  cache.verdict(once, NOW, out);
+  t.equal(cache.remembered, true, 'and found');
   cache.verdict(UA.chromeWin, NOW, out);
   cache.verdict(UA.safariMac, NOW, out);
   const safari = [cache.exactHi, cache.exactLo];
