@@ -31,7 +31,10 @@ export const SHARES = {
   pendingCounts: 0.13,
   /** Customers' allow and deny lists, compiled once into shared memory (src/policy). */
   policy: 0.03,
-  /** Small per-thread caches: verified API keys (all threads together). */
+  /**
+   * Small per-thread caches (all threads together): verified API keys, and the UAs recently
+   * seen (their decoding and hashes), half each.
+   */
   threadCaches: 0.02,
   /** DuckDB's buffer pool (its memory_limit): rollup writes and reports. It spills to disk past it. */
   store: 0.2,
@@ -104,6 +107,8 @@ export interface MemoryPlan {
   storeBytes: number;
   /** Verified API keys each lookup thread remembers. */
   keyMemoEntries: number;
+  /** Bytes of each lookup thread's UA memos (the scanner's decodings and the UA cache's hashes, half each). */
+  uaMemoBytes: number;
   /** ads.txt records the index may hold (its share / ADS_TXT_RECORD_BYTES). */
   adsTxtRecords: number;
   /** All customers' compiled policies together (shared by the threads). */
@@ -119,6 +124,8 @@ export const ADS_TXT_RECORD_BYTES = 48;
 
 /** Bytes one remembered API key takes at most (a 256-character key, its entry and map slot). */
 const KEY_MEMO_ENTRY_BYTES = 1024;
+/** A lookup thread's UA memos take at least this much (a few hundred UAs). */
+const UA_MEMO_MIN_BYTES = 64 << 10;
 
 export function planMemory(budgetMb: number, threads: number): MemoryPlan {
   const runtime = runtimeMb(budgetMb, threads);
@@ -140,7 +147,8 @@ export function planMemory(budgetMb: number, threads: number): MemoryPlan {
     pendingCountsBytes: Math.floor(bytes * SHARES.pendingCounts),
     storeBytes: Math.max(STORE_MIN_MB * MB, Math.floor(bytes * SHARES.store)),
     policyBytes: Math.floor(bytes * SHARES.policy),
-    keyMemoEntries: Math.max(64, Math.floor((bytes * SHARES.threadCaches) / threads / KEY_MEMO_ENTRY_BYTES)),
+    keyMemoEntries: Math.max(64, Math.floor((bytes * SHARES.threadCaches) / 2 / threads / KEY_MEMO_ENTRY_BYTES)),
+    uaMemoBytes: Math.max(UA_MEMO_MIN_BYTES, Math.floor((bytes * SHARES.threadCaches) / 2 / threads)),
     adsTxtRecords: Math.floor((bytes * SHARES.adsTxt) / ADS_TXT_RECORD_BYTES),
   };
 }
@@ -174,6 +182,7 @@ export function describePlan(
   const out: Record<string, unknown> = { budgetMb: plan.budgetMb };
   for (const [part, bytes] of Object.entries(planParts(plan))) out[`${part.replace(/_(.)/g, (_, c: string) => c.toUpperCase())}Mb`] = mb(bytes);
   out['keyMemoEntriesPerThread'] = plan.keyMemoEntries;
+  out['uaMemoKbPerThread'] = Math.round(plan.uaMemoBytes / 1024);
   out['adsTxtRecords'] = plan.adsTxtRecords;
   out['capacity'] = capacity;
   return out;

@@ -99,7 +99,7 @@ export class SignalSources {
 
   constructor(memory: LookupMemory) {
     this.history = new History(memory.history);
-    this.uaCache = new UaCache(memory.uaCache, this.analyzer);
+    this.uaCache = new UaCache(memory.uaCache, this.analyzer, memory.uaMemoBytes / 2);
     this.ipCache = new IpCache(memory.ipCache);
     this.fleetBotIps = new FleetBotIps(memory.fleetBotIps);
   }

@@ -78,11 +78,11 @@ interface Slot {
 }
 
 /**
- * V8 heap limits of a lookup thread: old space for its share of counts and key memo, the
+ * V8 heap limits of a lookup thread: old space for its share of counts and memos, the
  * data lists and code, with room; a small young generation (a lookup's garbage dies young).
  */
 export function lookupHeapLimits(memory: LookupMemory): { maxOldGenerationSizeMb: number; maxYoungGenerationSizeMb: number } {
-  const mb = (memory.threadCountsBytes + memory.keyMemoEntries * 1024) / (1 << 20);
+  const mb = (memory.threadCountsBytes + memory.keyMemoEntries * 1024 + memory.uaMemoBytes) / (1 << 20);
   return { maxOldGenerationSizeMb: Math.ceil(192 + 3 * mb), maxYoungGenerationSizeMb: 4 };
 }
 

@@ -25,6 +25,8 @@ export interface LookupMemory {
   readonly fleetBotIps: FleetBotIpMemory;
   readonly threadCountsBytes: number;
   readonly keyMemoEntries: number;
+  /** This thread's UA memos, in bytes (the scanner's and the UA cache's, half each). */
+  readonly uaMemoBytes: number;
 }
 
 export interface LookupWorkerInit {

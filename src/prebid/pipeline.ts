@@ -90,7 +90,7 @@ export class LookupEngine {
   readonly botIps: BotIpTracker | null;
   /** Domains, apps and selling systems seen, for the data refresher's crawl (null when it does not crawl). */
   private readonly seen: { sites: SeenSample; apps: SeenSample; systems: SeenSample } | null;
-  private readonly scanner = new QueryScanner();
+  private readonly scanner: QueryScanner;
   private readonly req: LookupRequest = emptyRequest();
   private readonly ortb: OrtbExtra = emptyOrtbExtra();
   private readonly dims: string[] = new Array(TUPLE_DIMENSIONS.length).fill('');
@@ -110,6 +110,7 @@ export class LookupEngine {
     const n = opts.seenSample ?? 0;
     this.seen = n > 0 ? { sites: new SeenSample(n), apps: new SeenSample(n), systems: new SeenSample(n) } : null;
     this.sources = new SignalSources(memory);
+    this.scanner = new QueryScanner(memory.uaMemoBytes / 2);
     this.keys = new KeyTable(memory.keyMemoEntries);
     this.counts = new ThreadCounts(memory.counts, memory.threadCountsBytes);
   }

@@ -4,20 +4,13 @@
 import type { ErrorAnswer } from '../errors.ts';
 import { isHexDigit, percentDecodeChecked } from '../http/percent.ts';
 import { ownString } from '../memory/own-string.ts';
+import { DEFAULT_MEMO_BYTES, StringMemo } from '../memory/string-memo.ts';
 import { P, PARAM_COUNT, PARAM_NAMES, paramIndexAt } from './params.ts';
 
 
 const AMP = 0x26, EQ = 0x3d, PCT = 0x25, PLUS = 0x2b, HASH = 0x23, AT = 0x40, SEMI = 0x3b;
 /** Characters no value may hold raw but '=' (which names end with): '#', '@', ';', controls. */
 const UNUSUAL = /[#@;\x00-\x1f\x7f]/;
-/**
- * User agents whose decoding a scanner remembers (the value as sent -> as decoded): traffic
- * repeats a few thousand UAs, and the same decoded string object lets the UA cache find its
- * hashes by the string's own (V8-kept) hash (UaCache.verdict). Cleared when it holds this
- * many UAs or this many characters (about 0.5 MB per lookup thread at most).
- */
-export const UA_MEMO_ENTRIES = 1024;
-export const UA_MEMO_CHARS = 1 << 17;
 
 /**
  * One scanner per lookup thread. `scan(query)` fills `values` (decoded) and `raw` (as sent)
@@ -28,11 +21,19 @@ export const UA_MEMO_CHARS = 1 << 17;
 export class QueryScanner {
   readonly values: (string | undefined)[] = new Array(PARAM_COUNT).fill(undefined);
   readonly raw: (string | undefined)[] = new Array(PARAM_COUNT).fill(undefined);
-  private readonly uaDecoded = new Map<string, string>();
-  private uaDecodedChars = 0;
+  /**
+   * UAs whose decoding the scanner remembers (as sent -> as decoded), bounded by its share of
+   * the budget: traffic repeats a few thousand UAs, and the same decoded string object lets
+   * the UA cache find its hashes by the string's own (V8-kept) hash (UaCache.hash).
+   */
+  private readonly uaDecoded: StringMemo<string>;
   /** The last scan's UA when it was not remembered: its raw text (null: none) and value. */
   private pendingRaw: string | null = null;
   private pendingValue = '';
+
+  constructor(uaMemoBytes = DEFAULT_MEMO_BYTES) {
+    this.uaDecoded = new StringMemo(uaMemoBytes);
+  }
 
   /** Null, or the first violation (a 400). */
   scan(query: string): ErrorAnswer | null {
@@ -216,13 +217,10 @@ export class QueryScanner {
     const raw = this.pendingRaw;
     if (raw === null) return;
     this.pendingRaw = null;
-    if (this.uaDecoded.size >= UA_MEMO_ENTRIES || this.uaDecodedChars >= UA_MEMO_CHARS) {
-      this.uaDecoded.clear();
-      this.uaDecodedChars = 0;
-    }
     const value = this.pendingValue;
-    this.uaDecodedChars += raw.length + value.length;
-    this.uaDecoded.set(ownString(raw), value);
+    // Sent without escapes, the value is already the raw text's own copy: one string for both.
+    const same = value === raw;
+    if (this.uaDecoded.reserve(same ? raw.length : raw.length + value.length) >= 0) this.uaDecoded.put(same ? value : ownString(raw), value);
   }
 }
 

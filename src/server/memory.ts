@@ -114,5 +114,6 @@ export function allocateLookupMemory(plan: MemoryPlan, opts: { seed?: number; ep
     },
     threadCountsBytes: plan.threadCountsBytes,
     keyMemoEntries: plan.keyMemoEntries,
+    uaMemoBytes: plan.uaMemoBytes,
   };
 }

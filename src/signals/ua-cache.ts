@@ -8,6 +8,7 @@
 // entry older than UA_CACHE_MAX_AGE_HOURS is examined again.
 import { HASH, hashFinish, hashSeed1, hashSeed2 } from '../memory/hash.ts';
 import { SharedTable, type SharedTableMemory } from '../memory/shared-table.ts';
+import { DEFAULT_MEMO_BYTES, StringMemo } from '../memory/string-memo.ts';
 import { HOUR_MS } from '../time.ts';
 import {
   AUTOMATION_REASONS,
@@ -182,9 +183,6 @@ if (OS_CODES.length > 64 || BROWSER_CODES.length > 64 || MALFORMED_REASONS.lengt
 
 // ---- the cache ----------------------------------------------------------------------
 
-/** UAs whose hashes a UaCache remembers per thread (UaCache.hash), and their characters at most. */
-const UA_HASH_MEMO = 1024;
-const UA_HASH_MEMO_CHARS = 1 << 17;
 /** First sights of UAs not yet remembered, by hash (a power of two). */
 const UA_HASH_DOOR = 4096;
 
@@ -205,21 +203,23 @@ export class UaCache {
    * The hashes of recent UAs by the string itself (slot -> HASH's four words): a lookup
    * thread's scanner hands the same string object for a UA it read before, whose hash V8
    * keeps, so a repeated UA costs a map probe instead of a pass over its characters.
-   * Cleared when full (UA_HASH_MEMO entries or UA_HASH_MEMO_CHARS characters). The strings
-   * are kept as given: callers hand strings of their own, never slices of a larger one (the
-   * scanner's, a header's, a parsed body's values), so the characters counted are the memory kept.
+   * Bounded by its share of the budget. The strings are kept as given: callers hand strings
+   * of their own, never slices of a larger one (the scanner's, a header's, a parsed body's
+   * values), so the characters counted are the memory kept.
    */
-  private readonly hashMemo = new Map<string, number>();
+  private readonly hashMemo: StringMemo<number>;
   private readonly hashDoor = new Uint32Array(UA_HASH_DOOR);
   /** Whether the last verdict()'s UA is remembered (hashMemo): the scanner then remembers its decoding too. */
   remembered = false;
-  private readonly hashWords = new Uint32Array(4 * UA_HASH_MEMO);
-  private hashMemoChars = 0;
+  private readonly hashWords: Uint32Array;
 
   constructor(
     readonly memory: UaCacheMemory,
     private readonly analyzer: UaAnalyzer,
+    hashMemoBytes = DEFAULT_MEMO_BYTES,
   ) {
+    this.hashMemo = new StringMemo(hashMemoBytes);
+    this.hashWords = new Uint32Array(4 * this.hashMemo.maxEntries);
     this.table = new SharedTable(memory.table);
     this.seed = memory.seed;
     this.epoch = memory.epoch;
@@ -324,18 +324,15 @@ export class UaCache {
       this.remembered = false;
       return;
     }
-    this.remembered = true;
-    if (this.hashMemo.size >= UA_HASH_MEMO || this.hashMemoChars >= UA_HASH_MEMO_CHARS) {
-      this.hashMemo.clear();
-      this.hashMemoChars = 0;
-    }
-    this.hashMemoChars += ua.length;
-    const slot = this.hashMemo.size * 4;
+    const index = this.hashMemo.reserve(ua.length);
+    this.remembered = index >= 0;
+    if (index < 0) return;
+    const slot = index * 4;
     w[slot] = HASH[0]!;
     w[slot + 1] = HASH[1]!;
     w[slot + 2] = HASH[2]!;
     w[slot + 3] = HASH[3]!;
-    this.hashMemo.set(ua, slot);
+    this.hashMemo.put(ua, slot);
   }
 
   /** CLOCK-style second chance: a slot read since the last claim in its bucket is kept once more. */

@@ -29,6 +29,13 @@ t.test('the heaps floor comes off the top, and the parts fit the budget', async 
       t.ok(sum <= budget * MB + storeOver, `${budget} MB, ${threads} threads: parts ${(sum / MB).toFixed(1)} MB within the budget (+${(storeOver / MB).toFixed(1)} MB store floor)`);
     }
   }
+  // The per-thread caches' share: the key memo and the UA memos half each.
+  for (const threads of [1, 2, 4]) {
+    const p = planMemory(256, threads);
+    const share = ((256 - runtimeMb(256, threads) - nativeMb(256, threads)) * MB * SHARES.threadCaches) / threads;
+    t.ok(p.uaMemoBytes <= share / 2 + 1 && p.uaMemoBytes > share / 2 - 1, `${threads} threads: UA memos ${p.uaMemoBytes} bytes, half the share`);
+    t.ok(p.keyMemoEntries * 1024 <= share / 2, 'the key memo the other half');
+  }
   // The default: 256 MB with 2 lookup threads.
   const d = planMemory(256, 2);
   t.equal(d.runtimeBytes, 102 * MB, 'the 40 % cap (64 + 2 x 24 = 112 MB would be more)');

@@ -1,0 +1,57 @@
+// A per-thread memo keyed by request strings (the lookup's UAs), bounded in bytes: the
+// lookup threads' share of the budget for small caches (src/memory/budget.ts, uaMemoBytes).
+// Full, it is emptied and refills with what traffic repeats; whatever the cardinality of
+// the values sent, it never holds more than its bytes.
+
+/** A memo's bytes without a memory plan (tests, tools). */
+export const DEFAULT_MEMO_BYTES = 256 << 10;
+
+/** What an entry costs besides its characters: the map's slot, the string headers, the value. */
+export const MEMO_ENTRY_BYTES = 96;
+
+/** Bytes an entry of `chars` characters (keys and string values together) takes at most (UTF-16). */
+export function memoEntryBytes(chars: number): number {
+  return MEMO_ENTRY_BYTES + 2 * chars;
+}
+
+export class StringMemo<V> {
+  private readonly map = new Map<string, V>();
+  private bytes = 0;
+
+  constructor(readonly maxBytes: number) {}
+
+  /** Most entries it can hold (each costs at least MEMO_ENTRY_BYTES). */
+  get maxEntries(): number {
+    return Math.max(1, Math.floor(this.maxBytes / MEMO_ENTRY_BYTES));
+  }
+
+  get size(): number {
+    return this.map.size;
+  }
+
+  get(key: string): V | undefined {
+    return this.map.get(key);
+  }
+
+  /**
+   * Makes room for an entry of `chars` characters (the key's, and a string value's if it is
+   * not the key itself), emptying the memo when it would pass its bytes; returns the entry's
+   * index since the last emptying, or -1 when one entry alone would pass them (not kept).
+   * Then `put` the entry.
+   */
+  reserve(chars: number): number {
+    const cost = memoEntryBytes(chars);
+    if (cost > this.maxBytes) return -1;
+    if (this.bytes + cost > this.maxBytes || this.map.size >= this.maxEntries) {
+      this.map.clear();
+      this.bytes = 0;
+    }
+    this.bytes += cost;
+    return this.map.size;
+  }
+
+  /** Adds an entry `reserve` made room for. The key is kept as given: a string of its own, never a slice of a larger one. */
+  put(key: string, value: V): void {
+    this.map.set(key, value);
+  }
+}
