@@ -5,6 +5,8 @@
 import { gunzipSync } from 'node:zlib';
 import type { ErrorAnswer } from '../errors.ts';
 import { isJsonObject, parseBoundedJson, type JsonLimits, type JsonObject } from './bounded-json.ts';
+import { BID_REQUEST_SHAPE } from './map.ts';
+import { parsePruned } from './pruned-json.ts';
 
 /** Nesting, array and object bounds for a BidRequest body (Prebid `ext` trees are the deepest). */
 export const ORTB_JSON_LIMITS: JsonLimits = { maxDepth: 32, maxArrayLength: 1000, maxObjectKeys: 256 };
@@ -47,8 +49,8 @@ export function tooLarge(bytes: number | null): ErrorAnswer {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** The body's JSON text, or the error to answer. */
-export function bodyText(body: Uint8Array, gzip: boolean): string | ErrorAnswer {
+/** The body's JSON text, and its bytes (inflated if gzip), or the error to answer. */
+function bodyText(body: Uint8Array, gzip: boolean): { text: string; bytes: Uint8Array } | ErrorAnswer {
   let bytes = body;
   if (gzip) {
     try {
@@ -63,7 +65,7 @@ export function bodyText(body: Uint8Array, gzip: boolean): string | ErrorAnswer 
   if (bytes.byteLength === 0) return { status: 400, code: 'invalid_request', message: 'The request body is empty: send the BidRequest as JSON.' };
   if (bytes.byteLength > ORTB_MAX_JSON_BYTES) return tooLarge(bytes.byteLength);
   try {
-    return utf8.decode(bytes);
+    return { text: utf8.decode(bytes), bytes };
   } catch {
     return { status: 400, code: 'bad_encoding', message: 'The body is not valid UTF-8.' };
   }
@@ -79,9 +81,12 @@ function clip(s: string): string {
 
 /** The body (at most ORTB_MAX_BODY_BYTES, as sent) as one parsed BidRequest object, or the error to answer. */
 export function bidRequestFrom(body: Uint8Array, gzip: boolean): { ok: true; bid: JsonObject } | { ok: false; error: ErrorAnswer } {
-  const text = bodyText(body, gzip);
-  if (typeof text !== 'string') return { ok: false, error: text };
-  const parsed = parseBoundedJson(text, ORTB_JSON_LIMITS);
+  const decoded = bodyText(body, gzip);
+  if ('status' in decoded) return { ok: false, error: decoded };
+  // The fast path builds only what the mapping reads; whatever it leaves, the reference reads.
+  const pruned = parsePruned(decoded.bytes, decoded.text, ORTB_JSON_LIMITS, BID_REQUEST_SHAPE);
+  if (pruned !== null) return { ok: true, bid: pruned };
+  const parsed = parseBoundedJson(decoded.text, ORTB_JSON_LIMITS);
   if (!parsed.ok) return { ok: false, error: { status: 400, code: 'invalid_request', message: `The body is not an acceptable BidRequest JSON: ${parsed.message}.` } };
   if (!isJsonObject(parsed.value)) return { ok: false, error: { status: 400, code: 'invalid_request', message: 'The body must be one BidRequest JSON object.' } };
   return { ok: true, bid: parsed.value };

@@ -13,6 +13,7 @@ import { REASON_CLASS } from '../signals/category.ts';
 import { CONFIDENCE_DECISIVE_MIN, type ScoreResult } from '../signals/score.ts';
 import type { JsonObject, JsonValue } from './bounded-json.ts';
 import { isJsonObject } from './bounded-json.ts';
+import { WHOLE, type JsonShape } from './pruned-json.ts';
 import { P, PARAM_NAMES } from '../prebid/params.ts';
 import type { ErrorAnswer } from '../errors.ts';
 import type { LookupRequest, ValueNames } from '../prebid/validate.ts';
@@ -48,6 +49,30 @@ const BODY_SLOTS: readonly number[] = [P.ip, P.ua, P.ifa, P.app, P.adt, P.dim, P
  * device ID nor a malformed one: ivtd reads it as no IFA.
  */
 export const NON_DEVICE_IFA_TYPES: ReadonlySet<string> = new Set(['ppid', 'sspid', 'sessionid']);
+
+/** An imp's format object: its size, or its first format's. */
+const IMP_FORMAT: JsonShape = { w: WHOLE, h: WHOLE, format: [{ w: WHOLE, h: WHOLE }] };
+/** What schainFromObject reads of a supply chain. */
+const SCHAIN: JsonShape = { ver: WHOLE, complete: WHOLE, nodes: [{ asi: WHOLE, sid: WHOLE, hp: WHOLE, rid: WHOLE, name: WHOLE, domain: WHOLE }] };
+const SCHAIN_HOLDER: JsonShape = { schain: SCHAIN };
+/** What suaFacts reads of `device.sua`. */
+const SUA: JsonShape = { platform: { brand: WHOLE }, mobile: WHOLE, source: WHOLE, browsers: [{ brand: WHOLE, version: [WHOLE] }] };
+
+/**
+ * Every field mapBidRequest reads, for the body's fast parse (pruned-json.ts builds these and
+ * steps over the rest). A field read here and not listed would look absent on that path:
+ * test/ortb/pruned-json.test.ts records the reads on real bid requests and fails on one missing.
+ */
+export const BID_REQUEST_SHAPE = {
+  id: WHOLE,
+  imp: [{ ssai: WHOLE, video: IMP_FORMAT, audio: IMP_FORMAT, native: IMP_FORMAT, banner: IMP_FORMAT }],
+  device: { ip: WHOLE, ipv6: WHOLE, ua: WHOLE, ifa: WHOLE, ifa_type: WHOLE, devicetype: WHOLE, ext: { ifa_type: WHOLE }, geo: { country: WHOLE }, sua: SUA },
+  site: { domain: WHOLE, page: WHOLE, publisher: { id: WHOLE } },
+  app: { bundle: WHOLE, domain: WHOLE, publisher: { id: WHOLE } },
+  user: { id: WHOLE, buyeruid: WHOLE },
+  source: { schain: SCHAIN, ext: SCHAIN_HOLDER },
+  ext: SCHAIN_HOLDER,
+} as const satisfies { readonly [key: string]: JsonShape };
 
 /** What the mapping yields beside the slots. */
 export interface OrtbExtra {

@@ -1,0 +1,206 @@
+// The bid request's fast parse (src/ortb/pruned-json.ts): it builds what JSON.parse builds,
+// less the keys outside the mapping's shape; the mapping reads nothing the shape leaves out;
+// and whatever it accepts, the reference (parseBoundedJson) accepts to the same value: on
+// anything else it bails (null) and the reference decides. The fixtures, the client shapes
+// and random mutations of them are the evidence.
+import t from 'tap';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { isJsonObject, parseBoundedJson, type JsonLimits, type JsonValue } from '../../src/ortb/bounded-json.ts';
+import { parsePruned, WHOLE, type JsonShape } from '../../src/ortb/pruned-json.ts';
+import { BID_REQUEST_SHAPE, emptyOrtbExtra, mapBidRequest } from '../../src/ortb/map.ts';
+import { bidRequestFrom, ORTB_JSON_LIMITS } from '../../src/ortb/body.ts';
+import { PARAM_NAMES } from '../../src/prebid/params.ts';
+import { SHAPES } from '../helpers/ortb-shapes.ts';
+
+type Shape = { readonly [key: string]: JsonShape };
+const enc = new TextEncoder();
+const fast = (text: string, limits: JsonLimits = ORTB_JSON_LIMITS, shape: Shape = BID_REQUEST_SHAPE) => parsePruned(enc.encode(text), text, limits, shape);
+
+/** What the fast path must build: JSON.parse's value with the keys outside `shape` left out. */
+function pruned(v: JsonValue, shape: JsonShape): JsonValue {
+  if (shape === WHOLE) return v;
+  if (Array.isArray(shape)) return Array.isArray(v) ? v.map((e) => pruned(e, (shape as readonly [JsonShape])[0])) : v;
+  if (!isJsonObject(v)) return v;
+  const o: Record<string, JsonValue> = {};
+  for (const k of Object.keys(v)) if (Object.hasOwn(shape, k)) o[k] = pruned(v[k]!, (shape as Shape)[k]!);
+  return o;
+}
+
+/** A Prebid-like bid request with every place ivtd reads and the ext trees it steps over. */
+function prebidLike(i: number): object {
+  return {
+    id: `req-${i}`,
+    imp: [
+      { id: '1', banner: { format: [{ w: 300, h: 250 }, { w: 728, h: 90 }], pos: 1 }, bidfloor: 0.5, ext: { prebid: { bidder: { a: { placementId: 13144370 }, b: { accountId: 1001, zoneId: 535510 } } }, gpid: `/1234/home#div-${i}` } },
+      { id: '2', ssai: i % 4, video: { mimes: ['video/mp4'], w: 640, h: 480, protocols: [2, 3] } },
+    ],
+    site: { id: 's', domain: 'news.example', page: `https://news.example/a/${i}?q=1&r=\u00e9`.replace('\u00e9', 'e'), cat: ['IAB12'], publisher: { id: `pub-${i % 7}`, name: 'News' }, ext: { amp: 0 } },
+    device: {
+      ua: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36',
+      ip: `81.2.69.${i % 250}`, devicetype: 2, ifa_type: 'ppid', ifa: 'f0e1d2c3', w: 1920, h: 1080, js: 1, dnt: 0,
+      geo: { country: 'USA', region: 'CA', lat: 37.77, lon: -122.41, utcoffset: -420 },
+      sua: { source: 2, platform: { brand: 'Windows', version: ['10', '0'] }, browsers: [{ brand: 'Chromium', version: ['124', '0'] }, { brand: 'Google Chrome', version: ['124'] }], mobile: 0, bitness: '64' },
+      ext: { ifa_type: 'aaid', atts: 3 },
+    },
+    user: { id: `u-${i}`, buyeruid: `b-${i}`, ext: { consent: 'CPzHq4APzHq4AAHABBENC-CgAP_AAH_AAAqIHWtf_X_fb39j', eids: [{ source: 'id5-sync.com', uids: [{ id: `ID5*${i}`, atype: 1 }] }] } },
+    source: { tid: `t-${i}`, schain: { ver: '1.0', complete: 1, nodes: [{ asi: 'exchange1.example', sid: '1234', hp: 1, rid: `r-${i}`, name: 'n', domain: 'd.example', ext: { x: 1 } }] }, ext: { schain: { ver: '1.0', complete: 0, nodes: [] } } },
+    regs: { coppa: 0, ext: { gdpr: 0, us_privacy: '1YNN', gpp_sid: [7] } },
+    ext: { schain: { ver: '1.0', complete: 1, nodes: [{ asi: 'x.example', sid: '9', hp: 0 }] }, prebid: { auctiontimestamp: 1716200000000 + i, targeting: { includewinners: true }, cache: { bids: {} } } },
+    tmax: 1000, cur: ['USD'], at: 1, test: false, bcat: null,
+  };
+}
+
+const DIR = join(import.meta.dirname, '..', 'fixtures', 'ortb');
+const bodies: [string, string][] = [];
+for (const kind of ['exemplary', 'supplemental']) {
+  for (const f of readdirSync(join(DIR, kind)).sort()) bodies.push([`${kind}/${f}`, JSON.stringify((JSON.parse(readFileSync(join(DIR, kind, f), 'utf8')) as { request: unknown }).request)]);
+}
+for (const [name, bid] of Object.entries(SHAPES)) bodies.push([`shape: ${name}`, JSON.stringify(bid)]);
+for (let i = 0; i < 4; i++) bodies.push([`prebid-like ${i}`, JSON.stringify(prebidLike(i))]);
+
+t.test('builds what JSON.parse builds, less the keys outside the shape: compact, pretty-printed and escaped', async (t) => {
+  for (const [name, text] of bodies) {
+    // Pretty-printed; and every "/" sent as "\/", as some encoders do (escapes in values).
+    for (const [how, doc] of [['compact', text], ['pretty', JSON.stringify(JSON.parse(text), null, 2)], ['escaped', text.replaceAll('/', '\\/')]] as const) {
+      const got = fast(doc);
+      t.not(got, null, `${name} (${how}): taken by the fast path`);
+      t.same(got, pruned(JSON.parse(doc) as JsonValue, BID_REQUEST_SHAPE), `${name} (${how}): the pruned value`);
+    }
+  }
+});
+
+/** Paths (`device.sua.browsers[].brand`) of every property `read` reads of the value, through proxies. */
+function recording(v: JsonValue, path: string, reads: Set<string>): JsonValue {
+  if (typeof v !== 'object' || v === null) return v;
+  return new Proxy(v as object, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver) as JsonValue;
+      if (typeof key !== 'string') return value;
+      const isIndex = Array.isArray(target) && /^\d+$/.test(key);
+      if (Array.isArray(target) && !isIndex) return value; // length, methods
+      const at = isIndex ? `${path}[]` : path === '' ? key : `${path}.${key}`;
+      reads.add(at);
+      return recording(value, at, reads);
+    },
+  }) as JsonValue;
+}
+
+/** The shape covers the path: it names each step, or a step builds its value whole. */
+function covers(shape: JsonShape, path: string): boolean {
+  let cur: JsonShape = shape;
+  for (const step of path.match(/[^.[\]]+|\[\]/g)!) {
+    if (cur === WHOLE) return true;
+    if (Array.isArray(cur)) {
+      if (step !== '[]') return false;
+      cur = (cur as readonly [JsonShape])[0];
+    } else {
+      if (!Object.hasOwn(cur, step)) return false;
+      cur = (cur as Shape)[step]!;
+    }
+  }
+  return true;
+}
+
+t.test('the mapping reads nothing the shape leaves out, and maps the pruned body as the whole one', async (t) => {
+  const reads = new Set<string>();
+  for (const [name, text] of bodies) {
+    const whole = JSON.parse(text) as JsonValue;
+    const a = { v: new Array<string | undefined>(PARAM_NAMES.length), raw: new Array<string | undefined>(PARAM_NAMES.length), x: emptyOrtbExtra() };
+    const b = { v: new Array<string | undefined>(PARAM_NAMES.length), raw: new Array<string | undefined>(PARAM_NAMES.length), x: emptyOrtbExtra() };
+    const errA = mapBidRequest(recording(whole, '', reads) as never, a.v, a.raw, a.x);
+    const errB = mapBidRequest(fast(text)!, b.v, b.raw, b.x);
+    t.same(errB, errA, `${name}: same refusal`);
+    t.same(b.v, a.v, `${name}: same values`);
+    t.same({ ...b.x, ip: null }, { ...a.x, ip: null }, `${name}: same extra (schain, sua, ifa type, ssai, missing, unusable)`);
+  }
+  t.ok(reads.size >= 30, `the recording saw the mapping read (${reads.size} paths)`);
+  for (const p of [...reads].sort()) t.ok(covers(BID_REQUEST_SHAPE, p), `the shape covers ${p}`);
+  t.notOk(covers(BID_REQUEST_SHAPE, 'regs.ext.gdpr'), 'and not what the mapping never reads (the check can fail)');
+});
+
+t.test('bails, never accepts, on what the reference refuses', async (t) => {
+  const refused = [
+    '{"id":"1","imp":[],"ext":{"a":1,"a":2}}', // a duplicate in a tree it steps over
+    '{"id":"1","imp":[],"ext":{"__proto__":{"x":1}}}',
+    '{"id":"1","imp":[],"ext":{"constructor":1}}',
+    '{"id":"1","imp":[],"user":{"ext":{"n":1e400}}}',
+    '{"id":"1","imp":[],"regs":{"s":"\\ud800"}}',
+    '{"id":"1","imp":[],"regs":{"s":"a\u0001b"}}',
+    '{"id":"1","imp":[],"regs":{"s":"\\x"}}',
+    '{"id":"1","imp":[],"regs":[1,]}',
+    '{"id":"1","imp":[],"regs":{"a":01}}',
+    '{"id":"1","imp":[],"regs":{"a":tru}}',
+    '{"id":"1","imp":[]} x',
+    '{"id":"1","imp":[],"regs":{"a":"unterminated}}',
+    '{"id":"1","imp":[]',
+    '[{"id":"1"}]',
+    `{"id":"1","imp":[],"ext":${'{"a":'.repeat(40)}1${'}'.repeat(40)}}`, // nesting past the limit
+    `{"id":"1","imp":[],"ext":[${new Array(1001).fill(0).join(',')}]}`, // an array past the limit
+    `{"id":"1","imp":[],"ext":{${new Array(257).fill(0).map((_, i) => `"k${i}":0`).join(',')}}}`, // keys past the limit
+  ];
+  for (const doc of refused) {
+    t.equal(fast(doc), null, `bails: ${doc.slice(0, 60)}`);
+    t.notOk(parseBoundedJson(doc, ORTB_JSON_LIMITS).ok && doc.startsWith('{'), `and the reference refuses it: ${doc.slice(0, 60)}`);
+  }
+  // Cases it leaves to the reference though they are valid: the reference takes them.
+  for (const doc of ['{"id":"é","imp":[]}', '{"i\\u0064":"1","imp":[]}', '{"id":"\\ud83d\\ude00","imp":[]}', `{"id":"1","imp":[],"ext":{${new Array(100).fill(0).map((_, i) => `"k${i}":0`).join(',')}}}`]) {
+    t.equal(fast(doc), null, `left to the reference: ${doc.slice(0, 40)}`);
+    const r = bidRequestFrom(enc.encode(doc), false);
+    t.ok(r.ok, `which takes it: ${doc.slice(0, 40)}`);
+  }
+});
+
+t.test('limits: at each limit it builds, one past it it bails (small limits)', async (t) => {
+  const lim: JsonLimits = { maxDepth: 4, maxArrayLength: 3, maxObjectKeys: 3 };
+  const cases: [string, boolean][] = [
+    ['{"ext":{"a":{"b":[1]}}}', true],
+    ['{"ext":{"a":{"b":[[1]]}}}', false],
+    ['{"ext":[1,2,3]}', true],
+    ['{"ext":[1,2,3,4]}', false],
+    ['{"imp":[{},{},{}]}', true],
+    ['{"imp":[{},{},{},{}]}', false],
+    ['{"ext":{"a":1,"b":2,"c":3}}', true],
+    ['{"ext":{"a":1,"b":2,"c":3,"d":4}}', false],
+    ['{"id":1,"imp":2,"ext":3}', true],
+    ['{"id":1,"imp":2,"ext":3,"x":4}', false],
+  ];
+  for (const [doc, ok] of cases) {
+    t.equal(fast(doc, lim) !== null, ok, `${ok ? 'builds' : 'bails on'} ${doc}`);
+    t.equal(parseBoundedJson(doc, lim).ok, ok, `the reference agrees on ${doc}`);
+  }
+});
+
+t.test('random mutations: whatever the fast path takes, the reference takes, to the same value', async (t) => {
+  let seed = 0x2f6e5a9c;
+  const rnd = (n: number) => {
+    seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+    return Math.floor((seed / 2 ** 32) * n);
+  };
+  const ALPHABET = '{}[]",:\\0123456789eE+-. \n\tatrufnlsu\u0001\u00e9"';
+  let taken = 0, bailed = 0;
+  const wrong: string[] = [];
+  for (let n = 0; n < 30_000; n++) {
+    let doc = bodies[rnd(bodies.length)]![1];
+    for (let m = 1 + rnd(3); m > 0; m--) {
+      const at = rnd(doc.length + 1);
+      switch (rnd(4)) {
+        case 0: doc = doc.slice(0, at) + doc.slice(at + 1); break; // delete one
+        case 1: doc = doc.slice(0, at) + ALPHABET[rnd(ALPHABET.length)]! + doc.slice(at); break; // insert one
+        case 2: { const len = 1 + rnd(12); doc = doc.slice(0, at) + doc.slice(at, at + len) + doc.slice(at); break; } // repeat a run (duplicate keys, nesting)
+        default: { const from = rnd(doc.length); doc = doc.slice(0, at) + doc.slice(from, from + 1 + rnd(6)) + doc.slice(at + 1); } // overwrite
+      }
+    }
+    const got = fast(doc);
+    if (got === null) {
+      bailed++;
+      continue;
+    }
+    taken++;
+    const ref = parseBoundedJson(doc, ORTB_JSON_LIMITS);
+    if (!ref.ok || !isJsonObject(ref.value)) wrong.push(`accepted what the reference refuses: ${doc}`);
+    else if (JSON.stringify(got) !== JSON.stringify(pruned(ref.value, BID_REQUEST_SHAPE))) wrong.push(`built another value: ${doc}`);
+  }
+  t.same(wrong.slice(0, 3), [], `no mutation accepted wrongly (${wrong.length} of ${taken} taken)`);
+  t.ok(taken > 5_000 && bailed > 5_000, `both outcomes were tried (${taken} taken, ${bailed} bailed)`);
+});
