@@ -2,6 +2,7 @@
 // size limits, and bytes → text (bounded gunzip, strict UTF-8). Shared by the lookup
 // threads and the account port's explain. All synchronous: zlib's sync inflate is CPU
 // work on at most ORTB_MAX_BODY_BYTES in and ORTB_MAX_JSON_BYTES out, never I/O.
+import { isAscii, isUtf8 } from 'node:buffer';
 import { gunzipSync } from 'node:zlib';
 import type { ErrorAnswer } from '../errors.ts';
 import { isJsonObject, parseBoundedJson, type JsonLimits, type JsonObject } from './bounded-json.ts';
@@ -49,8 +50,8 @@ export function tooLarge(bytes: number | null): ErrorAnswer {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** The body's JSON text, and its bytes (inflated if gzip), or the error to answer. */
-function bodyText(body: Uint8Array, gzip: boolean): { text: string; bytes: Uint8Array } | ErrorAnswer {
+/** The body's bytes (inflated if gzip), checked to be UTF-8, and whether they are all ASCII; or the error to answer. */
+function bodyBytes(body: Uint8Array, gzip: boolean): { bytes: Uint8Array; ascii: boolean } | ErrorAnswer {
   let bytes = body;
   if (gzip) {
     try {
@@ -64,11 +65,9 @@ function bodyText(body: Uint8Array, gzip: boolean): { text: string; bytes: Uint8
   }
   if (bytes.byteLength === 0) return { status: 400, code: 'invalid_request', message: 'The request body is empty: send the BidRequest as JSON.' };
   if (bytes.byteLength > ORTB_MAX_JSON_BYTES) return tooLarge(bytes.byteLength);
-  try {
-    return { text: utf8.decode(bytes), bytes };
-  } catch {
-    return { status: 400, code: 'bad_encoding', message: 'The body is not valid UTF-8.' };
-  }
+  const ascii = isAscii(bytes);
+  if (!ascii && !isUtf8(bytes)) return { status: 400, code: 'bad_encoding', message: 'The body is not valid UTF-8.' };
+  return { bytes, ascii };
 }
 
 function unsupported(message: string): ErrorAnswer {
@@ -81,12 +80,12 @@ function clip(s: string): string {
 
 /** The body (at most ORTB_MAX_BODY_BYTES, as sent) as one parsed BidRequest object, or the error to answer. */
 export function bidRequestFrom(body: Uint8Array, gzip: boolean): { ok: true; bid: JsonObject } | { ok: false; error: ErrorAnswer } {
-  const decoded = bodyText(body, gzip);
-  if ('status' in decoded) return { ok: false, error: decoded };
+  const checked = bodyBytes(body, gzip);
+  if ('status' in checked) return { ok: false, error: checked };
   // The fast path builds only what the mapping reads; whatever it leaves, the reference reads.
-  const pruned = parsePruned(decoded.bytes, decoded.text, ORTB_JSON_LIMITS, BID_REQUEST_SHAPE);
+  const pruned = parsePruned(checked.bytes, checked.ascii, ORTB_JSON_LIMITS, BID_REQUEST_SHAPE);
   if (pruned !== null) return { ok: true, bid: pruned };
-  const parsed = parseBoundedJson(decoded.text, ORTB_JSON_LIMITS);
+  const parsed = parseBoundedJson(utf8.decode(checked.bytes), ORTB_JSON_LIMITS);
   if (!parsed.ok) return { ok: false, error: { status: 400, code: 'invalid_request', message: `The body is not an acceptable BidRequest JSON: ${parsed.message}.` } };
   if (!isJsonObject(parsed.value)) return { ok: false, error: { status: 400, code: 'invalid_request', message: 'The body must be one BidRequest JSON object.' } };
   return { ok: true, bid: parsed.value };

@@ -16,8 +16,6 @@
 // the one the shape expects (an array where an object is read, an object where a string is)
 // is built whole, so the mapping sees the same types and values either way. Strings are
 // slices of the body's text: whatever keeps one past the request copies it (ownString).
-// Bodies with a character past ASCII go to the reference (a byte's offset is then not its
-// character's); so do keys with escapes.
 import type { JsonLimits, JsonObject, JsonValue } from './bounded-json.ts';
 
 /** Build this value whole. */
@@ -73,12 +71,12 @@ const QUOTE = 0x22, BACKSLASH = 0x5c, COMMA = 0x2c, COLON = 0x3a;
 const LBRACE = 0x7b, RBRACE = 0x7d, LBRACKET = 0x5b, RBRACKET = 0x5d;
 const MINUS = 0x2d, PLUS = 0x2b, DOT = 0x2e, ZERO = 0x30, NINE = 0x39;
 
-/** Bytes that end the plain run of a string: the quote, a backslash, control characters, and any byte past ASCII. */
+/** Bytes that end the plain run of a string: the quote, a backslash, control characters, and bytes past ASCII (noted). */
 const STOPS = new Uint8Array(256);
 for (let c = 0; c < 256; c++) STOPS[c] = c === QUOTE || c === BACKSLASH || c < 0x20 || c >= 0x80 ? 1 : 0;
 
 // The scan's state (one thread, synchronous, not re-entered): the body's bytes and the same
-// body as text (ASCII only, so a byte's offset is its character's), where values are cut.
+// body as text with a character per byte, where values are cut.
 let b: Uint8Array = EMPTY;
 let s = '';
 let i = 0;
@@ -88,8 +86,17 @@ let maxKeys = 0;
 /** Start and end of each key of the open objects, for the duplicate check; `top` is the next free pair. */
 let spans = new Int32Array(2 * MAX_KEYS_HERE * 8);
 let top = 0;
-/** The last string stepped over had an escape. */
+/** The last string stepped over had an escape; a character past ASCII. */
 let escaped = false;
+let wide = false;
+/** The body has a character past ASCII: `s` is its bytes as Latin-1 (offsets agree), values are decoded from the bytes. */
+let wideBody = false;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** The body's bytes from `from` to `to` as text. */
+function decode(from: number, to: number): string {
+  return wideBody ? utf8.decode(b.subarray(from, to)) : s.slice(from, to);
+}
 /** The last key read: where it starts and how long it is. */
 let keyStart = 0;
 let keyLen = 0;
@@ -101,16 +108,17 @@ const OBJ = 1, ARR = 2;
 const isWs = (c: number | undefined) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
 /**
- * Parses the body (`bytes`, and `text`, the same decoded) as one JSON object within `lim`,
- * building only what `shape` names. The pruned object, or null when the reference must read
- * the text: a fault, a body with a character past ASCII, or a case this path leaves to it.
- * Never throws.
+ * Parses the body's `bytes` (valid UTF-8: checked before; `ascii` when they are all ASCII) as
+ * one JSON object within `lim`, building only what `shape` names. The pruned object, or null
+ * when the reference must read the body: a fault, or a case this path leaves to it. Never throws.
  */
-export function parsePruned(bytes: Uint8Array, text: string, lim: JsonLimits, shape: { readonly [key: string]: JsonShape }): JsonObject | null {
-  if (text.length !== bytes.length) return null; // not ASCII only: offsets differ
+export function parsePruned(bytes: Uint8Array, ascii: boolean, lim: JsonLimits, shape: { readonly [key: string]: JsonShape }): JsonObject | null {
   if (lim.maxDepth > kinds.length || lim.maxArrayLength < 1) return null;
   b = bytes;
-  s = text;
+  // One character per byte (Latin-1): ASCII values are cut from it; past ASCII, a byte's
+  // offset is not its character's, so a value holding such a character is decoded from the bytes.
+  wideBody = !ascii;
+  s = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
   limits = lim;
   maxKeys = Math.min(MAX_KEYS_HERE, lim.maxObjectKeys);
   top = 0;
@@ -138,10 +146,13 @@ function buildValue(depth: number, c: Compiled | null): JsonValue {
   if (ch === LBRACE && c !== null && c.elem === undefined) return buildObject(depth + 1, c);
   if (ch === LBRACKET && c !== null && c.elem !== undefined) return buildArray(depth + 1, c.elem);
   skip(depth);
-  if (ch === QUOTE) return escaped ? (JSON.parse(s.slice(start, i)) as string) : s.slice(start + 1, i - 1);
+  if (ch === QUOTE) {
+    if (escaped) return JSON.parse(wide ? decode(start, i) : s.slice(start, i)) as string;
+    return wide ? decode(start + 1, i - 1) : s.slice(start + 1, i - 1);
+  }
   if (ch === MINUS || (ch !== undefined && ch >= ZERO && ch <= NINE)) return Number(s.slice(start, i));
   // A literal, or a container built whole: checked by skip, made by JSON.parse.
-  return JSON.parse(s.slice(start, i)) as JsonValue;
+  return JSON.parse(decode(start, i)) as JsonValue;
 }
 
 function buildObject(depth: number, c: Compiled): JsonObject {
@@ -312,16 +323,22 @@ function same(a: number, at: number, len: number, in_: Uint8Array): boolean {
   return true;
 }
 
-/** Steps over the string whose opening quote is at `k`: where it ends. Sets `escaped`. */
+/** Steps over the string whose opening quote is at `k`: where it ends. Sets `escaped` and `wide`. */
 function skipString(k: number): number {
   const bytes = b;
   k++;
   escaped = false;
+  wide = false;
   for (;;) {
     while (STOPS[bytes[k]!] === 0) k++;
     const ch = bytes[k];
     if (ch === QUOTE) return k + 1;
-    if (ch !== BACKSLASH) throw BAIL; // a raw control character, a byte past ASCII, or the end of the body
+    if (ch !== undefined && ch >= 0x80) {
+      wide = true; // (the body is valid UTF-8: decoded before)
+      k++;
+      continue;
+    }
+    if (ch !== BACKSLASH) throw BAIL; // a raw control character, or the end of the body
     escaped = true;
     const e = bytes[k + 1];
     if (e === 0x75) {
