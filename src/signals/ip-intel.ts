@@ -4,8 +4,8 @@
 import type { AnonymousIPResponse, AsnResponse, CountryResponse, Reader } from 'maxmind';
 import { AsnTable } from './asn-table.ts';
 import { AsnList } from './asn-list.ts';
-import { formatIp, parseIp, type ParsedIp } from './ip-address.ts';
-import { mmdbGet, openMmdb } from './mmdb.ts';
+import { parseIp, type ParsedIp } from './ip-address.ts';
+import { MmdbTree, openMmdb } from './mmdb.ts';
 import { parseOrgPatterns } from './org-patterns.ts';
 import { RANGE_BIT, type IpRanges } from './ip-ranges.ts';
 import { ipRangeName, isBogonRange } from './special-ranges.ts';
@@ -41,6 +41,15 @@ const VPN_CATEGORIES: ReadonlyMap<string, 'vpn' | 'proxy' | 'tor'> = new Map([
 
 /** Country DBs come as MaxMind's `country.iso_code` or ip-location-db's flat `country_code`. */
 type CountryRecord = CountryResponse & { readonly country_code?: string };
+
+/** A country record's ISO 3166-1 alpha-2 code, uppercase, or ''. */
+function countryCode(rec: CountryResponse): string {
+  const r = rec as CountryRecord;
+  const cc = r.country?.iso_code ?? r.country_code ?? r.registered_country?.iso_code ?? '';
+  return /^[A-Za-z]{2}$/.test(cc) ? cc.toUpperCase() : '';
+}
+
+const NO_ASN = Object.freeze({ asn: 0, org: '' });
 
 export interface IpIntelSources {
   asnTable: AsnTable | null;
@@ -92,8 +101,15 @@ export function emptyIpVerdict(): IpVerdict {
 export class IpIntel {
   // Org-name rule result per ASN: the org of an ASN does not change within one data set.
   private readonly orgRuleByAsn = new Map<number, boolean>();
+  // The MMDBs' trees, walked from the parsed address, with what is read of each record.
+  private readonly asnTree: MmdbTree<AsnResponse, { asn: number; org: string }> | null;
+  private readonly countryTree: MmdbTree<CountryResponse, string> | null;
+  private readonly anonTree: MmdbTree<AnonymousIPResponse, AnonymousIPResponse | null> | null;
 
   constructor(private readonly src: IpIntelSources) {
+    this.asnTree = src.asnMmdb ? new MmdbTree(src.asnMmdb, (r) => ({ asn: r.autonomous_system_number ?? 0, org: r.autonomous_system_organization ?? '' }), NO_ASN) : null;
+    this.countryTree = src.countryMmdb ? new MmdbTree(src.countryMmdb, countryCode, '') : null;
+    this.anonTree = src.anonymousIpMmdb ? new MmdbTree<AnonymousIPResponse, AnonymousIPResponse | null>(src.anonymousIpMmdb, (r) => r, null) : null;
     for (const c of src.vpnAsns.categories()) {
       if (!VPN_CATEGORIES.has(c)) {
         throw new Error(`vpn ASN list: unknown category "${c}" (expected one of ${[...VPN_CATEGORIES.keys()].join(', ')})`);
@@ -114,27 +130,19 @@ export class IpIntel {
     let asn = 0;
     let org = '';
     let country = '';
-    const { asnMmdb, asnTable, countryMmdb, anonymousIpMmdb } = this.src;
-    const key = asnMmdb || countryMmdb || anonymousIpMmdb ? formatIp(ip) : '';
+    const { asnTable } = this.src;
     if (!bogon) {
-      if (asnMmdb) {
-        const r = mmdbGet(asnMmdb, ip, key);
-        asn = r?.autonomous_system_number ?? 0;
-        org = r?.autonomous_system_organization ?? '';
-      } else if (asnTable) {
+      if (this.asnTree !== null) ({ asn, org } = this.asnTree.get(ip));
+      else if (asnTable) {
         const r = asnTable.lookup(ip);
         if (r) ({ asn, org } = r);
       }
-      if (countryMmdb) {
-        const r = mmdbGet(countryMmdb, ip, key) as CountryRecord | null;
-        const cc = r ? (r.country?.iso_code ?? r.country_code ?? r.registered_country?.iso_code ?? '') : '';
-        country = /^[A-Za-z]{2}$/.test(cc) ? cc.toUpperCase() : '';
-      }
+      if (this.countryTree !== null) country = this.countryTree.get(ip);
     }
     // The Anonymous-IP database is asked for special ranges too: an operator's MaxMind file
     // may list them (MaxMind's own test data puts VPN exits in unassigned IPv6), whereas the
     // ASN and country sources hold junk for private space.
-    const anon: AnonymousIPResponse | null = anonymousIpMmdb ? mmdbGet(anonymousIpMmdb, ip, key) : null;
+    const anon = this.anonTree !== null ? this.anonTree.get(ip) : null;
     // Published ranges (cloud providers, Tor exits, VPN lists, relays): one binary search.
     const bits = this.src.ranges !== undefined && !bogon ? this.src.ranges.lookup(ip) : 0;
     // A relay egress (iCloud Private Relay) sits in CDN networks (Akamai, Cloudflare,

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { Reader } from 'maxmind';
-import { mmdbGet, openMmdb, verifyMmdb } from '../../src/signals/mmdb.ts';
+import { MmdbTree, openMmdb, verifyMmdb } from '../../src/signals/mmdb.ts';
 import { parseIp } from '../../src/signals/ip-address.ts';
 
 const GOOD = readFileSync('node_modules/@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb');
@@ -76,7 +76,7 @@ t.test('a data record that does not decode: opens, fails verification; a lookup 
     return;
   }
   t.throws(() => raw.get(hit!), 'the raw reader throws on that address');
-  t.equal(mmdbGet(reader, parseIp(hit)!, hit), null, 'mmdbGet answers null instead of throwing');
+  t.equal(new MmdbTree(reader, (r) => r, null).get(parseIp(hit)!), null, 'the lookup path answers none instead of throwing');
 });
 
 t.test('a missing data section separator fails verification', async (t) => {
