@@ -19,12 +19,16 @@ t.test('a worker started otherwise resets the growth factor, and the young gener
   t.ok(mb >= 16, `young generation ${mb} MB`);
 });
 
-function threadYoungMb(mode: 'started' | 'held'): number {
+function threadYoungMb(mode: 'started' | 'held'): { startMb: number; loadedMb: number } {
   const out = execFileSync(process.execPath, ['--import', 'tsx', 'test/fixtures/runtime/thread-young-generation.ts', mode], { encoding: 'utf8', timeout: 60_000 });
-  return (JSON.parse(out.trim().split('\n').pop()!) as { youngMb: number }).youngMb;
+  return JSON.parse(out.trim().split('\n').pop()!) as { startMb: number; loadedMb: number };
 }
 
 t.test("a worker's young generation starts at its bound, since it cannot grow either", async (t) => {
-  t.equal(threadYoungMb('started'), 4, 'startingYoungGeneration(4): 4 MB');
-  t.equal(threadYoungMb('held'), 2, 'without it: V8 starts at 2 MB and, held, stays there');
+  const started = threadYoungMb('started');
+  t.equal(started.startMb, 4, 'startingYoungGeneration(4): starts at 4 MB');
+  t.equal(started.loadedMb, 4, 'and is 4 MB after the load');
+  // (Whether V8 grows a thread started at 2 MB under the hold depends on its timing on a
+  // busy host: the start is what the setting decides.)
+  t.equal(threadYoungMb('held').startMb, 2, 'without it: V8 starts a thread at 2 MB');
 });
