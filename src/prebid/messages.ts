@@ -144,7 +144,7 @@ export type FromWorker =
   | { type: 'data-failed'; index: number; id: number; message: string }
   /** Policy push `id` is in force on this thread: every lookup it starts from now on applies it. */
   | { type: 'policy-ok'; index: number; id: number }
-  | { type: 'gc-done'; index: number }
+  | { type: 'gc-done'; index: number; /** V8 heap in use after the collection (bytes). */ heapUsed: number }
   /** Once a second: tuples this thread added to the shared counts, its own rows (shared table full), figures. */
   | { type: 'counts'; index: number; announced: NewTuple[]; rows: CountRow[]; impressions: ImpressionDeltas; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats }
   | { type: 'stopped'; index: number; announced: NewTuple[]; rows: CountRow[]; impressions: ImpressionDeltas; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats }

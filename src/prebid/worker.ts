@@ -378,7 +378,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     }
     if (m.type === 'gc') {
       fullGc();
-      post({ type: 'gc-done', index: init.index });
+      post({ type: 'gc-done', index: init.index, heapUsed: getHeapStatistics().used_heap_size });
       return;
     }
     if (m.type === 'crash') {

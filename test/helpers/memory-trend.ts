@@ -2,6 +2,8 @@
 // tens of MB with garbage collection, so comparing two single samples fails at random. Each
 // sample follows a full collection (the caller's `collect`: every lookup thread and this
 // one), and a least-squares line through them says how many bytes each request leaves.
+// When `collect` answers the lookup threads' V8 heap after it, the heaps (theirs and this
+// thread's) are followed too: a steadier figure than RSS for what JavaScript keeps.
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
@@ -18,12 +20,14 @@ export function gcHere(): void {
 export class MemoryTrend {
   private readonly xs: number[] = [];
   private readonly ys: number[] = [];
+  /** V8 heap in use after each collection (the lookup threads' and this thread's), when `collect` answers it. */
+  private readonly heaps: number[] = [];
   private requests = 0;
 
   /** Samples RSS after `collect` every `every` requests counted while `sampling` is true. */
   constructor(
     private readonly every: number,
-    private readonly collect: () => Promise<void>,
+    private readonly collect: () => Promise<number | void>,
   ) {}
 
   sampling = false;
@@ -32,10 +36,11 @@ export class MemoryTrend {
   async tick(): Promise<void> {
     this.requests++;
     if (this.sampling && this.requests % this.every === 0) {
-      await this.collect();
+      const threads = await this.collect();
       gcHere();
       this.xs.push(this.requests);
       this.ys.push(process.memoryUsage().rss);
+      if (typeof threads === 'number') this.heaps.push(threads + process.memoryUsage().heapUsed);
     }
   }
 
@@ -45,17 +50,12 @@ export class MemoryTrend {
 
   /** Bytes of RSS per request: the slope of the least-squares line through the samples. */
   bytesPerRequest(): number {
-    const n = this.xs.length;
-    if (n < 2) return NaN;
-    const mx = this.xs.reduce((a, b) => a + b, 0) / n;
-    const my = this.ys.reduce((a, b) => a + b, 0) / n;
-    let sxy = 0;
-    let sxx = 0;
-    for (let i = 0; i < n; i++) {
-      sxy += (this.xs[i]! - mx) * (this.ys[i]! - my);
-      sxx += (this.xs[i]! - mx) ** 2;
-    }
-    return sxy / sxx;
+    return slope(this.xs, this.ys);
+  }
+
+  /** Bytes of V8 heap per request (NaN unless `collect` answers the threads' heap). */
+  heapBytesPerRequest(): number {
+    return this.heaps.length === this.xs.length ? slope(this.xs, this.heaps) : NaN;
   }
 
   /** Mean RSS (MB) of each `parts`-th of the samples, in order (for the comment). */
@@ -74,4 +74,19 @@ export class MemoryTrend {
     const mb = (b: number) => Math.round(b / 1048576);
     return `${mb(Math.min(...this.ys))}..${mb(Math.max(...this.ys))} MB`;
   }
+}
+
+/** The least-squares slope of ys over xs (NaN with fewer than two points). */
+function slope(xs: readonly number[], ys: readonly number[]): number {
+  const n = xs.length;
+  if (n < 2) return NaN;
+  const mx = xs.reduce((a, b) => a + b, 0) / n;
+  const my = ys.reduce((a, b) => a + b, 0) / n;
+  let sxy = 0;
+  let sxx = 0;
+  for (let i = 0; i < n; i++) {
+    sxy += (xs[i]! - mx) * (ys[i]! - my);
+    sxx += (xs[i]! - mx) ** 2;
+  }
+  return sxy / sxx;
 }
