@@ -2,8 +2,10 @@
 // tens of MB with garbage collection, so comparing two single samples fails at random. Each
 // sample follows a full collection (the caller's `collect`: every lookup thread and this
 // one), and a least-squares line through them says how many bytes each request leaves.
-// When `collect` answers the lookup threads' V8 heap after it, the heaps (theirs and this
-// thread's) are followed too: a steadier figure than RSS for what JavaScript keeps.
+// When `collect` answers the lookup threads' V8 heap after it, that is followed too: a
+// steadier figure than RSS for what the lookup path's JavaScript keeps. (Not this thread's:
+// the main thread's bounded buffers, reporting's pending counts, fill at a pace the host's
+// load sets.)
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
@@ -20,7 +22,7 @@ export function gcHere(): void {
 export class MemoryTrend {
   private readonly xs: number[] = [];
   private readonly ys: number[] = [];
-  /** V8 heap in use after each collection (the lookup threads' and this thread's), when `collect` answers it. */
+  /** The lookup threads' V8 heap in use after each collection, when `collect` answers it. */
   private readonly heaps: number[] = [];
   private requests = 0;
 
@@ -40,7 +42,7 @@ export class MemoryTrend {
       gcHere();
       this.xs.push(this.requests);
       this.ys.push(process.memoryUsage().rss);
-      if (typeof threads === 'number') this.heaps.push(threads + process.memoryUsage().heapUsed);
+      if (typeof threads === 'number') this.heaps.push(threads);
     }
   }
 
@@ -53,7 +55,7 @@ export class MemoryTrend {
     return slope(this.xs, this.ys);
   }
 
-  /** Bytes of V8 heap per request (NaN unless `collect` answers the threads' heap). */
+  /** Bytes of the lookup threads' V8 heap per request (NaN unless `collect` answers it). */
   heapBytesPerRequest(): number {
     return this.heaps.length === this.xs.length ? slope(this.xs, this.heaps) : NaN;
   }

@@ -371,7 +371,7 @@ t.test('hostile OpenRTB bodies over raw sockets: no crash, only 200 or JSON 4xx,
   }
   const perRequest = trend.bytesPerRequest();
   const heapPerRequest = trend.heapBytesPerRequest();
-  t.comment(`ORTB: ${cases.length} cases, ${passes} passes; answers ${JSON.stringify(Object.fromEntries(statuses))}; RSS over the last three: ${trend.samples} samples, ${trend.range()}, means ${trend.means(10)}, trend ${Math.round(perRequest)} bytes per request; V8 heaps ${Math.round(heapPerRequest)} bytes per request`);
+  t.comment(`ORTB: ${cases.length} cases, ${passes} passes; answers ${JSON.stringify(Object.fromEntries(statuses))}; RSS over the last three: ${trend.samples} samples, ${trend.range()}, means ${trend.means(10)}, trend ${Math.round(perRequest)} bytes per request; lookup threads' V8 heaps ${Math.round(heapPerRequest)} bytes per request`);
   t.same(bad.slice(0, 20), [], 'every answer is 200 or a JSON 4xx naming the error');
   t.ok(answered > cases.length * 0.95, `nearly every case answered (${answered} of ${cases.length} in the last pass)`);
   t.ok((statuses.get(200) ?? 0) > 100 && (statuses.get(400) ?? 0) > 500, 'both accepted and refused bid requests reached the lookup');
@@ -381,8 +381,9 @@ t.test('hostile OpenRTB bodies over raw sockets: no crash, only 200 or JSON 4xx,
   // These bodies are up to 64 KB each: a body kept per request would show as tens of KB.
   t.ok(trend.samples >= 20, `enough samples for a trend (${trend.samples})`);
   t.ok(perRequest < 2048, `memory flat across repeats: ${Math.round(perRequest)} bytes per request over ${(passes - 1) * cases.length} requests`);
-  // The V8 heaps (lookup threads and this thread, after full collections) are the steadier
-  // figure for what JavaScript keeps: about 170 bytes per request here (bounded tables
-  // filling), 970 with each accepted body's parsed request kept (tried).
-  t.ok(heapPerRequest < 512, `V8 heaps flat across repeats: ${Math.round(heapPerRequest)} bytes per request`);
+  // The lookup threads' V8 heaps after full collections are the steadier figure for what
+  // the lookup path keeps: about 180 bytes per request here, also on a loaded host (bounded
+  // memos filling), 920 with each accepted body's parsed request kept (tried). This thread's
+  // heap is left out: reporting's bounded buffers fill there at a pace the load sets.
+  t.ok(heapPerRequest < 512, `lookup threads' V8 heaps flat across repeats: ${Math.round(heapPerRequest)} bytes per request`);
 });
