@@ -70,3 +70,18 @@ t.test('a port that stays silent: still uncertain, and the hint says the handsha
   t.equal(e.uncertain, true, 'nothing shows the request was not delivered');
   t.equal(srv.connections(), 4, 'the request, then three probes (each hello is new)');
 });
+
+t.test('close() ends a probe in progress: shutdown does not wait for it', async (t) => {
+  const srv = await fakeServer(() => 'silent');
+  t.teardown(srv.close);
+  const ch = new ClickHouse(parseClickHouseUrl(`https://127.0.0.1:${srv.port}/probe_db`), { requestTimeoutMs: 300, tlsProbeMs: 10_000 });
+  const t0 = performance.now();
+  const failed = ch.ensureDatabase().then(() => null, (err: unknown) => err);
+  // Past the request's timeout, inside the first probe.
+  while (srv.connections() < 2 && performance.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 20));
+  t.equal(srv.connections(), 2, 'probing');
+  await ch.close();
+  const e = await failed;
+  t.ok(e instanceof FleetError && e.uncertain, 'an uncertain failure');
+  t.ok(performance.now() - t0 < 3000, `settled ${Math.round(performance.now() - t0)} ms after the start, not after three 10-s probes`);
+});
