@@ -116,7 +116,12 @@ export class MmdbTree<T extends Response, V> {
     private readonly derive: (rec: T) => V,
     private readonly none: V,
   ) {
-    const internal = reader as unknown as { db: Buffer; ipv4StartNodeNumber: number };
+    // mmdb-lib's own fields (private in its types only); checked, so an upgrade that renames
+    // them fails at load, not per lookup.
+    const internal = reader as unknown as { db?: unknown; ipv4StartNodeNumber?: unknown; resolveDataPointer?: unknown };
+    if (!Buffer.isBuffer(internal.db) || typeof internal.ipv4StartNodeNumber !== 'number' || typeof internal.resolveDataPointer !== 'function') {
+      throw new Error('maxmind Reader without db, ipv4StartNodeNumber or resolveDataPointer: the MMDB tree walk needs mmdb-lib 2.x or 3.x');
+    }
     const md = reader.metadata;
     this.db = internal.db;
     this.nodeCount = md.nodeCount;

@@ -100,3 +100,9 @@ t.test('an IPv4 database is not asked about IPv6; what is derived is remembered 
   for (let i = 0; i < 100; i++) t.equal(tree.get({ v: 4, n: (0x0a141e00 | i) >>> 0 }), 'ten-twenty-thirty');
   t.equal(derived, 1, 'one record, derived once for a hundred addresses in it');
 });
+
+t.test('a reader without the fields the walk reads is refused when the tree is made, not per lookup', async (t) => {
+  const reader = new Reader(buildMmdb('Test', NETWORKS, 4, 24));
+  const renamed = Object.assign(Object.create(Object.getPrototypeOf(reader) as object), reader, { db: undefined }) as Reader<never>;
+  t.throws(() => new MmdbTree(renamed, (r) => r, null), /needs mmdb-lib/);
+});
