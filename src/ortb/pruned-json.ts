@@ -83,7 +83,7 @@ let i = 0;
 let limits: JsonLimits = { maxDepth: 0, maxArrayLength: 0, maxObjectKeys: 0 };
 /** Most keys an object may have here: the limit's, or fewer (MAX_KEYS_HERE). */
 let maxKeys = 0;
-/** Start and end of each key of the open objects, for the duplicate check; `top` is the next free pair. */
+/** Start and length of each key of the open objects, for the duplicate check; `top` is the next free pair. */
 let spans = new Int32Array(2 * MAX_KEYS_HERE * 8);
 let top = 0;
 /** The last string stepped over had an escape; a character past ASCII. */
@@ -91,19 +91,20 @@ let escaped = false;
 let wide = false;
 /** The body has a character past ASCII: `s` is its bytes as Latin-1 (offsets agree), values are decoded from the bytes. */
 let wideBody = false;
+/** The last key read: where it starts and how long it is. */
+let keyStart = 0;
+let keyLen = 0;
+/** skip()'s open containers: 1 an object (aux: where its keys' spans start), 2 an array (aux: elements so far). */
+const kinds = new Uint8Array(64);
+const aux = new Int32Array(64);
+const OBJ = 1, ARR = 2;
+
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** The body's bytes from `from` to `to` as text. */
 function decode(from: number, to: number): string {
   return wideBody ? utf8.decode(b.subarray(from, to)) : s.slice(from, to);
 }
-/** The last key read: where it starts and how long it is. */
-let keyStart = 0;
-let keyLen = 0;
-/** skip()'s open containers: 1 an object (aux: its first key's span), 2 an array (aux: elements so far). */
-const kinds = new Uint8Array(64);
-const aux = new Int32Array(64);
-const OBJ = 1, ARR = 2;
 
 const isWs = (c: number | undefined) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
