@@ -418,10 +418,10 @@ export function ortbConfidence(r: ScoreResult, req: LookupRequest, hasSua: boole
 }
 
 /**
- * The spec 2.2 response (`base`, a JSON object's text) with `id`, `nbr` (null: none),
- * `reasons`, `missing` and, when a field was unusable, `unusable` added.
+ * What the OpenRTB answer adds to the spec 2.2 response (responseJson's `tail`): `id`, `nbr`
+ * (null: none), `reasons`, `missing` and, when a field was unusable, `unusable`.
  */
-export function ortbResponseJson(base: string, extra: OrtbExtra, r: ScoreResult, nbr: number | null): string {
+export function ortbResponseTail(extra: OrtbExtra, r: ScoreResult, nbr: number | null): string {
   let reasons = '';
   for (const code of r.reasons) {
     const cls = REASON_CLASS[code];
@@ -431,12 +431,12 @@ export function ortbResponseJson(base: string, extra: OrtbExtra, r: ScoreResult,
   // Paths are the mapping's own constants (no escaping needed); the reasons may quote the sender's value.
   let missing = '';
   for (const m of extra.missing) missing += `${missing === '' ? '' : ','}"${m}"`;
-  let out = `${base.slice(0, -1)},"id":${JSON.stringify(extra.id)}${nbr === null ? '' : `,"nbr":${nbr}`},"reasons":[${reasons}],"missing":[${missing}]`;
+  let out = `,"id":${JSON.stringify(extra.id)}${nbr === null ? '' : `,"nbr":${nbr}`},"reasons":[${reasons}],"missing":[${missing}]`;
   const u = extra.unusable;
   if (u.length > 0) {
     out += ',"unusable":[';
     for (let i = 0; i < u.length; i += 2) out += `${i === 0 ? '' : ','}{"field":"${u[i]}","why":${JSON.stringify(u[i + 1])}}`;
     out += ']';
   }
-  return out + '}';
+  return out;
 }

@@ -33,7 +33,7 @@ import type { SupplyChain } from '../signals/schain.ts';
 import { LidCodec, emptyLidInput, type LidInput } from './lid.ts';
 import { emptyRequest, validateAuth, validateOrtbRequest, validateRequest, type LookupRequest } from './validate.ts';
 import type { JsonObject } from '../ortb/bounded-json.ts';
-import { emptyOrtbExtra, mapBidRequest, noteMissing, ORTB_NAMES, ortbConfidence, ortbResponseJson, type OrtbExtra } from '../ortb/map.ts';
+import { emptyOrtbExtra, mapBidRequest, noteMissing, ORTB_NAMES, ortbConfidence, ortbResponseTail, type OrtbExtra } from '../ortb/map.ts';
 
 export interface LookupOutcome {
   status: number;
@@ -162,8 +162,8 @@ export class LookupEngine {
     // The category follows the policy: a denied transaction's leading reason is `denylisted`.
     const cls = classifyTransaction(r);
     this.counts.count(this.customerId, hourStart(now), fillDimensions(this.req, s, categoryOf(cls === 'valid', r.leading), this.dims), cls, now);
-    const body = responseJson(s, r, this.lids === null ? '' : this.makeLid(r.band, now, s));
-    return { status: 200, body: ortb ? ortbResponseJson(body, this.ortb, r, noBidReason(cls === 'valid', r.leading, sellerDenied)) : body, band: r.band };
+    const tail = ortb ? ortbResponseTail(this.ortb, r, noBidReason(cls === 'valid', r.leading, sellerDenied)) : '';
+    return { status: 200, body: responseJson(s, r, this.lids === null ? '' : this.makeLid(r.band, now, s), tail), band: r.band };
   }
 
   /** The lookup id of the lookup just counted: digests and keys from this engine's scratch state, no allocation but the token. */
@@ -228,8 +228,8 @@ export class LookupEngine {
         ex.policy = { medium: policy.medium, high: policy.high, matches: policy.matches(subject), decision, model };
       }
       ex.transaction = classifyTransaction(r);
-      const body = responseJson(s, r);
-      out = { status: 200, body: bid === null ? body : ortbResponseJson(body, this.ortb, r, noBidReason(ex.transaction === 'valid', r.leading, sellerDenied)), band: r.band };
+      const tail = bid === null ? '' : ortbResponseTail(this.ortb, r, noBidReason(ex.transaction === 'valid', r.leading, sellerDenied));
+      out = { status: 200, body: responseJson(s, r, '', tail), band: r.band };
       ex.reasons = r.reasons.slice();
       if (s.uaInconsistent) ex.reasons.push('ua_inconsistent:' + s.uaConsistency);
       ex.category = categoryOf(ex.transaction === 'valid', r.leading);

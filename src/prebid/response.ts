@@ -12,15 +12,17 @@ export function uaValid(s: LookupSignals): boolean {
 /**
  * ipReputation.ipHosting says what the address is, also when an SSAI spoof (ssai_spoof) stands
  * for it among the reasons. `lid`: the lookup id (src/prebid/lid.ts), '' for none (the admin
- * explain makes none).
+ * explain makes none). `tail`: more members (`,"id":…`, the OpenRTB answer's), '' for none.
  */
-export function responseJson(s: LookupSignals, r: ScoreResult, lid = ''): string {
+export function responseJson(s: LookupSignals, r: ScoreResult, lid = '', tail = ''): string {
   return (
     `{"botRisk":{"score":${r.score},"band":"${r.band}","confidence":${r.confidence}},` +
     `"components":{"p_hard":${r.p_hard},"p_givt":${r.p_givt},"p_sivt":${r.p_sivt},"p_hist":${r.p_hist}},` +
     `"ipReputation":{"ipBotActivity":${s.ipBotActivity},"ipHosting":${s.ipHosting || s.ip.hosting},"ipVpn":${s.ipVpn || s.ipProxy || s.ipTor}},` +
     `"uaValid":${uaValid(s)},` +
     `"schain":{"valid":${s.schainValid},"verified":${s.schainVerified},"complete":${s.schainCompleteFlag}}` +
-    (lid === '' ? '}' : `,"lid":"${lid}"}`)
+    (lid === '' ? '' : `,"lid":"${lid}"`) +
+    tail +
+    '}'
   );
 }
