@@ -23,8 +23,8 @@ export const WHOLE = 0;
 /** An object of which only these keys are built (each by its shape), or an array whose every element is built by the one shape in it. */
 export type JsonShape = typeof WHOLE | { readonly [key: string]: JsonShape } | readonly [JsonShape];
 
-/** A shape as the scanner reads it: wanted keys by length, then text. */
-interface Compiled {
+/** A shape as the scanner reads it (compileShape): wanted keys by length, then text. */
+export interface Compiled {
   /** An object shape's keys, their lengths and shapes (parallel arrays). */
   keys: string[];
   lens: number[];
@@ -36,13 +36,15 @@ interface Compiled {
   elem: Compiled | null | undefined;
 }
 
-const compiledShapes = new WeakMap<object, Compiled>();
 const EMPTY = new Uint8Array(0);
+
+/** An object shape as parsePruned reads it: made once (the body's at module load), not per body. */
+export function compileShape(shape: { readonly [key: string]: JsonShape }): Compiled {
+  return compile(shape)!;
+}
 
 function compile(shape: JsonShape): Compiled | null {
   if (shape === WHOLE) return null;
-  const known = compiledShapes.get(shape);
-  if (known !== undefined) return known;
   let c: Compiled;
   if (Array.isArray(shape)) c = { keys: [], lens: [], bytes: EMPTY, at: [], shapes: [], elem: compile((shape as readonly [JsonShape])[0]) };
   else {
@@ -57,7 +59,6 @@ function compile(shape: JsonShape): Compiled | null {
     if (bytes.length !== n) throw new Error('a shape key must be ASCII');
     c = { keys, lens: keys.map((k) => k.length), bytes, at, shapes: keys.map((k) => compile((shape as Record<string, JsonShape>)[k]!)), elem: undefined };
   }
-  compiledShapes.set(shape, c);
   return c;
 }
 
@@ -113,7 +114,7 @@ const isWs = (c: number | undefined) => c === 0x20 || c === 0x0a || c === 0x0d |
  * one JSON object within `lim`, building only what `shape` names. The pruned object, or null
  * when the reference must read the body: a fault, or a case this path leaves to it. Never throws.
  */
-export function parsePruned(bytes: Uint8Array, ascii: boolean, lim: JsonLimits, shape: { readonly [key: string]: JsonShape }): JsonObject | null {
+export function parsePruned(bytes: Uint8Array, ascii: boolean, lim: JsonLimits, shape: Compiled): JsonObject | null {
   if (lim.maxDepth > kinds.length || lim.maxArrayLength < 1) return null;
   b = bytes;
   // One character per byte (Latin-1): ASCII values are cut from it; past ASCII, a byte's
@@ -127,7 +128,7 @@ export function parsePruned(bytes: Uint8Array, ascii: boolean, lim: JsonLimits, 
     i = 0;
     while (isWs(b[i])) i++;
     if (b[i] !== LBRACE) return null;
-    const v = buildObject(1, compile(shape)!);
+    const v = buildObject(1, shape);
     while (isWs(b[i])) i++;
     return i === b.length ? v : null;
   } catch (e) {
@@ -219,29 +220,20 @@ function skip(depth: number): void {
     // A value at k.
     let c = bytes[k];
     while (isWs(c)) c = bytes[++k];
-    if (c === LBRACE) {
+    if (c === LBRACE || c === LBRACKET) {
       if (++depth > limits.maxDepth) throw BAIL;
+      const close = c + 2; // '}' after '{', ']' after '['
       c = bytes[++k];
       while (isWs(c)) c = bytes[++k];
-      if (c === RBRACE) {
+      if (c === close) {
         k++;
         depth--;
       } else {
-        kinds[sp] = OBJ;
-        aux[sp++] = top;
-        k = key(k, top);
-        continue;
-      }
-    } else if (c === LBRACKET) {
-      if (++depth > limits.maxDepth) throw BAIL;
-      c = bytes[++k];
-      while (isWs(c)) c = bytes[++k];
-      if (c === RBRACKET) {
-        k++;
-        depth--;
-      } else {
-        kinds[sp] = ARR;
-        aux[sp++] = 1;
+        // An open object (aux: where its keys' spans start) reads its first key; an array its first element.
+        const obj = close === RBRACE;
+        kinds[sp] = obj ? OBJ : ARR;
+        aux[sp++] = obj ? top : 1;
+        if (obj) k = key(k, top);
         continue;
       }
     } else if (c === QUOTE) k = skipString(k);

@@ -4,7 +4,11 @@ import { LRUCache } from 'lru-cache';
 import { Reader, type Response } from 'maxmind';
 import type { ParsedIp } from './ip-address.ts';
 
-const MMDB_DECODE_CACHE = 10_000;
+/**
+ * Records remembered per database and lookup thread (MmdbTree, by pointer, least recently
+ * used out first): many networks share one record (a country, an ASN).
+ */
+const MMDB_RECORDS_KEPT = 10_000;
 
 // Well-known public resolvers' addresses, used to probe that a database decodes.
 const PROBE_IPS = ['8.8.8.8', '1.1.1.1', '9.9.9.9', '2001:4860:4860::8888'];
@@ -18,9 +22,9 @@ export function openMmdb<T extends Response>(bytes: Uint8Array, label: string, f
   let reader: Reader<T>;
   const found: T[] = [];
   try {
-    // Many networks share one record (a country, an ASN): cache decoded records by offset;
-    // it matters for MaxMind's large multi-language records.
-    reader = new Reader<T>(buf, { cache: new LRUCache<number, object>({ max: MMDB_DECODE_CACHE }) });
+    // No decoder cache: the lookup path keeps what it reads of each record (MmdbTree), and
+    // verifyMmdb decodes each record once.
+    reader = new Reader<T>(buf);
     const md = reader.metadata;
     if (md.binaryFormatMajorVersion !== 2 || (md.ipVersion !== 4 && md.ipVersion !== 6) || !(md.nodeCount > 0)) {
       throw new Error(`unsupported metadata (format ${md.binaryFormatMajorVersion}, ip version ${md.ipVersion})`);
@@ -104,12 +108,12 @@ export class MmdbTree<T extends Response, V> {
   private readonly recordSize: number;
   private readonly ipv4Start: number;
   private readonly v4Only: boolean;
-  /** Derived values by record pointer, emptied when full (MEMO_MAX). */
-  private readonly memo = new Map<number, V>();
+  /** Derived values by record pointer (the one cache of decoded records). */
+  private readonly memo = new LRUCache<number, { v: V }>({ max: MMDB_RECORDS_KEPT });
 
   /**
    * `derive` makes the value the lookup path wants from a record (called once per record
-   * met, until the memo is emptied); `none` is the value for an address no network holds.
+   * met, while it stays among the MMDB_RECORDS_KEPT); `none` is the value for an address no network holds.
    */
   constructor(
     readonly reader: Reader<T>,
@@ -168,21 +172,17 @@ export class MmdbTree<T extends Response, V> {
   get(ip: ParsedIp): V {
     const p = this.pointer(ip);
     if (p === 0) return this.none;
-    let v = this.memo.get(p);
-    if (v === undefined) {
-      // Files are verified whole before use (verifyMmdb); this is the last line, so that a
-      // fault the verifier did not foresee costs one signal, never the lookup.
-      try {
-        v = this.derive((this.reader as unknown as { resolveDataPointer(p: number): T }).resolveDataPointer(p));
-      } catch {
-        return this.none;
-      }
-      if (this.memo.size >= MEMO_MAX) this.memo.clear();
-      this.memo.set(p, v);
+    const known = this.memo.get(p);
+    if (known !== undefined) return known.v;
+    let v: V;
+    // Files are verified whole before use (verifyMmdb); this is the last line, so that a
+    // fault the verifier did not foresee costs one signal, never the lookup.
+    try {
+      v = this.derive((this.reader as unknown as { resolveDataPointer(p: number): T }).resolveDataPointer(p));
+    } catch {
+      return this.none;
     }
+    this.memo.set(p, { v });
     return v;
   }
 }
-
-/** Records remembered per database and lookup thread (a country database has a few hundred). */
-const MEMO_MAX = 4096;
