@@ -34,6 +34,8 @@ export class SharedTable {
   readonly bucketSlots: number;
   /** Times this thread went ahead without a lock (exported as a metric). */
   contended = 0;
+  /** Where claim() starts reading a bucket (see pick). */
+  private hand = 0;
 
   /** Shared memory for a table of at most `bytes` (slots and locks together). */
   static allocate(bytes: number, slotWords: number, bucketSlots = 8): SharedTableMemory {
@@ -107,20 +109,30 @@ export class SharedTable {
   /**
    * A slot of bucket b for a new key: an empty one, else the one whose `keep(base)` is
    * lowest (the least worth keeping); -1 when every slot's keep() is Infinity (none may go).
+   * The slots are read from slot `from` on, wrapping (claim() starts one slot further at each
+   * claim, a CLOCK's hand): ties on keep() then fall on different slots claim after claim, so
+   * live keys of a bucket full of stale ones evict the stale ones rather than each other (a
+   * CLOCK table whose new entries start unreferenced would otherwise give up its first
+   * unreferenced slot every time: two new keys taking turns in it, each a miss, for ever).
    * Call with b locked, after find() missed.
    */
-  pick(b: number, keep: (base: number) => number): number {
+  pick(b: number, keep: (base: number) => number, from = 0): number {
     const u = this.u32;
     const w = this.slotWords;
+    const n = this.bucketSlots;
+    const first = b * n * w;
+    let s = (from >>> 0) % n;
     let victim = -1;
     let victimKeep = Infinity;
-    for (let s = 0, base = b * this.bucketSlots * w; s < this.bucketSlots; s++, base += w) {
+    for (let i = 0; i < n; i++) {
+      const base = first + s * w;
       if (u[base] === 0 && u[base + 1] === 0) return base;
       const k = keep(base);
       if (k < victimKeep) {
         victimKeep = k;
         victim = base;
       }
+      if (++s === n) s = 0;
     }
     return victim;
   }
@@ -136,7 +148,8 @@ export class SharedTable {
 
   /** pick() then assign(): for tables whose keep() never refuses. */
   claim(b: number, hi: number, lo: number, keep: (base: number) => number): number {
-    return this.assign(this.pick(b, keep), hi, lo);
+    this.hand = (this.hand + 1) % this.bucketSlots;
+    return this.assign(this.pick(b, keep, this.hand), hi, lo);
   }
 
   /** Share of slots in use, estimated from the first `sampleBuckets` buckets (metrics: cheap at any size). */

@@ -376,6 +376,19 @@ t.test('the shared cache: one parse per normalised UA, verdicts equal to the ful
   t.equal(cache.bytes, before, 'fixed size');
 });
 
+t.test('after a flood of one-off UAs, the UAs traffic repeats stay cached (they do not evict each other)', async (t) => {
+  const cache = UaCache.create(64 << 10, new UaAnalyzer());
+  const out = emptyVerdict();
+  // Distinct after normalisation (letters, not digits, tell them apart).
+  const word = (k: number, n: number) => Array.from({ length: n }, (_, i) => String.fromCharCode(97 + (Math.floor(k / 26 ** i) % 26))).join('');
+  for (let k = 0; k < 3 * cache.capacity; k++) cache.verdict(`Mozilla/5.0 (X11; Linux x86_64) Junk${word(k, 5)}/1.0`, NOW, out);
+  const live = Array.from({ length: Math.floor(cache.capacity / 4) }, (_, k) => `Mozilla/5.0 (Linux; Android 14; ${word(k, 4)}) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36`);
+  for (let pass = 0; pass < 6; pass++) for (const ua of live) cache.verdict(ua, NOW, out);
+  const misses = cache.misses;
+  for (let pass = 0; pass < 6; pass++) for (const ua of live) cache.verdict(ua, NOW, out);
+  t.ok(cache.misses - misses < 0.02 * 6 * live.length, `${cache.misses - misses} misses in ${6 * live.length} lookups of ${live.length} repeated UAs (capacity ${cache.capacity})`);
+});
+
 t.test("the cache's per-thread memo of UA hashes gives hashUa's hashes, before and after it fills", async (t) => {
   const cache = UaCache.create(64 << 10, new UaAnalyzer()); // (its seed: 0x5eed)
   const out = emptyVerdict();
