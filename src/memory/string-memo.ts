@@ -2,6 +2,12 @@
 // lookup threads' share of the budget for small caches (src/memory/budget.ts, uaMemoBytes).
 // Full, it is emptied and refills with what traffic repeats; whatever the cardinality of
 // the values sent, it never holds more than its bytes.
+//
+// A probe is not free: V8 hashes every character of a key it has not hashed before (a new
+// request's string), then looks it up. When traffic repeats too little for the memo to hold
+// what comes back (a flood of new UAs: a few per cent of hits), get() rests: it answers
+// "not held" without probing for REST_WINDOWS windows, then measures a window again.
+// Entries are still added while it rests, so it is ready when traffic repeats again.
 
 /** A memo's bytes without a memory plan (tests, tools). */
 export const DEFAULT_MEMO_BYTES = 256 << 10;
@@ -14,9 +20,20 @@ export function memoEntryBytes(chars: number): number {
   return MEMO_ENTRY_BYTES + 2 * chars;
 }
 
+/** Probes per measured window; fewer hits than WORTH_HITS in one make get() rest. */
+export const PROBE_WINDOW = 512;
+const WORTH_HITS = PROBE_WINDOW / 4;
+/** Windows of gets answered without a probe after a window that did not pay. */
+export const REST_WINDOWS = 7;
+
 export class StringMemo<V> {
   private readonly map = new Map<string, V>();
   private bytes = 0;
+  private windowProbes = 0;
+  private windowHits = 0;
+  private resting = 0;
+  /** Gets that probed the map (tests). */
+  probes = 0;
 
   constructor(readonly maxBytes: number) {}
 
@@ -29,8 +46,21 @@ export class StringMemo<V> {
     return this.map.size;
   }
 
+  /** The key's value, or undefined when not held — or not looked for (resting: see the header). */
   get(key: string): V | undefined {
-    return this.map.get(key);
+    if (this.resting > 0) {
+      this.resting--;
+      return undefined;
+    }
+    this.probes++;
+    const v = this.map.get(key);
+    if (v !== undefined) this.windowHits++;
+    if (++this.windowProbes === PROBE_WINDOW) {
+      if (this.windowHits < WORTH_HITS) this.resting = REST_WINDOWS * PROBE_WINDOW;
+      this.windowProbes = 0;
+      this.windowHits = 0;
+    }
+    return v;
   }
 
   /**
