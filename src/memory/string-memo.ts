@@ -6,8 +6,10 @@
 // A probe is not free: V8 hashes every character of a key it has not hashed before (a new
 // request's string), then looks it up. When traffic repeats too little for the memo to hold
 // what comes back (a flood of new UAs: a few per cent of hits), get() rests: it answers
-// "not held" without probing for REST_WINDOWS windows, then measures a window again.
-// Entries are still added while it rests, so it is ready when traffic repeats again.
+// "not held" without probing for REST_WINDOWS windows, then measures a window again. A key
+// get() did not look for may be held already, so reserve() then adds nothing: an entry is
+// added only after a get() that looked and missed (never twice, so entry indexes stay
+// distinct).
 
 /** A memo's bytes without a memory plan (tests, tools). */
 export const DEFAULT_MEMO_BYTES = 256 << 10;
@@ -32,6 +34,8 @@ export class StringMemo<V> {
   private windowProbes = 0;
   private windowHits = 0;
   private resting = 0;
+  /** Whether the last get() probed the map (reserve() adds nothing after one that did not). */
+  private looked = true;
   /** Gets that probed the map (tests). */
   probes = 0;
 
@@ -50,8 +54,10 @@ export class StringMemo<V> {
   get(key: string): V | undefined {
     if (this.resting > 0) {
       this.resting--;
+      this.looked = false;
       return undefined;
     }
+    this.looked = true;
     this.probes++;
     const v = this.map.get(key);
     if (v !== undefined) this.windowHits++;
@@ -66,12 +72,13 @@ export class StringMemo<V> {
   /**
    * Makes room for an entry of `chars` characters (the key's, and a string value's if it is
    * not the key itself), emptying the memo when it would pass its bytes; returns the entry's
-   * index since the last emptying, or -1 when one entry alone would pass them (not kept).
-   * Then `put` the entry.
+   * index since the last emptying, or -1 when one entry alone would pass them or the last
+   * get() did not look (the key may be held: not kept). Then `put` the entry. Call it for
+   * the key of the last get(), which missed.
    */
   reserve(chars: number): number {
     const cost = memoEntryBytes(chars);
-    if (cost > this.maxBytes) return -1;
+    if (cost > this.maxBytes || !this.looked) return -1;
     if (this.bytes + cost > this.maxBytes || this.map.size >= this.maxEntries) {
       this.map.clear();
       this.bytes = 0;

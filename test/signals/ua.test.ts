@@ -423,6 +423,25 @@ t.test("the cache's per-thread memo of UA hashes gives hashUa's hashes, before a
   t.not(cache.exactLo, safari[1], 'distinct UAs keep distinct hashes');
 });
 
+t.test('hashes stay right while the memo rests and after it probes again (no entry twice)', async (t) => {
+  const cache = UaCache.create(64 << 10, new UaAnalyzer());
+  const out = emptyVerdict();
+  const hot = Array.from({ length: 40 }, (_, k) => `Mozilla/5.0 (X11; Linux x86_64) Hot${k}/1.0 (like Gecko)`);
+  let wrong = 0;
+  let remembered = 0;
+  // Mostly one-off UAs (the memo finds too few and rests), with hot ones between them, then
+  // only hot ones (it probes again): every exact hash must be hashUa's.
+  for (let i = 0; i < 60_000; i++) {
+    const ua = i < 40_000 && i % 5 !== 0 ? `Mozilla/5.0 (X11; Linux x86_64) Once${i}/1.0` : hot[i % hot.length]!;
+    cache.verdict(ua, NOW, out);
+    if (i >= 50_000 && cache.remembered) remembered++;
+    hashUa(ua, 0x5eed);
+    if (cache.exactHi !== HASH[0] || cache.exactLo !== HASH[1]) wrong++;
+  }
+  t.equal(wrong, 0, 'every exact hash as hashUa computes it');
+  t.ok(remembered > 9_000, `the hot UAs are found in the memo again (${remembered} of the last 10 000)`);
+});
+
 t.test('a clock a year ahead: version ceilings follow the lookup, not the start', async (t) => {
   // Chrome 175 is ahead of the ceiling in November 2026 and current a year later.
   const ua = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/175.0.0.0 Safari/537.36';
