@@ -209,7 +209,10 @@ export class UaCache {
    */
   private readonly hashMemo: StringMemo<number>;
   private readonly hashDoor = new Uint32Array(UA_HASH_DOOR);
-  /** Whether the last verdict()'s UA is remembered (hashMemo): the scanner then remembers its decoding too. */
+  /**
+   * Whether the last verdict()'s UA is remembered (hashMemo): the scanner then remembers its
+   * decoding too. False also for a UA held while the memo rests (it did not look: StringMemo).
+   */
   remembered = false;
   private readonly hashWords: Uint32Array;
 
