@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freeFixedPort } from './ports.ts';
+import { freePort } from './ports.ts';
 
 export const CLICKHOUSE_BINARY = '/usr/sbin/clickhouse-server';
 const SYSTEM_CONFIG = '/etc/clickhouse-server';
@@ -94,11 +94,11 @@ process.once('exit', () => {
 
 export async function startClickHouse(opts: ClickHouseServerOptions = {}): Promise<ClickHouseServer> {
   const dir = mkdtempSync(join(tmpdir(), 'ivtd-clickhouse-'));
-  // Below the ephemeral range: stop() and start() reuse them (see freeFixedPort).
+  // Below the ephemeral range: stop() and start() reuse them (see freePort).
   const picked = new Set<number>();
   const pick = async (): Promise<number> => {
     for (;;) {
-      const p = await freeFixedPort();
+      const p = await freePort();
       if (!picked.has(p)) {
         picked.add(p);
         return p;

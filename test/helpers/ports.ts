@@ -1,23 +1,18 @@
-import { once } from 'node:events';
 import { createServer } from 'node:net';
 
-/** A TCP port that was free a moment ago (for listeners that need an explicit port). */
-export async function freePort(): Promise<number> {
-  const s = createServer().listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const a = s.address();
-  s.close();
-  if (a === null || typeof a === 'string') throw new Error('no port');
-  return a.port;
-}
-
 /**
- * A free TCP port below the kernel's ephemeral range (32768 and up on Linux), for a server
- * that stops and starts again on the same port: a port from freePort() can meanwhile become
- * the local end of some other process's outgoing connection, and the restart then fails
- * with "address already in use". Ports here are never handed out that way.
+ * A TCP port that was free a moment ago, for a listener that needs an explicit port (a child
+ * process told `--prebid-port N`, a server that stops and starts again on the same port).
+ *
+ * Drawn below the kernel's ephemeral range (32768 and up on Linux), never from it: a port the
+ * kernel hands out for listen(0) is also what it hands out as the local end of outgoing
+ * connections, and with the test files running side by side some other process's connection
+ * (a client, npm, a browser) could take it between this check and the listener's start; the
+ * listener then fails with "address already in use" (seen in CI: a server started by
+ * `npm run ivtd` a few seconds after its ports were chosen). Ports below that range are only
+ * ever taken by a listener that asks for one by number.
  */
-export async function freeFixedPort(): Promise<number> {
+export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const port = 20_000 + Math.floor(Math.random() * 12_000);
     const s = createServer();
@@ -30,5 +25,5 @@ export async function freeFixedPort(): Promise<number> {
       return port;
     }
   }
-  return freePort();
+  throw new Error('no free port between 20000 and 32000 in 50 tries');
 }
