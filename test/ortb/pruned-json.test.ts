@@ -217,3 +217,38 @@ t.test('random mutations: whatever the fast path takes, the reference takes, to 
   t.same(wrong.slice(0, 3), [], `no mutation accepted wrongly (${wrong.length} of ${taken} taken)`);
   t.ok(taken > 5_000 && bailed > 5_000, `both outcomes were tried (${taken} taken, ${bailed} bailed)`);
 });
+
+t.test('the scan\'s own bounds: a full tape, a body at the size limit, numbers to check, shapes in turn', async (t) => {
+  // 1 000 impressions of 2 formats each (14 000 records, 52 KB): more than the scan's tape holds; the reference takes the body.
+  const imps = new Array(1000).fill(0).map(() => ({ banner: { format: [{ w: 1, h: 1 }, { w: 1, h: 1 }] } }));
+  const many = JSON.stringify({ id: 'r', imp: imps });
+  t.equal(fast(many), null, 'a tape past its records: left to the reference');
+  const r = bidRequestFrom(enc.encode(many), false);
+  t.ok(r.ok && (r.bid.imp as JsonValue[]).length === 1000, 'which builds it whole');
+  const fewer = JSON.stringify({ id: 'r', imp: imps.slice(0, 100) });
+  t.same(fast(fewer), pruned(JSON.parse(fewer) as JsonValue, BID_REQUEST_SHAPE), '100 impressions fit and build as JSON.parse does');
+
+  // A body of exactly 64 KiB whose last string ends 2 bytes before its end (the 16-byte loads read past it).
+  const head = '{"id":"r","imp":[{"id":"1"}],"site":{"page":"';
+  const tail = '"}}';
+  const max = 64 * 1024;
+  for (const pad of [0, 1, 15, 16, 17]) {
+    const doc = head + 'p'.repeat(max - head.length - tail.length - pad) + tail + ' '.repeat(pad);
+    t.equal(doc.length, max);
+    t.equal((fast(doc)?.site as { page: string } | undefined)?.page.length, max - head.length - tail.length - pad, `a 64 KiB body builds (${pad} trailing spaces)`);
+  }
+  t.equal(fast(head + 'p'.repeat(max - head.length - tail.length + 1) + tail), null, 'one byte more: left to the size check');
+  t.equal(fast(head + 'p'.repeat(40)), null, 'a string the body ends in: refused');
+
+  // Numbers with an exponent are checked where they are built and where they are stepped over.
+  t.same(fast('{"id":"1","imp":[{"ssai":2e0}],"ext":{"n":-1.5E+300}}'), { id: '1', imp: [{ ssai: 2 }], ext: {} });
+  t.equal(fast('{"id":"1","imp":[{"ssai":2e999}]}'), null, 'one out of range where it is built');
+
+  // Two shapes in turn: each scan reads its own.
+  const other = compileShape({ ext: { n: WHOLE } });
+  const doc = enc.encode('{"id":"1","imp":[],"ext":{"n":5,"m":6}}');
+  for (let i = 0; i < 3; i++) {
+    t.same(parsePruned(doc, true, ORTB_JSON_LIMITS, other), { ext: { n: 5 } });
+    t.same(parsePruned(doc, true, ORTB_JSON_LIMITS, BID_REQUEST), { id: '1', imp: [], ext: {} });
+  }
+});
