@@ -4,6 +4,7 @@
 // and exit 0.
 import type { Config } from './config.ts';
 import { log } from './log.ts';
+import { jsonScanUnavailable } from './ortb/pruned-json.ts';
 import { versionInfo } from './ops/version.ts';
 import { LookupEngine } from './prebid/pipeline.ts';
 import type { LookupServer } from './prebid/lookup-threads.ts';
@@ -187,6 +188,7 @@ async function reloadRequest(s: RunningServer, opts: StartOptions): Promise<Relo
 export async function serve(config: Config, reread?: () => Promise<Config>): Promise<void> {
   log.level = config.logLevel;
   log.info({ dataDir: config.dataDir, host: config.host, threads: config.threads, version: versionInfo().version }, 'ivtd starting');
+  if (jsonScanUnavailable !== '') log.warn({ reason: jsonScanUnavailable }, 'OpenRTB bodies will be parsed by the slower reference parser: the WebAssembly JSON scan is unavailable');
   let stopping = false;
   // Only a signal (or a fatal error, exit 1) ends `serve`. Should Node's event loop ever run
   // out of work instead (a start-up step waiting on nothing that keeps the loop alive), the

@@ -58,14 +58,33 @@ interface ScanExports {
   scan(len: number, root: number, maxDepth: number, maxArray: number, maxKeys: number): number;
   [layout: string]: unknown;
 }
-const wasm = new WebAssembly.Instance(new WebAssembly.Module(Buffer.from(JSON_SCAN_WASM, 'base64')), {}).exports as unknown as ScanExports;
-const at = (name: string): number => (wasm[name] as WebAssembly.Global).value as number;
+
+/**
+ * Why this process has no scan ('' when it has one): Node without WebAssembly (`--jitless`)
+ * or without its SIMD (an x86-64 CPU without SSE4.1). Every body then goes to the
+ * reference, slower and as correct; the server says so at start-up.
+ */
+export let jsonScanUnavailable = '';
+
+function instantiate(): ScanExports | null {
+  try {
+    const bytes = Buffer.from(JSON_SCAN_WASM, 'base64');
+    return new WebAssembly.Instance(new WebAssembly.Module(bytes), {}).exports as unknown as ScanExports;
+  } catch (e) {
+    jsonScanUnavailable = typeof WebAssembly === 'undefined' ? 'this Node runs without WebAssembly (--jitless?)' : `WebAssembly refused the scan: ${(e as Error).message}`;
+    return null;
+  }
+}
+
+const wasm = instantiate();
+const at = (name: string): number => (wasm === null ? 0 : ((wasm[name] as WebAssembly.Global).value as number));
 const IN = at('IN'), IN_CAPACITY = at('IN_CAPACITY'), SHAPE = at('SHAPE'), SHAPE_WORDS = at('SHAPE_WORDS'), KEYS = at('KEYS'), KEYS_CAPACITY = at('KEYS_CAPACITY');
 const MAX_DEPTH = at('MAX_DEPTH'), MAX_KEYS = at('MAX_KEYS'), TAPE = at('TAPE'), TAPE_RECORDS = at('TAPE_RECORDS');
 const OPEN_OBJECT = at('OPEN_OBJECT'), OPEN_ARRAY = at('OPEN_ARRAY'), CLOSE = at('CLOSE'), CHECK_NUMBER = at('CHECK_NUMBER'), ESCAPED = at('ESCAPED'), WIDE = at('WIDE');
-if (TAPE + TAPE_RECORDS * 16 > wasm.memory.buffer.byteLength) throw new Error('json-scan: its regions do not fit its memory');
-const mem = new Uint8Array(wasm.memory.buffer);
-const words = new Int32Array(wasm.memory.buffer);
+const memory = wasm === null ? new ArrayBuffer(0) : wasm.memory.buffer;
+if (TAPE + TAPE_RECORDS * 16 > memory.byteLength) throw new Error('json-scan: its regions do not fit its memory');
+const mem = new Uint8Array(memory);
+const words = new Int32Array(memory);
 
 /** The shape whose copy the scan holds (its root node at word 0 from SHAPE). */
 let loaded: Compiled | null = null;
@@ -125,7 +144,7 @@ function decode(from: number, to: number): string {
  * when the reference must read the body: a fault, or a case this path leaves to it. Never throws.
  */
 export function parsePruned(bytes: Uint8Array, ascii: boolean, lim: JsonLimits, shape: Compiled): JsonObject | null {
-  if (lim.maxDepth > MAX_DEPTH || lim.maxArrayLength < 1 || bytes.length > IN_CAPACITY) return null;
+  if (wasm === null || lim.maxDepth > MAX_DEPTH || lim.maxArrayLength < 1 || bytes.length > IN_CAPACITY) return null;
   if (loaded !== shape) load(shape);
   mem.set(bytes, IN);
   mem[IN + bytes.length] = 0;
