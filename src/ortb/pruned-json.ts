@@ -158,8 +158,11 @@ export function parsePruned(bytes: Uint8Array, ascii: boolean, lim: JsonLimits, 
   } finally {
     s = '';
     b = EMPTY;
+    open.fill(EMPTY_ARRAY); // (what was built belongs to the caller, or to nobody)
   }
 }
+
+const EMPTY_ARRAY: JsonValue[] = [];
 
 /** The object the tape's `n` records describe (the first opens it), or null for a number out of range. */
 function build(n: number, shape: Compiled): JsonObject | null {
@@ -192,11 +195,8 @@ function build(n: number, shape: Compiled): JsonObject | null {
     v = valueAt(start, tape[w + 3]!, op);
     attach(sp, key, v);
   }
-  open.fill(EMPTY_ARRAY, 0);
   return root;
 }
-
-const EMPTY_ARRAY: JsonValue[] = [];
 
 function attach(sp: number, key: number, v: JsonValue): void {
   if (key === -1) (open[sp] as JsonValue[]).push(v);
