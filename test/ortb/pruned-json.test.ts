@@ -136,6 +136,8 @@ t.test('bails, never accepts, on what the reference refuses', async (t) => {
     '{"id":"1","imp":[],"ext":{"a":1,"a":2}}', // a duplicate in a tree it steps over
     '{"id":"1","imp":[],"ext":{"__proto__":{"x":1}}}',
     '{"id":"1","imp":[],"ext":{"constructor":1}}',
+    '{"id":"1","imp":[],"ext":{"prototype":1}}',
+    '{"id":"1","imp":[],"device":{"__proto__":1}}', // and in an object it builds
     '{"id":"1","imp":[],"user":{"ext":{"n":1e400}}}',
     '{"id":"1","imp":[],"regs":{"s":"\\ud800"}}',
     '{"id":"1","imp":[],"regs":{"s":"a\u0001b"}}',
@@ -243,6 +245,9 @@ t.test('the scan\'s own bounds: a full tape, a body at the size limit, numbers t
   // Numbers with an exponent are checked where they are built and where they are stepped over.
   t.same(fast('{"id":"1","imp":[{"ssai":2e0}],"ext":{"n":-1.5E+300}}'), { id: '1', imp: [{ ssai: 2 }], ext: {} });
   t.equal(fast('{"id":"1","imp":[{"ssai":2e999}]}'), null, 'one out of range where it is built');
+
+  // Keys one byte away from a prototype's name are ordinary keys.
+  t.same(fast('{"id":"1","imp":[],"ext":{"__proto_x":1,"prototypf":2,"constructos":3,"_prototype":4}}'), { id: '1', imp: [], ext: {} });
 
   // Two shapes in turn: each scan reads its own.
   const other = compileShape({ ext: { n: WHOLE } });
