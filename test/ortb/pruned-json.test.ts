@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { isJsonObject, parseBoundedJson, type JsonLimits, type JsonValue } from '../../src/ortb/bounded-json.ts';
 import { compileShape, parsePruned, WHOLE, type JsonShape } from '../../src/ortb/pruned-json.ts';
 import { BID_REQUEST_SHAPE, emptyOrtbExtra, mapBidRequest } from '../../src/ortb/map.ts';
-import { bidRequestFrom, ORTB_JSON_LIMITS } from '../../src/ortb/body.ts';
+import { bidRequestFrom, ORTB_JSON_LIMITS, ORTB_MAX_JSON_BYTES } from '../../src/ortb/body.ts';
 import { PARAM_NAMES } from '../../src/prebid/params.ts';
 import { SHAPES } from '../helpers/ortb-shapes.ts';
 
@@ -230,14 +230,14 @@ t.test('the scan\'s own bounds: a full tape, a body at the size limit, numbers t
   const fewer = JSON.stringify({ id: 'r', imp: imps.slice(0, 100) });
   t.same(fast(fewer), pruned(JSON.parse(fewer) as JsonValue, BID_REQUEST_SHAPE), '100 impressions fit and build as JSON.parse does');
 
-  // A body of exactly 64 KiB whose last string ends 2 bytes before its end (the 16-byte loads read past it).
+  // A body of the largest size accepted whose last string ends 0–17 bytes before its end (the 16-byte loads read past it).
   const head = '{"id":"r","imp":[{"id":"1"}],"site":{"page":"';
   const tail = '"}}';
-  const max = 64 * 1024;
+  const max = ORTB_MAX_JSON_BYTES;
   for (const pad of [0, 1, 15, 16, 17]) {
     const doc = head + 'p'.repeat(max - head.length - tail.length - pad) + tail + ' '.repeat(pad);
     t.equal(doc.length, max);
-    t.equal((fast(doc)?.site as { page: string } | undefined)?.page.length, max - head.length - tail.length - pad, `a 64 KiB body builds (${pad} trailing spaces)`);
+    t.equal((fast(doc)?.site as { page: string } | undefined)?.page.length, max - head.length - tail.length - pad, `a ${max}-byte body builds (${pad} trailing spaces)`);
   }
   t.equal(fast(head + 'p'.repeat(max - head.length - tail.length + 1) + tail), null, 'one byte more: left to the size check');
   t.equal(fast(head + 'p'.repeat(40)), null, 'a string the body ends in: refused');
