@@ -234,6 +234,11 @@ function wantOf(node: i32): i32 {
   return SKIP;
 }
 
+/** How the elements of array node `node` are wanted: their node, WHOLE or SKIP. */
+@inline function elementWant(node: i32): i32 {
+  return node < 0 ? SKIP : shapeWord(node + 1);
+}
+
 // The open containers: depth d + 1 at STACK + 20 d.
 @inline function frame(sp: i32): usize {
   return <usize>(STACK + sp * 20);
@@ -298,7 +303,7 @@ export function scan(len: i32, root: i32, maxDepth: i32, maxArray: i32, maxKeys:
         key = wantKey;
         continue;
       } else {
-        want = node < 0 ? SKIP : shapeWord(node + 1);
+        want = elementWant(node);
         key = -1;
         continue;
       }
@@ -338,7 +343,7 @@ export function scan(len: i32, root: i32, maxDepth: i32, maxArray: i32, maxKeys:
           const n = load<i32>(f, 4);
           if (n == maxArray) return FAULT;
           store<i32>(f, n + 1, 4);
-          want = node < 0 ? SKIP : shapeWord(node + 1);
+          want = elementWant(node);
           key = -1;
           break;
         }
