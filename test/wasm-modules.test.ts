@@ -24,7 +24,7 @@ const LID_PROBE = [
   `const lid = codec.make(x);`,
 ];
 
-t.test('without WebAssembly (node --jitless) every body goes to the reference, lids are signed alike, and the reason is there to log', async (t) => {
+t.test('without WebAssembly (node --jitless) every body goes to the reference, lids are signed alike, queries are read, and the reason is there to log', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'ivtd-jitless-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const script = join(dir, 'probe.ts');
@@ -33,9 +33,12 @@ t.test('without WebAssembly (node --jitless) every body goes to the reference, l
     `import { bidRequestFrom } from ${src('../src/ortb/body.ts')};`,
     `import { jsonScanUnavailable } from ${src('../src/ortb/pruned-json.ts')};`,
     `import { LidCodec, emptyLidInput, lidSipWasm } from ${src('../src/prebid/lid.ts')};`,
+    `import { QueryScanner, queryScanWasm } from ${src('../src/prebid/query.ts')};`,
+    `const qs = new QueryScanner();`,
+    `const scanned = [qs.scan('pub=a&ua=Mozilla%2F5.0%20(X11)&cb=' + 'x'.repeat(40)), qs.values[5], qs.scan('pub=a&cb=' + 'x'.repeat(20) + '#')?.code];`,
     `const r = bidRequestFrom(new TextEncoder().encode('{"id":"1","imp":[{"id":"1"}],"device":{"ip":"1.2.3.4"}}'), false);`,
     ...LID_PROBE,
-    'console.log(JSON.stringify({ reason: jsonScanUnavailable, r, lid, lidSipWasm }));',
+    'console.log(JSON.stringify({ reason: jsonScanUnavailable, r, lid, lidSipWasm, queryScanWasm, scanned }));',
   ].join('\n'));
   const out = JSON.parse(execFileSync(process.execPath, ['--jitless', '--import', 'tsx', script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
   t.match(out.reason, /without WebAssembly/);
@@ -46,4 +49,7 @@ t.test('without WebAssembly (node --jitless) every body goes to the reference, l
   t.equal(lidSipWasm, true);
   const lid = new Function('LidCodec', 'emptyLidInput', `${LID_PROBE.join('\n')}\nreturn lid;`)(LidCodec, emptyLidInput);
   t.equal(out.lid, lid, 'the same lid');
+  // And it read queries with the JavaScript first pass.
+  t.equal(out.queryScanWasm, false);
+  t.same(out.scanned, [null, 'Mozilla/5.0 (X11)', 'forbidden_character']);
 });

@@ -6,11 +6,45 @@ import { isHexDigit, percentDecodeChecked } from '../http/percent.ts';
 import { ownString } from '../memory/own-string.ts';
 import { DEFAULT_MEMO_BYTES, StringMemo } from '../memory/string-memo.ts';
 import { P, PARAM_COUNT, PARAM_NAMES, paramIndexAt } from './params.ts';
+import { QUERY_SCAN_WASM } from './query-scan-wasm.ts';
 
 
 const AMP = 0x26, EQ = 0x3d, PCT = 0x25, PLUS = 0x2b, HASH = 0x23, AT = 0x40, SEMI = 0x3b;
 /** Characters no value may hold raw but '=' (which names end with): '#', '@', ';', controls. */
 const UNUSUAL = /[#@;\x00-\x1f\x7f]/;
+
+// The first pass as WebAssembly (src/prebid/wasm/query-scan.ts): one per thread (each loads
+// this module), used by every scanner of the thread in turn. Null without WebAssembly or its
+// SIMD: the JavaScript pass (a regular expression and native searches) does the same.
+interface QueryScanExports {
+  memory: WebAssembly.Memory;
+  scan(len: number): number;
+  addName(len: number, slot: number): number;
+  [layout: string]: unknown;
+}
+
+const encoder = new TextEncoder();
+const wasm = ((): QueryScanExports | null => {
+  let w: QueryScanExports;
+  try {
+    w = new WebAssembly.Instance(new WebAssembly.Module(Buffer.from(QUERY_SCAN_WASM, 'base64')), {}).exports as unknown as QueryScanExports;
+  } catch {
+    return null;
+  }
+  // The parameters' names into its table (a name it cannot hold is a programming error).
+  const bytes = new Uint8Array(w.memory.buffer, (w.IN as WebAssembly.Global).value as number);
+  PARAM_NAMES.forEach((name, slot) => {
+    if (encoder.encodeInto(name, bytes).written !== name.length || w.addName(name.length, slot) !== 0) throw new Error(`query-scan: cannot hold the parameter name ${name}`);
+  });
+  return w;
+})();
+const at = (name: string): number => (wasm === null ? 0 : ((wasm[name] as WebAssembly.Global).value as number));
+const IN = at('IN'), IN_CAPACITY = at('IN_CAPACITY'), SEGS = at('SEGS'), SEG_UPPER = at('UPPER'), SEG_EQ_IN_VALUE = at('EQ_IN_VALUE'), SEG_DECODE = at('DECODE'), SLOT_SHIFT = at('SLOT_SHIFT');
+const queryBytes = wasm === null ? new Uint8Array(0) : new Uint8Array(wasm.memory.buffer, IN, IN_CAPACITY);
+const segs = wasm === null ? new Int32Array(0) : new Int32Array(wasm.memory.buffer, SEGS, at('SEG_CAPACITY') * 4);
+
+/** Whether lookup queries are read by the WebAssembly pass (tests compare it with the JavaScript one). */
+export const queryScanWasm = wasm !== null;
 
 /**
  * One scanner per lookup thread. `scan(query)` fills `values` (decoded) and `raw` (as sent)
@@ -31,18 +65,39 @@ export class QueryScanner {
   private pendingRaw: string | null = null;
   private pendingValue = '';
 
-  constructor(uaMemoBytes = DEFAULT_MEMO_BYTES) {
+  /** `useWasm` false: the JavaScript first pass even where the WebAssembly one runs (tests). */
+  constructor(uaMemoBytes = DEFAULT_MEMO_BYTES, private readonly useWasm = true) {
     this.uaDecoded = new StringMemo(uaMemoBytes);
   }
 
   /** Null, or the first violation (a 400). */
   scan(query: string): ErrorAnswer | null {
     this.clear();
-    // The common query breaks no rule: checked with native searches (a regular expression
-    // for the characters no value may hold raw, indexOf for the rest). Anything unusual is
-    // scanned again character by character, which finds the first violation exactly.
+    // The common query breaks no rule: checked by one pass in WebAssembly (an ASCII query),
+    // else by native searches (a regular expression for the characters no value may hold raw,
+    // indexOf for the rest). Anything unusual is scanned again character by character, which
+    // finds the first violation exactly.
+    if (this.useWasm && wasm !== null && query.length <= IN_CAPACITY) {
+      const r = encoder.encodeInto(query, queryBytes);
+      if (r.written === query.length && r.read === query.length) {
+        if (this.plainWasm(query, wasm.scan(query.length))) return null;
+        return this.exact(query);
+      }
+    }
     if (!UNUSUAL.test(query) && this.plain(query)) return null;
     return this.exact(query);
+  }
+
+  /** plain() from the WebAssembly pass's `n` records (a negative n: a violation, or too many parameters). */
+  private plainWasm(q: string, n: number): boolean {
+    if (n < 0) return false;
+    for (let i = 0; i < n; i++) {
+      const r = i << 2;
+      const start = segs[r]!, eq = segs[r + 1]!, end = segs[r + 2]!, flags = segs[r + 3]!;
+      if ((flags & (SEG_UPPER | SEG_EQ_IN_VALUE)) !== 0) return false;
+      if (!this.take(q, start, eq, end, (flags & SEG_DECODE) !== 0, (flags >> SLOT_SHIFT) - 1)) return false;
+    }
+    return true;
   }
 
   private clear(): void {
@@ -72,7 +127,6 @@ export class QueryScanner {
       if (end > start) {
         const eq = nextEq !== -1 && nextEq < end ? nextEq : -1;
         const nameEnd = eq === -1 ? end : eq;
-        if (nameEnd === start) return false;
         for (let i = start; i < nameEnd; i++) {
           const c = q.charCodeAt(i);
           if (c >= 0x41 && c <= 0x5a) return false;
@@ -92,25 +146,36 @@ export class QueryScanner {
           if (eq !== -1 && (nextPlus > eq || q.lastIndexOf('+', end - 1) > eq)) decode = true;
           nextPlus = q.indexOf('+', end);
         }
-        const idx = paramIndexAt(q, start, nameEnd);
-        if (idx === -1) {
-          // An unknown parameter's value is not decoded, but its escapes must still be whole.
-          if (decode) {
-            for (let i = q.indexOf('%', eq + 1); i !== -1 && i < end; i = q.indexOf('%', i + 3)) {
-              if (i + 2 >= end || !isHexDigit(q.charCodeAt(i + 1)) || !isHexDigit(q.charCodeAt(i + 2))) return false;
-            }
-          }
-        } else {
-          if (this.raw[idx] !== undefined) return false; // duplicate
-          const rawValue = eq === -1 ? '' : q.slice(eq + 1, end);
-          this.raw[idx] = rawValue;
-          const value = idx === P.ua ? this.userAgent(rawValue, decode) : decode ? decodeValue(rawValue) : rawValue;
-          if (value === null) return false;
-          this.values[idx] = value;
-        }
+        if (!this.take(q, start, eq, end, decode, paramIndexAt(q, start, nameEnd))) return false;
       }
       start = end + 1;
     }
+    return true;
+  }
+
+  /**
+   * One parameter of plain(), [start, end) of the query with its first '=' at eq (-1: none),
+   * its name known to be lowercase and its value to hold no raw '=', and its slot (idx, -1
+   * for an unknown name): into its slot when it is a known one; false when it could be a
+   * violation (an empty name, a duplicate, a broken escape).
+   */
+  private take(q: string, start: number, eq: number, end: number, decode: boolean, idx: number): boolean {
+    if ((eq === -1 ? end : eq) === start) return false;
+    if (idx === -1) {
+      // An unknown parameter's value is not decoded, but its escapes must still be whole.
+      if (decode) {
+        for (let i = q.indexOf('%', eq + 1); i !== -1 && i < end; i = q.indexOf('%', i + 3)) {
+          if (i + 2 >= end || !isHexDigit(q.charCodeAt(i + 1)) || !isHexDigit(q.charCodeAt(i + 2))) return false;
+        }
+      }
+      return true;
+    }
+    if (this.raw[idx] !== undefined) return false; // duplicate
+    const rawValue = eq === -1 ? '' : q.slice(eq + 1, end);
+    this.raw[idx] = rawValue;
+    const value = idx === P.ua ? this.userAgent(rawValue, decode) : decode ? decodeValue(rawValue) : rawValue;
+    if (value === null) return false;
+    this.values[idx] = value;
     return true;
   }
 

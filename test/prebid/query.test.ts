@@ -1,5 +1,5 @@
 import t from 'tap';
-import { QueryScanner } from '../../src/prebid/query.ts';
+import { QueryScanner, queryScanWasm } from '../../src/prebid/query.ts';
 import { P, PARAM_NAMES, paramIndexAt } from '../../src/prebid/params.ts';
 import { emptyRequest, validateAuth, validateRequest } from '../../src/prebid/validate.ts';
 
@@ -34,6 +34,23 @@ t.test('parameter names are found in place, and only the exact ones', async (t) 
   t.equal(paramIndexAt(String.fromCharCode(0x170), 0, 1), -1);
 });
 
+t.test('every parameter is found by its name by both first passes, and only by its exact name', async (t) => {
+  for (const useWasm of [true, false]) {
+    const s = new QueryScanner(undefined, useWasm);
+    for (let i = 0; i < PARAM_NAMES.length; i++) {
+      const n = PARAM_NAMES[i]!;
+      t.equal(s.scan(`rid=1&${n}=v${i}&zz=2`), null);
+      t.equal(s.values.filter((v) => v !== undefined).join(','), `v${i}`, `${n} (${useWasm ? 'WebAssembly' : 'JavaScript'})`);
+      // Longer, shorter, and 8 or 9 characters long: no slot filled.
+      for (const other of [`${n}x`, n.slice(1), `${n}xxxxxxxx`.slice(0, 8), `${n}xxxxxxxxx`.slice(0, 9), `x${n}`]) {
+        if ((PARAM_NAMES as readonly string[]).includes(other) || other === '') continue;
+        t.equal(s.scan(`${other}=w`), null);
+        if (s.values.some((v) => v !== undefined)) t.fail(`${other} filled a slot`);
+      }
+    }
+  }
+});
+
 t.test('scanner resets between requests', async (t) => {
   const s = new QueryScanner();
   t.equal(s.scan(`${BASE}&geo=us`), null);
@@ -49,6 +66,30 @@ t.test('forbidden raw characters are rejected, encoded ones are fine', async (t)
     t.match(err?.message, /cb/, 'names the parameter');
   }
   t.equal(scan(`${BASE}&cb=a%3Bb%23c%40d%3De`).err, null, 'encoded ; # @ = pass');
+});
+
+t.test('a forbidden character, a raw = or an escape anywhere in a long value is found (every byte of the 16 the WebAssembly pass steps over)', async (t) => {
+  const fast = new QueryScanner();
+  const slow = new QueryScanner();
+  const long = 'abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ'.toLowerCase();
+  let checked = 0;
+  for (const ch of ['#', '@', ';', '=', '\u0000', '\u001f', '\u007f', '&', '%zz', '%41', '+']) {
+    for (let at = 0; at <= 40; at++) {
+      for (const where of ['cb', 'ua']) {
+        const value = long.slice(0, at) + ch + long.slice(at);
+        const q = where === 'cb' ? `${BASE}&cb=${value}&geo=us` : BASE.replace(`ua=${UA}`, `ua=${value}`);
+        const a = fast.scan(q);
+        const b = slow.exact(q);
+        if (JSON.stringify(a) !== JSON.stringify(b) || (!a && JSON.stringify(fast.values) !== JSON.stringify(slow.values))) {
+          return t.fail(`disagree on ${JSON.stringify(q)}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
+        }
+        checked++;
+      }
+    }
+  }
+  t.equal(checked, 11 * 41 * 2);
+  t.equal(fast.scan(`${BASE}&cb=${long.slice(0, 20)}%23${long}`), null, 'an escaped # is taken');
+  t.equal(fast.values[P.cb], `${long.slice(0, 20)}#${long}`);
 });
 
 t.test('broken percent-encoding', async (t) => {
@@ -127,18 +168,20 @@ t.test('conditional parameters', async (t) => {
   t.match(validate(BASE.replace('dvt=2', 'dvt=4')), { dvt: 4, app: '', ifa: '' }, 'mobile web needs neither');
 });
 
-t.test('the fast scan agrees with the character-by-character one on random queries', async (t) => {
+for (const useWasm of [true, false]) t.test(`the fast scan (${useWasm ? 'WebAssembly' : 'JavaScript'} first pass) agrees with the character-by-character one on random queries`, async (t) => {
+  if (useWasm) t.ok(queryScanWasm, 'this Node reads queries with the WebAssembly pass');
   // Queries built from pieces that hit every rule: names in any case, known and unknown,
   // empty ones, raw and encoded '=', '%' escapes good, cut short and not UTF-8, '+',
   // forbidden characters, controls, duplicates, non-ASCII.
   const goodNames = ['ua', 'ip', 'pub', 'schain', 'geo', 'rid', '%75a', 'u%', 'cb', 'p', 'k', 'ué', 'dvt', 'node'];
   const badNames = ['Ua', 'uA', 'PUB', ''];
-  const goodValues = ['', 'x', 'a+b', '%41', '%C3%A9', 'é', '1.0,1!a.com,1,1', '%2B+%25', 'Mozilla%2F5.0%20(X11)', '+'];
-  const badValues = ['%4', '%', '%zz', '%FF', '%E2%82', 'a=b', '=', 'a#b', 'a@b', 'a;b', 'a\u0001', '\u007f', 'x%2'];
+  // (Long values too: the WebAssembly pass steps over 16 bytes of a value at once.)
+  const goodValues = ['', 'x', 'a+b', '%41', '%C3%A9', 'é', '1.0,1!a.com,1,1', '%2B+%25', 'Mozilla%2F5.0%20(X11)', '+', 'abcdefghijklmnopqrstuvwxyz0123456789', 'Mozilla%2F5.0%20(Windows%20NT%2010.0%3B%20Win64)%20Gecko'];
+  const badValues = ['%4', '%', '%zz', '%FF', '%E2%82', 'a=b', '=', 'a#b', 'a@b', 'a;b', 'a\u0001', '\u007f', 'x%2', 'abcdefghijklmnopqrstuvw#xyz', 'abcdefghijklmnopqrstu=vwxyz', 'abcdefghijklmnopqrst\u0000uvwxyz', '0123456789abcdef0123456789abcd%zz'];
   const pick = (good: string[], bad: string[]) => (rnd(40) ? good[rnd(good.length)]! : bad[rnd(bad.length)]!);
   let seed = 7;
   const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 16) % n; // (an LCG's high bits: its low ones cycle)
-  const fast = new QueryScanner();
+  const fast = new QueryScanner(undefined, useWasm);
   const slow = new QueryScanner();
   let errors = 0;
   for (let i = 0; i < 100000; i++) {

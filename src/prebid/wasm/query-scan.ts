@@ -1,0 +1,140 @@
+// AssemblyScript, not TypeScript: compiled to WebAssembly by tools/build-wasm.ts (`asc`), and
+// the module embedded as src/prebid/query-scan-wasm.ts. Excluded from tsc (tsconfig.json).
+//
+// The lookup query's first pass (src/prebid/query.ts): one pass over its bytes (ASCII only:
+// the caller leaves any other query to JavaScript) that refuses a character no value may hold
+// raw, cuts the query into its parameters and names each. For each non-empty parameter it
+// writes a record of four i32: start, the first '=' (-1: none), end, and its flags (below)
+// with the parameter's slot + 1 above them (0: not a known name). It reads 16 bytes at a time
+// (SIMD): each step goes to the next '&', '=' or refused character, noting on the way an
+// uppercase letter in a name, or a '%' or '+' in a value.
+//
+// Memory (one instance per thread, not shared): the query at IN (JavaScript writes it), the
+// known names (addName fills the table once), the records at SEGS.
+
+export const IN: i32 = 0;
+/** Longest query (the request line and headers are 8 KB at most); 16 bytes of room after it for the loads. */
+export const IN_CAPACITY: i32 = 8192;
+/** The names' table: NAME_SLOTS slots of 16 bytes (the name packed in a u64, 0 for a free slot; its slot number). */
+const NAMES: i32 = IN + IN_CAPACITY + 16;
+const NAME_SLOTS: i32 = 128;
+/** Longest known name (packed in a u64). */
+export const MAX_NAME: i32 = 8;
+export const SEGS: i32 = NAMES + NAME_SLOTS * 16;
+export const SEG_CAPACITY: i32 = 2048;
+
+/** A parameter's flags: an uppercase letter in its name; a second '=' (raw, in its value); a '%' or '+' in its value. */
+export const UPPER: i32 = 1;
+export const EQ_IN_VALUE: i32 = 2;
+export const DECODE: i32 = 4;
+/** Where the slot + 1 starts in a record's last word. */
+export const SLOT_SHIFT: i32 = 8;
+
+/** What scan() returns besides a count: a character no value may hold raw; more parameters than SEG_CAPACITY. */
+export const UNUSUAL: i32 = -1;
+export const TOO_MANY: i32 = -2;
+
+const AMP: u8 = 0x26, EQ: u8 = 0x3d;
+
+// @ts-ignore: decorator
+@inline function packed(start: i32, len: i32): u64 {
+  const bytes = load<u64>(IN + start);
+  return len === 8 ? bytes : bytes & ((<u64>1 << (<u64>len << 3)) - 1);
+}
+
+// @ts-ignore: decorator
+@inline function home(key: u64): i32 {
+  return <i32>((key * 0x9e3779b97f4a7c15) >>> 57); // 7 bits: NAME_SLOTS
+}
+
+/** Adds the name of `len` bytes at IN as `slot`: 0, or -1 when it is empty, too long or the table is full. */
+export function addName(len: i32, slot: i32): i32 {
+  if (len < 1 || len > MAX_NAME) return -1;
+  const key = packed(0, len);
+  let h = home(key);
+  for (let i = 0; i < NAME_SLOTS; i++) {
+    const at = NAMES + (h << 4);
+    const k = load<u64>(at);
+    if (k === 0 || k === key) {
+      store<u64>(at, key);
+      store<i32>(at, slot, 8);
+      return 0;
+    }
+    h = (h + 1) & (NAME_SLOTS - 1);
+  }
+  return -1;
+}
+
+/** The slot of the name [start, end) + 1, 0 when it is not a known one. */
+function nameSlot(start: i32, end: i32): i32 {
+  const len = end - start;
+  if (len < 1 || len > MAX_NAME) return 0;
+  const key = packed(start, len);
+  let h = home(key);
+  for (let i = 0; i < NAME_SLOTS; i++) {
+    const at = NAMES + (h << 4);
+    const k = load<u64>(at);
+    if (k === key) return load<i32>(at, 8) + 1;
+    if (k === 0) return 0;
+    h = (h + 1) & (NAME_SLOTS - 1);
+  }
+  return 0;
+}
+
+// @ts-ignore: decorator
+@inline function record(i: i32, start: i32, eq: i32, end: i32, flags: i32): void {
+  const at = SEGS + (i << 4);
+  store<i32>(at, start);
+  store<i32>(at, eq, 4);
+  store<i32>(at, end, 8);
+  store<i32>(at, flags | (nameSlot(start, eq === -1 ? end : eq) << SLOT_SHIFT), 12);
+}
+
+/** The records of the `len` bytes at IN: their count, or UNUSUAL or TOO_MANY. */
+export function scan(len: i32): i32 {
+  let n = 0;
+  let start = 0;
+  let eq = -1;
+  let flags = 0;
+  let p = 0;
+  while (p < len) {
+    const v = v128.load(IN + p);
+    const rest = len - p;
+    // '&', '=', and the refused: '#', '@', ';', controls.
+    const special = v128.or(
+      v128.or(v128.or(i8x16.eq(v, i8x16.splat(AMP)), i8x16.eq(v, i8x16.splat(EQ))), v128.or(i8x16.eq(v, i8x16.splat(0x23)), i8x16.eq(v, i8x16.splat(0x40)))),
+      v128.or(v128.or(i8x16.eq(v, i8x16.splat(0x3b)), i8x16.eq(v, i8x16.splat(0x7f))), i8x16.lt_u(v, i8x16.splat(0x20))),
+    );
+    const m = i8x16.bitmask(special) & (rest >= 16 ? 0xffff : (1 << rest) - 1);
+    const k = m !== 0 ? ctz(m) : rest >= 16 ? 16 : rest;
+    const before = (1 << k) - 1;
+    if (eq === -1) {
+      if ((i8x16.bitmask(v128.and(i8x16.ge_u(v, i8x16.splat(0x41)), i8x16.le_u(v, i8x16.splat(0x5a)))) & before) !== 0) flags |= UPPER;
+    } else if ((i8x16.bitmask(v128.or(i8x16.eq(v, i8x16.splat(0x25)), i8x16.eq(v, i8x16.splat(0x2b)))) & before) !== 0) {
+      flags |= DECODE;
+    }
+    p += k;
+    if (m === 0) continue;
+    const c = load<u8>(IN + p);
+    if (c === AMP) {
+      if (p > start) {
+        if (n === SEG_CAPACITY) return TOO_MANY;
+        record(n++, start, eq, p, flags);
+      }
+      start = p + 1;
+      eq = -1;
+      flags = 0;
+    } else if (c === EQ) {
+      if (eq === -1) eq = p;
+      else flags |= EQ_IN_VALUE;
+    } else {
+      return UNUSUAL;
+    }
+    p++;
+  }
+  if (len > start) {
+    if (n === SEG_CAPACITY) return TOO_MANY;
+    record(n++, start, eq, len, flags);
+  }
+  return n;
+}
