@@ -188,7 +188,9 @@ async function reloadRequest(s: RunningServer, opts: StartOptions): Promise<Relo
 export async function serve(config: Config, reread?: () => Promise<Config>): Promise<void> {
   log.level = config.logLevel;
   log.info({ dataDir: config.dataDir, host: config.host, threads: config.threads, version: versionInfo().version }, 'ivtd starting');
-  if (jsonScanUnavailable !== '') log.warn({ reason: jsonScanUnavailable }, 'OpenRTB bodies will be parsed by the slower reference parser: the WebAssembly JSON scan is unavailable');
+  // (The JSON scan needs WebAssembly with SIMD, as the query's first pass does; without them the
+  // lookups are as correct, on the JavaScript paths.)
+  if (jsonScanUnavailable !== '') log.warn({ reason: jsonScanUnavailable }, 'WebAssembly is unavailable: OpenRTB bodies go to the slower reference parser, and lookup queries (and lids, without WebAssembly at all) to the slower JavaScript paths');
   let stopping = false;
   // Only a signal (or a fatal error, exit 1) ends `serve`. Should Node's event loop ever run
   // out of work instead (a start-up step waiting on nothing that keeps the loop alive), the

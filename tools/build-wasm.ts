@@ -28,7 +28,7 @@ export const WASM_MODULES: readonly WasmModule[] = [
     options: ['-O3', '--runtime', 'stub', '--noAssert', '--enable', 'simd', '--initialMemory', '4', '--maximumMemory', '4', '--memoryBase', String(240 * 1024)],
   },
   {
-    // The lookup id's SipHash. Memory: 1 page, fixed; its regions are its first 144 bytes.
+    // The lookup id's SipHash. Memory: 1 page, fixed; its regions are its first 152 bytes.
     source: 'src/prebid/wasm/siphash.ts',
     output: 'src/prebid/siphash-wasm.ts',
     constant: 'SIPHASH_WASM',
