@@ -4,7 +4,7 @@
 // and exit 0.
 import type { Config } from './config.ts';
 import { log } from './log.ts';
-import { jsonScanUnavailable } from './ortb/pruned-json.ts';
+import { wasmUnavailable } from './runtime/wasm.ts';
 import { versionInfo } from './ops/version.ts';
 import { LookupEngine } from './prebid/pipeline.ts';
 import type { LookupServer } from './prebid/lookup-threads.ts';
@@ -188,9 +188,10 @@ async function reloadRequest(s: RunningServer, opts: StartOptions): Promise<Relo
 export async function serve(config: Config, reread?: () => Promise<Config>): Promise<void> {
   log.level = config.logLevel;
   log.info({ dataDir: config.dataDir, host: config.host, threads: config.threads, version: versionInfo().version }, 'ivtd starting');
-  // (The JSON scan needs WebAssembly with SIMD, as the query's first pass does; without them the
-  // lookups are as correct, on the JavaScript paths.)
-  if (jsonScanUnavailable !== '') log.warn({ reason: jsonScanUnavailable }, 'WebAssembly is unavailable: OpenRTB bodies go to the slower reference parser, and lookup queries (and lids, without WebAssembly at all) to the slower JavaScript paths');
+  // (Every module this process's lookups use is imported by now: the engine, its query scanner,
+  // its lid codec and the OpenRTB parser. Without them the lookups are as correct, slower.)
+  const noWasm = wasmUnavailable();
+  if (noWasm.length > 0) log.warn({ modules: noWasm }, 'WebAssembly parts are unavailable: their work takes the slower JavaScript paths (OpenRTB bodies the reference parser)');
   let stopping = false;
   // Only a signal (or a fatal error, exit 1) ends `serve`. Should Node's event loop ever run
   // out of work instead (a start-up step waiting on nothing that keeps the loop alive), the

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LidCodec, emptyLidInput, lidSipWasm } from '../src/prebid/lid.ts';
+import { wasmUnavailable } from '../src/runtime/wasm.ts';
 import { WASM_MODULES, wasmModuleText, wasmOutputPath } from '../tools/build-wasm.ts';
 
 for (const m of WASM_MODULES) {
@@ -34,11 +35,12 @@ t.test('without WebAssembly (node --jitless) every body goes to the reference, l
     `import { jsonScanUnavailable } from ${src('../src/ortb/pruned-json.ts')};`,
     `import { LidCodec, emptyLidInput, lidSipWasm } from ${src('../src/prebid/lid.ts')};`,
     `import { QueryScanner, queryScanWasm } from ${src('../src/prebid/query.ts')};`,
+    `import { wasmUnavailable } from ${src('../src/runtime/wasm.ts')};`,
     `const qs = new QueryScanner();`,
     `const scanned = [qs.scan('pub=a&ua=Mozilla%2F5.0%20(X11)&cb=' + 'x'.repeat(40)), qs.values[5], qs.scan('pub=a&cb=' + 'x'.repeat(20) + '#')?.code];`,
     `const r = bidRequestFrom(new TextEncoder().encode('{"id":"1","imp":[{"id":"1"}],"device":{"ip":"1.2.3.4"}}'), false);`,
     ...LID_PROBE,
-    'console.log(JSON.stringify({ reason: jsonScanUnavailable, r, lid, lidSipWasm, queryScanWasm, scanned }));',
+    'console.log(JSON.stringify({ reason: jsonScanUnavailable, r, lid, lidSipWasm, queryScanWasm, scanned, unavailable: wasmUnavailable() }));',
   ].join('\n'));
   const out = JSON.parse(execFileSync(process.execPath, ['--jitless', '--import', 'tsx', script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
   t.match(out.reason, /without WebAssembly/);
@@ -52,4 +54,7 @@ t.test('without WebAssembly (node --jitless) every body goes to the reference, l
   // And it read queries with the JavaScript first pass.
   t.equal(out.queryScanWasm, false);
   t.same(out.scanned, [null, 'Mozilla/5.0 (X11)', 'forbidden_character']);
+  // What the server's start-up warning lists: every module, each with why; none in this process.
+  t.same([...out.unavailable].sort(), ['the JSON scan', 'the lid SipHash', 'the query pass'].map((m) => `${m}: this Node runs without WebAssembly (--jitless?)`));
+  t.same(wasmUnavailable(), []);
 });

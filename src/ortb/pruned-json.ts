@@ -24,6 +24,7 @@
 // slices of the body's text: whatever keeps one past the request copies it (ownString).
 import type { JsonLimits, JsonObject, JsonValue } from './bounded-json.ts';
 import { JSON_SCAN_WASM } from './json-scan-wasm.ts';
+import { compileWasm, instantiateWasm, wasmGlobal } from '../runtime/wasm.ts';
 
 /** Build this value whole. */
 export const WHOLE = 0;
@@ -56,28 +57,17 @@ function compile(shape: JsonShape): Compiled | null {
 interface ScanExports {
   memory: WebAssembly.Memory;
   scan(len: number, root: number, maxDepth: number, maxArray: number, maxKeys: number): number;
-  [layout: string]: unknown;
 }
 
+const compiled = compileWasm('the JSON scan', JSON_SCAN_WASM);
 /**
  * Why this process has no scan ('' when it has one): Node without WebAssembly (`--jitless`)
  * or without its SIMD (an x86-64 CPU without SSE4.1). Every body then goes to the
  * reference, slower and as correct; the server says so at start-up.
  */
-export let jsonScanUnavailable = '';
-
-function instantiate(): ScanExports | null {
-  try {
-    const bytes = Buffer.from(JSON_SCAN_WASM, 'base64');
-    return new WebAssembly.Instance(new WebAssembly.Module(bytes), {}).exports as unknown as ScanExports;
-  } catch (e) {
-    jsonScanUnavailable = typeof WebAssembly === 'undefined' ? 'this Node runs without WebAssembly (--jitless?)' : `WebAssembly refused the scan: ${(e as Error).message}`;
-    return null;
-  }
-}
-
-const wasm = instantiate();
-const at = (name: string): number => (wasm === null ? 0 : ((wasm[name] as WebAssembly.Global).value as number));
+export const jsonScanUnavailable = compiled.unavailableReason;
+const wasm = compiled.module === null ? null : instantiateWasm<ScanExports>(compiled.module);
+const at = (name: string): number => (wasm === null ? 0 : wasmGlobal(wasm, name));
 const IN = at('IN'), IN_CAPACITY = at('IN_CAPACITY'), SHAPE = at('SHAPE'), SHAPE_WORDS = at('SHAPE_WORDS'), KEYS = at('KEYS'), KEYS_CAPACITY = at('KEYS_CAPACITY');
 const MAX_DEPTH = at('MAX_DEPTH'), MAX_KEYS = at('MAX_KEYS'), TAPE = at('TAPE'), TAPE_RECORDS = at('TAPE_RECORDS');
 const OPEN_OBJECT = at('OPEN_OBJECT'), OPEN_ARRAY = at('OPEN_ARRAY'), CLOSE = at('CLOSE'), CHECK_NUMBER = at('CHECK_NUMBER'), ESCAPED = at('ESCAPED'), WIDE = at('WIDE');

@@ -23,6 +23,7 @@ import { fmix32, hashAdd, hashAddNumber, hashBegin, hashEnd, hashStringLower, ha
 import type { ParsedIp } from '../signals/ip-address.ts';
 import { BROWSER_CODES, OS_CODES } from '../signals/ua-analysis.ts';
 import { SIPHASH_WASM } from './siphash-wasm.ts';
+import { compileWasm, instantiateWasm, wasmGlobal } from '../runtime/wasm.ts';
 
 export const LID_VERSION = 1;
 
@@ -145,18 +146,10 @@ const LITTLE_ENDIAN = new Uint8Array(Uint32Array.of(1).buffer)[0] === 1;
 interface SipExports {
   memory: WebAssembly.Memory;
   sip(blocks: number, tailLo: number, tailHi: number, len: number): void;
-  KEY: WebAssembly.Global; MSG: WebAssembly.Global; MSG_CAPACITY: WebAssembly.Global; TAG: WebAssembly.Global;
 }
 
 /** The compiled module; null without WebAssembly (`--jitless`) or on a big-endian host (the JavaScript SipHash then). */
-const SIP_MODULE: WebAssembly.Module | null = (() => {
-  if (!LITTLE_ENDIAN) return null;
-  try {
-    return new WebAssembly.Module(Buffer.from(SIPHASH_WASM, 'base64'));
-  } catch {
-    return null;
-  }
-})();
+const SIP_MODULE = LITTLE_ENDIAN ? compileWasm('the lid SipHash', SIPHASH_WASM).module : null;
 
 /** Whether lids are signed by the WebAssembly SipHash (tests check both agree). */
 export const lidSipWasm = SIP_MODULE !== null;
@@ -258,15 +251,15 @@ export class LidCodec {
   constructor(secret: Uint8Array, salt = (Math.random() * 4294967296) >>> 0, useWasm = true) {
     this.key = sipKey(secret);
     this.digestSeed = fmix32(this.key[0]! ^ fmix32(this.key[3]! ^ 0x11d5eed));
-    this.sip = useWasm && SIP_MODULE !== null ? (new WebAssembly.Instance(SIP_MODULE, {}).exports as unknown as SipExports) : null;
+    this.sip = useWasm && SIP_MODULE !== null ? instantiateWasm<SipExports>(SIP_MODULE) : null;
     let ab: ArrayBuffer, at = 0;
     if (this.sip !== null) {
       const mem = this.sip.memory.buffer;
-      new Uint32Array(mem, this.sip.KEY.value as number, 4).set(this.key);
-      at = this.sip.MSG.value as number;
-      if ((this.sip.MSG_CAPACITY.value as number) < LID_BYTES) throw new Error('siphash: its message room is smaller than a lid');
+      new Uint32Array(mem, wasmGlobal(this.sip, 'KEY'), 4).set(this.key);
+      at = wasmGlobal(this.sip, 'MSG');
+      if (wasmGlobal(this.sip, 'MSG_CAPACITY') < LID_BYTES) throw new Error('siphash: its message room is smaller than a lid');
       ab = mem;
-      this.tag = new Uint32Array(mem, this.sip.TAG.value as number, 2);
+      this.tag = new Uint32Array(mem, wasmGlobal(this.sip, 'TAG'), 2);
     } else {
       ab = new ArrayBuffer(LID_BYTES);
       this.tag = HASH;

@@ -7,6 +7,7 @@ import { ownString } from '../memory/own-string.ts';
 import { DEFAULT_MEMO_BYTES, StringMemo } from '../memory/string-memo.ts';
 import { P, PARAM_COUNT, PARAM_NAMES, paramIndexAt } from './params.ts';
 import { QUERY_SCAN_WASM } from './query-scan-wasm.ts';
+import { compileWasm, instantiateWasm, wasmGlobal } from '../runtime/wasm.ts';
 
 
 const AMP = 0x26, EQ = 0x3d, PCT = 0x25, PLUS = 0x2b, HASH = 0x23, AT = 0x40, SEMI = 0x3b;
@@ -20,28 +21,19 @@ interface QueryScanExports {
   memory: WebAssembly.Memory;
   scan(len: number): number;
   addName(len: number, slot: number): number;
-  [layout: string]: unknown;
 }
 
 const encoder = new TextEncoder();
-const wasm = ((): QueryScanExports | null => {
-  let w: QueryScanExports;
-  try {
-    w = new WebAssembly.Instance(new WebAssembly.Module(Buffer.from(QUERY_SCAN_WASM, 'base64')), {}).exports as unknown as QueryScanExports;
-  } catch {
-    return null;
-  }
-  // The parameters' names into its table (a name it cannot hold is a programming error).
-  const bytes = new Uint8Array(w.memory.buffer, (w.IN as WebAssembly.Global).value as number);
-  PARAM_NAMES.forEach((name, slot) => {
-    if (encoder.encodeInto(name, bytes).written !== name.length || w.addName(name.length, slot) !== 0) throw new Error(`query-scan: cannot hold the parameter name ${name}`);
-  });
-  return w;
-})();
-const at = (name: string): number => (wasm === null ? 0 : ((wasm[name] as WebAssembly.Global).value as number));
+const compiled = compileWasm('the query pass', QUERY_SCAN_WASM).module;
+const wasm = compiled === null ? null : instantiateWasm<QueryScanExports>(compiled);
+const at = (name: string): number => (wasm === null ? 0 : wasmGlobal(wasm, name));
 const IN = at('IN'), IN_CAPACITY = at('IN_CAPACITY'), SEGS = at('SEGS'), SEG_UPPER = at('UPPER'), SEG_EQ_IN_VALUE = at('EQ_IN_VALUE'), SEG_DECODE = at('DECODE'), SLOT_SHIFT = at('SLOT_SHIFT');
 const queryBytes = wasm === null ? new Uint8Array(0) : new Uint8Array(wasm.memory.buffer, IN, IN_CAPACITY);
 const segs = wasm === null ? new Int32Array(0) : new Int32Array(wasm.memory.buffer, SEGS, at('SEG_CAPACITY') * 4);
+// The parameters' names into its table (a name it cannot hold is a programming error).
+PARAM_NAMES.forEach((name, slot) => {
+  if (wasm !== null && (encoder.encodeInto(name, queryBytes).written !== name.length || wasm.addName(name.length, slot) !== 0)) throw new Error(`query-scan: cannot hold the parameter name ${name}`);
+});
 
 /** Whether lookup queries are read by the WebAssembly pass (tests compare it with the JavaScript one). */
 export const queryScanWasm = wasm !== null;
