@@ -417,6 +417,17 @@ export function ortbConfidence(r: ScoreResult, req: LookupRequest, hasSua: boole
   return Math.round(r.confidence * cover * 10_000) / 10_000;
 }
 
+/** Each reason's entry in the answer's `reasons`, made once: `{"code":…,"class":…}`. */
+const REASON_JSON: ReadonlyMap<string, string> = new Map(Object.entries(REASON_CLASS).map(([code, cls]) => [code, JSON.stringify({ code, class: cls })]));
+
+/** Printable ASCII but the quote and the backslash: a string JSON writes as it is, between quotes. */
+const PLAIN_JSON_STRING = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/** `s` as a JSON string: the usual bid request id (a UUID) without a call to JSON.stringify. */
+export function jsonString(s: string): string {
+  return PLAIN_JSON_STRING.test(s) ? '"' + s + '"' : JSON.stringify(s);
+}
+
 /**
  * What the OpenRTB answer adds to the spec 2.2 response (responseJson's `tail`): `id`, `nbr`
  * (null: none), `reasons`, `missing` and, when a field was unusable, `unusable`.
@@ -424,14 +435,14 @@ export function ortbConfidence(r: ScoreResult, req: LookupRequest, hasSua: boole
 export function ortbResponseTail(extra: OrtbExtra, r: ScoreResult, nbr: number | null): string {
   let reasons = '';
   for (const code of r.reasons) {
-    const cls = REASON_CLASS[code];
-    if (cls === undefined) continue;
-    reasons += `${reasons === '' ? '' : ','}{"code":"${code}","class":"${cls}"}`;
+    const json = REASON_JSON.get(code);
+    if (json === undefined) continue;
+    reasons = reasons === '' ? json : reasons + ',' + json;
   }
   // Paths are the mapping's own constants (no escaping needed); the reasons may quote the sender's value.
   let missing = '';
   for (const m of extra.missing) missing += `${missing === '' ? '' : ','}"${m}"`;
-  let out = `,"id":${JSON.stringify(extra.id)}${nbr === null ? '' : `,"nbr":${nbr}`},"reasons":[${reasons}],"missing":[${missing}]`;
+  let out = `,"id":${jsonString(extra.id)}${nbr === null ? '' : `,"nbr":${nbr}`},"reasons":[${reasons}],"missing":[${missing}]`;
   const u = extra.unusable;
   if (u.length > 0) {
     out += ',"unusable":[';

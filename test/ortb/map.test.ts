@@ -5,7 +5,8 @@ import t from 'tap';
 import { parseSchain, schainFromObject } from '../../src/signals/schain.ts';
 import { emptySua, suaConflict } from '../../src/signals/sua.ts';
 import { countryAlpha2 } from '../../src/countries.ts';
-import { emptyOrtbExtra, mapBidRequest, pageHost } from '../../src/ortb/map.ts';
+import { emptyOrtbExtra, jsonString, mapBidRequest, ortbResponseTail, pageHost } from '../../src/ortb/map.ts';
+import { REASON_CLASS } from '../../src/signals/category.ts';
 import { P, PARAM_NAMES } from '../../src/prebid/params.ts';
 
 t.test('schain object form follows the string form', async (t) => {
@@ -117,4 +118,26 @@ t.test('mapBidRequest: only id and imp are required; every other field type-chec
   t.match(extra.sua, { platform: '', mobile: 1, chromium: false, source: -1 }, "nothing kept from the earlier request's sua");
   t.ok(Number.isNaN(extra.sua!.chromiumMajor));
   t.same(map({ id: 'b', device: { sua: { browsers: 'x' } } }).unusable, ['device.sua.browsers']);
+});
+
+t.test('the answer\'s id and reasons are the JSON that JSON.stringify would write', async (t) => {
+  // Every character below 0x80, then some past it and lone surrogates, alone and inside an id.
+  const singles = [...Array.from({ length: 0x80 }, (_, c) => String.fromCharCode(c)), 'é', '\u2028', '\ud800', '\udc00', '\ud83d\ude00'];
+  for (const c of singles) {
+    t.equal(jsonString(c), JSON.stringify(c), `U+${c.charCodeAt(0).toString(16)}`);
+    t.equal(jsonString(`0b6a8c52-${c}-4c1e`), JSON.stringify(`0b6a8c52-${c}-4c1e`));
+  }
+  t.equal(jsonString(''), '""');
+  const extra = emptyOrtbExtra();
+  extra.id = 'a"b\\c';
+  const codes = Object.keys(REASON_CLASS);
+  const reasons = [codes[0]!, 'not_a_reason', codes[codes.length - 1]!];
+  const tail = JSON.parse(`{"x":0${ortbResponseTail(extra, { reasons } as never, 12)}}`);
+  t.same(tail, {
+    x: 0,
+    id: 'a"b\\c',
+    nbr: 12,
+    reasons: [{ code: codes[0], class: REASON_CLASS[codes[0]!] }, { code: codes[codes.length - 1], class: REASON_CLASS[codes[codes.length - 1]!] }],
+    missing: [],
+  }, 'a code without a class is left out; the others keep their order');
 });

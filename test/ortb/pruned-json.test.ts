@@ -165,6 +165,34 @@ t.test('bails, never accepts, on what the reference refuses', async (t) => {
   }
 });
 
+t.test('duplicate keys: found wherever they are in an object, also past the scan\'s key filter; distinct keys whose filter bits collide are kept', async (t) => {
+  // The scan keeps a 64-bit filter of each object's keys (length, first and last byte; at most 64 keys, past which the reference reads the body) and
+  // compares a key with the object's others only when its bit is set already.
+  const keys = Array.from({ length: 59 }, (_, i) => `k${String.fromCharCode(97 + (i % 26))}${i}x`);
+  // Same length, first and last byte, different middles: the same filter bit, no duplicate.
+  const colliding = ['aXa', 'aYa', 'aZa', 'a_a', 'a-a'];
+  const docOf = (ks: string[], where: 'ext' | 'device') => `{"id":"1","imp":[],"${where}":{${ks.map((k, i) => `"${k}":${i}`).join(',')}}}`;
+  for (const where of ['ext', 'device'] as const) {
+    for (const ks of [keys, colliding, [...colliding, ...keys]]) {
+      const doc = docOf(ks, where);
+      t.not(fast(doc), null, `${where}: ${ks.length} distinct keys are taken`);
+      t.ok(parseBoundedJson(doc, ORTB_JSON_LIMITS).ok);
+    }
+    for (const [a, b] of [[0, 1], [0, 58], [30, 58], [57, 58], [0, 30]] as const) {
+      const ks = keys.slice();
+      ks[b] = ks[a]!;
+      const doc = docOf(ks, where);
+      t.equal(fast(doc), null, `${where}: key ${a} again at ${b} is a duplicate`);
+      t.notOk(parseBoundedJson(doc, ORTB_JSON_LIMITS).ok, 'the reference refuses it too');
+    }
+    const twice = docOf([...colliding, 'aYa'], where);
+    t.equal(fast(twice), null, `${where}: a duplicate among keys of one filter bit`);
+    // The filter is the object's own: the same keys in a sibling and in a nested object are no duplicates.
+    const nested = `{"id":"1","imp":[],"${where}":{"a":{"a":1,"b":{"a":2}},"b":{"a":3}},"regs":{"a":4}}`;
+    t.not(fast(nested), null, `${where}: the same keys in sibling and nested objects are taken`);
+  }
+});
+
 t.test('limits: at each limit it builds, one past it it bails (small limits)', async (t) => {
   const lim: JsonLimits = { maxDepth: 4, maxArrayLength: 3, maxObjectKeys: 3 };
   const cases: [string, boolean][] = [

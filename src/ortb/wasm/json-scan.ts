@@ -21,11 +21,12 @@ export const SHAPE: i32 = IN + IN_CAPACITY + 16;
 export const SHAPE_WORDS: i32 = 2048;
 export const KEYS: i32 = SHAPE + SHAPE_WORDS * 4;
 export const KEYS_CAPACITY: i32 = 4096;
-/** Open containers: five i32 per depth (kind, aux, node, emit key, start). */
+/** Open containers: 32 bytes per depth (kind, aux, node, emit key, start as i32; an object's key filter as i64 at 24). */
 const STACK: i32 = KEYS + KEYS_CAPACITY;
 export const MAX_DEPTH: i32 = 64;
+const FRAME_BYTES: i32 = 32;
 /** Key spans (start, length) of the open objects, for the duplicate check. */
-const SPANS: i32 = STACK + MAX_DEPTH * 20;
+const SPANS: i32 = STACK + MAX_DEPTH * FRAME_BYTES;
 export const MAX_KEYS: i32 = 64;
 /** The tape: records of four i32 (op, key, start, end). */
 export const TAPE: i32 = SPANS + MAX_DEPTH * MAX_KEYS * 8;
@@ -100,7 +101,7 @@ const BACKSLASHES = i8x16.splat(0x5c);
 const SPACES = i8x16.splat(0x20);
 
 /** Steps over the string whose opening quote is at `k`: where it ends, or FAULT. Sets stringFlags. */
-function skipString(k: i32): i32 {
+@inline function skipString(k: i32): i32 {
   k++;
   let flags = 0;
   for (;;) {
@@ -190,10 +191,11 @@ function isPrototypeKey(start: i32, len: i32): bool {
 }
 
 /**
- * Reads the key at `k` (after whitespace) of the object whose spans start at `base`, and its
+ * Reads the key at `k` (after whitespace) of the object of frame `f`, and its
  * colon: where the value starts, or FAULT. Leaves the key in keyStart/keyLen.
  */
-function readKey(k: i32, base: i32, maxKeys: i32): i32 {
+@inline function readKey(k: i32, f: usize, maxKeys: i32): i32 {
+  const base = load<i32>(f, 4);
   let c = byte(k);
   while (isWs(c)) c = byte(++k);
   if (c != 0x22) return FAULT;
@@ -202,10 +204,17 @@ function readKey(k: i32, base: i32, maxKeys: i32): i32 {
   if (k < 0 || stringFlags & ESCAPED) return FAULT; // the reference compares what escaped keys mean
   const len = k - 1 - start;
   if ((len == 9 || len == 11) && isPrototypeKey(start, len)) return FAULT;
-  for (let at = base; at < spanTop; at += 2) {
-    const s = <usize>(SPANS + (at << 2));
-    if (load<i32>(s, 4) == len && sameBytes(load<i32>(s), start, len)) return FAULT;
+  // A key whose filter bit (its length, first and last byte) is new to the object is no
+  // duplicate; only one whose bit is set is compared with the object's keys so far.
+  const bit = (<u64>1) << (<u64>((<u32>len * 7 + byte(start) * 3 + byte(start + len - 1)) & 63));
+  const seen = load<u64>(f, 24);
+  if (seen & bit) {
+    for (let at = base; at < spanTop; at += 2) {
+      const s = <usize>(SPANS + (at << 2));
+      if (load<i32>(s, 4) == len && sameBytes(load<i32>(s), start, len)) return FAULT;
+    }
   }
+  store<u64>(f, seen | bit, 24);
   if (spanTop - base >= 2 * maxKeys) return FAULT;
   const s = <usize>(SPANS + (spanTop << 2));
   store<i32>(s, start);
@@ -221,7 +230,7 @@ function readKey(k: i32, base: i32, maxKeys: i32): i32 {
 
 /** What the value of the key just read is: its index in object node `node` (in `wantKey`) and its node, WHOLE or SKIP. */
 let wantKey: i32 = 0;
-function wantOf(node: i32): i32 {
+@inline function wantOf(node: i32): i32 {
   if (node < 0) return SKIP;
   const n = shapeWord(node + 1);
   let rec = node + 2;
@@ -239,13 +248,13 @@ function wantOf(node: i32): i32 {
   return node < 0 ? SKIP : shapeWord(node + 1);
 }
 
-// The open containers: depth d + 1 at STACK + 20 d.
+// The open containers: depth d + 1 at STACK + FRAME_BYTES d.
 @inline function frame(sp: i32): usize {
-  return <usize>(STACK + sp * 20);
+  return <usize>(STACK + sp * FRAME_BYTES);
 }
 
 /** Closes the container of frame `f`, whose closing byte ends before `end`: its record, if it has one. */
-function close(f: usize, end: i32): bool {
+@inline function close(f: usize, end: i32): bool {
   if (load<i32>(f) == OBJ) spanTop = load<i32>(f, 4);
   const node = load<i32>(f, 8);
   if (node >= 0) return emit(CLOSE, 0, 0, end);
@@ -289,6 +298,7 @@ export function scan(len: i32, root: i32, maxDepth: i32, maxArray: i32, maxKeys:
       store<i32>(f, node, 8);
       store<i32>(f, emitKey, 12);
       store<i32>(f, k, 16);
+      store<u64>(f, 0, 24);
       const end = c + 2; // '}' after '{', ']' after '['
       c = byte(++k);
       while (isWs(c)) c = byte(++k);
@@ -297,7 +307,7 @@ export function scan(len: i32, root: i32, maxDepth: i32, maxArray: i32, maxKeys:
         sp--;
         if (!close(f, k)) return FAULT;
       } else if (kind == OBJ) {
-        k = readKey(k, spanTop, maxKeys);
+        k = readKey(k, f, maxKeys);
         if (k < 0) return FAULT;
         want = wantOf(node);
         key = wantKey;
@@ -331,7 +341,7 @@ export function scan(len: i32, root: i32, maxDepth: i32, maxArray: i32, maxKeys:
       const node = load<i32>(f, 8);
       if (load<i32>(f) == OBJ) {
         if (c == 0x2c) {
-          k = readKey(k, load<i32>(f, 4), maxKeys);
+          k = readKey(k, f, maxKeys);
           if (k < 0) return FAULT;
           want = wantOf(node);
           key = wantKey;
