@@ -193,6 +193,17 @@ t.test('duplicate keys: found wherever they are in an object, also past the scan
   }
 });
 
+t.test('numbers it builds are JSON.parse\'s: whole ones of up to nine digits read from the bytes, the rest by Number', async (t) => {
+  const numbers = ['0', '7', '10', '300', '999999999', '123456789', '1000000000', '9999999999', '12345678901234567890', '-0', '-3', '1.5', '10.0', '0.25', '1e2', '1E+2', '2e-3', '-1.5e10', '123456789.5'];
+  for (const n of numbers) {
+    const doc = `{"id":"1","imp":[{"banner":{"w":${n},"h":${n},"format":[{"w":${n},"h":1}]}}],"device":{"devicetype":${n},"sua":{"mobile":${n}}}}`;
+    const got = fast(doc);
+    t.not(got, null, n);
+    t.same(got, pruned(JSON.parse(doc), BID_REQUEST_SHAPE), `${n} as JSON.parse reads it`);
+    t.ok(Object.is((got as any).device.devicetype, JSON.parse(n)), `${n}: the same number (-0 too)`);
+  }
+});
+
 t.test('limits: at each limit it builds, one past it it bails (small limits)', async (t) => {
   const lim: JsonLimits = { maxDepth: 4, maxArrayLength: 3, maxObjectKeys: 3 };
   const cases: [string, boolean][] = [
