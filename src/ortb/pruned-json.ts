@@ -9,7 +9,8 @@
 // checks every byte and writes a tape of what the shape wants (containers opened and closed,
 // values as byte spans); this module builds the object from the tape. On the benches' 2.1 KB
 // bid request, in one loop: the same pass as a byte loop in JavaScript took 9–11 µs, more
-// than JSON.parse building everything (7.4); the scan and the build take 4.5.
+// than JSON.parse building everything (7.4); the scan and the build take about 3.6
+// (docs/benchmarks.md).
 //
 // It never says what is wrong: on anything it does not accept, or does not handle (a key with
 // an escape, an object with many keys, a \u escape of a surrogate, a fault anywhere) it
@@ -31,7 +32,7 @@ export const WHOLE = 0;
 /** An object of which only these keys are built (each by its shape), or an array whose every element is built by the one shape in it. */
 export type JsonShape = typeof WHOLE | { readonly [key: string]: JsonShape } | readonly [JsonShape];
 
-/** A shape as the builder reads it (compileShape); `node` is where the scan's copy of it starts, once written. */
+/** A shape as the builder reads it (compileShape); load() writes the scan's copy of it into the scan's memory. */
 export interface Compiled {
   /** An object shape's keys and their shapes (null: whole), parallel. */
   keys: string[];
