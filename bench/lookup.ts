@@ -6,7 +6,10 @@
 //  - latency at fixed rates (`--rates`, default 2000 req/s and half of ivtd's saturation),
 //    ivtd and bare in alternating rounds, with wrk (µs) and bench/paced.ts; see
 //    bench/latency.ts;
-//  - the in-thread lookup time from /metrics at saturation and during the latency rounds.
+//  - the in-thread lookup time from /metrics at saturation and during the latency rounds;
+//  - on Linux, the function-call interrupts (`CAL` in /proc/interrupts, all CPUs) per request
+//    at saturation: mostly the wake-ups of an idle client thread by a response, which on a VM
+//    without guest halt-polling cost the sending thread (docs/benchmarks.md, "wake-ups").
 //   node --import tsx bench/lookup.ts [--duration 8] [--connections 50] [--threads 1]
 //        [--rates 2000,half] [--rounds 3] [--policy-entries 100000] [--policy-rounds 3]
 //        [--checkout DIR | --ivtd PATH] [--phases policy,ortb,beacon,latency]
@@ -17,6 +20,7 @@
 //  - the beacon phase (`--beacon-rounds 3`, 0 skips it): impression beacons
 //    (GET /api/v1/ivt/imp?lid=…, the lids of real lookups, most of them replays after the
 //    first pass) against GET lookups, same client, alternating: beacons/s vs lookups/s.
+import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { describeLatency, latencyVsBare, type LatencyFigures } from './latency.ts';
 import { inThreadBuckets, inThreadLatency, numArg, sleep, startBare, strArg, startIvtd, targetFromArgs, thisCheckout } from './processes.ts';
@@ -47,6 +51,26 @@ interface Run {
   p50Ms: number;
   p99Ms: number;
   non2xx: number;
+  /** Function-call interrupts per request during the run (null where /proc/interrupts has no CAL row). */
+  calPerRequest: number | null;
+}
+
+/** The `CAL` row of /proc/interrupts summed over the CPUs, or null (not Linux, or no such row). */
+function callInterrupts(): number | null {
+  let text: string;
+  try {
+    text = readFileSync('/proc/interrupts', 'utf8');
+  } catch {
+    return null;
+  }
+  const row = text.split('\n').find((l) => l.trimStart().startsWith('CAL:'));
+  if (row === undefined) return null;
+  let sum = 0;
+  for (const f of row.trim().split(/\s+/).slice(1)) {
+    if (!/^\d+$/.test(f)) break; // the counts end where the row's label begins
+    sum += Number(f);
+  }
+  return sum;
 }
 
 /** Saturation: a closed loop of CONNECTIONS sockets, GETting `paths` or POSTing bodies. */
@@ -54,14 +78,19 @@ async function hammer(port: number, paths: string[] | BodyRequest[], duration: n
   const posts = typeof paths[0] === 'object' ? (paths as BodyRequest[]) : null;
   if (wrkAvailable()) {
     const script = posts ? bodiesScript(posts) : pathsScript(paths as string[]);
+    const cal0 = callInterrupts();
     const w = await wrkAsync({ port, script, connections: CONNECTIONS, seconds: duration });
-    return { client: 'wrk', rps: Math.round(w.rps), p50Ms: w.p50Ms, p99Ms: w.p99Ms, non2xx: w.non2xx + w.errors };
+    const cal1 = callInterrupts();
+    const requests = w.rps * duration;
+    const calPerRequest = cal0 === null || cal1 === null || requests <= 0 ? null : +((cal1 - cal0) / requests).toFixed(3);
+    return { client: 'wrk', rps: Math.round(w.rps), p50Ms: w.p50Ms, p99Ms: w.p99Ms, non2xx: w.non2xx + w.errors, calPerRequest };
   }
   const requests = posts
     ? posts.map((r) => ({ method: 'POST' as const, path: r.path, body: r.body, headers: { 'content-type': 'application/json' } }))
     : (paths as string[]).map((p) => ({ method: 'GET' as const, path: p }));
   const r = await autocannon({ url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration, requests });
-  return { client: 'autocannon', rps: Math.round(r.requests.average), p50Ms: r.latency.p50, p99Ms: r.latency.p99, non2xx: r.non2xx + r.errors };
+  // autocannon runs in this process: its own wake-ups would be counted with the server's.
+  return { client: 'autocannon', rps: Math.round(r.requests.average), p50Ms: r.latency.p50, p99Ms: r.latency.p99, non2xx: r.non2xx + r.errors, calPerRequest: null };
 }
 
 async function main(): Promise<void> {
@@ -113,6 +142,7 @@ async function main(): Promise<void> {
       targets: { throughput_ratio: '>= 0.6', fixed_rate_p99_ms: '<= 1 (end to end, on a quiet host)', policy_ratio: '>= 0.95', ortb_ratio: '>= 0.6', beacon_ratio: '>= 1' },
     };
     console.log(`saturation (${sat.client}, ${CONNECTIONS} connections): bare ${base.rps} req/s, ivtd ${sat.rps} req/s, ratio ${summary.throughput_ratio} (target >= 0.6), non-2xx ${sat.non2xx}`);
+    if (sat.calPerRequest !== null) console.log(`wake-ups   function-call interrupts per request at saturation: bare ${base.calPerRequest}, ivtd ${sat.calPerRequest}`);
     console.log(`in-thread  at saturation: p50 ${inThread.p50}, p99 ${inThread.p99}, p99.9 ${inThread.p999} (${inThread.lookups} lookups)`);
     if (policy) {
       console.log(
@@ -123,7 +153,8 @@ async function main(): Promise<void> {
     if (ortb) {
       console.log(
         `ortb       ${ortb.body_bytes.min}–${ortb.body_bytes.max} B bid requests: ${ortb.ortb_rps} vs ${ortb.get_rps} req/s by GET (ratio ${ortb.throughput_ratio}, target >= 0.6); ` +
-          `mean in-thread lookup ${ortb.ortb_mean_us} vs ${ortb.get_mean_us} us`,
+          `mean in-thread lookup ${ortb.ortb_mean_us} vs ${ortb.get_mean_us} us` +
+          (ortb.ortb_cal_per_request === null ? '' : `; function-call interrupts per request ${ortb.ortb_cal_per_request} vs ${ortb.get_cal_per_request}`),
       );
     }
     if (beacons) console.log(`beacons    ${beacons.beacon_rps} beacons/s vs ${beacons.lookup_rps} lookups/s (ratio ${beacons.throughput_ratio}, target >= 1), one thread per side: ${THREADS}`);
@@ -196,6 +227,7 @@ async function ortbPhase(ivtd: Awaited<ReturnType<typeof startIvtd>>, paths: str
   const sizes = bodies.map((b) => Buffer.byteLength(b.body)).sort((a, b) => a - b);
   const rps: Record<'get' | 'ortb', number[]> = { get: [], ortb: [] };
   const mean: Record<'get' | 'ortb', number[]> = { get: [], ortb: [] };
+  const cal: Record<'get' | 'ortb', number[]> = { get: [], ortb: [] };
   await hammer(ivtd.prebidPort, bodies, 2); // warm the ORTB path (JIT)
   for (let round = 0; round < ORTB_ROUNDS; round++) {
     const order: Array<'get' | 'ortb'> = round % 2 ? ['ortb', 'get'] : ['get', 'ortb'];
@@ -208,6 +240,7 @@ async function ortbPhase(ivtd: Awaited<ReturnType<typeof startIvtd>>, paths: str
       if (r.non2xx > 0) throw new Error(`ortb phase (${side}): ${r.non2xx} non-2xx answers`);
       rps[side].push(r.rps);
       mean[side].push(((s1 - s0) / (c1 - c0)) * 1e6);
+      if (r.calPerRequest !== null) cal[side].push(r.calPerRequest);
     }
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -220,6 +253,9 @@ async function ortbPhase(ivtd: Awaited<ReturnType<typeof startIvtd>>, paths: str
     throughput_ratio: +(ortbRps / getRps).toFixed(3),
     get_mean_us: +median(mean.get).toFixed(2),
     ortb_mean_us: +median(mean.ortb).toFixed(2),
+    /** Function-call interrupts per request (medians), null without /proc/interrupts' CAL row. */
+    get_cal_per_request: cal.get.length > 0 ? median(cal.get) : null,
+    ortb_cal_per_request: cal.ortb.length > 0 ? median(cal.ortb) : null,
     rounds_rps: rps,
   };
 }
