@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { jsonScanWasm } from '../src/ortb/pruned-json.ts';
 import { LidCodec, emptyLidInput, lidSipWasm } from '../src/prebid/lid.ts';
 import { wasmUnavailable } from '../src/runtime/wasm.ts';
 import { WASM_MODULES, wasmModuleText, wasmOutputPath } from '../tools/build-wasm.ts';
@@ -32,7 +33,7 @@ t.test('without WebAssembly (node --jitless) every body goes to the reference, l
   const src = (p: string) => JSON.stringify(fileURLToPath(new URL(p, import.meta.url)));
   writeFileSync(script, [
     `import { bidRequestFrom } from ${src('../src/ortb/body.ts')};`,
-    `import { jsonScanUnavailable } from ${src('../src/ortb/pruned-json.ts')};`,
+    `import { jsonScanWasm } from ${src('../src/ortb/pruned-json.ts')};`,
     `import { LidCodec, emptyLidInput, lidSipWasm } from ${src('../src/prebid/lid.ts')};`,
     `import { QueryScanner, queryScanWasm } from ${src('../src/prebid/query.ts')};`,
     `import { wasmUnavailable } from ${src('../src/runtime/wasm.ts')};`,
@@ -40,10 +41,12 @@ t.test('without WebAssembly (node --jitless) every body goes to the reference, l
     `const scanned = [qs.scan('pub=a&ua=Mozilla%2F5.0%20(X11)&cb=' + 'x'.repeat(40)), qs.values[5], qs.scan('pub=a&cb=' + 'x'.repeat(20) + '#')?.code];`,
     `const r = bidRequestFrom(new TextEncoder().encode('{"id":"1","imp":[{"id":"1"}],"device":{"ip":"1.2.3.4"}}'), false);`,
     ...LID_PROBE,
-    'console.log(JSON.stringify({ reason: jsonScanUnavailable, r, lid, lidSipWasm, queryScanWasm, scanned, unavailable: wasmUnavailable() }));',
+    'console.log(JSON.stringify({ jsonScanWasm, r, lid, lidSipWasm, queryScanWasm, scanned, unavailable: wasmUnavailable() }));',
   ].join('\n'));
   const out = JSON.parse(execFileSync(process.execPath, ['--jitless', '--import', 'tsx', script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
-  t.match(out.reason, /without WebAssembly/);
+  t.equal(out.jsonScanWasm, false);
+  t.equal(jsonScanWasm, true);
+  t.match(out.unavailable.find((m: string) => m.startsWith('the JSON scan: ')), /without WebAssembly/);
   // The reference builds the whole body (imp[0].id too); the scan would have left `id` out of the impression.
   t.same(out.r, { ok: true, bid: { id: '1', imp: [{ id: '1' }], device: { ip: '1.2.3.4' } } });
   // The child signed with the JavaScript SipHash, this process with the WebAssembly one.

@@ -149,7 +149,7 @@ interface SipExports {
 }
 
 /** The compiled module; null without WebAssembly (`--jitless`) or on a big-endian host (the JavaScript SipHash then). */
-const SIP_MODULE = LITTLE_ENDIAN ? compileWasm('the lid SipHash', SIPHASH_WASM).module : null;
+const SIP_MODULE = LITTLE_ENDIAN ? compileWasm('the lid SipHash', SIPHASH_WASM) : null;
 
 /** Whether lids are signed by the WebAssembly SipHash (tests check both agree). */
 export const lidSipWasm = SIP_MODULE !== null;

@@ -24,7 +24,7 @@ interface QueryScanExports {
 }
 
 const encoder = new TextEncoder();
-const compiled = compileWasm('the query pass', QUERY_SCAN_WASM).module;
+const compiled = compileWasm('the query pass', QUERY_SCAN_WASM);
 const wasm = compiled === null ? null : instantiateWasm<QueryScanExports>(compiled);
 const at = (name: string): number => (wasm === null ? 0 : wasmGlobal(wasm, name));
 const IN = at('IN'), IN_CAPACITY = at('IN_CAPACITY'), SEGS = at('SEGS'), SEG_UPPER = at('UPPER'), SEG_EQ_IN_VALUE = at('EQ_IN_VALUE'), SEG_DECODE = at('DECODE'), SLOT_SHIFT = at('SLOT_SHIFT');

@@ -6,14 +6,14 @@
 
 const unavailable: string[] = [];
 
-/** The compiled module, or null (why: `unavailableReason`) when this Node cannot run it. */
-export function compileWasm(name: string, base64: string): { module: WebAssembly.Module | null; unavailableReason: string } {
+/** The compiled module, or null when this Node cannot run it (why: wasmUnavailable). */
+export function compileWasm(name: string, base64: string): WebAssembly.Module | null {
   try {
-    return { module: new WebAssembly.Module(Buffer.from(base64, 'base64')), unavailableReason: '' };
+    return new WebAssembly.Module(Buffer.from(base64, 'base64'));
   } catch (e) {
     const reason = typeof WebAssembly === 'undefined' ? 'this Node runs without WebAssembly (--jitless?)' : `WebAssembly refused ${name}: ${(e as Error).message}`;
     unavailable.push(`${name}: ${reason}`);
-    return { module: null, unavailableReason: reason };
+    return null;
   }
 }
 
