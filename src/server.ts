@@ -5,6 +5,7 @@
 import type { Config } from './config.ts';
 import { log } from './log.ts';
 import { wasmUnavailable } from './runtime/wasm.ts';
+import { MALLOC_ARENAS, startupArenaLimit } from './runtime/malloc-arenas.ts';
 import { versionInfo } from './ops/version.ts';
 import { LookupEngine } from './prebid/pipeline.ts';
 import type { LookupServer } from './prebid/lookup-threads.ts';
@@ -191,6 +192,9 @@ export async function serve(config: Config, reread?: () => Promise<Config>): Pro
   // (Every module this process's lookups use is imported by now: the engine, its query scanner,
   // its lid codec and the OpenRTB parser. Without them the lookups are as correct, slower.)
   const noWasm = wasmUnavailable();
+  const arenas = startupArenaLimit;
+  if (arenas.by !== null) log.info({ arenas: arenas.arenas, setBy: arenas.by }, 'malloc arenas limited (MALLOC_ARENA_MAX in the environment overrides what ivtd sets)');
+  else log.warn({ why: arenas.why }, `malloc arenas not limited: under a flood of new keys expect about 50 MB more RSS; set MALLOC_ARENA_MAX=${MALLOC_ARENAS} to limit them`);
   if (noWasm.length > 0) log.warn({ modules: noWasm }, 'WebAssembly parts are unavailable: their work takes the slower JavaScript paths (OpenRTB bodies the reference parser)');
   let stopping = false;
   // Only a signal (or a fatal error, exit 1) ends `serve`. Should Node's event loop ever run

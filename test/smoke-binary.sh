@@ -146,6 +146,8 @@ REPORTING_KEY=$(cred reporting_key)
 [[ -n "$CUSTOMER" && -n "$PARTNER" && -n "$PREBID_KEY" && -n "$REPORTING_KEY" ]] ||
   fail "the first start did not print the first customer's credentials"
 grep -q '^{.*"msg":"ivtd ready"' "$LOG" || fail "no JSON 'ivtd ready' log line on stdout"
+# The embedded FFI addon loads, and the process limited malloc's arenas itself (clean env).
+grep -q '"arenas":2,"setBy":"ivtd".*"msg":"malloc arenas limited' "$LOG" || fail "no 'malloc arenas limited' log line set by ivtd: $(grep -m1 'malloc arenas' "$LOG")"
 
 # The CLI inside the binary reaches the running server over its control socket.
 LIST="$(env -i ./ivtd customer list --json --data-dir ./state)" || fail "ivtd customer list failed against the running server"

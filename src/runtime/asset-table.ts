@@ -29,7 +29,7 @@ export const DATA_ASSETS: readonly DataAsset[] = [
   { key: 'data/generated/dashboard/', recursive: true, optional: true },
 ];
 
-export type NativeName = 'uws' | 'duckdb';
+export type NativeName = 'uws' | 'duckdb' | 'koffi';
 
 export interface NativeAddon {
   /** The package whose JS wrapper loads the addon; the bundle replaces it with loadNative(). */
@@ -52,6 +52,11 @@ export const NATIVE_ADDONS: Readonly<Record<NativeName, NativeAddon>> = {
       { name: 'duckdb.node', from: `node_modules/@duckdb/node-bindings-${process.platform}-${process.arch}/duckdb.node` },
       { name: 'libduckdb.so', from: `node_modules/@duckdb/node-bindings-${process.platform}-${process.arch}/libduckdb.so` },
     ],
+  },
+  // An FFI, for one call at start: mallopt (src/runtime/malloc-arenas.ts). The glibc build.
+  koffi: {
+    package: 'koffi',
+    files: [{ name: 'koffi.node', from: `node_modules/@koromix/koffi-${process.platform}-${process.arch}/${process.platform}_${process.arch}/koffi.node` }],
   },
 };
 
