@@ -29,7 +29,7 @@ import { connect, type Socket } from 'node:net';
 import { loadavg } from 'node:os';
 import { FLOOD_MODES, floodScript, type FloodMode } from './flood-script.ts';
 import {
-  inThreadBuckets, inThreadLatency, numArg, rssMb, sleep, startBare, startIvtd, strArg, targetFromArgs, thisCheckout,
+  inThreadBuckets, inThreadLatency, numArg, peakRssMb, rssMb, sleep, startBare, startIvtd, strArg, targetFromArgs, thisCheckout,
   type InThreadLatency, type IvtdServer, type IvtdTarget,
 } from './processes.ts';
 import { generateUas, type GeneratedUa } from './ua-gen.ts';
@@ -73,6 +73,8 @@ interface TargetResult {
   phases: Phase[];
   rss: RssSample[];
   rss_max_mb: number;
+  /** VmHWM at the flood's end: the peak, including any between samples. */
+  rss_peak_mb: number;
   rss_second_half_growth_mb: number;
   rss_second_half_growth_pct: number;
   rss_flat: boolean;
@@ -169,6 +171,8 @@ interface Subject {
   startupRss: number;
   phases: Phase[];
   rss: RssSample[];
+  /** VmHWM when the flood ended (NaN before). */
+  peakMb: number;
   limitHit: boolean;
 }
 
@@ -186,7 +190,7 @@ async function start(target: IvtdTarget, uas: GeneratedUa[]): Promise<Subject> {
     await validate(server, scripts);
     // Warm-up (JIT, caches).
     await wrkAsync({ port: server.prebidPort, script: scripts.get('repeated')!, connections: CONNECTIONS, seconds: 3, threads: CLIENT_THREADS, scriptArgs: ['0', String(CLIENT_THREADS), '1'] });
-    return { target, server, scripts, startupRss, phases: [], rss: [], limitHit: false };
+    return { target, server, scripts, startupRss, phases: [], rss: [], peakMb: NaN, limitHit: false };
   } catch (e) {
     await server.stop();
     throw e;
@@ -250,6 +254,7 @@ async function floodPhase(subjects: Subject[]): Promise<void> {
     for (const [i, s] of subjects.entries()) {
       const x = st[i]!;
       s.rss.push({ t: Math.round(x.floodT), mb: rssMb(s.server!.pid), lps: NaN });
+      s.peakMb = peakRssMb(s.server!.pid);
       const inThread = inThreadLatency(x.before, await inThreadBuckets(s.server!.metricsPort));
       const phase: Phase = { mode: 'flood', seconds: Math.round(x.floodT), rps: Math.round(x.requests / x.floodT), requests: x.requests, non2xx: x.non2xx, errors: x.errors, inThread: inThread.lookups > 0 ? inThread : null };
       s.phases.push(phase);
@@ -277,6 +282,7 @@ function summarise(s: Subject, headroomRps: number): TargetResult {
     phases: s.phases,
     rss,
     rss_max_mb: Math.max(...rss.map((x) => x.mb)),
+    rss_peak_mb: s.peakMb,
     rss_second_half_growth_mb: growth,
     rss_second_half_growth_pct: +((100 * growth) / mid.mb).toFixed(1),
     rss_flat: growth <= FLAT_TOLERANCE * mid.mb,
@@ -389,8 +395,8 @@ async function main(): Promise<void> {
     const [old, now] = results as [TargetResult, TargetResult];
     const rps = (r: TargetResult, m: Phase['mode']) => r.phases.find((p) => p.mode === m)!.rps;
     const vs = Object.fromEntries(FLOOD_MODES.map((m) => [m, ratio(rps(now, m), rps(old, m))]));
-    summary.new_vs_baseline = { rps: vs, rss_max: ratio(now.rss_max_mb, old.rss_max_mb), startup_rss: ratio(now.startup_rss_mb, old.startup_rss_mb) };
-    console.log(`\nnew/baseline throughput ${FLOOD_MODES.map((m) => `${m} ${vs[m]}`).join(', ')}; max RSS ${now.rss_max_mb} vs ${old.rss_max_mb} MB; start-up RSS ${now.startup_rss_mb} vs ${old.startup_rss_mb} MB`);
+    summary.new_vs_baseline = { rps: vs, rss_max: ratio(now.rss_max_mb, old.rss_max_mb), rss_peak: ratio(now.rss_peak_mb, old.rss_peak_mb), startup_rss: ratio(now.startup_rss_mb, old.startup_rss_mb) };
+    console.log(`\nnew/baseline throughput ${FLOOD_MODES.map((m) => `${m} ${vs[m]}`).join(', ')}; max RSS ${now.rss_max_mb} vs ${old.rss_max_mb} MB, peak (VmHWM) ${now.rss_peak_mb} vs ${old.rss_peak_mb} MB; start-up RSS ${now.startup_rss_mb} vs ${old.startup_rss_mb} MB`);
   }
   console.log(JSON.stringify(summary));
 }

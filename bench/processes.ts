@@ -157,8 +157,17 @@ export async function startBare(bytes: number): Promise<{ port: number; stop(): 
 
 /** Resident set size of a process in MB (VmRSS), or NaN once it is gone. */
 export function rssMb(pid: number): number {
+  return statusMb(pid, 'VmRSS');
+}
+
+/** The most resident memory a process has had so far in MB (VmHWM: the peak between samples too), or NaN. */
+export function peakRssMb(pid: number): number {
+  return statusMb(pid, 'VmHWM');
+}
+
+function statusMb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   try {
-    const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Math.round(Number(m[1]) / 1024) : NaN;
   } catch {
     return NaN;
