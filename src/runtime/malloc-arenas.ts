@@ -1,14 +1,16 @@
 // glibc's malloc gives every thread that allocates its own arena, up to 8 per core, and each
 // arena keeps what it freed. ivtd runs a dozen threads that allocate (the main thread, the
 // lookup threads, V8's and libuv's pools, DuckDB's), so under a flood of new keys those
-// arenas held about 50 MB more than two arenas do (docs/operations.md, "RSS under a flood").
+// arenas held about 50 MB more than two arenas do (measured with MALLOC_ARENA_MAX=2 set;
+// docs/operations.md, "RSS under a flood").
 // MALLOC_ARENA_MAX=2 in the environment does it, but only when the operator knows to set it;
 // so the process sets the same limit on itself at start, through mallopt(M_ARENA_MAX), before
 // the threads that would make arenas exist. glibc reads the limit when it next needs an
 // arena, so arenas made before the call stay (a handful at most: see the test).
 //
-// The call goes through koffi (an FFI library), the one native addon here that is not ivtd's
-// own business. An operator's MALLOC_ARENA_MAX wins (glibc applied it before any of this ran);
+// The call goes through koffi (an FFI library, MIT), embedded and loaded like uWebSockets.js
+// and DuckDB (src/runtime/asset-table.ts). An operator's MALLOC_ARENA_MAX wins (glibc applied
+// it before any of this ran);
 // without glibc (musl) or without the addon the process runs as before, and the start-up log
 // says so (serve: 'malloc arenas').
 import { loadNative } from './native.ts';
