@@ -19,6 +19,7 @@ import { LockBusyError } from '../data/files.ts';
 import { DATA_USAGE, dataStatus, dataUpdate, statusText, updateText } from './data-commands.ts';
 import { isWholeNumberIn, parseWholeNumber } from '../whole-number.ts';
 import pkg from '../../package.json' with { type: 'json' };
+import { limitMallocArenasAtStart } from '../runtime/malloc-arenas.ts';
 
 export interface CliIO {
   stdout: { write(s: string): unknown };
@@ -436,6 +437,9 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
       return 0;
     }
     if (line === '' || line === 'serve') {
+      // First, in the process's first turn: before any thread but the main one and V8's
+      // exists (src/runtime/malloc-arenas.ts). Only the server lives long enough to need it.
+      limitMallocArenasAtStart();
       const config = resolveConfig(options);
       const { serve } = await import('../server.ts');
       // SIGHUP re-resolves the config the same way (the file and environment may have changed).

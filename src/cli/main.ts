@@ -1,11 +1,7 @@
 // Entry point of `ivtd` (`npm run ivtd -- …`, `npm start`, and the single executable).
 // No top-level await: the binary's bundle is CommonJS (Node 20 SEA).
 import '../runtime/heap-flags.ts'; // first: before anything allocates
-import { limitMallocArenasAtStart } from '../runtime/malloc-arenas.ts';
 import { runCli } from './commands.ts';
-
-// Before any thread but the main one and V8's exists (src/runtime/malloc-arenas.ts).
-limitMallocArenasAtStart();
 
 void runCli(process.argv.slice(2), {
   stdout: process.stdout,

@@ -9,10 +9,9 @@
 // arena, so arenas made before the call stay (a handful at most: see the test).
 //
 // The call goes through koffi (an FFI library, MIT), embedded and loaded like uWebSockets.js
-// and DuckDB (src/runtime/asset-table.ts). An operator's MALLOC_ARENA_MAX wins (glibc applied
-// it before any of this ran);
-// without glibc (musl) or without the addon the process runs as before, and the start-up log
-// says so (serve: 'malloc arenas').
+// and DuckDB (src/runtime/asset-table.ts), by `ivtd serve` only. An operator's
+// MALLOC_ARENA_MAX wins (glibc applied it before any of this ran); without glibc (musl) or
+// without the addon the process runs as before, and the start-up log says so.
 import { loadNative } from './native.ts';
 
 /** Arenas the process allows itself (what the systemd unit set before, and what was measured). */
@@ -49,10 +48,10 @@ export function limitMallocArenas(env: NodeJS.ProcessEnv = process.env, arenas =
   }
 }
 
-/** What the process did at start (src/cli/main.ts calls this first), for the start-up log. */
+/** What `ivtd serve` did at start (src/cli/commands.ts), for the start-up log. */
 export let startupArenaLimit: ArenaLimit = { by: null, why: 'not asked (ivtd was not started by its command)' };
 
-/** At the start of the ivtd command, before the threads exist. */
+/** At the start of `ivtd serve`, before the threads exist. */
 export function limitMallocArenasAtStart(): void {
   startupArenaLimit = limitMallocArenas();
 }

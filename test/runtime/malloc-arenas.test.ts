@@ -4,7 +4,7 @@
 // limit each gets its own (the figure the test could not fail without). The child runs as a
 // bundle under plain node, as the binary runs: under tsx, its loader thread and compiles make
 // more than 8 arenas first, and glibc fixes its limit for good once there are more than 8,
-// which is why the binary sets it first thing (src/cli/main.ts).
+// which is why `ivtd serve` sets it first thing (src/cli/commands.ts).
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
