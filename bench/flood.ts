@@ -298,7 +298,7 @@ function summarise(s: Subject, headroomRps: number): TargetResult {
   console.log(`\n== ${s.target.label} (--threads ${THREADS})`);
   console.log(`RSS (MB)   start-up ${s.startupRss}; flood t=s:MB(lookups/s) ${rss.map((x) => `${x.t}:${x.mb}${Number.isNaN(x.lps) ? '' : `(${x.lps})`}`).join(' ')}`);
   console.log(
-    `RSS        max ${r.rss_max_mb} MB; second half ${growth >= 0 ? '+' : ''}${growth} MB (${r.rss_second_half_growth_pct} %): ` +
+    `RSS        max ${r.rss_max_mb} MB sampled, peak ${r.rss_peak_mb} MB (VmHWM, start-up to the flood's end); second half ${growth >= 0 ? '+' : ''}${growth} MB (${r.rss_second_half_growth_pct} %): ` +
       `${r.rss_flat ? 'flat' : 'STILL GROWING'}${s.limitHit ? ' (flood stopped at --rss-limit)' : ''}  [target <= 406 MB (the default 256 MB budget + 150), flat]`,
   );
   console.log(`ratios     flood/repeated ${r.ratios.flood} [>= 0.7]; ua-version/repeated ${r.ratios.ua_version}, ua-shape/repeated ${r.ratios.ua_shape} [>= 0.25]; client headroom ${r.ratios.client_headroom}x`);
