@@ -139,9 +139,9 @@ async function main(): Promise<void> {
       policy,
       ortb,
       beacons,
-      targets: { throughput_ratio: '>= 0.6', fixed_rate_p99_ms: '<= 1 (end to end, on a quiet host)', policy_ratio: '>= 0.95', ortb_ratio: '>= 0.6', beacon_ratio: '>= 1' },
+      targets: { throughput_ratio: '>= 0.45', fixed_rate_p99_ms: '<= 1 (end to end, on a quiet host)', policy_ratio: '>= 0.95', ortb_ratio: '>= 0.6', beacon_ratio: '>= 1' },
     };
-    console.log(`saturation (${sat.client}, ${CONNECTIONS} connections): bare ${base.rps} req/s, ivtd ${sat.rps} req/s, ratio ${summary.throughput_ratio} (target >= 0.6), non-2xx ${sat.non2xx}`);
+    console.log(`saturation (${sat.client}, ${CONNECTIONS} connections): bare ${base.rps} req/s, ivtd ${sat.rps} req/s, ratio ${summary.throughput_ratio} (target >= 0.45, as bench:versus's new/bare), non-2xx ${sat.non2xx}`);
     if (sat.calPerRequest !== null) console.log(`wake-ups   function-call interrupts per request at saturation: bare ${base.calPerRequest}, ivtd ${sat.calPerRequest}`);
     console.log(`in-thread  at saturation: p50 ${inThread.p50}, p99 ${inThread.p99}, p99.9 ${inThread.p999} (${inThread.lookups} lookups)`);
     if (policy) {
