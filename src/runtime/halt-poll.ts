@@ -1,0 +1,35 @@
+// A KVM guest whose idle vCPUs halt at once (Linux's cpuidle-haltpoll driver with
+// guest_halt_poll_ns at 0) makes ivtd pay for waking its clients: an answer that reaches a
+// client sleeping on another vCPU sends an interrupt from inside ivtd's `send`, and on such
+// a guest that costs the lookup thread about 12 µs (measured on the development VM; the
+// figures are in docs/operations.md, "On a virtual machine"). Guest halt-polling (the
+// kernel's default of 200 µs) has the idle vCPU poll before it halts, and the wake-up costs
+// next to nothing. It is the host's setting, not ivtd's: serve only says so at start.
+import { readFileSync } from 'node:fs';
+
+export const CPUIDLE_DRIVER = '/sys/devices/system/cpu/cpuidle/current_driver';
+export const HALT_POLL_NS = '/sys/module/haltpoll/parameters/guest_halt_poll_ns';
+
+/** A file's text, or null when it cannot be read (not Linux, not a KVM guest, no such module). */
+export type ReadText = (path: string) => string | null;
+
+const readText: ReadText = (path) => {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return null;
+  }
+};
+
+/**
+ * The start-up log's note when this host is a guest whose idle vCPUs halt without polling
+ * (the haltpoll cpuidle driver with guest_halt_poll_ns 0), else null: other drivers (bare
+ * metal, other hypervisors) and a guest that polls get no note.
+ */
+export function haltPollNote(read: ReadText = readText): { driver: string; guestHaltPollNs: number } | null {
+  const driver = read(CPUIDLE_DRIVER)?.trim();
+  if (driver !== 'haltpoll') return null;
+  const ns = read(HALT_POLL_NS)?.trim();
+  if (ns === undefined || !/^\d+$/.test(ns) || Number(ns) !== 0) return null;
+  return { driver, guestHaltPollNs: 0 };
+}
