@@ -8,6 +8,8 @@
 import { readFileSync } from 'node:fs';
 
 export const CPUIDLE_DRIVER = '/sys/devices/system/cpu/cpuidle/current_driver';
+/** guest_halt_poll_ns is the haltpoll governor's: under another governor (menu, ladder) it does nothing. */
+export const CPUIDLE_GOVERNOR = '/sys/devices/system/cpu/cpuidle/current_governor';
 export const HALT_POLL_NS = '/sys/module/haltpoll/parameters/guest_halt_poll_ns';
 
 /** A file's text, or null when it cannot be read (not Linux, not a KVM guest, no such module). */
@@ -23,12 +25,12 @@ const readText: ReadText = (path) => {
 
 /**
  * The start-up log's note when this host is a guest whose idle vCPUs halt without polling
- * (the haltpoll cpuidle driver with guest_halt_poll_ns 0), else null: other drivers (bare
- * metal, other hypervisors) and a guest that polls get no note.
+ * (the haltpoll cpuidle driver and governor with guest_halt_poll_ns 0), else null: other
+ * drivers (bare metal, other hypervisors), other governors and a guest that polls get none.
  */
 export function haltPollNote(read: ReadText = readText): { driver: string; guestHaltPollNs: number } | null {
   const driver = read(CPUIDLE_DRIVER)?.trim();
-  if (driver !== 'haltpoll') return null;
+  if (driver !== 'haltpoll' || read(CPUIDLE_GOVERNOR)?.trim() !== 'haltpoll') return null;
   const ns = read(HALT_POLL_NS)?.trim();
   if (ns === undefined || !/^\d+$/.test(ns) || Number(ns) !== 0) return null;
   return { driver, guestHaltPollNs: 0 };

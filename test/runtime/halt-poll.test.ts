@@ -1,10 +1,11 @@
 // The start-up note about guest halt-polling (src/runtime/halt-poll.ts): only a KVM guest on
-// the haltpoll cpuidle driver with guest_halt_poll_ns 0 gets it. The host's own files are read
+// the haltpoll cpuidle driver and governor with guest_halt_poll_ns 0 gets it. The host's own files are read
 // by the real reader; the cases use a reader over given texts, so they hold on any host.
 import t from 'tap';
-import { CPUIDLE_DRIVER, HALT_POLL_NS, haltPollNote, type ReadText } from '../../src/runtime/halt-poll.ts';
+import { CPUIDLE_DRIVER, CPUIDLE_GOVERNOR, HALT_POLL_NS, haltPollNote, type ReadText } from '../../src/runtime/halt-poll.ts';
 
-const host = (driver: string | null, ns: string | null): ReadText => (path) => (path === CPUIDLE_DRIVER ? driver : path === HALT_POLL_NS ? ns : null);
+const host = (driver: string | null, ns: string | null, governor: string | null = driver): ReadText => (path) =>
+  path === CPUIDLE_DRIVER ? driver : path === CPUIDLE_GOVERNOR ? governor : path === HALT_POLL_NS ? ns : null;
 
 t.test('a guest whose idle vCPUs halt at once gets the note', async (t) => {
   t.same(haltPollNote(host('haltpoll\n', '0\n')), { driver: 'haltpoll', guestHaltPollNs: 0 });
@@ -23,4 +24,6 @@ t.test('other cpuidle drivers and hosts without cpuidle get none', async (t) => 
   t.equal(haltPollNote(host('acpi_idle\n', '0\n')), null);
   t.equal(haltPollNote(host('none\n', '0\n')), null);
   t.equal(haltPollNote(host(null, null)), null, 'not Linux, or no cpuidle');
+  t.equal(haltPollNote(host('haltpoll\n', '0\n', 'menu\n')), null, 'the haltpoll driver under the menu governor: the value is not read');
+  t.equal(haltPollNote(host('haltpoll\n', '0\n', null)), null, 'no governor file');
 });
