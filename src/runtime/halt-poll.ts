@@ -1,5 +1,5 @@
-// A KVM guest whose idle vCPUs halt at once (Linux's cpuidle-haltpoll driver with
-// guest_halt_poll_ns at 0) makes ivtd pay for waking its clients: an answer that reaches a
+// A KVM guest whose idle vCPUs halt at once (Linux's cpuidle-haltpoll driver and governor
+// with guest_halt_poll_ns at 0) makes ivtd pay for waking its clients: an answer that reaches a
 // client sleeping on another vCPU sends an interrupt from inside ivtd's `send`, and on such
 // a guest that costs the lookup thread about 12 µs (measured on the development VM; the
 // figures are in docs/operations.md, "On a virtual machine"). Guest halt-polling (the

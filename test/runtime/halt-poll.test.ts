@@ -1,6 +1,6 @@
 // The start-up note about guest halt-polling (src/runtime/halt-poll.ts): only a KVM guest on
-// the haltpoll cpuidle driver and governor with guest_halt_poll_ns 0 gets it. The host's own files are read
-// by the real reader; the cases use a reader over given texts, so they hold on any host.
+// the haltpoll cpuidle driver and governor with guest_halt_poll_ns 0 gets it. The cases give
+// the sysfs files' texts (null: no such file), so they hold on any host.
 import t from 'tap';
 import { CPUIDLE_DRIVER, CPUIDLE_GOVERNOR, HALT_POLL_NS, haltPollNote, type ReadText } from '../../src/runtime/halt-poll.ts';
 
