@@ -5,7 +5,7 @@
 import type { Config } from './config.ts';
 import { log } from './log.ts';
 import { wasmUnavailable } from './runtime/wasm.ts';
-import { haltPollNote } from './runtime/halt-poll.ts';
+import { haltsWithoutPolling } from './runtime/halt-poll.ts';
 import { MALLOC_ARENAS, startupArenaLimit } from './runtime/malloc-arenas.ts';
 import { versionInfo } from './ops/version.ts';
 import { LookupEngine } from './prebid/pipeline.ts';
@@ -196,9 +196,8 @@ export async function serve(config: Config, reread?: () => Promise<Config>): Pro
   const arenas = startupArenaLimit;
   if (arenas.by !== null) log.info({ arenas: arenas.arenas, setBy: arenas.by }, 'malloc arenas limited (MALLOC_ARENA_MAX in the environment overrides what ivtd sets)');
   else log.warn({ why: arenas.why }, `malloc arenas not limited: under a flood of new keys expect about 50 MB more RSS; set MALLOC_ARENA_MAX=${MALLOC_ARENAS} to limit them`);
-  const haltPoll = haltPollNote();
-  if (haltPoll !== null) {
-    log.info(haltPoll, 'guest halt-polling is off on this VM: an answer that wakes a client idle on another vCPU costs the lookup thread about 12 µs (turned on, the development VM served 1.1x the GET and 1.4x the OpenRTB lookups); docs/operations.md, "On a virtual machine"');
+  if (haltsWithoutPolling()) {
+    log.info({ cpuidle: 'haltpoll', guestHaltPollNs: 0 }, 'guest halt-polling is off on this VM: an answer that wakes a client idle on another vCPU costs the lookup thread about 12 µs (turned on, the development VM served 1.1x the GET and 1.4x the OpenRTB lookups); docs/operations.md, "On a virtual machine"');
   }
   if (noWasm.length > 0) log.warn({ modules: noWasm }, 'WebAssembly parts are unavailable: their work takes the slower JavaScript paths (OpenRTB bodies the reference parser)');
   let stopping = false;

@@ -24,14 +24,10 @@ const readText: ReadText = (path) => {
 };
 
 /**
- * The start-up log's note when this host is a guest whose idle vCPUs halt without polling
- * (the haltpoll cpuidle driver and governor with guest_halt_poll_ns 0), else null: other
- * drivers (bare metal, other hypervisors), other governors and a guest that polls get none.
+ * Whether this host is a guest whose idle vCPUs halt without polling (the haltpoll cpuidle
+ * driver and governor with guest_halt_poll_ns 0): the start-up log then says so. Other
+ * drivers (bare metal, other hypervisors), other governors and a guest that polls: false.
  */
-export function haltPollNote(read: ReadText = readText): { driver: string; guestHaltPollNs: number } | null {
-  const driver = read(CPUIDLE_DRIVER)?.trim();
-  if (driver !== 'haltpoll' || read(CPUIDLE_GOVERNOR)?.trim() !== 'haltpoll') return null;
-  const ns = read(HALT_POLL_NS)?.trim();
-  if (ns === undefined || !/^\d+$/.test(ns) || Number(ns) !== 0) return null;
-  return { driver, guestHaltPollNs: 0 };
+export function haltsWithoutPolling(read: ReadText = readText): boolean {
+  return read(CPUIDLE_DRIVER)?.trim() === 'haltpoll' && read(CPUIDLE_GOVERNOR)?.trim() === 'haltpoll' && read(HALT_POLL_NS)?.trim() === '0';
 }
