@@ -41,3 +41,27 @@ t.test('8192 bytes are served, 8193 are refused with 413', async (t) => {
   t.equal(await raw(port, sized(MAX_REQUEST_BYTES, false)), 200, 'without a query string too');
   t.equal(await raw(port, sized(MAX_REQUEST_BYTES + 1, false)), 413);
 });
+
+// Each route counts its own request line (the OpenRTB POST and the beacon's GET know their
+// method without asking uWS): the boundary holds on every one, and on a route's other methods.
+t.test('the boundary is the same on the OpenRTB POST, the beacon and a refused method', async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.stop());
+  const port = srv.server.ports.prebid;
+  const sized = (method: string, target: string, total: number, extra = '') => {
+    const head = `${method} ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n${extra}X-Pad: `;
+    const tail = '\r\n\r\n';
+    const req = head + 'p'.repeat(total - head.length - tail.length) + tail;
+    t.equal(Buffer.byteLength(req), total);
+    return req;
+  };
+  const ortb = `/api/v1/ivt/ortb?p=${srv.customer.partner_id}&k=${srv.customer.prebid_key}&node=n`;
+  const noBody = 'Content-Type: application/json\r\nContent-Length: 0\r\n';
+  const atLimit = await raw(port, sized('POST', ortb, MAX_REQUEST_BYTES, noBody));
+  t.not(atLimit, 413, `POST of exactly 8192 bytes: judged on its body (${atLimit})`);
+  t.equal(await raw(port, sized('POST', ortb, MAX_REQUEST_BYTES + 1, noBody)), 413, 'POST of 8193 bytes: too large');
+  for (const [method, target] of [['GET', '/api/v1/ivt/imp?lid=x'], ['PUT', '/api/v1/ivt/lookup?x=1'], ['DELETE', '/api/v1/ivt/ortb']] as const) {
+    t.not(await raw(port, sized(method, target, MAX_REQUEST_BYTES)), 413, `${method} ${target.split('?')[0]} of 8192 bytes: not 413`);
+    t.equal(await raw(port, sized(method, target, MAX_REQUEST_BYTES + 1)), 413, `${method} ${target.split('?')[0]} of 8193 bytes: 413`);
+  }
+});
