@@ -65,3 +65,30 @@ t.test('the boundary is the same on the OpenRTB POST, the beacon and a refused m
     t.equal(await raw(port, sized(method, target, MAX_REQUEST_BYTES + 1)), 413, `${method} ${target.split('?')[0]} of 8193 bytes: 413`);
   }
 });
+
+// uWebSockets.js's parser holds at most 48 header lines: past them it never finds the request's
+// end, waits for more and lets its idle timeout (~10 s) close the connection, before any
+// handler runs (README says so). This pins the documented figure to the library.
+t.test('48 header lines are answered; 49 are left unanswered', async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.stop());
+  const port = srv.server.ports.prebid;
+  const withLines = (n: number) => {
+    let h = 'Host: 127.0.0.1\r\n';
+    for (let i = 1; i < n; i++) h += `X-H${i}: v\r\n`;
+    return `GET /health-check HTTP/1.1\r\n${h}\r\n`;
+  };
+  t.equal(await raw(port, withLines(48)), 200, '48 lines: answered');
+  const heard = await new Promise<string>((resolve, reject) => {
+    const sock = connect(port, '127.0.0.1', () => sock.write(withLines(49)));
+    let buf = '';
+    sock.setEncoding('latin1');
+    sock.on('data', (d) => (buf += d));
+    sock.on('error', reject);
+    setTimeout(() => {
+      sock.destroy();
+      resolve(buf);
+    }, 2000);
+  });
+  t.equal(heard, '', '49 lines: nothing answered within 2 s');
+});
