@@ -64,9 +64,10 @@ export class Router {
     return this;
   }
 
-  private match(method: string, path: string): { route: Route | null; params: Record<string, string>; pathMatched: boolean } {
+  private match(method: string, path: string): { route: Route | null; params: Record<string, string>; allowed: string[] } {
     const segs = path.split('/').filter(Boolean);
-    let pathMatched = false;
+    // The methods of the routes whose path matches: the 405's Allow (RFC 9110: a 405 must name them).
+    const allowed: string[] = [];
     for (const r of this.routes) {
       if (r.parts.length !== segs.length) continue;
       const params: Record<string, string> = {};
@@ -86,10 +87,11 @@ export class Router {
         }
       }
       if (!ok) continue;
-      pathMatched = true;
-      if (r.method === method || (method === 'HEAD' && r.method === 'GET')) return { route: r, params, pathMatched };
+      if (r.method === method || (method === 'HEAD' && r.method === 'GET')) return { route: r, params, allowed };
+      if (!allowed.includes(r.method)) allowed.push(r.method);
+      if (r.method === 'GET' && !allowed.includes('HEAD')) allowed.push('HEAD');
     }
-    return { route: null, params: {}, pathMatched };
+    return { route: null, params: {}, allowed };
   }
 
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -101,12 +103,12 @@ export class Router {
       sendError(res, new HttpError('invalid_request', 'The request URL cannot be parsed.'));
       return;
     }
-    const { route, params, pathMatched } = this.match(method, url.pathname);
+    const { route, params, allowed } = this.match(method, url.pathname);
     const ctx: Ctx = { req, res, method, path: url.pathname, query: url.searchParams, params, ip: req.socket.remoteAddress ?? '' };
     try {
       for (const check of this.guarded(url.pathname)) await check(ctx);
       if (route) await route.handler(ctx);
-      else if (pathMatched) throw new HttpError('method_not_allowed', `${method} is not allowed on ${url.pathname}.`);
+      else if (allowed.length > 0) throw new HttpError('method_not_allowed', `${method} is not allowed on ${url.pathname}; allowed: ${allowed.join(', ')}.`, undefined, { Allow: allowed.join(', ') });
       else if (this.fallback) await this.fallback(ctx);
       else throw new HttpError('not_found', `No such endpoint: ${url.pathname}.`);
     } catch (e) {

@@ -19,7 +19,7 @@ import type { BotIpRow } from './bot-ip-tracker.ts';
 import type { LiveKey } from '../store/api-keys.ts';
 import type { PolicyUpdate } from '../policy/service.ts';
 import type { BeaconSettings, FromWorker, ImpressionDeltas, LookupMemory, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from './messages.ts';
-import { HEALTH_PATH, LINGER_MS } from './worker.ts';
+import { endHead, HEALTH_PATH, LINGER_MS } from './worker.ts';
 import { startWorker } from '../runtime/worker-entry.ts';
 
 export interface LookupServerOptions {
@@ -248,13 +248,13 @@ export class LookupServer {
     }
     const app = uWS.App().any('/*', (res, req) => {
       const health = req.getUrl() === HEALTH_PATH;
+      const head = req.getMethod() === 'head'; // the headers without the body (RFC 9110 9.3.2)
       if (!health) this.opts.onUnavailable?.();
       res.cork(() => {
         res.writeStatus(STATUS_TEXT[503]!);
         if (health) res.end(undefined, true);
-        else {
-          res.writeHeader('Content-Type', 'application/json').end(errorJson(NO_THREAD), true);
-        }
+        else if (head) endHead(res.writeHeader('Content-Type', 'application/json'), Buffer.byteLength(errorJson(NO_THREAD)), true);
+        else res.writeHeader('Content-Type', 'application/json').end(errorJson(NO_THREAD), true);
       });
     });
     const fb: { app: uWS.TemplatedApp; socket: uWS.us_listen_socket | null } = { app, socket: null };

@@ -24,8 +24,6 @@ export const ORTB_PATH = '/api/v1/ivt/ortb';
 export const HEALTH_PATH = '/health-check';
 /** Spec 4.4 rule 1 / section 8: request line plus headers at most 8 KB. */
 export const MAX_REQUEST_BYTES = 8192;
-/** The request line's method on the routes that know it ("GET", "POST"): no call to ask uWS. */
-const GET_LENGTH = 3, POST_LENGTH = 4;
 
 const JSON_TYPE = 'application/json';
 /** How long a failing thread keeps its port for the main thread's 503 listener to open. */
@@ -46,6 +44,17 @@ const NO_BEACON: ErrorAnswer = { status: 503, code: 'unavailable', message: 'Thi
 /** The 1×1 transparent GIF of `&fmt=gif` (43 bytes). */
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==', 'base64');
 const INTERNAL: ErrorAnswer = { status: 500, code: 'internal', message: 'The lookup failed on an internal error; it has been counted. Retry, and report it if it persists.' };
+
+/**
+ * Ends a HEAD answer: the length its body would have, and no body. (This build of
+ * uWebSockets.js aborts the process when endWithoutBody is given a length or a close flag:
+ * "Returning from a request handler without responding"; only the bare call is safe.) To
+ * close the connection, an empty end() instead (Content-Length 0, no body all the same).
+ */
+export function endHead(res: uWS.HttpResponse, bodyBytes: number, close: boolean): void {
+  if (close) res.end(undefined, true);
+  else res.writeHeader('Content-Length', String(bodyBytes)).endWithoutBody();
+}
 
 function notFound(url: string): ErrorAnswer {
   return { status: 404, code: 'not_found', message: `No such endpoint: ${url.length > 100 ? url.slice(0, 100) + '…' : url}. Lookups are GET ${LOOKUP_PATH}.` };
@@ -96,6 +105,19 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   };
   /** Every "no" of this port: the one error body. */
   const refuse = (res: uWS.HttpResponse, e: ErrorAnswer, close = false) => reply(res, e.status, errorJson(e), close);
+  /**
+   * A refusal from a route that takes any method (`method` as uWS gives it, lowercase): a
+   * HEAD gets the headers without the body (RFC 9110 9.3.2; uWS does not know HEAD), and a
+   * 405 names the path's method in `Allow` (RFC 9110 15.5.6).
+   */
+  const refuseAny = (res: uWS.HttpResponse, method: string, e: ErrorAnswer, allow = '') => {
+    const body = errorJson(e);
+    res.writeStatus(STATUS_TEXT[e.status] ?? String(e.status));
+    if (allow !== '') res.writeHeader('Allow', allow);
+    res.writeHeader('Content-Type', JSON_TYPE);
+    if (method !== 'head') res.end(body, draining);
+    else endHead(res, Buffer.byteLength(body), draining);
+  };
 
   // One route per path (uWS matches the path, then the method); a path's other methods get
   // its 405. Every route first applies spec 4.4 rule 1 (oversized).
@@ -103,19 +125,20 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     .get(LOOKUP_PATH, (res, req) => {
       const t0 = performance.now();
       const query = req.getQuery() ?? '';
-      if (oversized(res, req, query, t0, GET_LENGTH)) return;
+      if (oversized(res, req, query, t0, 'get')) return;
       record(lookup(res, query), t0);
     })
     .any(LOOKUP_PATH, (res, req) => {
       const t0 = performance.now();
-      if (oversized(res, req, req.getQuery() ?? '', t0)) return;
-      refuse(res, USE_GET);
+      const method = req.getMethod();
+      if (oversized(res, req, req.getQuery() ?? '', t0, method)) return;
+      refuseAny(res, method, USE_GET, 'GET');
       record(USE_GET.status, t0);
     })
     .post(ORTB_PATH, (res, req) => {
       const t0 = performance.now();
       const query = req.getQuery() ?? '';
-      if (oversized(res, req, query, t0, POST_LENGTH)) return;
+      if (oversized(res, req, query, t0, 'post')) return;
       const no = unavailable();
       if (no !== null) {
         refuse(res, no);
@@ -124,14 +147,15 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     })
     .any(ORTB_PATH, (res, req) => {
       const t0 = performance.now();
-      if (oversized(res, req, req.getQuery() ?? '', t0)) return;
-      refuse(res, USE_POST);
+      const method = req.getMethod();
+      if (oversized(res, req, req.getQuery() ?? '', t0, method)) return;
+      refuseAny(res, method, USE_POST, 'POST');
       record(USE_POST.status, t0);
     })
     .get(IMP_PATH, (res, req) => {
       const t0 = performance.now();
       const query = req.getQuery() ?? '';
-      if (oversized(res, req, query, t0, GET_LENGTH)) return;
+      if (oversized(res, req, query, t0, 'get')) return;
       const h = beaconHeaders;
       h.userAgent = req.getHeader('user-agent');
       h.deviceIp = req.getHeader('x-device-ip');
@@ -142,22 +166,25 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     })
     .any(IMP_PATH, (res, req) => {
       const t0 = performance.now();
-      if (oversized(res, req, req.getQuery() ?? '', t0)) return;
-      refuse(res, USE_GET_IMP);
+      const method = req.getMethod();
+      if (oversized(res, req, req.getQuery() ?? '', t0, method)) return;
+      refuseAny(res, method, USE_GET_IMP, 'GET');
       noteBeacon('refused');
     })
     .any(HEALTH_PATH, (res, req) => {
-      // Health checks are not lookups: kept out of the stats (but for the 413).
-      if (oversized(res, req, req.getQuery() ?? '', performance.now())) return;
+      // Health checks are not lookups: kept out of the stats (but for the 413). Any method
+      // (HEAD included) gets the status and no body.
+      if (oversized(res, req, req.getQuery() ?? '', performance.now(), req.getMethod())) return;
       reply(res, draining || engine === null ? 503 : 200, null);
     })
     .any('/*', (res, req) => {
       const t0 = performance.now();
-      if (oversized(res, req, req.getQuery() ?? '', t0)) return;
+      const method = req.getMethod();
+      if (oversized(res, req, req.getQuery() ?? '', t0, method)) return;
       const url = req.getUrl();
       const lower = url.toLowerCase();
       const e = lower === LOOKUP_PATH || lower === HEALTH_PATH || lower === IMP_PATH ? LOWERCASE : notFound(url);
-      refuse(res, e);
+      refuseAny(res, method, e);
       record(e.status, t0);
     });
 
@@ -172,13 +199,14 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
    * Spec 4.4 rule 1, on every path before anything else: the request line plus headers,
    * counted as sent ("GET /path?query HTTP/1.1\r\n", each header "name: value\r\n", then
    * "\r\n"), at most MAX_REQUEST_BYTES; past it the 413 is answered (and counted) here.
+   * `method`: the request's, lowercase (the GET and POST routes know it without asking uWS).
    */
-  function oversized(res: uWS.HttpResponse, req: uWS.HttpRequest, query: string, t0: number, methodLength = req.getMethod().length): boolean {
+  function oversized(res: uWS.HttpResponse, req: uWS.HttpRequest, query: string, t0: number, method: string): boolean {
     headerBytes = 0;
     req.forEach(addHeader);
-    const size = methodLength + 1 + req.getUrl().length + (query.length > 0 ? 1 + query.length : 0) + 11 + 2 + headerBytes;
+    const size = method.length + 1 + req.getUrl().length + (query.length > 0 ? 1 + query.length : 0) + 11 + 2 + headerBytes;
     if (size <= MAX_REQUEST_BYTES) return false;
-    refuse(res, { status: 413, code: 'payload_too_large', message: `Request is ${size} bytes; the limit for request line plus headers is ${MAX_REQUEST_BYTES}.` });
+    refuseAny(res, method, { status: 413, code: 'payload_too_large', message: `Request is ${size} bytes; the limit for request line plus headers is ${MAX_REQUEST_BYTES}.` });
     record(413, t0);
     return true;
   }

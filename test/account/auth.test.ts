@@ -57,6 +57,7 @@ t.test('login: 422 for missing, empty or badly sent fields', async (t) => {
   t.equal(big.status, 413, 'body over the login limit');
   const get = await call(api, 'GET', '/login');
   t.equal(get.status, 405);
+  t.equal(get.headers.get('allow'), 'POST', 'Allow: the login takes POST only');
 });
 
 t.test('wrong credentials: one 401 for unknown user, wrong password and disabled user', async (t) => {

@@ -51,7 +51,11 @@ t.test('every path under /v1/project needs a valid Bearer token: 400 invalid_ses
   }
   // with a good token, the same odd paths get their ordinary answers
   t.equal((await call(api, 'GET', '/v1/project/no/such/path', { token })).status, 404);
-  t.equal((await call(api, 'PUT', '/v1/project/list', { token })).status, 405);
+  const put = await call(api, 'PUT', '/v1/project/list', { token });
+  t.equal(put.status, 405);
+  // (/v1/project/list is also /v1/project/:project_id, whose methods count too)
+  t.equal(put.headers.get('allow'), 'GET, HEAD, PATCH, DELETE', 'the 405 names the methods the path takes (RFC 9110)');
+  t.match(put.body, { error: 'method_not_allowed', message: 'PUT is not allowed on /v1/project/list; allowed: GET, HEAD, PATCH, DELETE.' });
   t.equal((await call(api, 'GET', '/v1//project/list', { token })).status, 200);
 });
 

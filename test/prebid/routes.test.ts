@@ -56,3 +56,47 @@ t.test('each path answers its methods, and every other path and method the same 
     t.match(await ask(m, path, pad), { status: 413, type: 'application/json', body: /^\{"error":"payload_too_large","message":"Request is \d+ bytes; the limit for request line plus headers is 8192\."\}$/ }, `${m} ${path.slice(0, 20)} over 8 KB: 413 first`);
   }
 });
+
+// RFC 9110: a 405 names the methods the path takes (Allow), and a HEAD answer has the
+// headers of the GET-form answer without its body. uWS knows neither; the routes do.
+t.test('405s carry Allow; HEAD answers have no body, so the next answer on the connection is read right', async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.stop());
+  const { connect } = await import('node:net');
+  for (const [m, path, allow] of [['PUT', '/api/v1/ivt/lookup?x=1', 'GET'], ['DELETE', '/api/v1/ivt/ortb', 'POST'], ['POST', '/api/v1/ivt/imp?lid=x', 'GET']] as const) {
+    const res = await fetch(srv.prebid + path, { method: m });
+    await res.arrayBuffer();
+    t.equal(res.status, 405, `${m} ${path}: 405`);
+    t.equal(res.headers.get('allow'), allow, `${m} ${path}: Allow: ${allow}`);
+  }
+  // Each HEAD, then a GET of /health-check on the same connection: the bytes that follow the
+  // HEAD answer's headers must be the second answer's status line, not a body.
+  const port = new URL(srv.prebid).port;
+  const both = (head: string) =>
+    new Promise<string>((resolve, reject) => {
+      const sock = connect(Number(port), '127.0.0.1', () => sock.write(`HEAD ${head} HTTP/1.1\r\nHost: a\r\n\r\nGET /health-check HTTP/1.1\r\nHost: a\r\n\r\n`));
+      let buf = '';
+      sock.setEncoding('latin1');
+      sock.on('data', (d) => {
+        buf += d;
+        if (/\r\n\r\n[^]*HTTP\/1\.1 \d{3}[^]*\r\n\r\n/.test(buf)) {
+          sock.destroy();
+          resolve(buf);
+        }
+      });
+      sock.on('error', reject);
+      sock.setTimeout(5000, () => reject(new Error(`no second answer after HEAD ${head}: ${JSON.stringify(buf)}`)));
+    });
+  for (const [path, status, allow] of [['/api/v1/ivt/lookup?x=1', 405, 'GET'], ['/api/v1/ivt/ortb', 405, 'POST'], ['/api/v1/ivt/imp?lid=x', 405, 'GET'], ['/nope', 404, ''], ['/API/v1/ivt/lookup', 400, ''], ['/health-check', 200, '']] as const) {
+    const text = await both(path);
+    const [first, rest] = [text.slice(0, text.indexOf('\r\n\r\n')), text.slice(text.indexOf('\r\n\r\n') + 4)];
+    t.match(first, new RegExp(`^HTTP/1\\.1 ${status} `), `HEAD ${path}: ${status}`);
+    t.match(rest, /^HTTP\/1\.1 200 OK\r\n/, `HEAD ${path}: no body before the next answer`);
+    if (allow !== '') t.match(first, new RegExp(`\\r\\nAllow: ${allow}\\r\\n`, 'i'), `HEAD ${path}: Allow: ${allow}`);
+    // The length a GET-form answer's body would have (RFC 9110 9.3.2), for the answers that have one.
+    if (status !== 200) {
+      const len = Number(/\r\ncontent-length: (\d+)/i.exec(first)?.[1]);
+      t.ok(len > 20, `HEAD ${path}: Content-Length of the body not sent (${len})`);
+    }
+  }
+});

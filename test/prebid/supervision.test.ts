@@ -3,6 +3,7 @@
 // current keys and data, and while no thread is alive /health-check answers 503.
 import t from 'tap';
 import { createHash } from 'node:crypto';
+import { connect } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -64,6 +65,16 @@ t.test('one thread: crash, 503 while none is alive, replaced with keys and data'
   const refused = await fetch(`${base}${lookupPath(partner, key)}`, { headers: { connection: 'close' } });
   t.equal(refused.status, 503);
   t.match(await refused.json(), { error: 'unavailable', message: /No lookup thread/ });
+  // A HEAD gets the 503's headers and no body (read to the connection's close).
+  const head = await new Promise<string>((resolve, reject) => {
+    const sock = connect(port, '127.0.0.1', () => sock.write(`HEAD ${lookupPath(partner, key)} HTTP/1.1\r\nHost: a\r\n\r\n`));
+    let buf = '';
+    sock.setEncoding('latin1');
+    sock.on('data', (d) => (buf += d));
+    sock.on('close', () => resolve(buf));
+    sock.on('error', reject);
+  });
+  t.match(head, /^HTTP\/1\.1 503 [^]*\r\n\r\n$/, 'HEAD while no thread is alive: 503, no body');
 
   await until('a new thread serves', async () => (await status(`${base}/health-check`)) === 200);
   t.equal(lookups.liveThreads, 1);
