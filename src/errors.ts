@@ -18,6 +18,8 @@ export const ERROR_CODES = {
   forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
+  /** A body sent without Content-Length or Transfer-Encoding (RFC 9110 15.5.12). */
+  length_required: 411,
   payload_too_large: 413,
   unsupported_media_type: 415,
   unprocessable: 422,
@@ -76,6 +78,7 @@ export const STATUS_TEXT: Record<number, string> = {
   403: '403 Forbidden',
   404: '404 Not Found',
   405: '405 Method Not Allowed',
+  411: '411 Length Required',
   413: '413 Payload Too Large',
   415: '415 Unsupported Media Type',
   422: '422 Unprocessable Entity',

@@ -41,6 +41,8 @@ const LOADING: ErrorAnswer = { status: 503, code: 'unavailable', message: 'Looku
 const NOT_SERVING: ErrorAnswer = { status: 503, code: 'unavailable', message: 'This ivtd instance is not serving lookups right now; retry on another instance.' };
 const USE_GET_IMP: ErrorAnswer = { status: 405, code: 'method_not_allowed', message: `Use GET for impression beacons: GET ${IMP_PATH}?lid=<lid>.` };
 const NO_BEACON: ErrorAnswer = { status: 503, code: 'unavailable', message: 'This ivtd instance does not take impression beacons (no lookup-id secret).' };
+const TWO_LENGTHS: ErrorAnswer = { status: 400, code: 'invalid_request', message: 'The request has more than one Content-Length header: send one.' };
+const NO_LENGTH: ErrorAnswer = { status: 411, code: 'length_required', message: 'The request has no Content-Length (nor Transfer-Encoding) header, so no body: send the BidRequest as JSON with its Content-Length.' };
 /** The 1×1 transparent GIF of `&fmt=gif` (43 bytes). */
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==', 'base64');
 const INTERNAL: ErrorAnswer = { status: 500, code: 'internal', message: 'The lookup failed on an internal error; it has been counted. Retry, and report it if it persists.' };
@@ -189,10 +191,13 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     });
 
   // The header lines' bytes of the request being checked ("name: value\r\n" each), summed by
-  // one callback made once per thread (not a closure per request).
+  // one callback made once per thread (not a closure per request), and its Content-Length
+  // lines counted on the way (uWS reads the first; a second is refused: RFC 9112 6.3).
   let headerBytes = 0;
+  let contentLengths = 0;
   const addHeader = (k: string, v: string): void => {
     headerBytes += k.length + v.length + 4;
+    if (k === 'content-length') contentLengths++;
   };
 
   /**
@@ -203,6 +208,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
    */
   function oversized(res: uWS.HttpResponse, req: uWS.HttpRequest, query: string, t0: number, method: string): boolean {
     headerBytes = 0;
+    contentLengths = 0;
     req.forEach(addHeader);
     const size = method.length + 1 + req.getUrl().length + (query.length > 0 ? 1 + query.length : 0) + 11 + 2 + headerBytes;
     if (size <= MAX_REQUEST_BYTES) return false;
@@ -299,6 +305,10 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       done = true;
     });
     if (headerErr !== null) return no(headerErr, true);
+    // Where the body ends must be certain, or its bytes would be read as the next request:
+    // two Content-Lengths, or neither it nor Transfer-Encoding (then there is no body), close.
+    if (contentLengths > 1) return no(TWO_LENGTHS, true);
+    if (contentLengths === 0 && req.getHeader('transfer-encoding') === '') return no(NO_LENGTH, true);
     if (declared > ORTB_MAX_BODY_BYTES) return no(tooLarge(declared), true);
     const chunks: Buffer[] = [];
     let size = 0;

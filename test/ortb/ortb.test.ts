@@ -245,3 +245,44 @@ t.test("a stitching provider's range the customer declares (policy kind ssai) is
   library.device.ua = 'okhttp/4.12.0';
   t.ok((await codes(library)).includes('ssai_spoof'), "a library's UA from the declared range is still the spoof");
 });
+
+// Where the body ends must be certain, or the rest of it would be read as the next request on
+// the connection (a desync a proxy in front could be led into). Raw sockets: nothing added.
+t.test('framing: one Content-Length or chunked; two lengths or none are refused and the connection closed', async (t) => {
+  const s = await startTestServer({ threads: 1 });
+  t.teardown(() => s.stop());
+  const { connect } = await import('node:net');
+  const port = Number(new URL(s.prebid).port);
+  const good = JSON.stringify(fixtures.find(([n]) => n === 'exemplary/web-banner.json')![1].request);
+  const n = Buffer.byteLength(good);
+  // Everything the server sends until it closes (or 3 s pass: then `open` is true).
+  const exchange = (head: string, body: string) =>
+    new Promise<{ text: string; open: boolean }>((resolve, reject) => {
+      const sock = connect(port, '127.0.0.1', () => sock.write(`POST /api/v1/ivt/ortb?${auth(s)}&node=bidder-eu-1 HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n${head}\r\n${body}`));
+      let text = '';
+      sock.setEncoding('latin1');
+      sock.on('data', (d) => (text += d));
+      sock.on('error', reject);
+      const timer = setTimeout(() => {
+        sock.destroy();
+        resolve({ text, open: true });
+      }, 3000);
+      sock.on('close', () => {
+        clearTimeout(timer);
+        resolve({ text, open: false });
+      });
+    });
+  const chunked = await exchange('Transfer-Encoding: chunked\r\n', `${n.toString(16)}\r\n${good}\r\n0\r\n\r\n`);
+  t.match(chunked.text, /^HTTP\/1\.1 200 OK\r\n[^]*"id":"req-web-1"/, 'chunked: a verdict');
+  t.ok(chunked.open, 'chunked: the connection stays open');
+
+  for (const [what, head] of [['the real length first', `Content-Length: ${n}\r\nContent-Length: 5\r\n`], ['the wrong one first', `Content-Length: 5\r\nContent-Length: ${n}\r\n`]] as const) {
+    const two = await exchange(head, good);
+    t.match(two.text, /^HTTP\/1\.1 400 Bad Request\r\n[^]*\{"error":"invalid_request","message":"The request has more than one Content-Length header: send one\."\}$/, `two Content-Lengths, ${what}: 400, one answer`);
+    t.notOk(two.open, `two Content-Lengths, ${what}: closed`);
+  }
+  const none = await exchange('', good);
+  t.match(none.text, /^HTTP\/1\.1 411 Length Required\r\n[^]*\{"error":"length_required","message":"The request has no Content-Length[^"]*"\}$/, 'no length: 411, one answer (the body is not read as a request)');
+  t.notOk(none.open, 'no length: closed');
+  t.equal((await ortb(s, good)).status, 200, 'the thread still answers bid requests');
+});
