@@ -100,3 +100,29 @@ t.test('405s carry Allow; HEAD answers have no body, so the next answer on the c
     }
   }
 });
+
+// docs/operations.md ("Behind a proxy or a load balancer"): uWebSockets.js reads HTTP/1.1
+// requests with a Host only; the others are never answered. Pinned so the guide stays true
+// (a uWS that starts answering them, say with a 505, fails here and the guide is rewritten).
+t.test('the pre-bid port answers HTTP/1.1 with Host; HTTP/1.0 and Host-less requests get nothing', async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.stop());
+  const { connect } = await import('node:net');
+  const port = Number(new URL(srv.prebid).port);
+  const heard = (raw: string) =>
+    new Promise<string>((resolve, reject) => {
+      const sock = connect(port, '127.0.0.1', () => sock.write(raw));
+      let buf = '';
+      sock.setEncoding('latin1');
+      sock.on('data', (d) => (buf += d));
+      sock.on('error', reject);
+      setTimeout(() => {
+        sock.destroy();
+        resolve(buf);
+      }, 1500);
+    });
+  t.match(await heard('GET /health-check HTTP/1.1\r\nHost: ivtd\r\n\r\n'), /^HTTP\/1\.1 200 OK\r\n/, 'HTTP/1.1 with Host: answered');
+  t.equal(await heard('GET /health-check HTTP/1.0\r\nHost: ivtd\r\n\r\n'), '', 'HTTP/1.0 (nginx proxy_pass default): nothing');
+  t.equal(await heard('OPTIONS / HTTP/1.0\r\n\r\n'), '', "HAProxy's default httpchk: nothing");
+  t.equal(await heard('GET /health-check HTTP/1.1\r\n\r\n'), '', 'HTTP/1.1 without Host: nothing');
+});
