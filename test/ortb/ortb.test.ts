@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { until } from '../helpers/until.ts';
+import { rawExchange } from '../helpers/raw-http.ts';
 import { ORTB_MAX_BODY_BYTES, ORTB_MAX_JSON_BYTES } from '../../src/ortb/body.ts';
 
 interface Fixture {
@@ -251,27 +252,14 @@ t.test("a stitching provider's range the customer declares (policy kind ssai) is
 t.test('framing: one Content-Length or chunked; two lengths or none are refused and the connection closed', async (t) => {
   const s = await startTestServer({ threads: 1 });
   t.teardown(() => s.stop());
-  const { connect } = await import('node:net');
   const port = Number(new URL(s.prebid).port);
   const good = JSON.stringify(fixtures.find(([n]) => n === 'exemplary/web-banner.json')![1].request);
   const n = Buffer.byteLength(good);
   // Everything the server sends until it closes (or 3 s pass: then `open` is true).
-  const exchange = (head: string, body: string) =>
-    new Promise<{ text: string; open: boolean }>((resolve, reject) => {
-      const sock = connect(port, '127.0.0.1', () => sock.write(`POST /api/v1/ivt/ortb?${auth(s)}&node=bidder-eu-1 HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n${head}\r\n${body}`));
-      let text = '';
-      sock.setEncoding('latin1');
-      sock.on('data', (d) => (text += d));
-      sock.on('error', reject);
-      const timer = setTimeout(() => {
-        sock.destroy();
-        resolve({ text, open: true });
-      }, 3000);
-      sock.on('close', () => {
-        clearTimeout(timer);
-        resolve({ text, open: false });
-      });
-    });
+  const exchange = async (head: string, body: string) => {
+    const r = await rawExchange(port, `POST /api/v1/ivt/ortb?${auth(s)}&node=bidder-eu-1 HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n${head}\r\n${body}`);
+    return { text: r.text, open: !r.closed };
+  };
   const chunked = await exchange('Transfer-Encoding: chunked\r\n', `${n.toString(16)}\r\n${good}\r\n0\r\n\r\n`);
   t.match(chunked.text, /^HTTP\/1\.1 200 OK\r\n[^]*"id":"req-web-1"/, 'chunked: a verdict');
   t.ok(chunked.open, 'chunked: the connection stays open');

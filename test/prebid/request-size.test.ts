@@ -3,6 +3,7 @@
 import t from 'tap';
 import { connect } from 'node:net';
 import { MAX_REQUEST_BYTES } from '../../src/prebid/worker.ts';
+import { rawExchange } from '../helpers/raw-http.ts';
 import { startTestServer } from '../helpers/server.ts';
 
 function raw(port: number, request: string): Promise<number> {
@@ -79,16 +80,6 @@ t.test('48 header lines are answered; 49 are left unanswered', async (t) => {
     return `GET /health-check HTTP/1.1\r\n${h}\r\n`;
   };
   t.equal(await raw(port, withLines(48)), 200, '48 lines: answered');
-  const heard = await new Promise<string>((resolve, reject) => {
-    const sock = connect(port, '127.0.0.1', () => sock.write(withLines(49)));
-    let buf = '';
-    sock.setEncoding('latin1');
-    sock.on('data', (d) => (buf += d));
-    sock.on('error', reject);
-    setTimeout(() => {
-      sock.destroy();
-      resolve(buf);
-    }, 2000);
-  });
+  const heard = (await rawExchange(port, withLines(49), { waitMs: 2000 })).text;
   t.equal(heard, '', '49 lines: nothing answered within 2 s');
 });

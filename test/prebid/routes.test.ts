@@ -3,6 +3,7 @@
 // that is only wrong in its case is 400, and anything else is 404, each with the one
 // error body {"error","message"} that tells the caller what to use instead.
 import t from 'tap';
+import { rawExchange } from '../helpers/raw-http.ts';
 import { startTestServer } from '../helpers/server.ts';
 
 const UA = encodeURIComponent('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36');
@@ -62,7 +63,6 @@ t.test('each path answers its methods, and every other path and method the same 
 t.test('405s carry Allow; HEAD answers have no body, so the next answer on the connection is read right', async (t) => {
   const srv = await startTestServer();
   t.teardown(() => srv.stop());
-  const { connect } = await import('node:net');
   for (const [m, path, allow] of [['PUT', '/api/v1/ivt/lookup?x=1', 'GET'], ['DELETE', '/api/v1/ivt/ortb', 'POST'], ['POST', '/api/v1/ivt/imp?lid=x', 'GET']] as const) {
     const res = await fetch(srv.prebid + path, { method: m });
     await res.arrayBuffer();
@@ -71,22 +71,11 @@ t.test('405s carry Allow; HEAD answers have no body, so the next answer on the c
   }
   // Each HEAD, then a GET of /health-check on the same connection: the bytes that follow the
   // HEAD answer's headers must be the second answer's status line, not a body.
-  const port = new URL(srv.prebid).port;
-  const both = (head: string) =>
-    new Promise<string>((resolve, reject) => {
-      const sock = connect(Number(port), '127.0.0.1', () => sock.write(`HEAD ${head} HTTP/1.1\r\nHost: a\r\n\r\nGET /health-check HTTP/1.1\r\nHost: a\r\n\r\n`));
-      let buf = '';
-      sock.setEncoding('latin1');
-      sock.on('data', (d) => {
-        buf += d;
-        if (/\r\n\r\n[^]*HTTP\/1\.1 \d{3}[^]*\r\n\r\n/.test(buf)) {
-          sock.destroy();
-          resolve(buf);
-        }
-      });
-      sock.on('error', reject);
-      sock.setTimeout(5000, () => reject(new Error(`no second answer after HEAD ${head}: ${JSON.stringify(buf)}`)));
-    });
+  const port = Number(new URL(srv.prebid).port);
+  const both = async (head: string) => {
+    const r = await rawExchange(port, `HEAD ${head} HTTP/1.1\r\nHost: a\r\n\r\nGET /health-check HTTP/1.1\r\nHost: a\r\n\r\n`, { waitMs: 5000, until: /\r\n\r\n[^]*HTTP\/1\.1 \d{3}[^]*\r\n\r\n/ });
+    return r.text;
+  };
   for (const [path, status, allow] of [['/api/v1/ivt/lookup?x=1', 405, 'GET'], ['/api/v1/ivt/ortb', 405, 'POST'], ['/api/v1/ivt/imp?lid=x', 405, 'GET'], ['/nope', 404, ''], ['/API/v1/ivt/lookup', 400, ''], ['/health-check', 200, '']] as const) {
     const text = await both(path);
     const [first, rest] = [text.slice(0, text.indexOf('\r\n\r\n')), text.slice(text.indexOf('\r\n\r\n') + 4)];
@@ -107,20 +96,8 @@ t.test('405s carry Allow; HEAD answers have no body, so the next answer on the c
 t.test('the pre-bid port answers HTTP/1.1 with Host; HTTP/1.0 and Host-less requests get nothing', async (t) => {
   const srv = await startTestServer();
   t.teardown(() => srv.stop());
-  const { connect } = await import('node:net');
   const port = Number(new URL(srv.prebid).port);
-  const heard = (raw: string) =>
-    new Promise<string>((resolve, reject) => {
-      const sock = connect(port, '127.0.0.1', () => sock.write(raw));
-      let buf = '';
-      sock.setEncoding('latin1');
-      sock.on('data', (d) => (buf += d));
-      sock.on('error', reject);
-      setTimeout(() => {
-        sock.destroy();
-        resolve(buf);
-      }, 1500);
-    });
+  const heard = async (raw: string) => (await rawExchange(port, raw, { waitMs: 1500 })).text;
   t.match(await heard('GET /health-check HTTP/1.1\r\nHost: ivtd\r\n\r\n'), /^HTTP\/1\.1 200 OK\r\n/, 'HTTP/1.1 with Host: answered');
   t.equal(await heard('GET /health-check HTTP/1.0\r\nHost: ivtd\r\n\r\n'), '', 'HTTP/1.0 (nginx proxy_pass default): nothing');
   t.equal(await heard('OPTIONS / HTTP/1.0\r\n\r\n'), '', "HAProxy's default httpchk: nothing");

@@ -3,7 +3,6 @@
 // current keys and data, and while no thread is alive /health-check answers 503.
 import t from 'tap';
 import { createHash } from 'node:crypto';
-import { connect } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +10,7 @@ import { loadBundle } from '../../src/data/bundle.ts';
 import { LookupServer } from '../../src/prebid/lookup-threads.ts';
 import { planMemory } from '../../src/memory/budget.ts';
 import { allocateLookupMemory } from '../../src/server/memory.ts';
+import { rawExchange } from '../helpers/raw-http.ts';
 import { startTestServer } from '../helpers/server.ts';
 
 const partner = '0b8e9a7e-5b1c-4f7e-9d2a-1c3b5d7f9a2b';
@@ -66,14 +66,7 @@ t.test('one thread: crash, 503 while none is alive, replaced with keys and data'
   t.equal(refused.status, 503);
   t.match(await refused.json(), { error: 'unavailable', message: /No lookup thread/ });
   // A HEAD gets the 503's headers and no body (read to the connection's close).
-  const head = await new Promise<string>((resolve, reject) => {
-    const sock = connect(port, '127.0.0.1', () => sock.write(`HEAD ${lookupPath(partner, key)} HTTP/1.1\r\nHost: a\r\n\r\n`));
-    let buf = '';
-    sock.setEncoding('latin1');
-    sock.on('data', (d) => (buf += d));
-    sock.on('close', () => resolve(buf));
-    sock.on('error', reject);
-  });
+  const head = (await rawExchange(port, `HEAD ${lookupPath(partner, key)} HTTP/1.1\r\nHost: a\r\n\r\n`, { waitMs: 5000 })).text;
   t.match(head, /^HTTP\/1\.1 503 [^]*\r\n\r\n$/, 'HEAD while no thread is alive: 503, no body');
 
   await until('a new thread serves', async () => (await status(`${base}/health-check`)) === 200);
