@@ -25,6 +25,8 @@ export const ERROR_CODES = {
   unprocessable: 422,
   rate_limited: 429,
   internal: 500,
+  /** A transfer coding the server does not implement (RFC 9112 6.1: anything but chunked). */
+  not_implemented: 501,
   unavailable: 503,
 } as const;
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -84,5 +86,6 @@ export const STATUS_TEXT: Record<number, string> = {
   422: '422 Unprocessable Entity',
   429: '429 Too Many Requests',
   500: '500 Internal Server Error',
+  501: '501 Not Implemented',
   503: '503 Service Unavailable',
 };

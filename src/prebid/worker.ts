@@ -47,6 +47,10 @@ const NO_LENGTH: ErrorAnswer = { status: 411, code: 'length_required', message: 
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==', 'base64');
 const INTERNAL: ErrorAnswer = { status: 500, code: 'internal', message: 'The lookup failed on an internal error; it has been counted. Retry, and report it if it persists.' };
 
+function codingNotImplemented(te: string): ErrorAnswer {
+  return { status: 501, code: 'not_implemented', message: `Transfer-Encoding ${JSON.stringify(te.length > 60 ? te.slice(0, 60) + '…' : te)} is not supported: send the body with its Content-Length, or chunked alone (gzip goes in Content-Encoding).` };
+}
+
 /**
  * Ends a HEAD answer: the length its body would have, and no body. (This build of
  * uWebSockets.js aborts the process when endWithoutBody is given a length or a close flag:
@@ -308,7 +312,12 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     // Where the body ends must be certain, or its bytes would be read as the next request:
     // two Content-Lengths, or neither it nor Transfer-Encoding (then there is no body), close.
     if (contentLengths > 1) return no(TWO_LENGTHS, true);
-    if (contentLengths === 0 && req.getHeader('transfer-encoding') === '') return no(NO_LENGTH, true);
+    if (contentLengths === 0) {
+      const te = req.getHeader('transfer-encoding');
+      if (te === '') return no(NO_LENGTH, true);
+      // uWS reads every body with a Transfer-Encoding as chunked: another coding (gzip, chunked) would be misread.
+      if (te.trim().toLowerCase() !== 'chunked') return no(codingNotImplemented(te), true);
+    }
     if (declared > ORTB_MAX_BODY_BYTES) return no(tooLarge(declared), true);
     const chunks: Buffer[] = [];
     let size = 0;

@@ -249,7 +249,7 @@ t.test("a stitching provider's range the customer declares (policy kind ssai) is
 
 // Where the body ends must be certain, or the rest of it would be read as the next request on
 // the connection (a desync a proxy in front could be led into). Raw sockets: nothing added.
-t.test('framing: one Content-Length or chunked; two lengths or none are refused and the connection closed', async (t) => {
+t.test('framing: one Content-Length or chunked; two lengths, none, or another transfer coding are refused and the connection closed', async (t) => {
   const s = await startTestServer({ threads: 1 });
   t.teardown(() => s.stop());
   const port = Number(new URL(s.prebid).port);
@@ -269,6 +269,10 @@ t.test('framing: one Content-Length or chunked; two lengths or none are refused 
     t.match(two.text, /^HTTP\/1\.1 400 Bad Request\r\n[^]*\{"error":"invalid_request","message":"The request has more than one Content-Length header: send one\."\}$/, `two Content-Lengths, ${what}: 400, one answer`);
     t.notOk(two.open, `two Content-Lengths, ${what}: closed`);
   }
+  const gz = gzipSync(good).toString('latin1');
+  const coded = await exchange('Transfer-Encoding: gzip, chunked\r\n', `${gz.length.toString(16)}\r\n${gz}\r\n0\r\n\r\n`);
+  t.match(coded.text, /^HTTP\/1\.1 501 Not Implemented\r\n[^]*\{"error":"not_implemented","message":"Transfer-Encoding \\"gzip, chunked\\" is not supported[^"]*"\}$/, 'a transfer coding besides chunked: 501, one answer');
+  t.notOk(coded.open, 'a transfer coding besides chunked: closed');
   const none = await exchange('', good);
   t.match(none.text, /^HTTP\/1\.1 411 Length Required\r\n[^]*\{"error":"length_required","message":"The request has no Content-Length[^"]*"\}$/, 'no length: 411, one answer (the body is not read as a request)');
   t.notOk(none.open, 'no length: closed');
