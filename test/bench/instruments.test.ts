@@ -183,5 +183,8 @@ t.test('paced client: a server stall is charged to every request it held back', 
   t.ok(r.heldBack >= 12, `sends held back by the stall are counted (${r.heldBack})`);
   t.ok(r.maxMs >= 150, `the stall shows in the latency (max ${r.maxMs} ms)`);
   t.ok(r.p99Ms >= 50, `and in the p99, not only in one sample (p99 ${r.p99Ms} ms)`);
-  t.ok(r.p50Ms < 20, `but not in the median (p50 ${r.p50Ms} ms)`);
+  // Relative to the p99, not in milliseconds: on a loaded host (the whole suite in parallel)
+  // every request waits longer (p50 34 ms once), but a client charging the stall to every
+  // request would have its median near its p99.
+  t.ok(r.p50Ms < r.p99Ms / 4, `but not in the median (p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms)`);
 });
