@@ -19,7 +19,7 @@ import type { BotIpRow } from './bot-ip-tracker.ts';
 import type { LiveKey } from '../store/api-keys.ts';
 import type { PolicyUpdate } from '../policy/service.ts';
 import type { BeaconSettings, FromWorker, ImpressionDeltas, LookupMemory, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from './messages.ts';
-import { endHead, HEALTH_PATH, LINGER_MS } from './worker.ts';
+import { HEALTH_PATH, LINGER_MS } from './worker.ts';
 import { startWorker } from '../runtime/worker-entry.ts';
 
 export interface LookupServerOptions {
@@ -252,8 +252,7 @@ export class LookupServer {
       if (!health) this.opts.onUnavailable?.();
       res.cork(() => {
         res.writeStatus(STATUS_TEXT[503]!);
-        if (health) res.end(undefined, true);
-        else if (head) endHead(res.writeHeader('Content-Type', 'application/json'), Buffer.byteLength(errorJson(NO_THREAD)), true);
+        if (health || head) res.end(undefined, true);
         else res.writeHeader('Content-Type', 'application/json').end(errorJson(NO_THREAD), true);
       });
     });

@@ -57,7 +57,7 @@ function codingNotImplemented(te: string): ErrorAnswer {
  * "Returning from a request handler without responding"; only the bare call is safe.) To
  * close the connection, an empty end() instead (Content-Length 0, no body all the same).
  */
-export function endHead(res: uWS.HttpResponse, bodyBytes: number, close: boolean): void {
+function endHead(res: uWS.HttpResponse, bodyBytes: number, close: boolean): void {
   if (close) res.end(undefined, true);
   else res.writeHeader('Content-Length', String(bodyBytes)).endWithoutBody();
 }
@@ -109,20 +109,18 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   const replyLater = (res: uWS.HttpResponse, status: number, body: string | null, close = false) => {
     res.cork(() => reply(res, status, body, close));
   };
-  /** Every "no" of this port: the one error body. */
-  const refuse = (res: uWS.HttpResponse, e: ErrorAnswer, close = false) => reply(res, e.status, errorJson(e), close);
   /**
-   * A refusal from a route that takes any method (`method` as uWS gives it, lowercase): a
-   * HEAD gets the headers without the body (RFC 9110 9.3.2; uWS does not know HEAD), and a
-   * 405 names the path's method in `Allow` (RFC 9110 15.5.6).
+   * Every "no" of this port: the one error body. `method` (as uWS gives it, lowercase) is
+   * passed by the routes that take any method: a HEAD gets the headers without the body (RFC
+   * 9110 9.3.2; uWS does not know HEAD). `allow`: a 405's methods (RFC 9110 15.5.6).
    */
-  const refuseAny = (res: uWS.HttpResponse, method: string, e: ErrorAnswer, allow = '') => {
+  const refuse = (res: uWS.HttpResponse, e: ErrorAnswer, close = false, method = '', allow = '') => {
     const body = errorJson(e);
     res.writeStatus(STATUS_TEXT[e.status] ?? String(e.status));
     if (allow !== '') res.writeHeader('Allow', allow);
     res.writeHeader('Content-Type', JSON_TYPE);
-    if (method !== 'head') res.end(body, draining);
-    else endHead(res, Buffer.byteLength(body), draining);
+    if (method !== 'head') res.end(body, draining || close);
+    else endHead(res, Buffer.byteLength(body), draining || close);
   };
 
   // One route per path (uWS matches the path, then the method); a path's other methods get
@@ -138,7 +136,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       const t0 = performance.now();
       const method = req.getMethod();
       if (oversized(res, req, req.getQuery() ?? '', t0, method)) return;
-      refuseAny(res, method, USE_GET, 'GET');
+      refuse(res, USE_GET, false, method, 'GET');
       record(USE_GET.status, t0);
     })
     .post(ORTB_PATH, (res, req) => {
@@ -155,7 +153,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       const t0 = performance.now();
       const method = req.getMethod();
       if (oversized(res, req, req.getQuery() ?? '', t0, method)) return;
-      refuseAny(res, method, USE_POST, 'POST');
+      refuse(res, USE_POST, false, method, 'POST');
       record(USE_POST.status, t0);
     })
     .get(IMP_PATH, (res, req) => {
@@ -174,7 +172,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       const t0 = performance.now();
       const method = req.getMethod();
       if (oversized(res, req, req.getQuery() ?? '', t0, method)) return;
-      refuseAny(res, method, USE_GET_IMP, 'GET');
+      refuse(res, USE_GET_IMP, false, method, 'GET');
       noteBeacon('refused');
     })
     .any(HEALTH_PATH, (res, req) => {
@@ -190,18 +188,20 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       const url = req.getUrl();
       const lower = url.toLowerCase();
       const e = lower === LOOKUP_PATH || lower === HEALTH_PATH || lower === IMP_PATH ? LOWERCASE : notFound(url);
-      refuseAny(res, method, e);
+      refuse(res, e, false, method);
       record(e.status, t0);
     });
 
   // The header lines' bytes of the request being checked ("name: value\r\n" each), summed by
   // one callback made once per thread (not a closure per request), and its Content-Length
-  // lines counted on the way (uWS reads the first; a second is refused: RFC 9112 6.3).
+  // lines counted on the way, the first one's value kept (uWS reads the first; a second is
+  // refused: RFC 9112 6.3).
   let headerBytes = 0;
   let contentLengths = 0;
+  let contentLength = '';
   const addHeader = (k: string, v: string): void => {
     headerBytes += k.length + v.length + 4;
-    if (k === 'content-length') contentLengths++;
+    if (k === 'content-length' && contentLengths++ === 0) contentLength = v;
   };
 
   /**
@@ -213,10 +213,11 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   function oversized(res: uWS.HttpResponse, req: uWS.HttpRequest, query: string, t0: number, method: string): boolean {
     headerBytes = 0;
     contentLengths = 0;
+    contentLength = '';
     req.forEach(addHeader);
     const size = method.length + 1 + req.getUrl().length + (query.length > 0 ? 1 + query.length : 0) + 11 + 2 + headerBytes;
     if (size <= MAX_REQUEST_BYTES) return false;
-    refuseAny(res, method, { status: 413, code: 'payload_too_large', message: `Request is ${size} bytes; the limit for request line plus headers is ${MAX_REQUEST_BYTES}.` });
+    refuse(res, { status: 413, code: 'payload_too_large', message: `Request is ${size} bytes; the limit for request line plus headers is ${MAX_REQUEST_BYTES}.` });
     record(413, t0);
     return true;
   }
@@ -296,7 +297,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   function ortbRequest(res: uWS.HttpResponse, req: uWS.HttpRequest, query: string, t0: number): void {
     const enc = { gzip: false };
     const headerErr = checkBodyHeaders(req.getHeader('content-type'), req.getHeader('content-encoding'), enc);
-    const declared = Number(req.getHeader('content-length') || '0');
+    const declared = Number(contentLength || '0'); // (read by oversized(), which every route runs first)
     let done = false;
     const answer = (status: number, body: string, close = false) => {
       if (done) return;

@@ -93,6 +93,7 @@ t.test('gzip, size limits, auth and hostile bodies; the thread keeps answering',
 
   const big = await ortb(s, JSON.stringify({ id: 'x', pad: 'a'.repeat(ORTB_MAX_BODY_BYTES) }));
   t.equal(big.status, 413, 'body over the limit');
+  t.match(big.json!.message, /^The request body is \d+ bytes, over the limit/, 'refused from its Content-Length, before reading the body');
 
   t.equal((await ortb(s, 'not gzip', { 'content-encoding': 'gzip' })).status, 400, 'bad gzip');
   t.equal((await ortb(s, good, { 'content-type': 'text/plain' })).status, 415, 'wrong media type');
