@@ -5,7 +5,7 @@
 //   node --import tsx bench/lid-lookup.ts [--rounds 5] [--lookups 200000]
 import { randomBytes, randomUUID } from 'node:crypto';
 import { loadBundle } from '../src/data/bundle.ts';
-import { allocateLookupMemory } from '../src/server/memory.ts';
+import { allocateLookupMemory } from '../src/memory/lookup-memory.ts';
 import { planMemory } from '../src/memory/budget.ts';
 import { buildLookupData } from '../src/prebid/data.ts';
 import { LookupEngine } from '../src/prebid/pipeline.ts';

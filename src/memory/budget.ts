@@ -6,7 +6,7 @@
 // The tables in shared memory (history and caches) exist once per process, whatever
 // `--threads`; the per-thread parts are divided among the threads.
 // Pure arithmetic, importing nothing: the tables themselves are allocated from the plan by
-// src/server/memory.ts.
+// src/memory/lookup-memory.ts.
 
 const MB = 1 << 20;
 

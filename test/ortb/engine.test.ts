@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { loadBundle } from '../../src/data/bundle.ts';
 import { buildLookupData } from '../../src/prebid/data.ts';
 import { planMemory } from '../../src/memory/budget.ts';
-import { allocateLookupMemory } from '../../src/server/memory.ts';
+import { allocateLookupMemory } from '../../src/memory/lookup-memory.ts';
 import { LookupEngine } from '../../src/prebid/pipeline.ts';
 
 t.test('a bid request without an IP is judged, and never reported as a bot IP', async (t) => {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { loadBundle } from '../../src/data/bundle.ts';
 import { LookupServer } from '../../src/prebid/lookup-threads.ts';
 import { planMemory } from '../../src/memory/budget.ts';
-import { allocateLookupMemory } from '../../src/server/memory.ts';
+import { allocateLookupMemory } from '../../src/memory/lookup-memory.ts';
 
 t.test('503 until the lookup data is loaded, then 200', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'ivtd-startup-'));

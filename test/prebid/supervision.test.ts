@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { loadBundle } from '../../src/data/bundle.ts';
 import { LookupServer } from '../../src/prebid/lookup-threads.ts';
 import { planMemory } from '../../src/memory/budget.ts';
-import { allocateLookupMemory } from '../../src/server/memory.ts';
+import { allocateLookupMemory } from '../../src/memory/lookup-memory.ts';
 import { rawExchange } from '../helpers/raw-http.ts';
 import { startTestServer } from '../helpers/server.ts';
 

@@ -1,6 +1,7 @@
 // What a lookup thread loads: the value imports (not `import type`, which leave nothing at
 // run time) reachable from the thread's entry never include the store, the data loader and
-// refresher, the ads.txt crawler, the bounded GET, ClickHouse or the fleet, or config.ts.
+// refresher, the ads.txt crawler, the bounded GET, ClickHouse or the fleet, config.ts, the
+// logger or the main thread's start-up (src/server/).
 // Everything that talks to the store, the network or the disk stays on the main thread
 // (docs/architecture.md), and a thread does not load it either.
 import t from 'tap';
@@ -23,6 +24,8 @@ const FORBIDDEN: Array<{ what: string; why: string }> = [
   { what: 'src/fleet/', why: 'the fleet' },
   { what: '@clickhouse/client', why: 'ClickHouse' },
   { what: 'src/config.ts', why: 'the options' },
+  { what: 'src/log.ts', why: 'the logger (a lookup thread never logs; its figures go to the main thread)' },
+  { what: 'src/server/', why: "the main thread's start-up and composers" },
 ];
 
 interface Imports {

@@ -78,7 +78,7 @@ t.test('a crawler UA is judged by its address only once the operators\' ranges a
   const { loadBundle } = await import('../../src/data/bundle.ts');
   const { buildLookupData } = await import('../../src/prebid/data.ts');
   const { planMemory } = await import('../../src/memory/budget.ts');
-  const { allocateLookupMemory } = await import('../../src/server/memory.ts');
+  const { allocateLookupMemory } = await import('../../src/memory/lookup-memory.ts');
   const { LookupEngine } = await import('../../src/prebid/pipeline.ts');
   const partner = '6f1c2f9e-8a4b-4c7d-9e2f-1a2b3c4d5e6f';
   const googlebot = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)';
