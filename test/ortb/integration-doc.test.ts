@@ -99,22 +99,27 @@ async function checkBidder(t: Test, s: TestServer, name: string, out: string): P
   });
 }
 
-async function bodiesIn(dir: string): Promise<string[]> {
-  const files = [join(dir, 'clean.json'), join(dir, 'crawler.json')];
-  writeFileSync(files[0]!, requestText);
-  writeFileSync(files[1]!, crawlerFromCloud);
-  return files;
-}
-
-t.test('the Go bidder, compiled and run as written', { skip: missing('go', 'version', 'golang-go') }, async (t) => {
-  const code = blockAfter('## From a bidder in Go', 'go');
+/**
+ * A server and a scratch directory for one bidder (both gone at the test's end), the doc's
+ * code block of `lang` under `heading` pointed at that server, and the two bodies as files.
+ */
+async function bidderSetup(t: Test, heading: string, lang: string) {
+  const code = blockAfter(heading, lang);
   t.match(code, DOC_BASE, 'the doc calls the default pre-bid port');
   const s = await startTestServer({ threads: 1 });
-  const dir = mkdtempSync(join(tmpdir(), 'ivtd-go-'));
+  const dir = mkdtempSync(join(tmpdir(), `ivtd-${lang}-`));
   t.teardown(async () => {
     await s.stop();
     rmSync(dir, { recursive: true, force: true });
   });
+  const files = [join(dir, 'clean.json'), join(dir, 'crawler.json')];
+  writeFileSync(files[0]!, requestText);
+  writeFileSync(files[1]!, crawlerFromCloud);
+  return { s, dir, files, code: code.replaceAll(DOC_BASE, s.prebid) };
+}
+
+t.test('the Go bidder, compiled and run as written', { skip: missing('go', 'version', 'golang-go') }, async (t) => {
+  const { s, dir, files, code } = await bidderSetup(t, '## From a bidder in Go', 'go');
   const program = `package main
 
 import (
@@ -132,7 +137,7 @@ import (
 var partnerID = os.Getenv("IVTD_P")
 var prebidKey = os.Getenv("IVTD_K")
 
-${code.replaceAll(DOC_BASE, s.prebid)}
+${code}
 func main() {
 	for _, f := range os.Args[1:] {
 		body, err := os.ReadFile(f)
@@ -148,7 +153,6 @@ func main() {
 }
 `;
   writeFileSync(join(dir, 'bidder.go'), program);
-  const files = await bodiesIn(dir);
   const env = { HOME: dir, GOCACHE: join(process.env.HOME ?? dir, '.cache', 'go-build'), GO111MODULE: 'off', IVTD_P: s.customer.partner_id, IVTD_K: s.customer.prebid_key };
   const r = await run('go', ['run', 'bidder.go', ...files], env, dir);
   t.equal(r.status, 0, `go run: ${r.stderr}`);
@@ -156,15 +160,8 @@ func main() {
 });
 
 t.test('the Java bidder, compiled and run as written', { skip: missing('javac', '-version', 'openjdk-17-jdk-headless') }, async (t) => {
-  const code = blockAfter('## From a bidder in Java', 'java');
-  t.match(code, DOC_BASE, 'the doc calls the default pre-bid port');
-  const s = await startTestServer({ threads: 1 });
-  const dir = mkdtempSync(join(tmpdir(), 'ivtd-java-'));
-  t.teardown(async () => {
-    await s.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const indented = code.replaceAll(DOC_BASE, s.prebid).replace(/^/gm, '  ');
+  const { s, dir, files, code } = await bidderSetup(t, '## From a bidder in Java', 'java');
+  const indented = code.replace(/^/gm, '  ');
   const program = `import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -194,7 +191,6 @@ ${indented}
 }
 `;
   writeFileSync(join(dir, 'Bidder.java'), program);
-  const files = await bodiesIn(dir);
   // Java 11+ runs a single source file as it is (compiled in memory).
   const r = await run('java', ['Bidder.java', ...files], { HOME: dir, IVTD_P: s.customer.partner_id, IVTD_K: s.customer.prebid_key }, dir);
   t.equal(r.status, 0, `java: ${r.stderr}`);
