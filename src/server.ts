@@ -136,7 +136,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
 
     // Last: the data push is what turns /health-check to 200, so health means every listener is open.
     await data.pushTo(lookups);
-    log.info({ host: config.host, port: prebidPort, threads: config.threads }, 'pre-bid lookups listening');
+    log.info({ host: config.host, port: prebidPort, threads: config.threads, warmUpMs: lookups.warmUpMs }, 'pre-bid lookups listening');
 
     const running: RunningServer = (later.running = {
       config,

@@ -40,8 +40,10 @@ export interface LookupServerOptions {
   onSeen?: (seen: SeenValues) => void;
   /** A thread failed or ended unexpectedly (logged by the caller). */
   onWorkerError?: (index: number, err: Error) => void;
-  /** A replacement thread is serving again. */
-  onRestart?: (index: number, restarts: number) => void;
+  /** A replacement thread is serving again (`warmUpMs`: its warm-up before its first lookup). */
+  onRestart?: (index: number, restarts: number, warmUpMs: number) => void;
+  /** A thread's warm-up failed (a bug): it serves regardless, its first lookups of each kind slower. */
+  onWarmUpFailed?: (index: number, message: string) => void;
   /** UA version ceilings never fall below this time (ms), whatever the clock says (setVersionFloor). */
   versionFloorMs?: number;
   /** The main thread's listener answered a request (not a health check) 503: no thread was alive. */
@@ -75,6 +77,8 @@ interface Slot {
   /** Consecutive short-lived failures (the backoff exponent). */
   failures: number;
   restartTimer: NodeJS.Timeout | null;
+  /** Its warm-up before its first lookup (ms; 0 until its first data). */
+  warmUpMs: number;
 }
 
 /**
@@ -120,7 +124,7 @@ export class LookupServer {
     else await portIsFree(this.opts.host, port);
     try {
       for (let i = 0; i < this.opts.threads; i++) {
-        const slot: Slot = { index: i, worker: null, live: false, startedAt: 0, failures: 0, restartTimer: null };
+        const slot: Slot = { index: i, worker: null, live: false, startedAt: 0, failures: 0, restartTimer: null, warmUpMs: 0 };
         this.slots.push(slot);
         port = await this.launch(slot, port);
       }
@@ -142,6 +146,11 @@ export class LookupServer {
 
   get threads(): number {
     return this.slots.length;
+  }
+
+  /** Each thread's warm-up before its first lookup, ms (0: not warmed yet). */
+  get warmUpMs(): number[] {
+    return this.slots.map((s) => Math.round(s.warmUpMs));
   }
 
   private launch(slot: Slot, port: number): Promise<number> {
@@ -214,9 +223,10 @@ export class LookupServer {
       if (this.data) {
         const a = await this.ask(slot, { type: 'data', id: this.data.id, bundle: forThreads(this.data.bundle) }, `data:${this.data.id}:${slot.index}`, 30_000);
         if (a === null || a.type !== 'data-ok') throw new Error(`lookup thread ${slot.index} could not load the data again: ${a && a.type === 'data-failed' ? a.message : 'no answer'}`);
+        this.noteWarmUp(slot, a);
       }
       this.restarts++;
-      this.opts.onRestart?.(slot.index, this.restarts);
+      this.opts.onRestart?.(slot.index, this.restarts, slot.warmUpMs);
     } catch (e) {
       this.opts.onWorkerError?.(slot.index, e as Error);
       // A thread that started and failed again has its own exit handler; one that never
@@ -366,9 +376,17 @@ export class LookupServer {
       const index = live[i]!.index;
       if (a === null) failures.push(`lookup thread ${index} did not answer the reload`);
       else if (a.type === 'data-failed') failures.push(`lookup thread ${index}: ${a.message}`);
+      else this.noteWarmUp(live[i]!, a);
     });
     if (failures.length === 0) this.data = { bundle, id };
     return failures;
+  }
+
+  /** A thread's first data answer carries its warm-up. */
+  private noteWarmUp(slot: Slot, a: FromWorker): void {
+    if (a.type !== 'data-ok' || a.warmUp === undefined) return;
+    slot.warmUpMs = a.warmUp.ms;
+    if (a.warmUp.error !== undefined) this.opts.onWarmUpFailed?.(slot.index, a.warmUp.error);
   }
 
   /** Fault injection for tests: thread `index` fails as an uncaught bug would. */

@@ -13,7 +13,7 @@ import type { HistoryMemory } from '../signals/history.ts';
 import type { IpCacheMemory } from '../signals/ip-cache.ts';
 import type { UaCacheMemory } from '../signals/ua-cache.ts';
 
-/** The shared memory every lookup thread opens (allocated by src/server/memory.ts; posted to each thread; SharedArrayBuffers are shared, not copied). */
+/** The shared memory every lookup thread opens (allocated by src/memory/lookup-memory.ts on the main thread; posted to each thread; SharedArrayBuffers are shared, not copied). */
 export interface LookupMemory {
   readonly history: HistoryMemory;
   readonly uaCache: UaCacheMemory;
@@ -140,7 +140,8 @@ export type ToWorker =
 export type FromWorker =
   | { type: 'listening'; index: number; port: number }
   | { type: 'listen-failed'; index: number; message: string }
-  | { type: 'data-ok'; index: number; id: number }
+  /** `warmUp`: on a thread's first data, its warm-up (src/prebid/warm-up.ts) before it took a lookup. */
+  | { type: 'data-ok'; index: number; id: number; warmUp?: { ms: number; lookups: number; error?: string } }
   | { type: 'data-failed'; index: number; id: number; message: string }
   /** Policy push `id` is in force on this thread: every lookup it starts from now on applies it. */
   | { type: 'policy-ok'; index: number; id: number }

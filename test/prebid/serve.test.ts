@@ -22,7 +22,9 @@ t.test('serve: first start, lookups through SIGHUP reloads, bad reload refused, 
   t.teardown(() => {
     if (p.child.exitCode === null) p.child.kill('SIGKILL');
   });
-  const port = Number((await p.waitFor(/"port":(\d+),"threads":1,"msg":"pre-bid lookups listening"/))[1]);
+  const listening = await p.waitFor(/"port":(\d+),"threads":1,"warmUpMs":\[(\d+)\],"msg":"pre-bid lookups listening"/);
+  const port = Number(listening[1]);
+  t.ok(Number(listening[2]) > 0, `the lookup thread warmed up before health turned 200 (${listening[2]} ms)`);
   const partner = (await p.waitFor(/partner_id +([0-9a-f-]{36})/))[1]!;
   const key = (await p.waitFor(/prebid_key +(\S+)/))[1]!;
   t.match(p.out(), /"msg":"data file loaded"/, 'startup log names the data files');

@@ -43,11 +43,15 @@ t.test('one thread: crash, 503 while none is alive, replaced with keys and data'
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
   const errors: string[] = [];
   const restarts: number[] = [];
+  const warmUps: number[] = [];
   const lookups = new LookupServer({
     host: '127.0.0.1', port: 0, threads: 1, memory: allocateLookupMemory(planMemory(32, 1)),
     onCounts: () => undefined,
     onWorkerError: (_i, e) => errors.push(e.message),
-    onRestart: (_i, n) => restarts.push(n),
+    onRestart: (_i, n, warmUpMs) => {
+      restarts.push(n);
+      warmUps.push(warmUpMs);
+    },
     restartDelayMs: { min: 1500, max: 1500 },
   });
   const port = await lookups.start(keys);
@@ -56,6 +60,8 @@ t.test('one thread: crash, 503 while none is alive, replaced with keys and data'
   t.same(await lookups.reload(loadBundle({ dataDir, mmdbCountry: undefined, mmdbAsn: undefined, mmdbAnonymousIp: undefined }), 1), []);
   t.equal(await status(`${base}${lookupPath(partner, key)}`), 200);
   t.equal(lookups.liveThreads, 1);
+  const firstWarmUp = lookups.warmUpMs[0]!;
+  t.ok(firstWarmUp > 0, `the thread warmed up before its first lookup (${firstWarmUp} ms)`);
 
   lookups.crashThread(0);
   await until('the thread is gone', () => lookups.liveThreads === 0);
@@ -72,6 +78,7 @@ t.test('one thread: crash, 503 while none is alive, replaced with keys and data'
   await until('a new thread serves', async () => (await status(`${base}/health-check`)) === 200);
   t.equal(lookups.liveThreads, 1);
   t.same(restarts, [1], 'one replacement');
+  t.ok(warmUps[0]! > 0, `the replacement warmed up too (${warmUps[0]} ms)`);
   t.equal(await status(`${base}${lookupPath(partner, key)}`), 200, 'the replacement has the keys and the data');
 });
 
