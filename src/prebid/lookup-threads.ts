@@ -77,7 +77,7 @@ interface Slot {
   /** Consecutive short-lived failures (the backoff exponent). */
   failures: number;
   restartTimer: NodeJS.Timeout | null;
-  /** Its warm-up before its first lookup (ms; 0 until its first data). */
+  /** Its warm-up before its first lookup (whole ms, at least 1; 0 until its first data). */
   warmUpMs: number;
 }
 
@@ -148,9 +148,9 @@ export class LookupServer {
     return this.slots.length;
   }
 
-  /** Each thread's warm-up before its first lookup, ms (0: not warmed yet). */
+  /** Each thread's warm-up before its first lookup, whole ms (0: not warmed yet). */
   get warmUpMs(): number[] {
-    return this.slots.map((s) => Math.round(s.warmUpMs));
+    return this.slots.map((s) => s.warmUpMs);
   }
 
   private launch(slot: Slot, port: number): Promise<number> {
@@ -385,7 +385,7 @@ export class LookupServer {
   /** A thread's first data answer carries its warm-up. */
   private noteWarmUp(slot: Slot, a: FromWorker): void {
     if (a.type !== 'data-ok' || a.warmUp === undefined) return;
-    slot.warmUpMs = a.warmUp.ms;
+    slot.warmUpMs = Math.max(1, Math.round(a.warmUp.ms));
     if (a.warmUp.error !== undefined) this.opts.onWarmUpFailed?.(slot.index, a.warmUp.error);
   }
 

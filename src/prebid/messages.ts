@@ -11,6 +11,7 @@ import type { PolicyUpdate } from '../policy/service.ts';
 import type { FleetBotIpMemory } from '../signals/fleet-bot-ips.ts';
 import type { HistoryMemory } from '../signals/history.ts';
 import type { IpCacheMemory } from '../signals/ip-cache.ts';
+import type { WarmUp } from './warm-up.ts';
 import type { UaCacheMemory } from '../signals/ua-cache.ts';
 
 /** The shared memory every lookup thread opens (allocated by src/memory/lookup-memory.ts on the main thread; posted to each thread; SharedArrayBuffers are shared, not copied). */
@@ -141,7 +142,7 @@ export type FromWorker =
   | { type: 'listening'; index: number; port: number }
   | { type: 'listen-failed'; index: number; message: string }
   /** `warmUp`: on a thread's first data, its warm-up (src/prebid/warm-up.ts) before it took a lookup. */
-  | { type: 'data-ok'; index: number; id: number; warmUp?: { ms: number; lookups: number; error?: string } }
+  | { type: 'data-ok'; index: number; id: number; warmUp?: WarmUp }
   | { type: 'data-failed'; index: number; id: number; message: string }
   /** Policy push `id` is in force on this thread: every lookup it starts from now on applies it. */
   | { type: 'policy-ok'; index: number; id: number }

@@ -9,7 +9,7 @@ import { runInNewContext } from 'node:vm';
 import { errorJson, STATUS_TEXT, type ErrorAnswer } from '../errors.ts';
 import { fromMainThread } from '../data/thread-bundle.ts';
 import { buildLookupData } from './data.ts';
-import { warmUp } from './warm-up.ts';
+import { warmUp, type WarmUp } from './warm-up.ts';
 import { LookupEngine } from './pipeline.ts';
 import { setVersionFloor } from '../signals/ua-analysis.ts';
 import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES, tooLarge } from '../ortb/body.ts';
@@ -456,17 +456,10 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       try {
         // Built aside, then swapped in one assignment: lookups never see half-loaded data.
         const data = buildLookupData(fromMainThread(m.bundle), m.id).data;
-        let warm: { ms: number; lookups: number; error?: string } | undefined;
+        let warm: WarmUp | undefined;
         if (engine === null) {
           // Before the first lookup: the code each kind of lookup runs, compiled (warm-up.ts).
-          // A failure here is a bug in the warm-up; the thread serves regardless.
-          const t0 = performance.now();
-          try {
-            const w = warmUp(data);
-            warm = { ms: w.ms, lookups: w.lookups };
-          } catch (e) {
-            warm = { ms: performance.now() - t0, lookups: 0, error: (e as Error).message };
-          }
+          warm = warmUp(data);
           engine = new LookupEngine(data, init.memory, {
             trackBotIps: init.trackBotIps === true,
             seenSample: init.seenSample ?? 0,

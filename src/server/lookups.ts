@@ -59,7 +59,7 @@ export function lookupThreads(
       for (const sink of countSinks) sink(rows, stats);
     },
     onWorkerError: (index, err) => log.error({ thread: index, err: err.message }, 'lookup thread failed'),
-    onRestart: (index, restarts, warmUpMs) => log.warn({ thread: index, restarts, warmUpMs: Math.round(warmUpMs) }, 'lookup thread replaced and serving again'),
+    onRestart: (index, restarts, warmUpMs) => log.warn({ thread: index, restarts, warmUpMs }, 'lookup thread replaced and serving again'),
     onWarmUpFailed: (index, message) => log.warn({ thread: index, err: message }, 'lookup thread warm-up failed (a bug: please report it); the thread serves, its first lookups of each kind slower'),
     onUnavailable: () => metrics.recordUnavailable(),
     versionFloorMs,

@@ -19,6 +19,13 @@ t.test('the warm-up answers every lookup it means to, in every band, GET and Ope
   t.ok(w.ms > 0);
 });
 
+t.test('a warm-up that fails returns its error instead of throwing (the thread serves regardless)', async (t) => {
+  const w = warmUp({} as Parameters<typeof warmUp>[0], 1);
+  t.type(w.error, 'string', `the error is returned: ${w.error}`);
+  t.equal(w.answered, 0);
+  t.ok(w.ms >= 0);
+});
+
 t.test('a served thread warms up before its first lookup and leaves nothing behind', async (t) => {
   const srv = await startTestServer({ threads: 2 });
   t.teardown(() => srv.stop());
