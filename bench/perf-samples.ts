@@ -6,13 +6,18 @@
 // bench/profile.ts; pure functions, tested on hand-written samples (test/bench/perf-samples.test.ts).
 import { basename } from 'node:path';
 
-/** One sample: its thread and its call chain, innermost frame first (symbols only). */
+/** One sample: its thread, the time it stands for (ns of the thread's CPU; 0 when not printed) and its call chain, innermost frame first (symbols only). */
 export interface Sample {
   tid: number;
+  period: number;
   frames: string[];
 }
 
-/** The samples in `perf script -F tid,ip,sym` text: a line with the thread id, then one indented line per frame (address, symbol), a blank line between samples. */
+/**
+ * The samples in `perf script -F tid,period,ip,sym` text (the period may be left out): a line
+ * with the thread id and the period, then one indented line per frame (address, symbol), a
+ * blank line between samples.
+ */
 export function parsePerfScript(text: string): Sample[] {
   const out: Sample[] = [];
   let cur: Sample | null = null;
@@ -22,24 +27,18 @@ export function parsePerfScript(text: string): Sample[] {
       cur = null;
       continue;
     }
-    if (line.startsWith('\t') || line.startsWith(' ')) {
-      const frame = /^\s+[0-9a-f]+\s+(.*)$/.exec(line);
+    if (line.startsWith('\t')) {
+      const frame = /^\t\s*[0-9a-f]+\s+(.*)$/.exec(line);
       if (frame !== null && cur !== null) {
         cur.frames.push(frame[1]!.trim());
         continue;
       }
-      // A header line may be indented too (perf pads the thread id).
-      const tid = /^\s*(\d+)\s*$/.exec(line);
-      if (tid !== null) {
-        if (cur !== null) out.push(cur);
-        cur = { tid: Number(tid[1]), frames: [] };
-      }
-      continue;
     }
-    const tid = /^(\d+)\s*$/.exec(line);
-    if (tid !== null) {
+    // A header: perf pads the thread id, so it may be indented too.
+    const head = /^\s*(\d+)(?:\s+(\d+))?\s*$/.exec(line);
+    if (head !== null) {
       if (cur !== null) out.push(cur);
-      cur = { tid: Number(tid[1]), frames: [] };
+      cur = { tid: Number(head[1]), period: Number(head[2] ?? 0), frames: [] };
     }
   }
   if (cur !== null) out.push(cur);
@@ -160,6 +159,8 @@ export interface Share {
 export interface ThreadProfile {
   tid: number;
   samples: number;
+  /** The thread's time the samples stand for (the sum of their periods), ns. */
+  ns: number;
   /** Every sample of the thread in exactly one category (CATEGORIES' order). */
   categories: Share[];
   /**
@@ -182,8 +183,10 @@ export function profileThread(samples: readonly Sample[], tid: number, bundle: B
   const functions = new Map<string, number>();
   let checked = 0;
   let agreed = 0;
+  let ns = 0;
   const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
   for (const s of mine) {
+    ns += s.period;
     const cat = CATEGORIES.find((c) => c.test(s.frames))!;
     bump(cats, cat.label);
     const leaf = s.frames[0] ?? '[no frames]';
@@ -211,6 +214,7 @@ export function profileThread(samples: readonly Sample[], tid: number, bundle: B
   return {
     tid,
     samples: mine.length,
+    ns,
     categories: [...cats].map(([label, n]) => ({ label, samples: n })),
     modules: sorted(modules),
     functions: sorted(functions),

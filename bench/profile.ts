@@ -5,14 +5,15 @@
 // lookup thread) are counted by where they fall: the kernel's send (and, within it, waking
 // the client), its recv, the garbage collector, JavaScript by source module (the bundle's
 // `// src/…` lines), the event loop. Each share is also given in µs of the thread's CPU per
-// request (samples / frequency over the requests wrk counted in the same seconds).
+// request (the samples' periods over the requests wrk counted while perf ran).
 // `bench:flood --cpu-prof` profiles a checkout through tsx; this profiles the code that ships.
 //   node --import tsx bench/profile.ts [--ivtd dist/ivtd] [--bundle dist/ivtd.build/ivtd.cjs]
-//        [--loads get,ortb,flood] [--seconds 6] [--frequency 2999] [--connections 50] [--top 15]
+//        [--loads get,ortb,flood] [--seconds 8] [--frequency 999] [--connections 50] [--top 15]
 // Needs Linux `perf` (Debian: linux-perf) allowed to sample the process (root, or
-// kernel.perf_event_paranoid <= 1) and Debian's wrk. Sampling slows the server by ~10 %:
-// read shares, and compare builds with bench:versus.
-import { spawnSync } from 'node:child_process';
+// kernel.perf_event_paranoid <= 1) and Debian's wrk. perf takes CPU of its own (on 2 cores,
+// about a quarter fewer lookups/s while it records): read shares, and compare builds with
+// bench:versus.
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -26,8 +27,8 @@ import { bodiesScript, pathsScript, wrkAsync, wrkAvailable } from './wrk.ts';
 const BINARY = resolve(strArg('ivtd', join(ROOT, 'dist/ivtd')));
 const BUNDLE = resolve(strArg('bundle', `${BINARY}.build/ivtd.cjs`));
 const LOADS = strArg('loads', 'get,ortb,flood').split(',');
-const SECONDS = numArg('seconds', 6);
-const FREQUENCY = numArg('frequency', 2999);
+const SECONDS = numArg('seconds', 8);
+const FREQUENCY = numArg('frequency', 999);
 const CONNECTIONS = numArg('connections', 50);
 const TOP = numArg('top', 15);
 for (const l of LOADS) if (!['get', 'ortb', 'flood'].includes(l)) throw new Error(`--loads takes get, ortb, flood (got ${l})`);
@@ -59,20 +60,26 @@ async function profileLoad(load: string, bundle: BundleIndex | null): Promise<ob
           : [floodScript('flood', generateUas(20_000), server), 32, ['0', '1', '7']];
     const run = (seconds: number) => wrkAsync({ port: server.prebidPort, script, connections, seconds, scriptArgs });
     await run(3); // the JIT, the caches
-    const measured = run(SECONDS + 2);
-    await sleep(1000);
+    // perf runs a second longer than wrk and starts first, so it sees every request wrk counts
+    // (the thread is not sampled while idle: perf counts its time on the CPU).
     const data = join(dir, 'perf.data');
-    const rec = spawnSync('perf', ['record', '-F', String(FREQUENCY), '-g', '-p', String(server.pid), '-o', data, '--', 'sleep', String(SECONDS)], { encoding: 'utf8' });
-    const w = await measured;
-    if (rec.status !== 0) fail(`perf record failed (${rec.status}): ${rec.stderr.trim().split('\n').slice(-3).join(' ')} — root, or sysctl kernel.perf_event_paranoid=1`);
-    const scriptOut = spawnSync('perf', ['script', '-i', data, '-F', 'tid,ip,sym'], { encoding: 'utf8', maxBuffer: 1 << 30 });
-    if (scriptOut.status !== 0) fail(`perf script failed: ${scriptOut.stderr.trim().split('\n').slice(-3).join(' ')}`);
+    const rec = spawn('perf', ['record', '-F', String(FREQUENCY), '-g', '-p', String(server.pid), '-o', data, '--', 'sleep', String(SECONDS + 1)], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let recErr = '';
+    rec.stderr.on('data', (d: Buffer) => (recErr += d.toString()));
+    const recorded = new Promise<number | null>((r) => rec.once('exit', r));
+    await sleep(300);
+    const w = await run(SECONDS);
+    const status = await recorded;
+    if (status !== 0) throw new Error(`perf record failed (${status}): ${recErr.trim().split('\n').slice(-3).join(' ')} — root, or sysctl kernel.perf_event_paranoid=1`);
+    const scriptOut = spawnSync('perf', ['script', '-i', data, '-F', 'tid,period,ip,sym'], { encoding: 'utf8', maxBuffer: 1 << 30 });
+    if (scriptOut.status !== 0) throw new Error(`perf script failed: ${scriptOut.stderr.trim().split('\n').slice(-3).join(' ')}`);
     const samples = parsePerfScript(scriptOut.stdout);
     const lookupThread = busiestThread(samples);
-    if (lookupThread.samples === 0) fail('perf recorded no samples of the server');
+    if (lookupThread.samples === 0) throw new Error('perf recorded no samples of the server');
     const p = profileThread(samples, lookupThread.tid, bundle);
-    const requests = w.rps * SECONDS;
-    const usPerSample = 1e6 / FREQUENCY / requests;
+    // µs a request: the thread's time on the CPU that the samples cover (each sample's period,
+    // so a rate perf lowered on a busy host still adds up) over the requests wrk counted.
+    const usPerSample = p.ns / 1e3 / (w.rps * SECONDS) / p.samples;
     console.log(
       `\n${load}: ${Math.round(w.rps)} req/s while sampled (wrk, ${connections} connections, non-2xx ${w.non2xx + w.errors}); ` +
         `the lookup thread: ${p.samples} samples, ${(p.samples * usPerSample).toFixed(2)} µs of its CPU a request`,
@@ -105,4 +112,5 @@ async function main(): Promise<void> {
   console.log(JSON.stringify({ bench: 'profile', binary: BINARY, seconds: SECONDS, frequency: FREQUENCY, results }));
 }
 
-await main();
+// A failure after a server started stops it first (the finally in profileLoad), then says why.
+await main().catch((e: unknown) => fail(e instanceof Error ? e.message : String(e)));

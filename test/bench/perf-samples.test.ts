@@ -22,7 +22,7 @@ const BUNDLE = [
 const PATH = '/build/dist/ivtd.build/ivtd.cjs';
 
 // Frames innermost first, as `perf script -F tid,ip,sym` prints them.
-const sample = (tid: number, ...frames: string[]) => `${tid} \n${frames.map((f, i) => `\t    ${(0x1000 + i).toString(16)} ${f}`).join('\n')}\n`;
+const sample = (tid: number, ...frames: string[]) => `${tid}     200040 \n${frames.map((f, i) => `\t    ${(0x1000 + i).toString(16)} ${f}`).join('\n')}\n`;
 const TEXT = [
   // The lookup thread (7): two samples in visit (one in an Atomics builtin it calls), one in verdict...
   sample(7, 'JS:*visit [worker eval]:3:15', 'JS:*verdict [worker eval]:8:10', 'Builtins_JSEntry'),
@@ -45,9 +45,10 @@ const TEXT = [
 t.test('perf script text: samples, threads, frames in order', async (t) => {
   const s = parsePerfScript(TEXT);
   t.equal(s.length, 13);
-  t.same(s[0], { tid: 7, frames: ['JS:*visit [worker eval]:3:15', 'JS:*verdict [worker eval]:8:10', 'Builtins_JSEntry'] });
+  t.same(s[0], { tid: 7, period: 200040, frames: ['JS:*visit [worker eval]:3:15', 'JS:*verdict [worker eval]:8:10', 'Builtins_JSEntry'] });
   t.same(busiestThread(s), { tid: 7, samples: 11 });
-  t.same(parsePerfScript('  42 \n\t 1 f\n\n'), [{ tid: 42, frames: ['f'] }], 'a padded thread id');
+  t.same(parsePerfScript('  42 \n\t 1 f\n\n'), [{ tid: 42, period: 0, frames: ['f'] }], 'a padded thread id, no period');
+  t.same(parsePerfScript('42 5\n\t 1 f\n42 6\n\t 2 g\n'), [{ tid: 42, period: 5, frames: ['f'] }, { tid: 42, period: 6, frames: ['g'] }], 'no blank line between samples');
   t.same(parsePerfScript(''), []);
 });
 
@@ -65,6 +66,7 @@ t.test('each sample counted once, by the first rule its chain matches', async (t
     'other (no caller perf could name)': 1,
   });
   t.equal(p.samples, 11);
+  t.equal(p.ns, 11 * 200040, "the thread's time: its samples' periods");
   t.equal(p.categories.reduce((a, c) => a + c.samples, 0), 11, 'every sample somewhere');
   t.equal(p.categories.length, CATEGORIES.length);
 });
