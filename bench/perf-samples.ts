@@ -129,6 +129,8 @@ function jsModule(frame: string, bundle: BundleIndex | null): { module: string; 
 
 const isJs = (f: string) => f.startsWith('JS:');
 
+const JAVASCRIPT = { label: 'JavaScript (the handlers and all they call)', test: (fr: readonly string[]) => fr.some(isJs) };
+
 /** Where a sample is counted, the first rule its call chain matches. */
 export const CATEGORIES: ReadonlyArray<{ label: string; test(frames: readonly string[]): boolean }> = [
   {
@@ -138,7 +140,7 @@ export const CATEGORIES: ReadonlyArray<{ label: string; test(frames: readonly st
   { label: 'kernel: send (the TCP path, to the peer on loopback)', test: (fr) => fr.some(isSend) },
   { label: 'kernel: recv', test: (fr) => fr.some((f) => f === '__libc_recv' || f === 'recv' || f === '__recv') },
   { label: "V8's garbage collector", test: (fr) => fr.some((f) => /Heap::CollectGarbage|Heap::PerformGarbageCollection|Scavenger|MinorGC|MarkCompact/.test(f)) },
-  { label: 'JavaScript (the handlers and all they call)', test: (fr) => fr.some(isJs) },
+  JAVASCRIPT,
   {
     label: "uWebSockets.js's bindings (strings and buffers across to V8, malloc)",
     test: (fr) => fr.some((f) => /Utf8Value|Utf8Length|WriteUtf8|WriteToFlat|SlowFlatten|NewFromUtf8|ArrayBuffer|HttpRequestWrapper|HttpResponseWrapper|GlobalHandles|malloc|^cfree|^free|memmove|memcpy/.test(f)),
@@ -192,23 +194,17 @@ export function profileThread(samples: readonly Sample[], tid: number, bundle: B
     const leaf = s.frames[0] ?? '[no frames]';
     const leafJs = jsModule(leaf, bundle);
     bump(functions, leafJs === null ? leaf : `${leafJs.module} ${leafJs.fn}`);
-    if (cat.label.startsWith('JavaScript')) {
-      let where: string | null = null;
-      for (const f of s.frames) {
-        const j = jsModule(f, bundle);
-        if (j !== null) {
-          where = j.module;
-          break;
-        }
-      }
-      bump(modules, where ?? '(WebAssembly or builtins with no JS caller)');
-    }
+    // One pass over the frames: the innermost JS frame's module, and whether each named frame stands in the bundle.
+    let where: string | null = null;
     for (const f of s.frames) {
       const j = jsModule(f, bundle);
-      if (j === null || j.known === null) continue;
+      if (j === null) continue;
+      where ??= j.module;
+      if (j.known === null) continue;
       checked++;
       if (j.known) agreed++;
     }
+    if (cat === JAVASCRIPT) bump(modules, where ?? '(WebAssembly or builtins with no JS caller)');
   }
   const sorted = (m: Map<string, number>) => [...m].map(([label, n]) => ({ label, samples: n })).sort((a, b) => b.samples - a.samples);
   return {
