@@ -139,7 +139,6 @@ t.test('bails, never accepts, on what the reference refuses', async (t) => {
     '{"id":"1","imp":[],"ext":{"prototype":1}}',
     '{"id":"1","imp":[],"device":{"__proto__":1}}', // and in an object it builds
     '{"id":"1","imp":[],"user":{"ext":{"n":1e400}}}',
-    '{"id":"1","imp":[],"regs":{"s":"\\ud800"}}',
     '{"id":"1","imp":[],"regs":{"s":"a\u0001b"}}',
     '{"id":"1","imp":[],"regs":{"s":"\\x"}}',
     '{"id":"1","imp":[],"regs":[1,]}',
@@ -158,7 +157,8 @@ t.test('bails, never accepts, on what the reference refuses', async (t) => {
     t.notOk(parseBoundedJson(doc, ORTB_JSON_LIMITS).ok && doc.startsWith('{'), `and the reference refuses it: ${doc.slice(0, 60)}`);
   }
   // Cases it leaves to the reference though they are valid: the reference takes them.
-  for (const doc of ['{"i\\u0064":"1","imp":[]}', '{"id":"\\ud83d\\ude00","imp":[]}', `{"id":"1","imp":[],"ext":{${new Array(100).fill(0).map((_, i) => `"k${i}":0`).join(',')}}}`]) {
+  // (A lone surrogate the reference reads as U+FFFD.)
+  for (const doc of ['{"i\\u0064":"1","imp":[]}', '{"id":"\\ud83d\\ude00","imp":[]}', '{"id":"1","imp":[],"regs":{"s":"\\ud800"}}', `{"id":"1","imp":[],"ext":{${new Array(100).fill(0).map((_, i) => `"k${i}":0`).join(',')}}}`]) {
     t.equal(fast(doc), null, `left to the reference: ${doc.slice(0, 40)}`);
     const r = bidRequestFrom(enc.encode(doc), false);
     t.ok(r.ok, `which takes it: ${doc.slice(0, 40)}`);
