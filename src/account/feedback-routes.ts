@@ -8,6 +8,7 @@ import { HttpError } from '../errors.ts';
 import { readJsonObject, sendJson, type Router } from '../http/router.ts';
 import { timestampValue } from '@duckdb/node-api';
 import type { Store } from '../store/db.ts';
+import { oneAtATime, retryConflicts } from '../store/serial.ts';
 import { LidCodec, emptyLidFacts, type LidFacts } from '../prebid/lid.ts';
 import { emptyKeys, type History } from '../signals/history.ts';
 import type { SessionGuard } from './session-guard.ts';
@@ -70,14 +71,17 @@ export function mountFeedbackRoutes(router: Router, opts: FeedbackOptions): void
     const s = await opts.sessions.requireSession(ctx);
     const body = await readJsonObject(ctx.req, { limit: BODY_LIMIT });
     const labels = parseLabels(body, s.customer_id, codec);
-    await opts.store.tx(async (q) => {
+    // A customer's labels are stored one batch at a time: two batches labelling the same
+    // lookup (a retry, a duplicate post) would replace the same row at once, a write conflict.
+    const store = opts.store;
+    await oneAtATime(store, `feedback ${s.customer_id}`, () => retryConflicts(() => store.tx(async (q) => {
       for (const l of labels) {
         await q.run(
           'INSERT OR REPLACE INTO feedback_labels (customer_id, lid_tag, lookup_at, band, label, source, received_at) VALUES ($1, $2, $3, $4, $5, $6, current_timestamp)',
           [s.customer_id, l.tag, timestampValue(BigInt(l.facts.at) * 1000n), l.facts.band, l.label, l.source],
         );
       }
-    });
+    })));
     // Stored first: a label the store refused teaches nothing.
     let invalid = 0;
     for (const l of labels) {

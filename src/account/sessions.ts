@@ -6,6 +6,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Queryable, Store } from '../store/db.ts';
 import { hashKey } from '../secrets.ts';
+import { oneAtATime, retryConflicts } from '../store/serial.ts';
 
 export const REFRESH_TOKEN_BYTES = 32;
 /** 32 bytes in base64url without padding. */
@@ -113,8 +114,6 @@ async function rotateOnce(store: Store, token: string, refreshTtl: number): Prom
   });
 }
 
-const CONFLICT_RETRIES = 5;
-
 /**
  * Exchanges a refresh token for its successor. Rotations of one process are serialised;
  * a write conflict with another writer is still retried a few times.
@@ -123,23 +122,7 @@ export function rotateRefreshToken(store: Store, token: string, refreshTtl: numb
   // One rotation at a time per store: two uses of one token then meet in order (the second
   // sees it used and revokes the family) instead of racing into write conflicts that a busy
   // host could retry past their limit (a 500 and a family left alive).
-  const prev = rotations.get(store) ?? Promise.resolve();
-  const next = prev.then(() => rotateWithRetries(store, token, refreshTtl));
-  rotations.set(store, next.catch(() => undefined));
-  return next;
-}
-
-const rotations = new WeakMap<Store, Promise<unknown>>();
-
-async function rotateWithRetries(store: Store, token: string, refreshTtl: number): Promise<RefreshOutcome> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await rotateOnce(store, token, refreshTtl);
-    } catch (e) {
-      if (attempt >= CONFLICT_RETRIES || !/conflict/i.test((e as Error).message)) throw e;
-      await new Promise((r) => setTimeout(r, Math.random() * 10 * attempt));
-    }
-  }
+  return oneAtATime(store, 'refresh-token rotation', () => retryConflicts(() => rotateOnce(store, token, refreshTtl)));
 }
 
 /** Revokes the session `token` belongs to (logout); false when the token is unknown. */

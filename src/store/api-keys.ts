@@ -7,6 +7,7 @@ import { requireCustomer } from './customer-ref.ts';
 import { isoTime, type Queryable, type Store } from './db.ts';
 import { hashKey, newKey, type KeyKind } from '../secrets.ts';
 import { StoreError } from './store-error.ts';
+import { oneAtATime, retryConflicts } from './serial.ts';
 
 /**
  * A pre-bid key that works now or until its grace period ends, as the store lists it and
@@ -87,7 +88,9 @@ export async function rotateKey(
   if (!Number.isSafeInteger(input.graceSeconds) || input.graceSeconds < 0) {
     throw new StoreError('invalid', 'grace must be a whole number of seconds, 0 or more');
   }
-  return store.tx(async (q) => {
+  // One rotation of a customer's keys at a time (side by side, both would update the same
+  // rows: a write conflict), and a conflict with another writer retried.
+  return oneAtATime(store, `keys ${input.customer}`, () => retryConflicts(() => store.tx(async (q) => {
     const c = await requireCustomer(q, input.customer);
     const now = Date.now();
     const expiresMs = now + input.graceSeconds * 1000;
@@ -109,7 +112,7 @@ export async function rotateKey(
       key,
       previous_expires_at: live.length > 0 ? new Date(expiresMs).toISOString() : null,
     };
-  });
+  })));
 }
 
 /** Pre-bid keys that still work, for the lookup threads' key table. */

@@ -77,6 +77,18 @@ t.test('rotating the reporting key; default grace', async (t) => {
   t.ok(Math.abs(expires - (Date.now() + srv.config.keyGrace * 1000)) < 60_000, 'the configured --key-grace');
 });
 
+t.test('rotations sent at the same time: each answered with its own key, one of them current', async (t) => {
+  // Side by side, they updated the same key rows at once: a write conflict, a 500 for all but one.
+  const r = await Promise.all([0, 1, 2, 3].map(() => call(api, 'POST', '/v1/account/keys/rotate', { token, json: { kind: 'reporting', grace_seconds: 600 } })));
+  t.same(r.map((x) => x.status), [200, 200, 200, 200], r.map((x) => JSON.stringify(x.body)).join(' '));
+  const keys = r.map((x) => x.body.key as string);
+  t.equal(new Set(keys).size, 4, 'four different keys');
+  const acct = await call(api, 'GET', '/v1/account', { token });
+  const current = (acct.body.keys as { kind: string; prefix: string; expires_at: string | null }[]).filter((k) => k.kind === 'reporting' && k.expires_at === null);
+  t.equal(current.length, 1, 'one current reporting key');
+  t.equal(keys.filter((k) => k.startsWith(current[0]!.prefix)).length, 1, 'and it is one of the four');
+});
+
 t.test('rotate: 422 for a bad kind, grace or field', async (t) => {
   for (const [json, field] of [
     [{}, 'kind'],

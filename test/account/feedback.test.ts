@@ -36,6 +36,23 @@ t.test('labels of its own lids: kept, and fed to history', async (t) => {
   t.ok(one, 'relabelled');
 });
 
+t.test('the same lids labelled by posts sent at the same time: every post stored, one row per lid', async (t) => {
+  // Side by side, two posts replacing the same lid's row conflicted in the store: a 500 for one.
+  const srv = await startTestServer();
+  t.teardown(() => srv.stop());
+  const { access_token: token } = await login(srv.api, srv.customer.username, srv.customer.password);
+  const lids: string[] = [];
+  for (let i = 0; i < 3; i++) lids.push((await lookup(srv, `73.162.71.${i + 1}`, `same-${i}`)).lid);
+  for (let round = 0; round < 5; round++) {
+    const posts = await Promise.all(
+      ['chargeback', 'audit', 'retry', 'again'].map((source) => call(srv.api, 'POST', '/v1/feedback', { token, json: { labels: lids.map((lid) => ({ lid, label: 'invalid', source })) } })),
+    );
+    t.same(posts.map((p) => p.status), [200, 200, 200, 200], `round ${round}: ${posts.map((p) => JSON.stringify(p.body)).join(' ')}`);
+  }
+  const rows = await srv.server.store.one<{ n: bigint }>('SELECT count(*) AS n FROM feedback_labels WHERE customer_id = $1', [srv.customer.customer_id]);
+  t.equal(Number(rows!.n), 3, 'one row per lid');
+});
+
 t.test('refusals: no session, another customer\'s lid, forged, malformed; nothing is kept then', async (t) => {
   const srv = await startTestServer();
   t.teardown(() => srv.stop());

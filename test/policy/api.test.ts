@@ -172,3 +172,33 @@ t.test('a change is in force on every thread when the API answers', async (t) =>
   const busyLookups = await busy.stop();
   t.same(stale, [], `no lookup sent after an answer used the policy before it (${busyLookups} busy lookups meanwhile)`);
 });
+
+t.test('changes sent at the same time all succeed, and the threads end with the stored policy', async (t) => {
+  const { srv, c, token } = await twoThreadServer(t);
+  // Each change reads the policy, writes it, and installs what it computed: run side by
+  // side, they conflicted in the store (a 500 for most) and the last install could leave
+  // out another's entry. Eight rounds of four at once: adds, a threshold change, a removal.
+  for (let round = 0; round < 8; round++) {
+    const answers = await Promise.all([
+      call(srv.api, 'POST', '/v1/policy/entries', { token, json: { entries: [{ kind: 'publisher', value: `pub-r${round}-a`, action: 'deny' }] } }),
+      call(srv.api, 'POST', '/v1/policy/entries', { token, json: { entries: [{ kind: 'publisher', value: `pub-r${round}-b`, action: 'deny' }] } }),
+      call(srv.api, 'PATCH', '/v1/policy', { token, json: { medium: 0.31, high: 0.7 } }),
+      call(srv.api, 'POST', '/v1/policy/entries/remove', { token, json: { entries: [{ kind: 'publisher', value: `pub-r${round - 1}-b` }] } }),
+    ]);
+    t.same(answers.map((a) => a.status), [200, 200, 200, 200], `round ${round}: every change answered 200 (${answers.map((a) => JSON.stringify(a.body)).join(' ')})`);
+  }
+  const stored = await call(srv.api, 'GET', '/v1/policy', { token });
+  const values = (stored.body.entries as { value: string }[]).map((e) => e.value).sort();
+  const want = Array.from({ length: 8 }, (_, r) => [`pub-r${r}-a`, ...(r === 7 ? ['pub-r7-b'] : [])]).flat().sort();
+  t.same(values, want, 'the stored policy holds every add and lacks every removal');
+  // The lookup threads hold the same: a denied publisher of each round is high, a removed one low.
+  const band = async (pub: string) => {
+    const q = new URLSearchParams({ p: c.partner_id, k: c.prebid_key, pub, node: 'n', ip: '73.162.10.20', ua: CHROME, uid: `u-${pub}`, sid: 'exchange.example', adt: '1', dvt: '2' });
+    const r = await getFresh(srv.server.ports.prebid, `/api/v1/ivt/lookup?${q}`);
+    return (JSON.parse(r.body) as { botRisk: { band: string } }).botRisk.band;
+  };
+  for (let r = 0; r < 8; r++) {
+    t.equal(await band(`pub-r${r}-a`), 'high', `pub-r${r}-a denied on the threads`);
+    t.equal(await band(`pub-r${r}-b`), r === 7 ? 'high' : 'low', `pub-r${r}-b ${r === 7 ? 'denied' : 'removed'} on the threads`);
+  }
+});
