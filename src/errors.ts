@@ -20,10 +20,14 @@ export const ERROR_CODES = {
   method_not_allowed: 405,
   /** A body sent without Content-Length or Transfer-Encoding (RFC 9110 15.5.12). */
   length_required: 411,
+  /** The request did not arrive within the listener's time (node:http's requestTimeout). */
+  request_timeout: 408,
   payload_too_large: 413,
   unsupported_media_type: 415,
   unprocessable: 422,
   rate_limited: 429,
+  /** Request headers past the listener's limit. */
+  header_too_large: 431,
   internal: 500,
   /** A transfer coding the server does not implement (RFC 9112 6.1: anything but chunked). */
   not_implemented: 501,
@@ -69,6 +73,20 @@ export class HttpError extends Error implements ErrorAnswer {
   }
 }
 
+/** A refusal that names the offending request field: {"error":"unprocessable","message","field"} (422 unless `status` says). */
+export class FieldError extends HttpError {
+  constructor(
+    readonly field: string,
+    message: string,
+    status?: number,
+  ) {
+    super('unprocessable', message, status);
+  }
+  override body(): ErrorBody & { field: string } {
+    return { ...super.body(), field: this.field };
+  }
+}
+
 /** Names HTTP statuses for uWS, which wants the whole status line text. */
 export const STATUS_TEXT: Record<number, string> = {
   200: '200 OK',
@@ -80,11 +98,13 @@ export const STATUS_TEXT: Record<number, string> = {
   403: '403 Forbidden',
   404: '404 Not Found',
   405: '405 Method Not Allowed',
+  408: '408 Request Timeout',
   411: '411 Length Required',
   413: '413 Payload Too Large',
   415: '415 Unsupported Media Type',
   422: '422 Unprocessable Entity',
   429: '429 Too Many Requests',
+  431: '431 Request Header Fields Too Large',
   500: '500 Internal Server Error',
   501: '501 Not Implemented',
   503: '503 Service Unavailable',

@@ -55,6 +55,8 @@ function parseLabels(body: Record<string, unknown>, customerId: string, codec: L
     if (typeof o.source !== 'string' || o.source === '' || o.source.length > MAX_SOURCE) {
       throw unprocessable(`${at}.source must be a non-empty string of at most ${MAX_SOURCE} characters (e.g. "chargeback").`);
     }
+    // Shown on the dashboard and in reports as sent: no control characters (as a project's names).
+    if (/\p{Cc}/u.test(o.source)) throw unprocessable(`${at}.source must not contain control characters.`);
     const facts = emptyLidFacts();
     const why = codec.read(o.lid, facts);
     if (why !== '') throw unprocessable(`${at}.lid is not a lookup id of this service (${why === 'signature' ? 'its signature does not match' : 'malformed'}).`);

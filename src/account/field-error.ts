@@ -1,17 +1,8 @@
-// A 422 that names the offending request field: {"error":"unprocessable","message","field"}.
-import { HttpError, type ErrorBody } from '../errors.ts';
+// A 422 that names the offending request field: {"error":"unprocessable","message","field"}
+// (the class lives with the other errors: the HTTP layer names fields too).
+import { FieldError } from '../errors.ts';
 
-export class FieldError extends HttpError {
-  constructor(
-    readonly field: string,
-    message: string,
-  ) {
-    super('unprocessable', message);
-  }
-  override body(): ErrorBody & { field: string } {
-    return { ...super.body(), field: this.field };
-  }
-}
+export { FieldError };
 
 /** Refuses every key of `body` that is not in `known`, naming the first such key. */
 export function refuseUnknownFields(body: Record<string, unknown>, known: ReadonlySet<string>): void {

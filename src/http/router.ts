@@ -1,10 +1,12 @@
 // The small HTTP layer of the main-thread listeners (account API + dashboard, reporting).
 // node:http, exact-path and `:param` routes, bounded JSON/form bodies, and one place that
 // turns HttpError (or any thrown error) into the JSON error body.
+import { isUtf8 } from 'node:buffer';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { HttpError } from '../errors.ts';
+import type { Duplex } from 'node:stream';
+import { errorJson, FieldError, HttpError, STATUS_TEXT, type ErrorAnswer } from '../errors.ts';
 import { log } from '../log.ts';
 import type { TlsCredentials } from './tls.ts';
 
@@ -171,15 +173,49 @@ export async function readJsonObject(req: IncomingMessage, opts: { limit?: numbe
   if (mediaType(req) !== 'application/json') {
     throw new HttpError('unprocessable', 'Send the body as application/json.', status);
   }
+  // A body this reads as JSON must be the JSON itself: a compressed one would only be
+  // "not valid JSON" (read as is, and the coding ignored, a client's mistake went unnoticed).
+  const coding = (req.headers['content-encoding'] ?? '').trim().toLowerCase();
+  if (coding !== '' && coding !== 'identity') {
+    throw new HttpError('unprocessable', `Content-Encoding ${coding.length > 40 ? coding.slice(0, 40) + '…' : coding} is not taken here: send the JSON as is.`, status);
+  }
   const buf = await readBody(req, opts.limit);
+  // Bytes that are not UTF-8 would be stored as U+FFFD, silently changed: refused instead.
+  if (!isUtf8(buf)) throw new HttpError('unprocessable', 'The request body is not valid UTF-8.', status);
+  const text = buf.toString('utf8');
   let v: unknown;
   try {
-    v = JSON.parse(buf.toString('utf8'));
+    v = JSON.parse(text);
   } catch {
     throw new HttpError('unprocessable', 'The request body is not valid JSON.', status);
   }
   if (!v || typeof v !== 'object' || Array.isArray(v)) throw new HttpError('unprocessable', 'The request body must be a JSON object.', status);
+  // Only a \u escape makes a lone surrogate (half of a pair), which no store or page keeps as sent.
+  const bad = text.includes('\\') ? illFormedAt(v, '') : null;
+  if (bad !== null) {
+    const field = bad.startsWith('a key in ') ? bad.slice(9) : bad;
+    throw new FieldError(field === 'the body' ? 'body' : field, `${bad} holds a lone surrogate (a \\uD800-\\uDFFF escape without its other half): send valid Unicode text.`, status);
+  }
   return v as Record<string, unknown>;
+}
+
+/** Where the first string or key of a parsed JSON value that is not well-formed Unicode is (`labels[0].source`, `the body` at the top), or null. */
+export function illFormedAt(v: unknown, path: string): string | null {
+  if (typeof v === 'string') return v.isWellFormed() ? null : path || 'the body';
+  if (typeof v !== 'object' || v === null) return null;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const at = illFormedAt(v[i], `${path}[${i}]`);
+      if (at !== null) return at;
+    }
+    return null;
+  }
+  for (const [k, x] of Object.entries(v)) {
+    if (!k.isWellFormed()) return `a key in ${path || 'the body'}`;
+    const at = illFormedAt(x, path ? `${path}.${k}` : k);
+    if (at !== null) return at;
+  }
+  return null;
 }
 
 /** An application/x-www-form-urlencoded body; 422 when the type is wrong. */
@@ -189,6 +225,31 @@ export async function readForm(req: IncomingMessage, limit?: number): Promise<UR
   }
   const buf = await readBody(req, limit);
   return new URLSearchParams(buf.toString('utf8'));
+}
+
+/** Largest request head (request line and headers) the listeners read. */
+const MAX_HEADER_BYTES = 16 * 1024;
+
+/**
+ * A request node:http could not read (an unknown method, a space or a raw byte in the target,
+ * a broken Content-Length or chunk, headers past maxHeaderSize, too slow): the JSON error
+ * body every other refusal has (node's own answer has no body), then the connection closes.
+ * As node does, nothing is written once a response on this connection has begun.
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const e: ErrorAnswer =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? { status: 431, code: 'header_too_large', message: `The request headers are over ${MAX_HEADER_BYTES / 1024} KB.` }
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? { status: 408, code: 'request_timeout', message: 'The request did not arrive in time: send it again.' }
+        : { status: 400, code: 'invalid_request', message: `The request is not valid HTTP/1.1 (${err.code ?? 'unreadable'}): check its method, its target (percent-encode spaces and bytes past ASCII), its headers and its body's length.` };
+  const body = errorJson(e);
+  socket.end(`HTTP/1.1 ${STATUS_TEXT[e.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }
 
 export interface Listener {
@@ -202,7 +263,7 @@ export interface Listener {
  * close() stops accepting, lets in-flight requests end, then closes idle sockets.
  */
 export function listen(router: Router, host: string, port: number, name: string, tls?: TlsCredentials | null): Promise<Listener> {
-  const options = { requestTimeout: 30_000, headersTimeout: 10_000, maxHeaderSize: 16 * 1024 };
+  const options = { requestTimeout: 30_000, headersTimeout: 10_000, maxHeaderSize: MAX_HEADER_BYTES };
   const handler = (req: IncomingMessage, res: ServerResponse) => void router.handle(req, res);
   let server: Server;
   if (tls) {
@@ -213,6 +274,7 @@ export function listen(router: Router, host: string, port: number, name: string,
     server = https as unknown as Server;
   } else server = createServer(options, handler);
   server.keepAliveTimeout = 5000;
+  server.on('clientError', answerClientError);
   return new Promise((resolve, reject) => {
     server.once('error', (e) => reject(new Error(`${name}: cannot listen on ${host}:${port}: ${(e as Error).message}`)));
     server.listen(port, host, () => {

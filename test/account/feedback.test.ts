@@ -73,6 +73,8 @@ t.test('refusals: no session, another customer\'s lid, forged, malformed; nothin
     [{ labels: [] }, /non-empty array/],
     [{ label: [] }, /Unknown field "label"/],
     [{ labels: [7] }, /labels\[0\] must be an object/],
+    [{ labels: [{ lid: mine, label: 'valid', source: 'a\u0000b' }] }, /labels\[0\]\.source must not contain control characters/],
+    [{ labels: [{ lid: mine, label: 'valid', source: 'x\ud800' }] }, /labels\[0\]\.source holds a lone surrogate/],
   ];
   for (const [json, message] of cases) {
     const r = await call(srv.api, 'POST', '/v1/feedback', { token, json });

@@ -117,6 +117,8 @@ t.test('invalid fields: 422 naming the field', async (t) => {
     ['blank name', { ...VALID, name: '   ' }, 'name'],
     ['name too long', { ...VALID, name: 'n'.repeat(201) }, 'name'],
     ['name with a control character', { ...VALID, name: 'a\u0007b' }, 'name'],
+    ['name with a lone surrogate (it would be stored as U+FFFD)', { ...VALID, name: 'x\ud800y' }, 'name'],
+    ['tag with a lone surrogate', { ...VALID, tag: '<script>\udc00</script>' }, 'tag'],
     ['numeric demand_id', { ...VALID, demand_id: 42 }, 'demand_id'],
     ['demand_id too long', { ...VALID, demand_id: 'd'.repeat(101) }, 'demand_id'],
     ['http tag', { ...VALID, tag: 'http://ads.example.com/tag.js' }, 'tag'],

@@ -1,0 +1,71 @@
+// The main-thread listeners' HTTP layer (src/http/router.ts) on a real socket: a JSON body
+// must be UTF-8 JSON as sent (no content coding, no byte that is not UTF-8, no lone
+// surrogate: each is a 422 saying which), and a request node:http cannot read gets the JSON
+// error body every other refusal has, then the connection closes.
+import t from 'tap';
+import { gzipSync } from 'node:zlib';
+import { illFormedAt, listen, readJsonObject, Router, sendJson } from '../../src/http/router.ts';
+import { rawExchange } from '../helpers/raw-http.ts';
+
+const router = new Router().post('/echo', async (ctx) => sendJson(ctx.res, 200, await readJsonObject(ctx.req)));
+const l = await listen(router, '127.0.0.1', 0, 'test');
+t.teardown(() => l.close());
+const base = `http://127.0.0.1:${l.port}`;
+
+async function post(body: string | Uint8Array, headers: Record<string, string> = {}) {
+  const r = await fetch(`${base}/echo`, { method: 'POST', body: typeof body === 'string' ? body : new Uint8Array(body), headers: { 'content-type': 'application/json', ...headers } });
+  return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+}
+
+t.test('a JSON body: UTF-8 JSON as sent', async (t) => {
+  t.same(await post('{"name":"é 😀 \\u00e9 \\ud83d\\ude00"}'), { status: 200, body: { name: 'é 😀 é 😀' } }, 'characters past ASCII, raw and escaped (a pair)');
+
+  const bytes = new Uint8Array([...Buffer.from('{"name":"a'), 0xff, 0xfe, ...Buffer.from('b"}')]);
+  const notUtf8 = await post(bytes);
+  t.equal(notUtf8.status, 422, 'bytes that are not UTF-8');
+  t.match(notUtf8.body, { error: 'unprocessable', message: /not valid UTF-8/ });
+
+  for (const [text, where, field] of [
+    ['{"name":"x\\ud800y"}', /^name holds a lone surrogate/, 'name'],
+    ['{"labels":[{"lid":"a","source":"ok"},{"source":"\\udfff"}]}', /^labels\[1\]\.source holds a lone surrogate/, 'labels[1].source'],
+    ['{"a":{"k\\ud83d":1}}', /^a key in a holds a lone surrogate/, 'a'],
+    ['{"\\ud83d":1}', /^a key in the body holds a lone surrogate/, 'body'],
+  ] as const) {
+    const r = await post(text);
+    t.equal(r.status, 422, `a lone surrogate: ${text}`);
+    t.match(r.body, { error: 'unprocessable', message: where, field }, 'the message and the field say where');
+  }
+
+  const gz = await post(gzipSync('{"a":1}'), { 'content-encoding': 'gzip' });
+  t.equal(gz.status, 422, 'a gzip body');
+  t.match(gz.body, { message: /Content-Encoding gzip is not taken here/ });
+  t.equal((await post('{"a":1}', { 'content-encoding': 'gzip' })).status, 422, 'plain JSON said to be gzip: not read as if it were plain');
+  t.same(await post('{"a":1}', { 'content-encoding': 'identity' }), { status: 200, body: { a: 1 } }, 'identity is no coding');
+});
+
+t.test('illFormedAt names the first string or key that is not well-formed', async (t) => {
+  t.equal(illFormedAt({ a: 'ok', b: ['x', { c: 'y' }] }, ''), null);
+  t.equal(illFormedAt('\ud800', ''), 'the body');
+  t.equal(illFormedAt({ b: ['x', { c: 'y\udc00' }] }, ''), 'b[1].c');
+  t.equal(illFormedAt({ '\ud800': 1 }, ''), 'a key in the body');
+});
+
+t.test('a request node:http cannot read: a JSON error body, then the connection closes', async (t) => {
+  const cases: Array<[string, string, RegExp]> = [
+    ['an unknown method', 'FOO /echo HTTP/1.1\r\nHost: x\r\n\r\n', /^HTTP\/1\.1 400 Bad Request\r\n/],
+    ['a space in the target', 'GET /echo?a=b c HTTP/1.1\r\nHost: x\r\n\r\n', /^HTTP\/1\.1 400 Bad Request\r\n/],
+    ['a Content-Length that is no number', 'POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: abc\r\n\r\n{}', /^HTTP\/1\.1 400 Bad Request\r\n/],
+    ['a broken chunk', 'POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n', /^HTTP\/1\.1 400 Bad Request\r\n/],
+    ['headers past the limit', `GET /echo HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, /^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/],
+  ];
+  for (const [what, request, status] of cases) {
+    const r = await rawExchange(l.port, request);
+    t.match(r.text, status, `${what}: the status`);
+    t.match(r.text, /\r\nContent-Type: application\/json; charset=utf-8\r\n/, `${what}: JSON`);
+    t.match(r.text, /\r\nConnection: close\r\n/, `${what}: closes`);
+    t.ok(r.closed, `${what}: closed`);
+    const body = JSON.parse(r.text.slice(r.text.indexOf('\r\n\r\n') + 4)) as { error: string; message: string };
+    t.match(body, { error: /^(invalid_request|header_too_large)$/, message: /./ }, `${what}: ${body.message}`);
+  }
+  t.same(await post('{"still":"answering"}'), { status: 200, body: { still: 'answering' } }, 'the listener answers the next connection');
+});
