@@ -40,7 +40,7 @@ const DRAINING: ErrorAnswer = { status: 503, code: 'unavailable', message: 'This
 const LOADING: ErrorAnswer = { status: 503, code: 'unavailable', message: 'Lookup data is still loading; retry in a moment.' };
 /** The same, found once an OpenRTB body has arrived. */
 const NOT_SERVING: ErrorAnswer = { status: 503, code: 'unavailable', message: 'This ivtd instance is not serving lookups right now; retry on another instance.' };
-const USE_GET_IMP: ErrorAnswer = { status: 405, code: 'method_not_allowed', message: `Use GET for impression beacons: GET ${IMP_PATH}?lid=<lid>.` };
+const USE_GET_IMP: ErrorAnswer = { status: 405, code: 'method_not_allowed', message: `Use GET (or POST, as navigator.sendBeacon sends) for impression beacons: GET ${IMP_PATH}?lid=<lid>.` };
 const NO_BEACON: ErrorAnswer = { status: 503, code: 'unavailable', message: 'This ivtd instance does not take impression beacons (no lookup-id secret).' };
 const TWO_LENGTHS: ErrorAnswer = { status: 400, code: 'invalid_request', message: 'The request has more than one Content-Length header: send one.' };
 const NO_LENGTH: ErrorAnswer = { status: 411, code: 'length_required', message: 'The request has no Content-Length (nor Transfer-Encoding) header, so no body: send the BidRequest as JSON with its Content-Length.' };
@@ -157,23 +157,15 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       refuse(res, USE_POST, false, method, 'POST');
       record(USE_POST.status, t0);
     })
-    .get(IMP_PATH, (res, req) => {
-      const t0 = performance.now();
-      const query = req.getQuery() ?? '';
-      if (oversized(res, req, query, t0, 'get')) return;
-      const h = beaconHeaders;
-      h.userAgent = req.getHeader('user-agent');
-      h.deviceIp = req.getHeader('x-device-ip');
-      h.deviceUa = req.getHeader('x-device-user-agent');
-      h.forwardedFor = req.getHeader('x-forwarded-for');
-      h.peer = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
-      impression(res, query);
-    })
+    .get(IMP_PATH, (res, req) => beaconRequest(res, req, 'get'))
+    // navigator.sendBeacon, a page's way to fire a beacon as it unloads, always POSTs: the
+    // same beacon, its body (empty, or whatever the page sent) never read.
+    .post(IMP_PATH, (res, req) => beaconRequest(res, req, 'post'))
     .any(IMP_PATH, (res, req) => {
       const t0 = performance.now();
       const method = req.getMethod();
       if (oversized(res, req, req.getQuery() ?? '', t0, method)) return;
-      refuse(res, USE_GET_IMP, false, method, 'GET');
+      refuse(res, USE_GET_IMP, false, method, 'GET, POST');
       noteBeacon('refused');
     })
     .any(HEALTH_PATH, (res, req) => {
@@ -248,14 +240,32 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     }
   }
 
+  /** A beacon by GET or POST: its headers read now (uWS's req is only valid in the handler), then judged. */
+  function beaconRequest(res: uWS.HttpResponse, req: uWS.HttpRequest, method: 'get' | 'post'): void {
+    const t0 = performance.now();
+    const query = req.getQuery() ?? '';
+    if (oversized(res, req, query, t0, method)) return;
+    const h = beaconHeaders;
+    h.userAgent = req.getHeader('user-agent');
+    h.deviceIp = req.getHeader('x-device-ip');
+    h.deviceUa = req.getHeader('x-device-user-agent');
+    h.forwardedFor = req.getHeader('x-forwarded-for');
+    h.peer = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
+    // A POST's body is never read: one that has a body (sendBeacon's data) closes its
+    // connection after the answer, so no byte of it is ever taken for a next request.
+    const unread = method === 'post' && ((contentLength !== '' && contentLength !== '0') || contentLengths > 1 || req.getHeader('transfer-encoding') !== '');
+    impression(res, query, unread);
+  }
+
   /**
    * An impression beacon: judged and counted synchronously (src/prebid/beacon.ts), then
    * 204 (or the GIF); a garbled or forged lid gets its 400, counted in /metrics only.
+   * `close`: close the connection after the answer (a body left unread).
    */
-  function impression(res: uWS.HttpResponse, query: string): void {
+  function impression(res: uWS.HttpResponse, query: string, close: boolean): void {
     const no = unavailable() ?? (beacon === null ? NO_BEACON : null);
     if (no !== null) {
-      refuse(res, no);
+      refuse(res, no, close);
       noteBeacon('unavailable');
       return;
     }
@@ -263,18 +273,18 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       const b = beacon!;
       const outcome = b.judge(query, beaconHeaders, Date.now());
       noteBeacon(outcome);
-      if (outcome === 'refused') return refuse(res, b.error!);
+      if (outcome === 'refused') return refuse(res, b.error!, close);
       const gif = b.gif;
       // (In the handler: uWS has the socket corked.)
       res.writeStatus(gif ? '200 OK' : '204 No Content').writeHeader('Cache-Control', 'no-store');
-      if (gif) res.writeHeader('Content-Type', 'image/gif').end(PIXEL, draining);
+      if (gif) res.writeHeader('Content-Type', 'image/gif').end(PIXEL, draining || close);
       // endWithoutBody() writes no Content-Length (none belongs on a 204); its arguments
-      // would (and `undefined` makes uWS abort), so a draining thread closes with end().
-      else if (draining) res.end(undefined, true);
+      // would (and `undefined` makes uWS abort), so a closing answer ends with end().
+      else if (draining || close) res.end(undefined, true);
       else res.endWithoutBody();
     } catch (e) {
       lastError = (e as Error).message;
-      refuse(res, INTERNAL);
+      refuse(res, INTERNAL, close);
       noteBeacon('internal');
     }
   }

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { until } from '../helpers/until.ts';
+import { rawExchange } from '../helpers/raw-http.ts';
 import { LidCodec, emptyLidFacts } from '../../src/prebid/lid.ts';
 import { lidKeyPath } from '../../src/prebid/lid-secret.ts';
 import { parseIp } from '../../src/signals/ip-address.ts';
@@ -68,6 +69,34 @@ t.test('valid, replay across threads, GIF, and what /metrics counts', async (t) 
   t.pass('2 valid, 4 replays in /metrics');
 });
 
+// navigator.sendBeacon always POSTs (Content-Length: 0 with no data; text/plain or a Blob
+// with some): the same beacon. A body is never read; its connection closes after the answer.
+t.test('POST, as navigator.sendBeacon sends: judged like GET; a body is left unread and its connection closed', async (t) => {
+  const srv = await startTestServer({ threads: 1 });
+  t.teardown(() => srv.stop());
+  const port = Number(new URL(srv.prebid).port);
+  const { lid } = await lookupLid(srv, '73.162.21.5');
+  const { lid: lid2 } = await lookupLid(srv, '73.162.21.6');
+  const head = (l: string, ip: string, extra = '') =>
+    `POST /api/v1/ivt/imp?lid=${l} HTTP/1.1\r\nHost: a\r\nX-Device-IP: ${ip}\r\nX-Device-User-Agent: ${CHROME_WIN}\r\n${extra}`;
+  // No data: an empty body, then a GET on the same connection is read as the next request.
+  const empty = await rawExchange(port, `${head(lid, '73.162.21.5', 'Content-Length: 0\r\n')}\r\nGET /health-check HTTP/1.1\r\nHost: a\r\n\r\n`, { until: /204 No Content[^]*\r\n\r\nHTTP\/1\.1 200 OK\r\n[^]*\r\n\r\n/ });
+  t.match(empty.text, /^HTTP\/1\.1 204 No Content\r\n/, 'an empty POST: 204');
+  t.match(empty.text, /\r\n\r\nHTTP\/1\.1 200 OK\r\n/, 'and the connection goes on');
+  // Data (sendBeacon(url, "x=1")): 204, the body not taken for a request, the connection closed.
+  const data = await rawExchange(port, `${head(lid2, '73.162.21.6', 'Content-Type: text/plain;charset=UTF-8\r\nContent-Length: 14\r\n')}\r\nGET /nope HTTP`);
+  t.match(data.text, /^HTTP\/1\.1 204 No Content\r\n/, 'a POST with a body: 204');
+  t.notMatch(data.text, /404|400/, 'its body was never read as a request');
+  t.ok(data.closed, 'the connection closed after the answer');
+  const replay = await fetch(`${srv.prebid}/api/v1/ivt/imp?lid=${lid}`, { method: 'POST', headers: sameDevice('73.162.21.5') });
+  t.equal(replay.status, 204, 'fetch POST of the first lid again');
+  await until('two valid, one replay', async () => {
+    const o = await outcomes(srv);
+    return o.valid === 2 && o.replay === 1;
+  });
+  t.pass('the POSTs are judged: 2 valid, 1 replay in /metrics');
+});
+
 t.test('garbled, forged and foreign lids: JSON 400, never counted as impressions', async (t) => {
   const srv = await startTestServer({});
   t.teardown(() => srv.stop());
@@ -91,9 +120,10 @@ t.test('garbled, forged and foreign lids: JSON 400, never counted as impressions
   const foreign = await beacon(srv, `lid=${other.make(x)}`);
   t.equal(foreign.status, 400, 'a lid signed with another secret');
   t.match(await foreign.json(), { error: 'invalid_parameter', message: /signature/ });
-  const post = await beacon(srv, `lid=${lid}`, {}, 'POST');
-  t.equal(post.status, 405);
-  t.match(await post.json(), { error: 'method_not_allowed' });
+  const put = await beacon(srv, `lid=${lid}`, {}, 'PUT');
+  t.equal(put.status, 405);
+  t.equal(put.headers.get('allow'), 'GET, POST', 'GET, and POST for navigator.sendBeacon');
+  t.match(await put.json(), { error: 'method_not_allowed' });
   const upper = await fetch(`${srv.prebid}/api/v1/ivt/IMP?lid=${lid}`);
   t.equal(upper.status, 400);
   t.match(await upper.json(), { error: 'uppercase_not_allowed' });

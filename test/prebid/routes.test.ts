@@ -63,7 +63,7 @@ t.test('each path answers its methods, and every other path and method the same 
 t.test('405s carry Allow; HEAD answers have no body, so the next answer on the connection is read right', async (t) => {
   const srv = await startTestServer();
   t.teardown(() => srv.stop());
-  for (const [m, path, allow] of [['PUT', '/api/v1/ivt/lookup?x=1', 'GET'], ['DELETE', '/api/v1/ivt/ortb', 'POST'], ['POST', '/api/v1/ivt/imp?lid=x', 'GET']] as const) {
+  for (const [m, path, allow] of [['PUT', '/api/v1/ivt/lookup?x=1', 'GET'], ['DELETE', '/api/v1/ivt/ortb', 'POST'], ['PUT', '/api/v1/ivt/imp?lid=x', 'GET, POST']] as const) {
     const res = await fetch(srv.prebid + path, { method: m });
     await res.arrayBuffer();
     t.equal(res.status, 405, `${m} ${path}: 405`);
@@ -76,7 +76,7 @@ t.test('405s carry Allow; HEAD answers have no body, so the next answer on the c
     const r = await rawExchange(port, `HEAD ${head} HTTP/1.1\r\nHost: a\r\n\r\nGET /health-check HTTP/1.1\r\nHost: a\r\n\r\n`, { waitMs: 5000, until: /\r\n\r\n[^]*HTTP\/1\.1 \d{3}[^]*\r\n\r\n/ });
     return r.text;
   };
-  for (const [path, status, allow] of [['/api/v1/ivt/lookup?x=1', 405, 'GET'], ['/api/v1/ivt/ortb', 405, 'POST'], ['/api/v1/ivt/imp?lid=x', 405, 'GET'], ['/nope', 404, ''], ['/API/v1/ivt/lookup', 400, ''], ['/health-check', 200, '']] as const) {
+  for (const [path, status, allow] of [['/api/v1/ivt/lookup?x=1', 405, 'GET'], ['/api/v1/ivt/ortb', 405, 'POST'], ['/api/v1/ivt/imp?lid=x', 405, 'GET, POST'], ['/nope', 404, ''], ['/API/v1/ivt/lookup', 400, ''], ['/health-check', 200, '']] as const) {
     const text = await both(path);
     const [first, rest] = [text.slice(0, text.indexOf('\r\n\r\n')), text.slice(text.indexOf('\r\n\r\n') + 4)];
     t.match(first, new RegExp(`^HTTP/1\\.1 ${status} `), `HEAD ${path}: ${status}`);
