@@ -155,10 +155,12 @@ function once(opts: HttpGetOptions, url: URL, deadline: number, headers: Record<
       (res) => {
         const status = res.statusCode ?? 0;
         if (status !== 200) {
-          // Nothing of a non-200 body is needed: drop it and answer with the status.
-          res.resume();
+          // Nothing of a non-200 body is needed: the connection is closed, not drained (a
+          // 404 or a redirect with an endless body would otherwise be read for ever, past
+          // the deadline and the size limit), and the status is the answer.
           settled = true;
           clearTimeout(timer);
+          req.destroy();
           resolve({ res, body: null });
           return;
         }

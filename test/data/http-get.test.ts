@@ -101,6 +101,35 @@ t.test('truncated bodies, timeouts, refused connections', async (t) => {
   t.equal(await failure(httpGet({ url: 'not a url', userAgent: UA, maxBytes: 10 })), 'bad_url');
 });
 
+t.test('a status other than 200 with an endless body: answered at once, and its connection closed, not drained', async (t) => {
+  // A hostile host answers 404 (or a redirect) and keeps sending: that body was read for ever,
+  // past the deadline and the size limit (`ivtd data update` never exited).
+  const sent = new Map<string, number>();
+  const closed = new Map<string, Promise<void>>();
+  const base = await serve(t, (req, res) => {
+    const path = req.url ?? '';
+    if (path === '/ok') return void res.writeHead(200, { 'Content-Type': 'text/plain' }).end('fine');
+    res.writeHead(path === '/moved' ? 302 : 404, path === '/moved' ? { Location: '/ok' } : {});
+    const chunk = Buffer.alloc(64 * 1024, 0x61);
+    sent.set(path, 0);
+    closed.set(path, new Promise((r) => res.on('close', () => r())));
+    const pump = () => {
+      while (!res.destroyed && res.write(chunk)) sent.set(path, sent.get(path)! + chunk.length);
+      if (!res.destroyed) res.once('drain', pump);
+    };
+    pump();
+  });
+  const t0 = Date.now();
+  const missing = await httpGet({ url: `${base}/missing`, userAgent: UA, maxBytes: 1 << 20, timeoutMs: 5000 });
+  t.equal(missing.status, 404, 'the status is the answer');
+  const moved = await httpGet({ url: `${base}/moved`, userAgent: UA, maxBytes: 1 << 20, timeoutMs: 5000, maxRedirects: 2 });
+  t.equal(moved.body?.toString(), 'fine', 'the redirect followed');
+  t.ok(Date.now() - t0 < 2000, 'both at once');
+  await Promise.all([closed.get('/missing'), closed.get('/moved')]);
+  t.pass('the server saw both connections closed');
+  for (const path of ['/missing', '/moved']) t.ok(sent.get(path)! < 64 << 20, `${path}: ${sent.get(path)} bytes sent before the close, not an endless stream`);
+});
+
 t.test('redirects: followed when asked, auth kept only on the same origin, connect hook', async (t) => {
   const auth: Array<string | undefined> = [];
   const other = await serve(t, (req, res) => {
