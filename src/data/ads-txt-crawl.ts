@@ -3,7 +3,8 @@
 //
 // Which hosts: the site and developer domains listed in the sources file, plus the root
 // domains seen in traffic (bounded, least recently seen forgotten first), plus SUBDOMAIN and
-// INVENTORYPARTNERDOMAIN hosts those files declare (a few per file).
+// INVENTORYPARTNERDOMAIN hosts those roots' files declare (a few per file; what those hosts'
+// own files declare is not followed, so the crawl has at most 1 + 2 × MAX_DEPENDENTS hosts a root).
 // How (IAB ads.txt 1.1): https://<root>/ads.txt first, http:// if https cannot connect;
 // redirects within the root domain followed, and a single one outside it; a redirect after
 // leaving the root domain is an error. 200 text/plain with at least one valid line (or the
@@ -335,8 +336,14 @@ export class AdsTxtCrawler {
       const same = hadFile && readFileSync(path).equals(r.body);
       if (!same) writeAtomic(path, r.body);
       this.good(e, r.url, r.etag, r.lastModified, r.expiresAt);
-      if (kind === 'site') this.addDependents(kind, host, parsed.subdomains.filter((s) => s.endsWith(`.${host}`)), 'subdomain');
-      this.addDependents(kind, host, parsed.inventoryPartners.map((p) => rootDomain(p) ?? p), 'partner');
+      // Only a root's own file (listed, or seen in traffic) declares hosts to follow (ads.txt
+      // 1.1: SUBDOMAIN from the root domain's file; an inventory partner's file is read, not
+      // followed further). A dependent's declarations are ignored (and any kept from before
+      // dropped): otherwise a host declaring SUBDOMAIN=s1.itself, whose s1 declares s2… grows
+      // the crawl without end and crowds out the re-crawls that are due.
+      const root = e.origin === 'listed' || e.origin === 'traffic';
+      if (kind === 'site') this.addDependents(kind, host, root ? parsed.subdomains.filter((s) => s.endsWith(`.${host}`)) : [], 'subdomain');
+      this.addDependents(kind, host, root ? parsed.inventoryPartners.map((p) => rootDomain(p) ?? p) : [], 'partner');
       return { changed: !same || before !== 'ok', failed: false };
     } catch (err) {
       if (err instanceof HttpGetError && err.reason === 'aborted') throw err;

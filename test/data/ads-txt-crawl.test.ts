@@ -96,6 +96,32 @@ t.test('crawl rules and the verdicts they lead to', async (t) => {
   t.match(st.app, { ok: 1 });
 });
 
+t.test('declared hosts are followed from a root\'s own file only: a chain of SUBDOMAINs and partners stops there', async (t) => {
+  // A hostile host whose every file declares four more subdomains (and a partner doing the
+  // same) grew the crawl without end, crowding out the re-crawls that were due.
+  const { w, r } = await setup(t, { domains: ['chain.example'], appDomains: [] });
+  let served = 0;
+  const chain = (host: string) => {
+    served++;
+    const lines = ['exchange1.example, c-1, DIRECT'];
+    for (let i = 0; i < 4; i++) lines.push(`SUBDOMAIN=s${i}.${host}`);
+    lines.push(`INVENTORYPARTNERDOMAIN=p${served}.example`);
+    return { body: lines.join('\n') + '\n', headers: TEXT };
+  };
+  // Every host the crawl might reach answers with more declarations.
+  const hosts = ['chain.example', 's0.chain.example', 's1.chain.example', 's2.chain.example', 's3.chain.example', 'p1.example',
+    's0.s0.chain.example', 's1.s0.chain.example', 'p2.example', 'p3.example', 'p4.example', 'p5.example', 'p6.example'];
+  for (const h of hosts) w.set(`${h}/ads.txt`, chain(h));
+  for (let round = 0; round < 4; round++) await r.runOnce({ all: true });
+  const st = r.status().adsTxt.site;
+  const total = Object.values(st).reduce((a, b) => a + (b ?? 0), 0);
+  t.equal(total, 6, `the root, its 4 subdomains and its 1 partner, however many rounds (${JSON.stringify(st)})`);
+  t.equal(w.requestsTo('s0.s0.chain.example/ads.txt').length, 0, 'a subdomain\'s own SUBDOMAIN is not followed');
+  for (const p of ['p2.example', 'p3.example', 'p4.example', 'p5.example', 'p6.example']) {
+    t.equal(w.requestsTo(`${p}/ads.txt`).length, 0, `${p}, declared by a dependent's file, is not followed`);
+  }
+});
+
 t.test('https first, http when https cannot connect', async (t) => {
   const { w, dir, r } = await setup(t, {}, ['https', 'http']);
   serveSites(w);
