@@ -99,12 +99,18 @@ function objects(list: unknown[]): Array<Record<string, unknown>> {
   return list.filter((x): x is Record<string, unknown> => x !== null && typeof x === 'object' && !Array.isArray(x));
 }
 
+/** A JSON value of a file for a message: a string quoted, anything else as JSON (String() throws on an object whose toString is not a function); cut to 60 characters. */
+function shown(v: unknown): string {
+  const text = typeof v === 'string' ? JSON.stringify(v) : (JSON.stringify(v) ?? 'nothing');
+  return text.length > 60 ? text.slice(0, 60) + '…' : text;
+}
+
 function aws(body: string, f: RangeFilter): ParsedRanges {
   const what = 'AWS ip-ranges.json';
   const doc = json(body, what);
   if (typeof doc.syncToken !== 'string' && typeof doc.createDate !== 'string') throw new RangeFormatError(`no syncToken/createDate: not ${what}`);
   const c = new Collector();
-  const keep = (e: Record<string, unknown>) => !f.services || f.services.includes(String(e.service));
+  const keep = (e: Record<string, unknown>) => !f.services || (typeof e.service === 'string' && f.services.includes(e.service));
   for (const e of objects(arrayField(doc, 'prefixes', what))) if (keep(e)) c.add(e.ip_prefix);
   for (const e of objects(Array.isArray(doc.ipv6_prefixes) ? doc.ipv6_prefixes : [])) if (keep(e)) c.add(e.ipv6_prefix);
   return c.done(what);
@@ -133,9 +139,9 @@ function azure(body: string, f: RangeFilter): ParsedRanges {
   const c = new Collector();
   const wanted = (name: string) => !f.tags || f.tags.some((t) => name === t || name.startsWith(`${t}.`));
   for (const v of objects(arrayField(doc, 'values', what))) {
-    if (!wanted(String(v.name ?? v.id ?? ''))) continue;
+    if (!wanted(typeof v.name === 'string' ? v.name : typeof v.id === 'string' ? v.id : '')) continue;
     const props = v.properties as { addressPrefixes?: unknown } | undefined;
-    if (!props || !Array.isArray(props.addressPrefixes)) throw new RangeFormatError(`tag "${String(v.name).slice(0, 60)}" has no properties.addressPrefixes: not ${what}`);
+    if (!props || !Array.isArray(props.addressPrefixes)) throw new RangeFormatError(`tag ${shown(v.name)} has no properties.addressPrefixes: not ${what}`);
     for (const p of props.addressPrefixes) c.add(p);
   }
   return c.done(what);
@@ -146,7 +152,7 @@ function oracle(body: string): ParsedRanges {
   const doc = json(body, what);
   const c = new Collector();
   for (const r of objects(arrayField(doc, 'regions', what))) {
-    if (!Array.isArray(r.cidrs)) throw new RangeFormatError(`region "${String(r.region).slice(0, 60)}" has no cidrs array: not ${what}`);
+    if (!Array.isArray(r.cidrs)) throw new RangeFormatError(`region ${shown(r.region)} has no cidrs array: not ${what}`);
     for (const e of objects(r.cidrs)) c.add(e.cidr);
   }
   return c.done(what);

@@ -32,6 +32,9 @@ t.test('garbage is refused with a reason', async (t) => {
     ['gcp-cloud', fixture('aws-ip-ranges.json'), /no syncToken\/creationTime|no usable range/],
     ['azure-service-tags', '{"values":[{"name":"X","properties":{}}]}', /has no properties\.addressPrefixes/],
     ['oracle-ip-ranges', '{"regions":[{"region":"r"}]}', /has no cidrs array/],
+    // A name that is an object whose toString is no function (String() throws on it): still the reason, naming it.
+    ['azure-service-tags', '{"values":[{"name":{"toString":1},"properties":{}}]}', /tag \{"toString":1\} has no properties\.addressPrefixes/],
+    ['oracle-ip-ranges', '{"regions":[{"region":{"toString":1}}]}', /region \{"toString":1\} has no cidrs array/],
     ['cidr-list', '<!DOCTYPE html><html><body>Sign in</body></html>', /HTML\/XML, not a CIDR list/],
     ['cidr-list', fixture('gcp-cloud.json'), /JSON, not a CIDR list/],
     ['cidr-list', '198.18.0.0/24\n198.18.1.0/2x\n', /1 of 2 entries are not CIDRs/],
