@@ -106,7 +106,18 @@ function decoderFor(encoding: string | null): zlib.Gunzip | zlib.Inflate | zlib.
 /** True for an address a client on the public internet can have (not private, loopback, …). */
 export function isPublicAddress(address: string): boolean {
   const ip = parseIp(address);
-  return ip !== null && !isBogonRange(ipRangeName(ip));
+  if (ip === null) return false;
+  const name = ipRangeName(ip);
+  if (isBogonRange(name)) return false;
+  if (ip.v === 4) return true;
+  // An IPv6 address that carries an IPv4 one reaches it through a gateway (a DNS64/NAT64
+  // network's translator, a 6to4 relay): judged by that IPv4 address, so a host naming
+  // 64:ff9b::a00:1 does not reach 10.0.0.1. NAT64 outside the well-known /96 (RFC 8215's
+  // local-use 64:ff9b:1::/48) reaches whatever the local translator does: never public.
+  const w = ip.w;
+  if (name === 'rfc6052') return w[1] === 0 && w[2] === 0 && !isBogonRange(ipRangeName({ v: 4, n: w[3]! }));
+  if (name === '6to4') return !isBogonRange(ipRangeName({ v: 4, n: (((w[0]! & 0xffff) << 16) | (w[1]! >>> 16)) >>> 0 }));
+  return true;
 }
 
 /** dns.lookup that drops non-public addresses, and fails when none is left. */

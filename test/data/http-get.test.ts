@@ -176,10 +176,12 @@ t.test('publicOnly: no loopback, private or link-local address, also after a red
   t.equal(await failure(httpGet({ url: `http://localhost:${port}/x`, userAgent: UA, maxBytes: 100, publicOnly: true })), 'blocked', 'a name resolving to loopback');
   t.equal(await failure(httpGet({ url: 'http://[fe80::1]/x', userAgent: UA, maxBytes: 100, publicOnly: true })), 'blocked', 'link-local IPv6');
   t.equal(await failure(httpGet({ url: 'http://169.254.169.254/latest/meta-data/', userAgent: UA, maxBytes: 100, publicOnly: true })), 'blocked', 'cloud metadata address');
-  for (const a of ['127.0.0.1', '10.1.2.3', '192.168.0.1', '172.16.5.5', '100.64.0.1', '::1', 'fe80::1', 'fc00::1', '0.0.0.0', '::ffff:10.0.0.1']) {
+  // NAT64 (64:ff9b::/96) and 6to4 (2002::/16) carry an IPv4 address a gateway reaches: judged by it.
+  for (const a of ['127.0.0.1', '10.1.2.3', '192.168.0.1', '172.16.5.5', '100.64.0.1', '::1', 'fe80::1', 'fc00::1', '0.0.0.0', '::ffff:10.0.0.1',
+    '64:ff9b::a00:1', '64:ff9b::7f00:1', '64:ff9b:1::a00:1', '2002:7f00:1::', '2002:a9fe:a9fe::1']) {
     t.notOk(isPublicAddress(a), `${a} is not public`);
   }
-  for (const a of ['8.8.8.8', '2001:4860:4860::8888', '81.2.69.142']) t.ok(isPublicAddress(a), `${a} is public`);
+  for (const a of ['8.8.8.8', '2001:4860:4860::8888', '81.2.69.142', '64:ff9b::808:808', '2002:808:808::1']) t.ok(isPublicAddress(a), `${a} is public`);
   const viaHook = await httpGet({ url: `http://127.0.0.1:${port}/x`, userAgent: UA, maxBytes: 100 });
   t.equal(viaHook.kind, 'ok', 'without publicOnly loopback is allowed (operator-named sources)');
 });
