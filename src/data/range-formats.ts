@@ -99,9 +99,9 @@ function objects(list: unknown[]): Array<Record<string, unknown>> {
   return list.filter((x): x is Record<string, unknown> => x !== null && typeof x === 'object' && !Array.isArray(x));
 }
 
-/** A JSON value of a file for a message: a string quoted, anything else as JSON (String() throws on an object whose toString is not a function); cut to 60 characters. */
+/** A JSON value of a file for a message, as JSON (String() throws on an object whose toString is not a function); cut to 60 characters. */
 function shown(v: unknown): string {
-  const text = typeof v === 'string' ? JSON.stringify(v) : (JSON.stringify(v) ?? 'nothing');
+  const text = JSON.stringify(v) ?? 'nothing';
   return text.length > 60 ? text.slice(0, 60) + '…' : text;
 }
 
