@@ -191,31 +191,41 @@ export async function readJsonObject(req: IncomingMessage, opts: { limit?: numbe
   }
   if (!v || typeof v !== 'object' || Array.isArray(v)) throw new HttpError('unprocessable', 'The request body must be a JSON object.', status);
   // Only a \u escape makes a lone surrogate (half of a pair), which no store or page keeps as sent.
-  const bad = text.includes('\\') ? illFormedAt(v, '') : null;
+  const bad = text.includes('\\') ? illFormed(v, '') : null;
   if (bad !== null) {
-    const field = bad.startsWith('a key in ') ? bad.slice(9) : bad;
-    throw new FieldError(field === 'the body' ? 'body' : field, `${bad} holds a lone surrogate (a \\uD800-\\uDFFF escape without its other half): send valid Unicode text.`, status);
+    throw new FieldError(bad.path || 'body', `${describe(bad)} holds a lone surrogate (a \\uD800-\\uDFFF escape without its other half): send valid Unicode text.`, status);
   }
   return v as Record<string, unknown>;
 }
 
-/** Where the first string or key of a parsed JSON value that is not well-formed Unicode is (`labels[0].source`, `the body` at the top), or null. */
-export function illFormedAt(v: unknown, path: string): string | null {
-  if (typeof v === 'string') return v.isWellFormed() ? null : path || 'the body';
+/** The first string, or key (in the object at `path`), of a parsed JSON value that is not well-formed Unicode; `path` '' is the body itself. */
+function illFormed(v: unknown, path: string): { path: string; key: boolean } | null {
+  if (typeof v === 'string') return v.isWellFormed() ? null : { path, key: false };
   if (typeof v !== 'object' || v === null) return null;
   if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) {
-      const at = illFormedAt(v[i], `${path}[${i}]`);
+      const at = illFormed(v[i], `${path}[${i}]`);
       if (at !== null) return at;
     }
     return null;
   }
   for (const [k, x] of Object.entries(v)) {
-    if (!k.isWellFormed()) return `a key in ${path || 'the body'}`;
-    const at = illFormedAt(x, path ? `${path}.${k}` : k);
+    if (!k.isWellFormed()) return { path, key: true };
+    const at = illFormed(x, path ? `${path}.${k}` : k);
     if (at !== null) return at;
   }
   return null;
+}
+
+function describe(at: { path: string; key: boolean }): string {
+  const where = at.path || 'the body';
+  return at.key ? `a key in ${where}` : where;
+}
+
+/** Where the first string or key of a parsed JSON value that is not well-formed Unicode is (`labels[0].source`, `the body` at the top, `a key in …`), or null. */
+export function illFormedAt(v: unknown, path: string): string | null {
+  const at = illFormed(v, path);
+  return at === null ? null : describe(at);
 }
 
 /** An application/x-www-form-urlencoded body; 422 when the type is wrong. */
