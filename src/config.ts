@@ -284,7 +284,33 @@ export function resolveConfig(
     out.dataDir = resolve(env.STATE_DIRECTORY.split(':')[0]!);
   }
   checkFleet(out.role as string, out.clickhouseUrl as string | undefined);
+  checkPorts(out as unknown as Config);
   return out as unknown as Config;
+}
+
+/**
+ * Two of the listeners this role opens on one port of one address: the second would fail
+ * at start, after the store and the data had opened, so it is refused here, naming both.
+ * Port 0 (one the kernel picks) may repeat. --metrics-host may be another address, where
+ * the same port is free: an address clashes with itself, and a wildcard with what it covers
+ * (`::` with every address, `0.0.0.0` with every IPv4 one).
+ */
+function checkPorts(c: Config): void {
+  const keys: OptionKey[] = c.role === 'edge' ? ['prebidPort', 'metricsPort'] : ['prebidPort', 'apiPort', 'reportingPort', 'metricsPort'];
+  const hostOf = (k: OptionKey) => (k === 'metricsPort' ? c.metricsHost : c.host);
+  for (let i = 0; i < keys.length; i++) {
+    for (let j = i + 1; j < keys.length; j++) {
+      const a = keys[i]!, b = keys[j]!;
+      const port = c[a] as number;
+      if (port === 0 || port !== c[b] || !addressesOverlap(hostOf(a), hostOf(b))) continue;
+      throw new ConfigError(`--${OPTIONS[a].flag} and --${OPTIONS[b].flag} (${envName(a)}, ${envName(b)}) are both ${port}: each listener needs a port of its own`);
+    }
+  }
+}
+
+function addressesOverlap(x: string, y: string): boolean {
+  if (x === y || x === '::' || y === '::') return true;
+  return (x === '0.0.0.0' && isIP(y) !== 6) || (y === '0.0.0.0' && isIP(x) !== 6);
 }
 
 /** An edge takes its keys from the fleet and sends its counts there: it needs --clickhouse-url. */

@@ -87,6 +87,26 @@ export class FieldError extends HttpError {
   }
 }
 
+/**
+ * A listener that could not open (its port taken, its address not this host's, a port that
+ * needs privileges): about the host, not a bug, so the CLI says it in one line, no stack.
+ */
+export class ListenError extends Error {}
+
+/** What to do about a listen failure's system error code ('' when there is nothing to add). */
+export function listenHint(code: string | undefined): string {
+  switch (code) {
+    case 'EADDRINUSE':
+      return ' (another ivtd, or another program, holds it: stop it, or choose another port)';
+    case 'EADDRNOTAVAIL':
+      return ' (the address is not one of this host\'s: check --host or --metrics-host)';
+    case 'EACCES':
+      return ' (a port below 1024 needs the privilege to bind it: choose a higher port)';
+    default:
+      return '';
+  }
+}
+
 /** Names HTTP statuses for uWS, which wants the whole status line text. */
 export const STATUS_TEXT: Record<number, string> = {
   200: '200 OK',

@@ -106,3 +106,19 @@ t.test('an unknown IVTD_LOG_LEVEL: commands that need no config work, the others
   t.equal(serve.code, 2, 'serve refuses to start');
   t.match(serve.stderr, /IVTD_LOG_LEVEL: log-level must be one of/);
 });
+
+t.test('two listeners on one port of one address are refused, naming both; other addresses and port 0 are not', async (t) => {
+  const clash = /--(\S+)-port and --(\S+)-port \(IVTD_\S+, IVTD_\S+\) are both (\d+): each listener needs a port of its own/;
+  const ok = (flags: Partial<Record<OptionKey, string>>, env: NodeJS.ProcessEnv, what: string) => t.doesNotThrow(() => resolveConfig(flags, env), what);
+  t.throws(() => resolveConfig({ apiPort: '9898' }, {}), { constructor: ConfigError, message: /^--prebid-port and --api-port \(IVTD_PREBID_PORT, IVTD_API_PORT\) are both 9898/ }, 'the API on the pre-bid port');
+  t.throws(() => resolveConfig({}, { IVTD_REPORTING_PORT: '9899' }), { message: /^--api-port and --reporting-port .* both 9899/ }, 'from the environment too');
+  t.throws(() => resolveConfig({ metricsPort: '9900' }, {}), { message: clash }, 'metrics on the reporting port, both on loopback');
+  ok({ metricsPort: '9900', metricsHost: '127.0.0.2' }, {}, 'metrics on another address may take the same port');
+  t.throws(() => resolveConfig({ metricsPort: '9900', metricsHost: '127.0.0.2', host: '0.0.0.0' }, {}), { message: clash }, '0.0.0.0 covers every IPv4 address');
+  ok({ metricsPort: '9900', metricsHost: '::1', host: '0.0.0.0' }, {}, 'but not an IPv6 one');
+  t.throws(() => resolveConfig({ metricsPort: '9900', metricsHost: '::1', host: '::' }, {}), { message: clash }, ':: covers every address');
+  ok({ prebidPort: '0', apiPort: '0', reportingPort: '0', metricsPort: '0' }, {}, 'port 0, the kernel\'s pick, may repeat');
+  const edge = { role: 'edge', clickhouseUrl: 'http://ch:8123' };
+  ok({ ...edge, apiPort: '9898', reportingPort: '9898' }, {}, 'an edge opens no account or reporting port: theirs do not clash');
+  t.throws(() => resolveConfig({ ...edge, metricsPort: '9898' }, {}), { message: clash }, 'an edge\'s pre-bid and metrics ports do');
+});

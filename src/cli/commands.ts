@@ -16,6 +16,8 @@ import { DEFAULT_BINARY, UnitError, systemdUnit } from '../ops/systemd.ts';
 import { formatVersion, versionInfo } from '../ops/version.ts';
 import { SourcesError } from '../data/sources.ts';
 import { LockBusyError } from '../data/files.ts';
+import { ListenError } from '../errors.ts';
+import { TlsError } from '../http/tls.ts';
 import { DATA_USAGE, dataStatus, dataUpdate, statusText, updateText } from './data-commands.ts';
 import { isWholeNumberIn, parseWholeNumber } from '../whole-number.ts';
 import pkg from '../../package.json' with { type: 'json' };
@@ -413,7 +415,12 @@ function report(e: unknown, io: CliIO): number {
     io.stderr.write(`ivtd: ${e.message}\n`);
     return e.code === 'invalid' ? 2 : 1;
   }
-  if (e instanceof StoreLockedError || e instanceof ControlError || e instanceof LockBusyError) {
+  if (e instanceof TlsError) {
+    // A --tls-cert/--tls-key that cannot be read or used: a value not allowed, said with its file.
+    io.stderr.write(`ivtd: ${e.message}\n`);
+    return 2;
+  }
+  if (e instanceof StoreLockedError || e instanceof ControlError || e instanceof LockBusyError || e instanceof ListenError) {
     io.stderr.write(`ivtd: ${e.message}\n`);
     return 1;
   }

@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { errorJson, FieldError, HttpError, STATUS_TEXT, type ErrorAnswer } from '../errors.ts';
+import { errorJson, FieldError, HttpError, ListenError, listenHint, STATUS_TEXT, type ErrorAnswer } from '../errors.ts';
 import { log } from '../log.ts';
 import type { TlsCredentials } from './tls.ts';
 
@@ -286,7 +286,7 @@ export function listen(router: Router, host: string, port: number, name: string,
   server.keepAliveTimeout = 5000;
   server.on('clientError', answerClientError);
   return new Promise((resolve, reject) => {
-    server.once('error', (e) => reject(new Error(`${name}: cannot listen on ${host}:${port}: ${(e as Error).message}`)));
+    server.once('error', (e: NodeJS.ErrnoException) => reject(new ListenError(`${name}: cannot listen on ${host}:${port}: ${e.message}${listenHint(e.code)}`)));
     server.listen(port, host, () => {
       const bound = (server.address() as AddressInfo).port;
       resolve({

@@ -12,7 +12,7 @@ import uWS from 'uWebSockets.js';
 import { createServer, type AddressInfo } from 'node:net';
 import type { Worker } from 'node:worker_threads';
 import { forThreads, type DataBundle } from '../data/thread-bundle.ts';
-import { errorJson, STATUS_TEXT, type ErrorAnswer } from '../errors.ts';
+import { errorJson, ListenError, listenHint, STATUS_TEXT, type ErrorAnswer } from '../errors.ts';
 import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
 import type { BotIpRow } from './bot-ip-tracker.ts';
@@ -180,7 +180,7 @@ export class LookupServer {
         } else if (m.type === 'listen-failed') {
           // It holds no socket: ending it is safe, and a replacement is then scheduled.
           void worker.terminate();
-          reject(new Error(`lookup thread ${slot.index}: ${m.message}`));
+          reject(new ListenError(`lookup thread ${slot.index}: ${m.message}`));
         } else return;
         worker.off('message', onFirst);
       };
@@ -439,9 +439,6 @@ function freePort(host: string): Promise<number> {
   });
 }
 
-/** Something listening on the pre-bid port (another ivtd) refuses the start, with what to do. */
-export class PortInUseError extends Error {}
-
 /**
  * Resolves when nothing listens on host:port. The probe binds without SO_REUSEPORT, so a
  * listener that set it (another uWebSockets.js process) makes the bind fail too.
@@ -451,8 +448,8 @@ function portIsFree(host: string, port: number): Promise<void> {
     const srv = createServer();
     srv.once('error', (e: NodeJS.ErrnoException) => {
       if (e.code === 'EADDRINUSE') {
-        reject(new PortInUseError(`the pre-bid port ${host}:${port} is already in use (another ivtd, or another program): stop it, or choose another port with --prebid-port`));
-      } else reject(e);
+        reject(new ListenError(`the pre-bid port ${host}:${port} is already in use (another ivtd, or another program): stop it, or choose another port with --prebid-port`));
+      } else reject(new ListenError(`pre-bid lookups: cannot listen on ${host}:${port}: ${e.message}${listenHint(e.code)}`));
     });
     srv.listen({ host, port, exclusive: true }, () => srv.close(() => resolve()));
   });
