@@ -35,6 +35,8 @@ export function hashKey(key: string): string {
 export function passwordProblem(pw: string): string | undefined {
   if (pw.length < PASSWORD_MIN) return `password must be at least ${PASSWORD_MIN} characters`;
   if (pw.length > PASSWORD_MAX) return `password must be at most ${PASSWORD_MAX} characters`;
+  // Nobody types one at a login form: a tab or a line end pasted or piped with the password.
+  if (/[\x00-\x1f\x7f]/.test(pw)) return 'password must not contain control characters (a tab, a line end)';
   return undefined;
 }
 

@@ -6,6 +6,7 @@ import {
   hashPassword,
   needsRehash,
   newKey,
+  passwordProblem,
   verifyPassword,
   verifyPasswordOrDummy,
 } from '../src/secrets.ts';
@@ -39,4 +40,12 @@ t.test('hashes of the old cost still verify and are marked for an upgrade; the d
   t.equal(needsRehash(await hashPassword('x', { N: 32768, r: 8, p: 3 })), false, 'a costlier hash stays');
   t.equal(needsRehash('garbage'), false, 'an unreadable hash cannot be upgraded');
   t.match(DUMMY_PASSWORD_HASH, new RegExp(`^scrypt\\$${SCRYPT.N}\\$${SCRYPT.r}\\$${SCRYPT.p}\\$`), 'same parameters as new hashes');
+});
+
+t.test('a new password: 8 to 1024 characters, no control character', async (t) => {
+  t.equal(passwordProblem('correct horse'), undefined, 'spaces are fine');
+  t.equal(passwordProblem('pässwörd ✓ 密码'), undefined, 'and any printable character');
+  t.match(passwordProblem('short'), /at least 8/);
+  t.match(passwordProblem('a'.repeat(1025)), /at most 1024/);
+  for (const c of ['\t', '\n', '\r', '\u0000', '\u001b', '\u007f']) t.match(passwordProblem(`abcd${c}efgh`), /must not contain control characters/, JSON.stringify(c));
 });

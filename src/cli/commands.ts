@@ -1,8 +1,8 @@
 // The `ivtd` subcommands: parse the command line, run the operation (through a running
 // server's control socket when there is one, else on the store directly), print text or JSON.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { parsePolicyCsv, policyToCsv } from '../policy/csv.ts';
-import { DEFAULT_THRESHOLDS, PolicyError } from '../policy/model.ts';
+import { DEFAULT_THRESHOLDS, MAX_ENTRIES, PolicyError } from '../policy/model.ts';
 import type { StoredPolicy } from '../store/policies.ts';
 import { join } from 'node:path';
 import { ConfigError, OPTIONS, optionsHelp, resolveConfig, resolveConfigAsync, type Config } from '../config.ts';
@@ -16,6 +16,9 @@ import { DEFAULT_BINARY, UnitError, systemdUnit } from '../ops/systemd.ts';
 import { formatVersion, versionInfo } from '../ops/version.ts';
 import { SourcesError } from '../data/sources.ts';
 import { LockBusyError } from '../data/files.ts';
+import { POLICY_BODY_LIMIT } from '../account/policy-routes.ts';
+import { PASSWORD_MAX } from '../secrets.ts';
+import { fileChunks, readText } from './read-text.ts';
 import { ListenError } from '../errors.ts';
 import { TlsError } from '../http/tls.ts';
 import { DATA_USAGE, dataStatus, dataUpdate, statusText, updateText } from './data-commands.ts';
@@ -66,11 +69,13 @@ async function readPassword(ctx: Context): Promise<string> {
   if (given !== undefined && fromStdin) throw new UsageError('give either --password or --password-stdin, not both');
   if (typeof given === 'string') return given;
   if (!fromStdin) throw new UsageError(`"${ctx.words}" needs --password or --password-stdin`);
-  let text = '';
-  for await (const chunk of ctx.stdin) text += typeof chunk === 'string' ? chunk : chunk.toString('utf8');
+  const text = await readText(ctx.stdin, PASSWORD_STDIN_MAX, 'standard input', `more than a password (at most ${PASSWORD_MAX} characters)`);
   // `echo pw | ivtd …` and here-docs end with a newline that is not part of the password.
   return text.replace(/\r?\n$/, '');
 }
+
+/** Room for PASSWORD_MAX characters of four bytes each and a line end. */
+const PASSWORD_STDIN_MAX = 16 * 1024;
 
 function parseKind(ctx: Context): 'prebid' | 'reporting' {
   const v = need(ctx, 'kind');
@@ -92,16 +97,14 @@ function parseGrace(ctx: Context): number {
 /** --file PATH, or "-" for standard input. */
 async function readFileFlag(ctx: Context): Promise<string> {
   const path = need(ctx, 'file');
-  if (path !== '-') {
-    try {
-      return readFileSync(path, 'utf8');
-    } catch (e) {
-      throw new UsageError(`cannot read --file ${path}: ${(e as Error).message}`);
-    }
+  const tooLarge = `more than any policy (at most ${MAX_ENTRIES} entries)`;
+  if (path === '-') return readText(ctx.stdin, POLICY_BODY_LIMIT, 'standard input', tooLarge);
+  try {
+    return await readText(fileChunks(path), POLICY_BODY_LIMIT, `--file ${path}`, tooLarge);
+  } catch (e) {
+    if (e instanceof UsageError) throw e;
+    throw new UsageError(`cannot read --file ${path}: ${(e as Error).message}`);
   }
-  let text = '';
-  for await (const chunk of ctx.stdin) text += typeof chunk === 'string' ? chunk : chunk.toString('utf8');
-  return text;
 }
 
 /** A CSV's entries; a problem in it is a usage error naming the line. */

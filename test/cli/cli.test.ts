@@ -1,5 +1,7 @@
 import t from 'tap';
 import { Readable } from 'node:stream';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Store } from '../../src/store/db.ts';
 import { activePrebidKeys, verifyReportingKey } from '../../src/store/api-keys.ts';
 import { findUserForLogin } from '../../src/store/logins.ts';
@@ -173,4 +175,49 @@ t.test('list, user management, help and version in text and JSON', async (t) => 
   const version = await runIvtd(['--version']);
   t.match(version.stdout, new RegExp(`^ivtd ${VERSION}\n`));
   t.equal(version.code, 0);
+});
+
+/** runCli with stdin given as these chunks, as a pipe delivers them. */
+async function cliChunks(argv: string[], chunks: Buffer[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(argv, {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: { write: (s: string) => (stderr += s) },
+    stdin: Readable.from(chunks),
+  });
+  return { code, stdout, stderr };
+}
+
+t.test('standard input and --file: read whole as UTF-8, within a bound, never misread', async (t) => {
+  const dir = t.testdir();
+  // A character cut between two chunks of the pipe is still one character.
+  const pw = Buffer.from('pässwörd-ünïcode\n');
+  const cut = pw.indexOf(Buffer.from('ö')) + 1;
+  const made = await cliChunks(['customer', 'create', '--name', 'Acme', '--username', 'alice', '--password-stdin', '--json', '--data-dir', dir], [pw.subarray(0, cut), pw.subarray(cut)]);
+  t.equal(made.code, 0, made.stderr);
+  await withStore(dir, async (s) => {
+    const user = await findUserForLogin(s, 'alice');
+    t.ok(user && (await verifyPassword('pässwörd-ünïcode', user.password_hash)), 'the password is the characters typed');
+  });
+  const cases: Array<[string, Buffer[], RegExp]> = [
+    ['bytes that are not UTF-8', [Buffer.from([0x70, 0x61, 0x73, 0x73, 0xff, 0x77, 0x6f, 0x72, 0x64, 0x21])], /standard input is not UTF-8 text/],
+    ['a password with a control character', [Buffer.from('abc\tdefgh\n')], /password must not contain control characters/],
+    ['a password with a carriage return left in it', [Buffer.from('abcdefgh\r')], /password must not contain control characters/],
+    ['10 MB on standard input', [Buffer.alloc(10 * 1024 * 1024, 0x61)], /standard input is over 16384 bytes, more than a password/],
+  ];
+  for (const [what, chunks, msg] of cases) {
+    const r = await cliChunks(['user', 'add', '--customer', 'alice', '--username', 'bob', '--password-stdin', '--data-dir', dir], chunks);
+    t.equal(r.code, 2, what);
+    t.match(r.stderr, msg, what);
+  }
+  // A policy file is read within the account API's bound, not to the end of whatever it is.
+  const huge = await cli(['policy', 'set', '--customer', 'alice', '--file', '/dev/zero', '--data-dir', dir]);
+  t.equal(huge.code, 2, '--file /dev/zero ends');
+  t.match(huge.stderr, /--file \/dev\/zero is over 16777216 bytes, more than any policy/);
+  const latin1 = join(dir, 'latin1.csv');
+  writeFileSync(latin1, Buffer.concat([Buffer.from('kind,action,value\r\nua_substring,deny,Caf'), Buffer.from([0xe9]), Buffer.from('Bot\r\n')]));
+  const notUtf8 = await cli(['policy', 'import', '--customer', 'alice', '--file', latin1, '--data-dir', dir]);
+  t.equal(notUtf8.code, 2);
+  t.match(notUtf8.stderr, /--file .*latin1\.csv is not UTF-8 text/, 'a Latin-1 file is refused, not stored with U+FFFD');
 });
