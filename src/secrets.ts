@@ -37,6 +37,9 @@ export function passwordProblem(pw: string): string | undefined {
   if (pw.length > PASSWORD_MAX) return `password must be at most ${PASSWORD_MAX} characters`;
   // Nobody types one at a login form: a tab or a line end pasted or piped with the password.
   if (/[\x00-\x1f\x7f]/.test(pw)) return 'password must not contain control characters (a tab, a line end)';
+  // What login reads as bytes that were not UTF-8 (U+FFFD, or a lone surrogate, which has no
+  // UTF-8 form) could never be typed there again: the user would be locked out.
+  if (!pw.isWellFormed() || pw.includes('\ufffd')) return 'password is not valid text: it holds a replacement character (U+FFFD) or half of a UTF-16 pair';
   return undefined;
 }
 

@@ -49,3 +49,9 @@ t.test('a new password: 8 to 1024 characters, no control character', async (t) =
   t.match(passwordProblem('a'.repeat(1025)), /at most 1024/);
   for (const c of ['\t', '\n', '\r', '\u0000', '\u001b', '\u007f']) t.match(passwordProblem(`abcd${c}efgh`), /must not contain control characters/, JSON.stringify(c));
 });
+
+t.test('a new password is well-formed text: no lone surrogate, no U+FFFD (login refuses both)', async (t) => {
+  t.match(passwordProblem('\ufffdpassword1'), /replacement character|not valid/);
+  t.match(passwordProblem('bad\ud800password'), /not valid/);
+  t.match(passwordProblem('password\udc00'), /not valid/);
+});

@@ -2,6 +2,7 @@
 // customer_id): its customer_id, its partner_id, or the username of one of its users.
 import { isoTime, type Queryable } from './db.ts';
 import { StoreError } from './store-error.ts';
+import { quoted } from '../quoted.ts';
 
 export interface Customer {
   customer_id: string;
@@ -36,6 +37,6 @@ export async function findCustomer(q: Queryable, ref: string): Promise<Customer 
 /** findCustomer, or the not_found StoreError naming the reference. */
 export async function requireCustomer(q: Queryable, ref: string): Promise<Customer> {
   const c = await findCustomer(q, ref);
-  if (!c) throw new StoreError('not_found', `no customer with id, partner id or username "${ref}"`);
+  if (!c) throw new StoreError('not_found', `no customer with id, partner id or username ${quoted(ref)}`);
   return c;
 }

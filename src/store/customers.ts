@@ -7,7 +7,7 @@ import { CUSTOMER_COLUMNS, toCustomer, type Customer } from './customer-ref.ts';
 import type { Queryable, Store } from './db.ts';
 import { hashPassword, randomPassword } from '../secrets.ts';
 import { StoreError } from './store-error.ts';
-import { asUsernameConflict, checkPassword, checkUsername, insertUser } from './users.ts';
+import { checkPassword, checkUsername, insertUser, insertingUser } from './users.ts';
 
 export interface CreatedCustomer {
   customer_id: string;
@@ -26,10 +26,20 @@ export interface CustomerListing extends Customer {
 const NAME_MAX = 200;
 const FIRST_CUSTOMER = { name: 'default', username: 'admin' } as const;
 
+// Control characters and line separators would garble the CLI's tables and the logs; the
+// bidirectional overrides and isolates make a name read as another ("evil\u202egnp.exe");
+// U+FFFD, a lone surrogate or a noncharacter is text that was broken before it came here.
+// Other format characters stay: Persian writes the zero-width non-joiner inside words.
+const NOT_IN_NAME = /[\p{Cc}\p{Zl}\p{Zp}\u202a-\u202e\u2066-\u2069\ufffd\ufdd0-\ufdef\ufffe\uffff]/u;
+/** Something that shows: a character that is not a space, a format character or a combining mark. */
+const VISIBLE = /[^\s\p{Cf}\p{M}]/u;
+
 function checkName(name: string): void {
-  // Control characters would garble the CLI's tables and the dashboard.
-  if (name.trim().length === 0 || name.length > NAME_MAX || /\p{Cc}/u.test(name)) {
-    throw new StoreError('invalid', `name must be 1 to ${NAME_MAX} printable characters`);
+  if (name.length > NAME_MAX || !name.isWellFormed() || NOT_IN_NAME.test(name) || !VISIBLE.test(name)) {
+    throw new StoreError(
+      'invalid',
+      `name must be 1 to ${NAME_MAX} characters with one that shows, without control characters, line separators, direction overrides or broken text (U+FFFD)`,
+    );
   }
 }
 
@@ -43,8 +53,8 @@ export async function createCustomer(
   const passwordHash = await hashPassword(input.password);
   const customerId = randomUUID();
   const partnerId = randomUUID();
-  try {
-    return await store.tx(async (q) => {
+  return insertingUser(store, input.username, () =>
+    store.tx(async (q) => {
       await q.run('INSERT INTO customers (customer_id, partner_id, name) VALUES ($1, $2, $3)', [
         customerId,
         partnerId,
@@ -60,10 +70,8 @@ export async function createCustomer(
         reporting_key: reportingKey,
         username: input.username,
       };
-    });
-  } catch (e) {
-    throw asUsernameConflict(e, input.username);
-  }
+    }),
+  );
 }
 
 /** The first customer, created only when there is none; its generated admin password is returned once. */

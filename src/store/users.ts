@@ -6,6 +6,8 @@ import { requireCustomer } from './customer-ref.ts';
 import { isoTime, type Queryable, type Store } from './db.ts';
 import { hashPassword, passwordProblem } from '../secrets.ts';
 import { StoreError } from './store-error.ts';
+import { oneAtATime } from './serial.ts';
+import { quoted } from '../quoted.ts';
 
 export interface User {
   user_id: string;
@@ -46,12 +48,25 @@ export async function insertUser(q: Queryable, customerId: string, username: str
   return userId;
 }
 
-/** Turns the unique-constraint error of a lost race into the same conflict as the pre-check. */
+/** Turns the unique-constraint error of a lost race into the same conflict as the pre-check (DuckDB names the duplicate key, not always the column). */
 export function asUsernameConflict(e: unknown, username: string): unknown {
-  if (e instanceof Error && /constraint/i.test(e.message) && /username/i.test(e.message)) {
+  if (e instanceof Error && !(e instanceof StoreError) && /constraint/i.test(e.message) && /username|duplicate key/i.test(e.message)) {
     return new StoreError('conflict', `username "${username}" is already taken`);
   }
   return e;
+}
+
+/**
+ * `fn` (a transaction that inserts a user) once no other such transaction of this store runs.
+ * The check that a name is free ignores case and DuckDB's UNIQUE does not, and its
+ * transactions do not see each other: run side by side, `alice` and `ALICE` both passed the
+ * check and both were stored, and a reference by that name then found either customer.
+ * This process is the database's only writer, so one queue here closes the race.
+ */
+export function insertingUser<T>(store: Store, username: string, fn: () => Promise<T>): Promise<T> {
+  return oneAtATime(store, 'usernames', fn).catch((e: unknown) => {
+    throw asUsernameConflict(e, username);
+  });
 }
 
 export async function addUser(
@@ -61,15 +76,13 @@ export async function addUser(
   checkUsername(input.username);
   checkPassword(input.password);
   const passwordHash = await hashPassword(input.password);
-  try {
-    return await store.tx(async (q) => {
+  return insertingUser(store, input.username, () =>
+    store.tx(async (q) => {
       const c = await requireCustomer(q, input.customer);
       const userId = await insertUser(q, c.customer_id, input.username, passwordHash);
       return { user_id: userId, customer_id: c.customer_id, username: input.username };
-    });
-  } catch (e) {
-    throw asUsernameConflict(e, input.username);
-  }
+    }),
+  );
 }
 
 /** Updates one user found by username (any case); not_found when there is none. Returns the stored username. */
@@ -77,7 +90,7 @@ async function updateUser(q: Queryable, username: string, set: string, params: R
   const row = await q.one<{ username: string }>('SELECT username FROM users WHERE lower(username) = lower($u)', {
     u: username,
   });
-  if (!row) throw new StoreError('not_found', `no user "${username}"`);
+  if (!row) throw new StoreError('not_found', `no user ${quoted(username)}`);
   await q.run(`UPDATE users SET ${set}, updated_at = epoch_ms($now::BIGINT) WHERE username = $u`, {
     ...params,
     u: row.username,

@@ -92,3 +92,44 @@ t.test('ensureFirstCustomer creates an admin once', async (t) => {
   t.equal(await ensureFirstCustomer(store), null, 'second call does nothing');
   t.equal((await listCustomers(store)).length, 1);
 });
+
+t.test('usernames created at the same time: one wins, in any case, and the other is told it is taken', async (t) => {
+  const store = await openStore(t);
+  for (let round = 0; round < 4; round++) {
+    const name = `race${round}`;
+    // The same name in two cases, and the same name twice: DuckDB's UNIQUE sees only the
+    // second, and a lost race there must still read as a conflict, not an internal error.
+    const results = await Promise.allSettled([
+      createCustomer(store, { name: 'A', username: name, password: 'password1' }),
+      createCustomer(store, { name: 'B', username: name.toUpperCase(), password: 'password1' }),
+      addUser(store, { customer: 'alice-missing', username: name, password: 'password1' }).catch(() => 'no customer'),
+      createCustomer(store, { name: 'C', username: name, password: 'password1' }),
+    ]);
+    const created = [results[0], results[1], results[3]].filter((r) => r.status === 'fulfilled');
+    t.equal(created.length, 1, `${name}: one of three creates wins`);
+    for (const r of [results[0], results[1], results[3]]) {
+      if (r.status === 'rejected') t.match(r.reason, { code: 'conflict', message: /already taken/ }, `${name}: the others are conflicts`);
+    }
+    const users = (await listCustomers(store)).flatMap((c) => c.users.map((u) => u.username.toLowerCase()));
+    t.equal(users.filter((u) => u === name).length, 1, `${name}: stored once, whatever the case`);
+  }
+  const first = await createCustomer(store, { name: 'Owner', username: 'owner', password: 'password1' });
+  const adds = await Promise.allSettled(['dup-user', 'DUP-USER', 'Dup-User'].map((username) => addUser(store, { customer: first.customer_id, username, password: 'password1' })));
+  t.equal(adds.filter((r) => r.status === 'fulfilled').length, 1, 'one of three addUser calls wins');
+  for (const r of adds) if (r.status === 'rejected') t.match(r.reason, { code: 'conflict' });
+});
+
+t.test('customer names are text a person can read; messages quote what was sent, clipped', async (t) => {
+  const store = await openStore(t);
+  for (const name of ['Ünïcode GmbH', 'شرکت‌نمونه', '株式会社サンプル', 'Acme 🚀']) {
+    t.ok(await createCustomer(store, { name, username: `u${Buffer.from(name).toString('hex').slice(0, 20)}`, password: 'password1' }), `${JSON.stringify(name)} is a name`);
+  }
+  for (const name of ['bad\ud800name', 'evil\u202egnp.exe', 'two\u2028lines', '\u200b', ' \u0301\u0301', 'x\ufffdy', 'no\uffffchar']) {
+    await rejectsWith(t, createCustomer(store, { name, username: 'bobby', password: 'password1' }), 'invalid', /name must be/);
+  }
+  const long = 'z'.repeat(10_000);
+  for (const p of [setUserDisabled(store, { username: long, disabled: true }), addUser(store, { customer: long, username: 'carol', password: 'password1' })]) {
+    const e = await p.then(() => undefined, (err: Error) => err);
+    t.ok(e && e.message.length < 200, `the message quotes the input clipped (${e?.message.length} characters)`);
+  }
+});
