@@ -120,6 +120,8 @@ export const OPERATIONS = {
   /** Entries replace the list (thresholds kept), or with replace false are added to it. */
   'policy.import': (store: Store, args: Args, hooks: OperationHooks) =>
     onPolicy(store, args, async (id) => {
+      // A missing list is no list: with `replace` it would have emptied the policy.
+      if (!Array.isArray(args.entries)) throw new PolicyError('entries', 'entries must be an array of {kind, value, action}.');
       if (args.replace !== true) return addEntries(store, hooks.policies ?? null, id, args.entries);
       const current = await getPolicy(store, id);
       const r = await setPolicy(store, hooks.policies ?? null, id, { medium: current.medium, high: current.high, entries: args.entries });
