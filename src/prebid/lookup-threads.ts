@@ -319,16 +319,18 @@ export class LookupServer {
   private ask(slot: Slot, msg: ToWorker, key: string, timeoutMs: number): Promise<FromWorker | null> {
     return new Promise((resolve) => {
       if (slot.worker === null) return resolve(null);
-      const timer = setTimeout(() => {
-        this.pending.delete(key);
-        resolve(null);
-      }, timeoutMs);
-      this.pending.set(key, {
-        resolve: (v) => {
+      const entry = {
+        resolve: (v: FromWorker) => {
           clearTimeout(timer);
           resolve(v);
         },
-      });
+      };
+      const timer = setTimeout(() => {
+        // (Only this question's own entry: another may have taken the key since.)
+        if (this.pending.get(key) === entry) this.pending.delete(key);
+        resolve(null);
+      }, timeoutMs);
+      this.pending.set(key, entry);
       slot.worker.postMessage(msg);
     });
   }

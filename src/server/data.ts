@@ -48,8 +48,22 @@ export class ServedData {
     if (failures.length) throw new Error(`lookup threads could not load the data: ${failures.join('; ')}`);
   }
 
-  /** Re-reads the files (with `config`'s paths); on any failure the old data keeps serving. */
-  async reload(config: Config, lookups: LookupServer): Promise<{ ok: boolean; errors: string[] }> {
+  /** The reload running, if any: reloads run one at a time. */
+  private reloading: Promise<unknown> = Promise.resolve();
+
+  /**
+   * Re-reads the files (with `config`'s paths); on any failure the old data keeps serving.
+   * A refresh, `ivtd data update` and SIGHUP may each ask at the same moment: side by side two
+   * reloads took the same load number, and the threads' answers to one were taken for the
+   * other's. So each waits for the one before it, then reads the files as they are then.
+   */
+  reload(config: Config, lookups: LookupServer): Promise<{ ok: boolean; errors: string[] }> {
+    const next = this.reloading.then(() => this.reloadNow(config, lookups));
+    this.reloading = next.catch(() => undefined);
+    return next;
+  }
+
+  private async reloadNow(config: Config, lookups: LookupServer): Promise<{ ok: boolean; errors: string[] }> {
     const generation = this.generation + 1;
     let next: ReturnType<typeof read>;
     try {

@@ -36,3 +36,16 @@ t.test('history survives a reload', async (t) => {
   const last = await explain();
   t.equal(last.signals.history.uidDistinctUas, 6, 'a thread after the reload adds to the same sets');
 });
+
+t.test('reloads asked for at once (a refresh, `ivtd data update`, SIGHUP) run one after the other, and each answers', async (t) => {
+  const srv = await startTestServer({ threads: 2 });
+  t.teardown(() => srv.stop());
+  const t0 = Date.now();
+  // Side by side they took the same load number: the threads' answers to one were taken for
+  // the other's, and one reload waited 30 s for an answer that had gone, then failed.
+  const results = await Promise.all([srv.server.reload(), srv.server.reload(), srv.server.reload()]);
+  t.same(results, [{ ok: true, errors: [] }, { ok: true, errors: [] }, { ok: true, errors: [] }], 'all three succeed');
+  t.ok(Date.now() - t0 < 20_000, `none waits for a lost answer (${Date.now() - t0} ms)`);
+  const r = await fetch(`${srv.prebid}/health-check`);
+  t.equal(r.status, 200, 'and the threads serve');
+});
