@@ -198,6 +198,8 @@ export function parseOptionFlags(argv: string[]): { flags: Partial<Record<Option
       value = argv[++i];
       if (value === undefined) throw new ConfigError(`--${m[1]} needs a value`);
     }
+    // As a command's own flags: which of two values was meant is not for ivtd to guess.
+    if (flags[key] !== undefined) throw new ConfigError(`--${m[1]} given more than once`);
     flags[key] = value;
   }
   return { flags, rest };

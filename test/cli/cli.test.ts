@@ -221,3 +221,16 @@ t.test('standard input and --file: read whole as UTF-8, within a bound, never mi
   t.equal(notUtf8.code, 2);
   t.match(notUtf8.stderr, /--file .*latin1\.csv is not UTF-8 text/, 'a Latin-1 file is refused, not stored with U+FFFD');
 });
+
+t.test('an option given twice is refused, as a command\'s own flags are: which one was meant is not for ivtd to guess', async (t) => {
+  const dir = t.testdir();
+  for (const argv of [
+    ['customer', 'list', '--data-dir', dir, '--data-dir', `${dir}/other`],
+    ['customer', 'list', `--threads=2`, '--threads', '3', '--data-dir', dir],
+    ['systemd-unit', '--prebid-port', '0', '--prebid-port=0', '--data-dir', dir],
+  ]) {
+    const r = await cli(argv);
+    t.equal(r.code, 2, argv.join(' '));
+    t.match(r.stderr, /--(data-dir|threads|prebid-port) given more than once/, argv.join(' '));
+  }
+});
