@@ -244,7 +244,9 @@ export function parseSources(text: string, file: string, creds: MaxmindCredentia
   const r: Reader = new Reader(file);
   let doc: unknown;
   try {
-    doc = JSON.parse(text);
+    // Editors on Windows start a UTF-8 file with a byte order mark, which JSON.parse refuses
+    // as an (invisible) unexpected character.
+    doc = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
   } catch (e) {
     throw new SourcesError(`${file} is not valid JSON: ${(e as Error).message}`);
   }

@@ -89,3 +89,9 @@ t.test('loading: default file in the data dir, explicit path must exist', async 
   t.equal(loadSources({ dataDir: dir }).sources.length, 1);
   t.throws(() => loadSources({ dataDir: dir, path: join(dir, 'missing.json') }), /does not exist/);
 });
+
+t.test('a UTF-8 byte order mark before the JSON is ignored (editors on Windows write one)', async (t) => {
+  const c = parseSources('\ufeff{"sources": [{"name": "tor", "format": "tor-exit-list", "url": "https://t.example/list"}]}', 'sources.json');
+  t.equal(c.sources.length, 1);
+  t.throws(() => parseSources('\ufeff\ufeff{}', 'x.json'), /x\.json is not valid JSON/, 'only one, at the very start');
+});
