@@ -239,6 +239,32 @@ function maxmindSource(r: Reader, o: Obj, at: string, name: string, creds: Maxmi
   };
 }
 
+/** Longest `contact`: the whole User-Agent stays far below any server's header limit. */
+const CONTACT_MAX = 256;
+
+/**
+ * `contact` is sent in the User-Agent header, as part of its comment `(+data refresh; …)`.
+ * Node refuses a header holding a line break or a character past Latin-1, and a server
+ * answers 431 to a very long one: such a value would fail every fetch, so it is refused
+ * here. An unpaired parenthesis or a backslash would end or escape the comment early.
+ */
+function contactOf(r: Reader, doc: Obj): string | null {
+  const v = r.str(doc, 'contact', '$');
+  if (v === undefined) return null;
+  if (v.length > CONTACT_MAX || !/^[\x20-\x7e]*$/.test(v)) {
+    r.fail('$.contact', `must be printable ASCII, at most ${CONTACT_MAX} characters (it goes in the User-Agent header)`);
+  }
+  let depth = 0;
+  for (const c of v) {
+    if (c === '(') depth++;
+    else if (c === ')' && --depth < 0) break;
+  }
+  if (depth !== 0 || v.includes('\\')) {
+    r.fail('$.contact', 'its parentheses must pair up and it may not hold a backslash (it is a comment in the User-Agent header)');
+  }
+  return v;
+}
+
 /** Parses the sources file's text. */
 export function parseSources(text: string, file: string, creds: MaxmindCredentials = {}): SourcesConfig {
   const r: Reader = new Reader(file);
@@ -339,7 +365,7 @@ export function parseSources(text: string, file: string, creds: MaxmindCredentia
 
   return {
     path: file,
-    contact: r.str(doc, 'contact', '$') ?? null,
+    contact: contactOf(r, doc),
     timeoutMs: r.duration(doc, 'timeout', '$', DEFAULTS.timeoutMs, 1000)!,
     sources,
     sellers,

@@ -95,3 +95,14 @@ t.test('a UTF-8 byte order mark before the JSON is ignored (editors on Windows w
   t.equal(c.sources.length, 1);
   t.throws(() => parseSources('\ufeff\ufeff{}', 'x.json'), /x\.json is not valid JSON/, 'only one, at the very start');
 });
+
+t.test('contact goes in the User-Agent header: printable ASCII, bounded, one comment', async (t) => {
+  t.equal(parse({ contact: 'mailto:ops@bidder.example (data team)' }).contact, 'mailto:ops@bidder.example (data team)');
+  t.equal(parse({ contact: 'c'.repeat(256) }).contact, 'c'.repeat(256), '256 characters fit');
+  for (const contact of ['café ☃', 'x\r\nX-Injected: 1', 'a\tb', 'c'.repeat(257), 'x\u0000y']) {
+    t.throws(() => parse({ contact }), /sources\.json: \$\.contact: must be printable ASCII, at most 256 characters \(it goes in the User-Agent header\)/, JSON.stringify(contact).slice(0, 40));
+  }
+  for (const contact of ['ops (team', 'ops) (', 'a\\']) {
+    t.throws(() => parse({ contact }), /\$\.contact: .*parentheses/, contact);
+  }
+});
