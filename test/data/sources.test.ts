@@ -106,3 +106,11 @@ t.test('contact goes in the User-Agent header: printable ASCII, bounded, one com
     t.throws(() => parse({ contact }), /\$\.contact: .*parentheses/, contact);
   }
 });
+
+t.test('a sellers.json domain is a host name, not an IP address', async (t) => {
+  // The URL parser reads a host whose last label is a number (decimal or 0x hex) as IPv4.
+  for (const ip of ['127.0.0.1', '10.1', '0x7f.1', '192.168.0.010']) {
+    t.throws(() => parse({ sellers: { domains: ['exchange1.example', ip] } }), new RegExp(`sellers\\.domains\\[1\\]: "${ip.replaceAll('.', '\\.')}" is an IP address: a sellers\\.json domain must be a host name`), ip);
+  }
+  t.same(parse({ sellers: { domains: ['1.example', 'x1.2x', '0xfeed.com', '123.info'] } }).sellers.domains, ['1.example', 'x1.2x', '0xfeed.com', '123.info'], 'digits elsewhere are fine');
+});
