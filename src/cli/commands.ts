@@ -410,8 +410,13 @@ async function execute(op: OperationName, args: Record<string, unknown>, dataDir
 
 /** Exit code and message for an error; a stack only for the unexpected ones. */
 function report(e: unknown, io: CliIO): number {
-  if (e instanceof UsageError || e instanceof ConfigError || e instanceof UnitError || e instanceof SourcesError) {
+  if (e instanceof UsageError || e instanceof ConfigError || e instanceof UnitError) {
     io.stderr.write(`ivtd: ${e.message}\nRun "ivtd help" for usage.\n`);
+    return 2;
+  }
+  if (e instanceof SourcesError) {
+    // A mistake in the sources file, named by its key: the command's usage would not help.
+    io.stderr.write(`ivtd: ${e.message}\n`);
     return 2;
   }
   if (e instanceof StoreError) {

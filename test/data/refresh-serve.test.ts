@@ -116,6 +116,8 @@ t.test('a broken sources file: fatal with --data-refresh, a warning without', as
   const cli = await runIvtd(['data', 'update', '--data-dir', dir]);
   t.equal(cli.code, 2, 'a sources-file mistake is a usage error');
   t.match(cli.stderr, /sources\.json: sources\[0\]\.format/);
+  t.notMatch(cli.stderr, /ivtd help/, 'a mistake in the file, not in the command line: no usage hint');
+  t.equal(cli.stderr.trim().split('\n').length, 1, 'one line');
 });
 
 t.test('options: --data-refresh, --data-sources, MaxMind credentials', async (t) => {
@@ -131,6 +133,7 @@ t.test('options: --data-refresh, --data-sources, MaxMind credentials', async (t)
   const missing = await runIvtd(['data', 'status', '--data-dir', dir, '--data-sources', join(dir, 'nope.json')]);
   t.equal(missing.code, 2);
   t.match(missing.stderr, /sources file .*nope\.json does not exist/);
+  t.notMatch(missing.stderr, /ivtd help/);
   const none = await runIvtd(['data', 'update', '--data-dir', dir]);
   t.equal(none.code, 0);
   t.match(none.stdout, /Nothing to refresh/);
