@@ -9,6 +9,7 @@ import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { parseIp } from '../signals/ip-address.ts';
 import { ipRangeName, isBogonRange } from '../signals/special-ranges.ts';
+import { shownUrl } from './shown-url.ts';
 
 export interface HttpGetOptions {
   url: string;
@@ -235,7 +236,8 @@ export async function httpGet(opts: HttpGetOptions): Promise<HttpGetResult> {
   try {
     url = new URL(opts.url);
   } catch {
-    throw new HttpGetError('bad_url', `"${opts.url.slice(0, 200)}" is not a URL`);
+    // Messages end up in status and state.json: a URL in them never carries its password.
+    throw new HttpGetError('bad_url', `"${shownUrl(opts.url).slice(0, 200)}" is not a URL`);
   }
   const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
   const origin = url.origin;
@@ -273,7 +275,7 @@ export async function httpGet(opts: HttpGetOptions): Promise<HttpGetResult> {
       try {
         next = new URL(loc, url);
       } catch {
-        throw new HttpGetError('bad_url', `redirect to "${loc.slice(0, 200)}" is not a URL`);
+        throw new HttpGetError('bad_url', `redirect to "${shownUrl(loc).slice(0, 200)}" is not a URL`);
       }
       if (redirectsLeft <= 0) return { kind: 'redirect', status, url: url.href, location: next.href };
       redirectsLeft--;

@@ -22,6 +22,7 @@ import { AdsTxtCrawler, rootOfSeen, type CrawlResult } from './ads-txt-crawl.ts'
 import { LockBusyError, acquireLock, keepOwnerOf, mtimeOf, readJson, writeAtomic } from './files.ts';
 import { HttpGetError, httpGet, type HttpGetOptions, type HttpGetResult } from './http-get.ts';
 import { findServiceTagsLink, parseRangeSource } from './range-formats.ts';
+import { shownUrl } from './shown-url.ts';
 import { loadSources, type AgentsSource, type MaxmindSource, type MmdbTarget, type RangeSource, type Source, type SourcesConfig } from './sources.ts';
 import { aiAgentsFromRobotsJson } from '../signals/crawlers.ts';
 import type { Config } from '../config.ts';
@@ -124,6 +125,11 @@ export interface RefresherOptions {
 
 class RefreshFailure extends Error {
   override name = 'RefreshFailure';
+}
+
+/** A source's URL as shown in status, logs and state.json: never a password or a MaxMind key. */
+function shownSourceUrl(src: Source): string {
+  return src.kind === 'maxmind' ? src.displayUrl : shownUrl(src.url);
 }
 
 function emptyState(url: string): SourceState {
@@ -255,7 +261,7 @@ export class DataRefresher {
     }
     traffic.sort((a, b) => a[1] - b[1]);
     this.sellersRecency = new Map(traffic.map(([d]) => [d, true]));
-    for (const d of listed) this.state.sellers[d] ??= { ...emptyState(this.sellersUrl(d)), origin: 'listed' };
+    for (const d of listed) this.state.sellers[d] ??= { ...emptyState(shownUrl(this.sellersUrl(d))), origin: 'listed' };
   }
 
   private sellersUrl(domain: string): string {
@@ -303,7 +309,7 @@ export class DataRefresher {
         }
         continue;
       }
-      this.state.sellers[d] = { ...emptyState(this.sellersUrl(d)), origin: 'traffic', seenAt: now };
+      this.state.sellers[d] = { ...emptyState(shownUrl(this.sellersUrl(d))), origin: 'traffic', seenAt: now };
       this.sellersRecency.set(d, true);
       while (this.sellersRecency.size > cfg.fromTraffic) this.forgetSellers(this.sellersRecency.keys().next().value as string);
     }
@@ -367,7 +373,7 @@ export class DataRefresher {
       if (!(e instanceof LockBusyError)) {
         const reason = `cannot write the refreshed data in ${this.opts.dataDir}: ${(e as Error).message}`.slice(0, 500);
         for (const src of this.opts.sources.sources) {
-          const st = (this.state.sources[src.name] ??= emptyState(src.kind === 'maxmind' ? src.displayUrl : src.url));
+          const st = (this.state.sources[src.name] ??= emptyState(shownSourceUrl(src)));
           st.status = 'failed';
           st.failures++;
           st.error = reason;
@@ -392,7 +398,7 @@ export class DataRefresher {
       if (mode.sources !== false) {
         for (const src of this.opts.sources.sources) {
           if (this.abort.signal.aborted) break;
-          const st = (this.state.sources[src.name] ??= emptyState(src.kind === 'maxmind' ? src.displayUrl : src.url));
+          const st = (this.state.sources[src.name] ??= emptyState(shownSourceUrl(src)));
           const every = src.everyMs ?? mode.intervalMs ?? 0;
           if (!mode.all && st.attemptAt !== null && now - st.attemptAt < every) {
             report.items.push({ kind: src.kind, name: src.name, result: 'skipped', detail: 'not due' });
@@ -426,7 +432,7 @@ export class DataRefresher {
   private async refreshSource(src: Source, st: SourceState): Promise<RefreshItem> {
     const now = this.now();
     st.attemptAt = now;
-    st.url = src.kind === 'maxmind' ? src.displayUrl : src.url;
+    st.url = shownSourceUrl(src);
     const item = (result: ItemResult, detail: string): RefreshItem => ({ kind: src.kind, name: src.name, result, detail });
     try {
       const detail =
@@ -450,16 +456,21 @@ export class DataRefresher {
     }
   }
 
-  /** GET with conditional headers when the output exists; `ok` or `not-modified`, else throws. */
-  private async fetchSource(url: string, st: SourceState, outputExists: boolean, maxBytes: number, headers: Record<string, string> = {}, publicOnly = false) {
+  /**
+   * GET with conditional headers when the output exists; `ok` or `not-modified`, else throws.
+   * `hideQuery`: the URLs in its messages are shown without their query values (MaxMind).
+   */
+  private async fetchSource(url: string, st: SourceState, outputExists: boolean, maxBytes: number, headers: Record<string, string> = {}, publicOnly = false, hideQuery = false) {
+    // st.url is the URL as shown: a URL that had something hidden is fetched unconditionally,
+    // since another URL could look the same.
     const conditional = outputExists && st.url === url;
     const r = await this.get({
       url, maxBytes, headers, maxRedirects: 5, publicOnly,
       etag: conditional ? st.etag : null,
       lastModified: conditional ? st.lastModified : null,
     });
-    if (r.kind === 'status') throw new RefreshFailure(`HTTP ${r.status} from ${r.url.replace(/license_key=[^&]*/, 'license_key=REDACTED')}`);
-    if (r.kind === 'redirect') throw new RefreshFailure(`too many redirects (last to ${r.location.slice(0, 200)})`);
+    if (r.kind === 'status') throw new RefreshFailure(`HTTP ${r.status} from ${shownUrl(r.url, { hideQuery })}`);
+    if (r.kind === 'redirect') throw new RefreshFailure(`too many redirects (last to ${shownUrl(r.location, { hideQuery }).slice(0, 200)})`);
     return r;
   }
 
@@ -482,7 +493,7 @@ export class DataRefresher {
     if (have && st.entries !== null && n < st.entries * src.minKeep) {
       throw new RefreshFailure(`only ${n} ranges where the last good copy had ${st.entries} (below minKeep ${src.minKeep}): looks truncated`);
     }
-    const lines = [`# ivtd ranges from source "${src.name}" (${src.format}, category ${src.category}): ${src.url}`, `# ${n} ranges; fetched by ivtd data update, replaced on the next refresh`];
+    const lines = [`# ivtd ranges from source "${src.name}" (${src.format}, category ${src.category}): ${shownUrl(src.url)}`, `# ${n} ranges; fetched by ivtd data update, replaced on the next refresh`];
     for (const c of parsed.cidrs) lines.push(`${formatCidr(c)} ${src.category}`);
     const text = `${lines.join('\n')}\n`;
     const same = have && readFileSync(out, 'utf8') === text;
@@ -502,7 +513,7 @@ export class DataRefresher {
     if (r.kind === 'not-modified') return { changed: false, text: 'not modified (304)' };
     let list: { text: string; count: number };
     try {
-      list = aiAgentsFromRobotsJson(r.body.toString('utf8'), src.url);
+      list = aiAgentsFromRobotsJson(r.body.toString('utf8'), shownUrl(src.url));
     } catch (e) {
       throw new RefreshFailure((e as Error).message);
     }
@@ -520,7 +531,7 @@ export class DataRefresher {
   private async refreshMaxmind(src: MaxmindSource, st: SourceState): Promise<{ changed: boolean; text: string }> {
     const out = this.path(src.target);
     const have = existsSync(out);
-    const r = await this.fetchSource(src.url, st, have, src.maxBytes, src.headers);
+    const r = await this.fetchSource(src.url, st, have, src.maxBytes, src.headers, false, true);
     if (r.kind === 'not-modified') return { changed: false, text: 'not modified (304)' };
     const { path, data } = extractFromTar(gunzipLimited(r.body, src.maxBytes), '.mmdb');
     const spec = MMDB_FIELD[src.target];
@@ -572,7 +583,7 @@ export class DataRefresher {
       // A domain seen in traffic that names the host must not reach internal addresses.
       const fromTraffic = st.origin === 'traffic' && this.opts.sources.sellers.urlTemplate.split('/')[2]!.includes('{domain}');
       const r = await this.fetchSource(url, st, existsSync(out), this.opts.sources.sellers.maxBytes, {}, fromTraffic);
-      st.url = url;
+      st.url = shownUrl(url);
       let changed = false;
       if (r.kind === 'ok') {
         let doc: unknown;
@@ -602,7 +613,7 @@ export class DataRefresher {
       const reason = (e as Error).message.slice(0, 300);
       Object.assign(st, { status: 'failed', error: reason });
       st.failures++;
-      this.log.warn({ sellers: domain, url, reason }, 'sellers.json fetch failed; the last good copy (if any) stays in use');
+      this.log.warn({ sellers: domain, url: shownUrl(url), reason }, 'sellers.json fetch failed; the last good copy (if any) stays in use');
       return item('failed', reason);
     }
   }
@@ -693,8 +704,9 @@ export class DataRefresher {
   status(): RefreshStatus {
     if (!this.busy) this.syncFromDisk();
     const sources: SourceStatus[] = this.opts.sources.sources.map((src) => {
-      const st = this.state.sources[src.name] ?? emptyState(src.kind === 'maxmind' ? src.displayUrl : src.url);
-      return { name: src.name, kind: src.kind, url: st.url, status: st.status, successAt: st.successAt, attemptAt: st.attemptAt, changeAt: st.changeAt, failures: st.failures, entries: st.entries, error: st.error };
+      const st = this.state.sources[src.name] ?? emptyState(shownSourceUrl(src));
+      // shownUrl again: state.json may have been written by an ivtd that kept the password.
+      return { name: src.name, kind: src.kind, url: shownUrl(st.url), status: st.status, successAt: st.successAt, attemptAt: st.attemptAt, changeAt: st.changeAt, failures: st.failures, entries: st.entries, error: st.error };
     });
     const sellers = { listed: 0, fromTraffic: 0, ok: 0, failed: 0, never: 0, oldestSuccessAt: null as number | null };
     for (const st of Object.values(this.state.sellers)) {

@@ -8,6 +8,7 @@ import { DAY_MS, HOUR_MS, parseDuration } from '../time.ts';
 import { RANGE_CATEGORIES, isRangeCategory, type RangeCategory } from '../signals/ip-ranges.ts';
 import { isDomainName } from '../signals/ads-txt.ts';
 import { FORMAT_CATEGORY, RANGE_FORMATS, type RangeFilter, type RangeFormat } from './range-formats.ts';
+import { shownUrl } from './shown-url.ts';
 
 export const SOURCES_FILE = 'sources.json';
 
@@ -36,7 +37,7 @@ export interface MaxmindSource {
   name: string;
   edition: string;
   url: string;
-  /** The URL without credentials, for logs and status. */
+  /** The URL without credentials or query values (shownUrl), for logs and status. */
   displayUrl: string;
   headers: Record<string, string>;
   target: MmdbTarget;
@@ -168,9 +169,13 @@ class Reader {
     try {
       u = new URL(v.replace('{domain}', 'example.com'));
     } catch {
-      this.fail(`${at}.${k}`, `"${v}" is not a URL`);
+      this.fail(`${at}.${k}`, `"${shownUrl(v)}" is not a URL`);
     }
     if (u.protocol !== 'https:' && u.protocol !== 'http:') this.fail(`${at}.${k}`, 'must be an http(s) URL');
+    // The fetch does not send them (nor should it: the URL is shown in status and logs).
+    if (u.username !== '' || u.password !== '') {
+      this.fail(`${at}.${k}`, 'holds a user or password (user:password@): credentials in URLs are not supported and are never sent');
+    }
     return v;
   }
   domains(o: Obj, k: string, at: string): string[] {
@@ -217,21 +222,19 @@ function maxmindSource(r: Reader, o: Obj, at: string, name: string, creds: Maxmi
   const custom = r.url(o, 'url', at, false);
   const headers: Record<string, string> = {};
   let url: string;
-  let displayUrl: string;
   if (creds.accountId && creds.licenseKey) {
     url = custom ?? `https://download.maxmind.com/geoip/databases/${edition}/download?suffix=tar.gz`;
-    displayUrl = url;
     headers.Authorization = `Basic ${Buffer.from(`${creds.accountId}:${creds.licenseKey}`).toString('base64')}`;
   } else if (creds.licenseKey) {
     const key = encodeURIComponent(creds.licenseKey);
     url = custom ?? `https://download.maxmind.com/app/geoip_download?edition_id=${edition}&license_key=${key}&suffix=tar.gz`;
-    displayUrl = url.replace(key, 'REDACTED');
   } else if (custom) {
     url = custom;
-    displayUrl = custom;
   } else {
     r.fail(at, 'a MaxMind source needs a licence key: set IVTD_MAXMIND_LICENSE_KEY (and IVTD_MAXMIND_ACCOUNT_ID), or "maxmind": {"accountId", "licenseKey"} in this file');
   }
+  // A mirror may take the key in a parameter of its own: every query value is hidden.
+  const displayUrl = shownUrl(url, { hideQuery: true });
   return {
     kind: 'maxmind', name, edition, url, displayUrl, headers, target,
     maxBytes: r.int(o, 'maxBytes', at, DEFAULTS.maxmindMaxBytes, 1024, 4 * 1024 * 1024 * 1024),

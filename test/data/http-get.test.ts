@@ -185,3 +185,10 @@ t.test('publicOnly: no loopback, private or link-local address, also after a red
   const viaHook = await httpGet({ url: `http://127.0.0.1:${port}/x`, userAgent: UA, maxBytes: 100 });
   t.equal(viaHook.kind, 'ok', 'without publicOnly loopback is allowed (operator-named sources)');
 });
+
+t.test('a URL that cannot be fetched is named without its password', async (t) => {
+  const base = await serve(t, (_req, res) => res.writeHead(302, { Location: 'http://u:s3cretpw@[bad/x' }).end());
+  const message = async (p: Promise<unknown>) => p.then(() => 'no error', (e: Error) => e.message);
+  t.equal(await message(httpGet({ url: `${base}/r`, userAgent: UA, maxBytes: 10, maxRedirects: 1 })), 'redirect to "http://[bad/x" is not a URL');
+  t.equal(await message(httpGet({ url: 'http://u:s3cretpw@[bad/x', userAgent: UA, maxBytes: 10 })), '"http://[bad/x" is not a URL');
+});

@@ -516,3 +516,32 @@ t.test("ai.robots.txt's robots.json: written to ai-agents.txt, which then replac
   t.equal(again.items[0]!.result, 'failed');
   t.equal(readFileSync(join(dir, 'ai-agents.txt'), 'utf8'), written, 'the last good list stays');
 });
+
+t.test('a URL is never shown with its password, nor a MaxMind URL with its query values', async (t) => {
+  const w = await web(t);
+  const dir = tempDir(t);
+  // The sources file refuses a URL with credentials (test/data/sources.test.ts); were one
+  // to get here anyway, messages, status and state.json still leave its password out.
+  const sources = parseSources(JSON.stringify({
+    sources: [
+      { name: 'a', format: 'cidr-list', category: 'hosting', url: `${w.base}/nothere.txt` },
+      { name: 'mm', format: 'maxmind', edition: 'GeoLite2-ASN', url: `${w.base}/mm?k=SECRETKEY123&suffix=tar.gz` },
+    ],
+  }), 'sources.json', { accountId: '1', licenseKey: 'SECRETKEY123' });
+  const a = sources.sources[0]!;
+  if (a.kind === 'ranges') a.url = a.url.replace('http://', 'http://user:s3cretpw@');
+  w.set('/mm?k=SECRETKEY123&suffix=tar.gz', { status: 302, headers: { Location: `http://u:s3cretpw@127.0.0.1:${w.port}/mm2?k=SECRETKEY123` } });
+  const r = new DataRefresher({ dataDir: dir, sources });
+  t.notMatch(JSON.stringify(r.status()), /s3cretpw|SECRETKEY123/, 'status before any pass');
+  const report = await r.runOnce({ all: true });
+  t.match(report.items[0], { result: 'failed', detail: `HTTP 404 from ${w.base}/nothere.txt` });
+  t.match(report.items[1], { result: 'failed', detail: `HTTP 404 from ${w.base}/mm2?k=REDACTED` });
+  const status = r.status();
+  t.same(status.sources.map((s) => s.url), [`${w.base}/nothere.txt`, `${w.base}/mm?k=REDACTED&suffix=tar.gz`]);
+  const state = readFileSync(join(dir, 'refresh', 'state.json'), 'utf8');
+  for (const text of [JSON.stringify(report), JSON.stringify(status), state]) t.notMatch(text, /s3cretpw|SECRETKEY123/);
+
+  w.set('/mm?k=SECRETKEY123&suffix=tar.gz', { status: 302, headers: { Location: `http://u:s3cretpw@127.0.0.1:${w.port}/mm?k=SECRETKEY123&suffix=tar.gz` } });
+  const loop = await r.runOnce({ all: true });
+  t.match(loop.items[1], { result: 'failed', detail: /^too many redirects \(last to http:\/\/127\.0\.0\.1:\d+\/mm\?k=REDACTED&suffix=tar\.gz\)/ });
+});

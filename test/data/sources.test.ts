@@ -2,7 +2,8 @@ import t from 'tap';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULTS, loadSources, parseSources } from '../../src/data/sources.ts';
+import { DEFAULTS, loadSources, parseSources, type MaxmindSource } from '../../src/data/sources.ts';
+import { shownUrl } from '../../src/data/shown-url.ts';
 import { DAY_MS, HOUR_MS } from '../../src/time.ts';
 
 const parse = (doc: unknown, creds = {}) => parseSources(JSON.stringify(doc), 'sources.json', creds);
@@ -113,4 +114,55 @@ t.test('a sellers.json domain is a host name, not an IP address', async (t) => {
     t.throws(() => parse({ sellers: { domains: ['exchange1.example', ip] } }), new RegExp(`sellers\\.domains\\[1\\]: "${ip.replaceAll('.', '\\.')}" is an IP address: a sellers\\.json domain must be a host name`), ip);
   }
   t.same(parse({ sellers: { domains: ['1.example', 'x1.2x', '0xfeed.com', '123.info'] } }).sellers.domains, ['1.example', 'x1.2x', '0xfeed.com', '123.info'], 'digits elsewhere are fine');
+});
+
+t.test('a URL with a user or password is refused: it would never be sent', async (t) => {
+  const creds = 'http://user:s3cretpw@lists.example/list.txt';
+  const cases: Array<[unknown, RegExp]> = [
+    [{ sources: [{ name: 'a', format: 'cidr-list', category: 'hosting', url: creds }] }, /sources\[0\]\.url: /],
+    [{ sources: [{ name: 'a', format: 'ai-robots-json', url: creds }] }, /sources\[0\]\.url: /],
+    [{ sources: [{ name: 'a', format: 'maxmind', edition: 'GeoLite2-ASN', url: creds }] }, /sources\[0\]\.url: /],
+    [{ sellers: { url: 'https://user:s3cretpw@{domain}/sellers.json' } }, /sellers\.url: /],
+    [{ sources: [{ name: 'a', format: 'cidr-list', category: 'hosting', url: 'http://s3cretpw@lists.example/x' }] }, /sources\[0\]\.url: /],
+  ];
+  for (const [doc, key] of cases) {
+    const e = (() => {
+      try {
+        parse(doc);
+      } catch (err) {
+        return err as Error;
+      }
+      return null;
+    })();
+    t.match(e, { name: 'SourcesError', message: key }, JSON.stringify(doc).slice(0, 80));
+    t.match(e?.message, /credentials in URLs are not supported and are never sent/);
+    t.notMatch(e?.message, /s3cretpw/, 'the password is not repeated');
+  }
+  t.notMatch(String((() => { try { parse({ sources: [{ name: 'a', format: 'cidr-list', category: 'hosting', url: 'http://user:s3cretpw@[bad/x' }] }); } catch (e) { return (e as Error).message; } return ''; })()), /s3cretpw/, 'nor in "is not a URL"');
+});
+
+t.test('MaxMind URLs are shown without their query values: a key may travel in any of them', async (t) => {
+  const mmUrl = (url: string | undefined, creds: object): MaxmindSource => {
+    const s = parse({ sources: [{ name: 'm', format: 'maxmind', edition: 'GeoLite2-ASN', ...(url ? { url } : {}) }] }, creds).sources[0]!;
+    if (s.kind !== 'maxmind') throw new Error('not a MaxMind source');
+    return s;
+  };
+  const basic = mmUrl(undefined, { accountId: '1', licenseKey: 'k' });
+  t.equal(basic.displayUrl, basic.url, 'the default URL holds no secret: shown whole');
+  const legacy = mmUrl(undefined, { licenseKey: 'SECRETKEY123' });
+  t.equal(legacy.displayUrl, 'https://download.maxmind.com/app/geoip_download?edition_id=GeoLite2-ASN&license_key=REDACTED&suffix=tar.gz');
+  for (const creds of [{}, { licenseKey: 'SECRETKEY123' }, { accountId: '1', licenseKey: 'SECRETKEY123' }]) {
+    const custom = mmUrl('https://mirror.example/x?k=SECRETKEY123&token=abc&suffix=tar.gz', creds);
+    t.equal(custom.displayUrl, 'https://mirror.example/x?k=REDACTED&token=REDACTED&suffix=tar.gz', JSON.stringify(creds));
+  }
+});
+
+t.test('shownUrl: never the user and password; the query values on request', async (t) => {
+  t.equal(shownUrl('https://lists.example/a.txt?x=1'), 'https://lists.example/a.txt?x=1', 'unchanged, byte for byte');
+  t.equal(shownUrl('HTTPS://Lists.Example:443/a.txt'), 'HTTPS://Lists.Example:443/a.txt', 'not normalised when nothing is hidden');
+  t.equal(shownUrl('http://user:s3cretpw@127.0.0.1:18765/list.txt'), 'http://127.0.0.1:18765/list.txt');
+  t.equal(shownUrl('http://s3cretpw@h.example/'), 'http://h.example/');
+  t.equal(shownUrl('http://user:s3cret@[bad/x'), 'http://[bad/x', 'not a URL: still no password');
+  t.equal(shownUrl('https://m.example/d?edition_id=E&license_key=K&suffix=tar.gz&flag', { hideQuery: true }), 'https://m.example/d?edition_id=E&license_key=REDACTED&suffix=tar.gz&REDACTED');
+  t.equal(shownUrl('https://u:p@m.example/d?k=K', { hideQuery: true }), 'https://m.example/d?k=REDACTED');
 });
