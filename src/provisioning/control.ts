@@ -17,12 +17,20 @@ export const MAX_LINE_BYTES = 16 * 1024 * 1024;
 /** A connection idle this long is dropped, so a stuck client cannot hold a descriptor forever. */
 export const CONNECTION_IDLE_MS = 30_000;
 const CLIENT_TIMEOUT_MS = 30_000;
+/**
+ * Control connections served at once. The CLI opens one per command; past this, a
+ * connection is answered one error line and closed, so idle connections cannot take
+ * every file descriptor the server has (and with them the bid and account ports).
+ */
+export const MAX_CONNECTIONS = 32;
+/** A refused connection is logged at most this often, not once per connection of a flood. */
+const REFUSAL_LOG_INTERVAL_MS = 60_000;
 /** Umask while binding the control socket: the file is created mode 0600. */
 const SOCKET_UMASK = 0o177;
 // sun_path holds 108 bytes including the terminating NUL; longer paths are silently truncated.
 const SUN_PATH_MAX = 107;
 
-export type ControlErrorCode = StoreErrorCode | 'bad_request' | 'unknown_command' | 'too_large' | 'internal' | 'timeout' | 'closed';
+export type ControlErrorCode = StoreErrorCode | 'bad_request' | 'unknown_command' | 'too_large' | 'internal' | 'timeout' | 'closed' | 'busy';
 
 /** A failure reported by (or talking to) the control server that is not a StoreError. */
 export class ControlError extends Error {
@@ -196,9 +204,26 @@ export async function startControlServer(opts: ControlServerOptions): Promise<{ 
   const addr = socketAddress(opts.dataDir);
   const hooks = safeHooks(opts);
   const sockets = new Set<net.Socket>();
+  let served = 0;
+  let refused = 0;
+  let lastRefusalLog = -Infinity;
   const server = net.createServer((socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
+    if (served >= MAX_CONNECTIONS) {
+      refused++;
+      if (Date.now() - lastRefusalLog >= REFUSAL_LOG_INTERVAL_MS) {
+        log.warn({ refused, max: MAX_CONNECTIONS }, 'control: too many control connections, refusing new ones');
+        lastRefusalLog = Date.now();
+        refused = 0;
+      }
+      // Closed once the line is written: a refused connection must not hold a descriptor.
+      socket.on('error', () => socket.destroy());
+      socket.end(JSON.stringify(errorResponse(null, 'busy', 'too many control connections')) + '\n', () => socket.destroy());
+      return;
+    }
+    served++;
+    socket.on('close', () => served--);
     serveConnection(socket, opts.store, hooks, opts.refuse);
   });
   try {

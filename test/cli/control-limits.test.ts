@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import net from 'node:net';
 import { join } from 'node:path';
 import { Store } from '../../src/store/db.ts';
-import { controlSocketPath, startControlServer, type ControlServerOptions } from '../../src/provisioning/control.ts';
+import { controlSocketPath, MAX_CONNECTIONS, sendControl, startControlServer, type ControlServerOptions } from '../../src/provisioning/control.ts';
+import { log } from '../../src/log.ts';
 
 type Reply = Record<string, any>;
 
@@ -72,4 +73,35 @@ t.test('an unknown command is quoted clipped, not repeated whole', async (t) => 
   t.match(replies[0]!.error.message, /^unknown command "x{100}…"$/);
   const short = await exchange(path, line({ id: 2, cmd: 'drop.tables', args: {} }), { max: 1 });
   t.equal(short.replies[0]?.error?.message, 'unknown command "drop.tables"', 'a short name as before');
+});
+
+/** Opens a connection and resolves once it is connected. */
+function connected(path: string): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(path, () => resolve(s));
+    s.on('error', reject);
+  });
+}
+
+t.test('connections past the cap are answered one error line and closed, with one warning', async (t) => {
+  const { dir, path } = await serve(t);
+  const warnings: unknown[] = [];
+  const warn = log.warn;
+  log.warn = ((...a: unknown[]) => void warnings.push(a)) as typeof log.warn;
+  const idle: net.Socket[] = [];
+  t.teardown(() => {
+    log.warn = warn;
+    for (const s of idle) s.destroy();
+  });
+  for (let i = 0; i < MAX_CONNECTIONS; i++) idle.push(await connected(path));
+  const over = await exchange(path, line({ id: 1, cmd: 'customer.list', args: {} }), { max: 2 });
+  t.same(over.replies, [{ id: null, ok: false, error: { code: 'busy', message: 'too many control connections' } }], 'one error line');
+  t.ok(over.closed, 'then closed');
+  const again = await exchange(path, line({ id: 1, cmd: 'customer.list', args: {} }), { max: 2 });
+  t.equal(again.replies[0]?.error?.code, 'busy');
+  t.equal(warnings.length, 1, 'one warning for both');
+
+  idle.pop()!.destroy();
+  await new Promise((r) => setTimeout(r, 200));
+  t.same(await sendControl(dir, 'customer.list', {}), { customers: [] }, 'a freed place serves again');
 });
