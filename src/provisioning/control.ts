@@ -16,6 +16,10 @@ export const CONTROL_SOCKET_FILE = 'ivtd.sock';
 export const MAX_LINE_BYTES = 16 * 1024 * 1024;
 /** A connection idle this long is dropped, so a stuck client cannot hold a descriptor forever. */
 export const CONNECTION_IDLE_MS = 30_000;
+/** Requests one connection may have waiting for their answers (the CLI sends one per connection). */
+export const MAX_PENDING_REQUESTS = 64;
+/** Bytes held for unanswered requests over all connections: four whole-policy lines at once. */
+export const MAX_BUFFERED_BYTES = 4 * MAX_LINE_BYTES;
 const CLIENT_TIMEOUT_MS = 30_000;
 /**
  * Control connections served at once. The CLI opens one per command; past this, a
@@ -143,40 +147,117 @@ async function handleLine(line: string, store: Store, hooks: OperationHooks, ref
 /** Operations that only reload the server's own files, allowed where provisioning is refused. */
 const RELOADS: ReadonlySet<string> = new Set<OperationName>(['data.reload', 'server.reload']);
 
-function serveConnection(socket: net.Socket, store: Store, hooks: OperationHooks, refuse?: string): void {
-  let buffered = '';
-  let queue: Promise<void> = Promise.resolve();
-  socket.setEncoding('utf8');
+/** Bytes of request text held for unanswered requests, over all of a server's connections. */
+interface ByteBudget {
+  held: number;
+}
+
+function serveConnection(socket: net.Socket, store: Store, hooks: OperationHooks, budget: ByteBudget, refuse?: string): void {
+  // The line being received, as its chunks: joined once its end arrives, never re-read per chunk.
+  let partial: Buffer[] = [];
+  let partialBytes = 0;
+  // Whole lines waiting for their turn, with their bytes (newline included).
+  const lines: Array<{ text: string; bytes: number }> = [];
+  let running = false;
+  // This connection's share of budget.held: the line being received and the lines not answered yet.
+  let held = 0;
+  // Set when a limit stops the reading: answered after the lines already queued, then the end.
+  let last: Response | undefined;
+  let stopped = false;
+  const hold = (n: number) => {
+    held += n;
+    budget.held += n;
+  };
+  const release = (n: number) => {
+    const k = Math.min(n, held);
+    held -= k;
+    budget.held -= k;
+  };
   socket.setTimeout(CONNECTION_IDLE_MS, () => socket.destroy());
   socket.on('error', () => socket.destroy()); // a client that went away is not the server's problem
+  socket.on('close', () => {
+    // Nobody is left to answer: the lines not started are dropped (one running still finishes).
+    lines.length = 0;
+    partial = [];
+    release(held);
+  });
   const send = (r: Response) => {
-    if (!socket.destroyed) socket.write(JSON.stringify(r) + '\n');
+    if (socket.destroyed) return;
+    // A client that does not read would otherwise have every answer buffered here: read
+    // nothing more until what was written has gone (next() waits for it too).
+    if (!socket.write(JSON.stringify(r) + '\n')) socket.pause();
   };
-  const tooLarge = () => {
-    buffered = '';
-    socket.pause();
-    queue = queue.then(() => {
-      send(errorResponse(null, 'too_large', `request line longer than ${MAX_LINE_BYTES} bytes`));
-      socket.end();
-    });
-  };
-  socket.on('data', (chunk: string) => {
-    buffered += chunk;
-    // A long line arrives in many chunks: look for its end only in what just came.
-    if (!chunk.includes('\n')) {
-      if (buffered.length > MAX_LINE_BYTES / 3 && Buffer.byteLength(buffered) > MAX_LINE_BYTES) tooLarge();
+  socket.on('drain', () => {
+    if (!stopped) socket.resume();
+    next();
+  });
+  // One request at a time per connection, so answers come back in request order. The next
+  // one waits for a turn of the event loop: a run of requests that fail at once must not
+  // hold the main thread (and with it the account API) until the last is answered.
+  const next = () => {
+    if (running || socket.destroyed || socket.writableNeedDrain) return;
+    const line = lines.shift();
+    if (line === undefined) {
+      if (last) {
+        send(last);
+        last = undefined;
+        socket.end();
+      }
       return;
     }
-    let nl: number;
-    while ((nl = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, nl);
-      buffered = buffered.slice(nl + 1);
-      if (Buffer.byteLength(line) > MAX_LINE_BYTES) return tooLarge();
-      if (line.trim() === '') continue;
-      // One at a time per connection, so responses come back in request order.
-      queue = queue.then(() => handleLine(line, store, hooks, refuse).then(send));
+    running = true;
+    handleLine(line.text, store, hooks, refuse)
+      .catch((e: unknown) => errorResponse(null, 'internal', String(e)))
+      .then((r) => {
+        running = false;
+        release(line.bytes);
+        send(r);
+        setImmediate(next);
+      });
+  };
+  const stop = (r: Response) => {
+    stopped = true;
+    socket.pause();
+    partial = [];
+    release(partialBytes);
+    partialBytes = 0;
+    last = r;
+    next();
+  };
+  socket.on('data', (chunk: Buffer) => {
+    if (stopped) return;
+    // Every connection's unanswered bytes together stay bounded, whatever their number.
+    if (budget.held + chunk.length > MAX_BUFFERED_BYTES) {
+      return stop(errorResponse(null, 'busy', 'the control socket holds too many unfinished requests; try again'));
     }
-    if (buffered.length > MAX_LINE_BYTES / 3 && Buffer.byteLength(buffered) > MAX_LINE_BYTES) tooLarge();
+    let from = 0;
+    let nl: number;
+    while ((nl = chunk.indexOf(0x0a, from)) >= 0) {
+      const piece = chunk.subarray(from, nl);
+      from = nl + 1;
+      const bytes = partialBytes + piece.length;
+      if (bytes > MAX_LINE_BYTES) return stop(errorResponse(null, 'too_large', `request line longer than ${MAX_LINE_BYTES} bytes`));
+      const text = (partial.length ? Buffer.concat([...partial, piece]) : piece).toString('utf8');
+      release(partialBytes);
+      partial = [];
+      partialBytes = 0;
+      if (text.trim() === '') continue;
+      // The CLI sends one request per connection; a client that sends more than it reads
+      // answers for is cut off rather than having them all queued.
+      if (lines.length + (running ? 1 : 0) >= MAX_PENDING_REQUESTS) {
+        return stop(errorResponse(null, 'busy', `more than ${MAX_PENDING_REQUESTS} requests waiting for their answers on one connection`));
+      }
+      hold(bytes + 1);
+      lines.push({ text, bytes: bytes + 1 });
+    }
+    if (from < chunk.length) {
+      const rest = chunk.subarray(from);
+      partial.push(rest);
+      partialBytes += rest.length;
+      hold(rest.length);
+      if (partialBytes > MAX_LINE_BYTES) return stop(errorResponse(null, 'too_large', `request line longer than ${MAX_LINE_BYTES} bytes`));
+    }
+    next();
   });
 }
 
@@ -204,6 +285,7 @@ export async function startControlServer(opts: ControlServerOptions): Promise<{ 
   const addr = socketAddress(opts.dataDir);
   const hooks = safeHooks(opts);
   const sockets = new Set<net.Socket>();
+  const budget: ByteBudget = { held: 0 };
   let served = 0;
   let refused = 0;
   let lastRefusalLog = -Infinity;
@@ -224,7 +306,7 @@ export async function startControlServer(opts: ControlServerOptions): Promise<{ 
     }
     served++;
     socket.on('close', () => served--);
-    serveConnection(socket, opts.store, hooks, opts.refuse);
+    serveConnection(socket, opts.store, hooks, budget, opts.refuse);
   });
   try {
     await removeStaleSocket(path, addr.address);

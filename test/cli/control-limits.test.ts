@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import net from 'node:net';
 import { join } from 'node:path';
 import { Store } from '../../src/store/db.ts';
-import { controlSocketPath, MAX_CONNECTIONS, sendControl, startControlServer, type ControlServerOptions } from '../../src/provisioning/control.ts';
+import { controlSocketPath, MAX_BUFFERED_BYTES, MAX_CONNECTIONS, MAX_LINE_BYTES, MAX_PENDING_REQUESTS, sendControl, startControlServer, type ControlServerOptions } from '../../src/provisioning/control.ts';
 import { log } from '../../src/log.ts';
 
 type Reply = Record<string, any>;
@@ -104,4 +104,96 @@ t.test('connections past the cap are answered one error line and closed, with on
   idle.pop()!.destroy();
   await new Promise((r) => setTimeout(r, 200));
   t.same(await sendControl(dir, 'customer.list', {}), { customers: [] }, 'a freed place serves again');
+});
+
+t.test('a flood of requests on one connection is cut off after a bounded number of answers', async (t) => {
+  const { dir, path } = await serve(t);
+  const { replies, closed } = await exchange(path, 'x\n'.repeat(20_000), { max: 1000 });
+  t.ok(closed, 'the server closes the connection');
+  t.ok(replies.length <= MAX_PENDING_REQUESTS + 1, `at most ${MAX_PENDING_REQUESTS} answers and an error (${replies.length})`);
+  t.same(replies.at(-1), { id: null, ok: false, error: { code: 'busy', message: `more than ${MAX_PENDING_REQUESTS} requests waiting for their answers on one connection` } });
+  t.ok(replies.slice(0, -1).every((r) => r.error?.code === 'bad_request'), 'the requests before it are answered');
+  t.same(await sendControl(dir, 'customer.list', {}), { customers: [] }, 'still serving');
+});
+
+function resolvers(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** A data reload hook that waits until the test lets it finish, counting its calls. */
+function gatedReload(answer: { ok: boolean; errors: string[] } = { ok: true, errors: [] }) {
+  const g = { calls: 0, started: resolvers(), release: resolvers() };
+  const hook = async () => {
+    g.calls++;
+    g.started.resolve();
+    await g.release.promise;
+    return answer;
+  };
+  return { g, hook };
+}
+
+t.test('the requests of a connection that went away are not run', async (t) => {
+  const { g, hook } = gatedReload();
+  const { path } = await serve(t, { onReloadData: hook });
+  const sock = await connected(path);
+  sock.write(line({ id: 1, cmd: 'data.reload', args: {} }).repeat(10));
+  await g.started.promise;
+  sock.destroy();
+  await new Promise((r) => setTimeout(r, 200));
+  g.release.resolve();
+  await new Promise((r) => setTimeout(r, 1000));
+  t.equal(g.calls, 1, 'only the request already running');
+});
+
+t.test('a client that does not read its answers stops the server from running more requests', async (t) => {
+  const { g, hook } = gatedReload({ ok: false, errors: ['e'.repeat(1 << 20)] });
+  g.release.resolve();
+  const { path } = await serve(t, { onReloadData: hook });
+  const sock = net.connect({ path, allowHalfOpen: true });
+  sock.pause();
+  t.teardown(() => sock.destroy());
+  sock.write(line({ id: 1, cmd: 'data.reload', args: {} }).repeat(20));
+  await new Promise((r) => setTimeout(r, 1500));
+  t.ok(g.calls < 8, `a few answers are buffered, not all 20 (${g.calls})`);
+  // Reading them, the client gets every answer, in order.
+  let buf = '';
+  const n = await new Promise<number>((resolve) => {
+    let count = 0;
+    sock.setEncoding('utf8');
+    sock.on('data', (c: string) => {
+      buf += c;
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const r = JSON.parse(buf.slice(0, nl)) as Reply;
+        buf = buf.slice(nl + 1);
+        if (r.ok !== true || r.result.errors[0].length !== 1 << 20) resolve(-1);
+        if (++count === 20) resolve(count);
+      }
+    });
+    sock.on('close', () => resolve(count));
+    sock.resume();
+  });
+  t.equal(n, 20, 'all 20 answers once read');
+  t.equal(g.calls, 20);
+});
+
+t.test('the bytes held for unfinished requests are bounded across connections', async (t) => {
+  const { dir, path } = await serve(t);
+  const holders: net.Socket[] = [];
+  t.teardown(() => holders.forEach((s) => s.destroy()));
+  const each = MAX_LINE_BYTES - 1000;
+  const n = Math.floor(MAX_BUFFERED_BYTES / each);
+  for (let i = 0; i < n; i++) {
+    const s = await connected(path);
+    holders.push(s);
+    await new Promise((r) => s.write('{"cmd":"customer.list","pad":"' + 'a'.repeat(each - 30), r));
+  }
+  await new Promise((r) => setTimeout(r, 1000));
+  const over = await exchange(path, 'b'.repeat(1 << 20), { max: 1 });
+  t.same(over.replies, [{ id: null, ok: false, error: { code: 'busy', message: 'the control socket holds too many unfinished requests; try again' } }]);
+  holders.forEach((s) => s.destroy());
+  await new Promise((r) => setTimeout(r, 500));
+  t.same(await sendControl(dir, 'customer.list', {}), { customers: [] }, 'their bytes are freed when they go');
 });
