@@ -164,6 +164,8 @@ function serveConnection(socket: net.Socket, store: Store, hooks: OperationHooks
   // Set when a limit stops the reading: answered after the lines already queued, then the end.
   let last: Response | undefined;
   let stopped = false;
+  // The client has ended its side (`nc -N`, shutdown(SHUT_WR)): it still reads its answers.
+  let ended = false;
   const hold = (n: number) => {
     held += n;
     budget.held += n;
@@ -187,6 +189,14 @@ function serveConnection(socket: net.Socket, store: Store, hooks: OperationHooks
     // nothing more until what was written has gone (next() waits for it too).
     if (!socket.write(JSON.stringify(r) + '\n')) socket.pause();
   };
+  socket.on('end', () => {
+    // A line without its newline is no request; the ones queued are answered, then the end.
+    partial = [];
+    release(partialBytes);
+    partialBytes = 0;
+    ended = true;
+    next();
+  });
   socket.on('drain', () => {
     if (!stopped) socket.resume();
     next();
@@ -201,6 +211,8 @@ function serveConnection(socket: net.Socket, store: Store, hooks: OperationHooks
       if (last) {
         send(last);
         last = undefined;
+        socket.end();
+      } else if (ended) {
         socket.end();
       }
       return;
@@ -289,7 +301,9 @@ export async function startControlServer(opts: ControlServerOptions): Promise<{ 
   let served = 0;
   let refused = 0;
   let lastRefusalLog = -Infinity;
-  const server = net.createServer((socket) => {
+  // Half-open: a client that ends its side after sending still gets its answers (without
+  // this, customer.create's one-time keys were lost while the customer was committed).
+  const server = net.createServer({ allowHalfOpen: true }, (socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
     if (served >= MAX_CONNECTIONS) {

@@ -197,3 +197,13 @@ t.test('the bytes held for unfinished requests are bounded across connections', 
   await new Promise((r) => setTimeout(r, 500));
   t.same(await sendControl(dir, 'customer.list', {}), { customers: [] }, 'their bytes are freed when they go');
 });
+
+t.test('a client that half-closes after its request still gets the answer', async (t) => {
+  const { path } = await serve(t);
+  const { replies, closed } = await exchange(path, line({ id: 7, cmd: 'customer.create', args: { name: 'A', username: 'alice', password: 'password1' } }), { end: true, max: 2 });
+  t.equal(replies.length, 1, 'one answer');
+  t.equal(replies[0]?.id, 7);
+  t.equal(replies[0]?.ok, true);
+  t.match(replies[0]?.result, { username: 'alice', prebid_key: String }, 'with the one-time keys');
+  t.ok(closed, 'then the server ends its side too');
+});
