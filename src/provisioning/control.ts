@@ -14,7 +14,7 @@ import { isOperationName, runOperation, type OperationHooks, type OperationName,
 export const CONTROL_SOCKET_FILE = 'ivtd.sock';
 /** One request line; a whole policy (`ivtd policy set`, up to 100 000 entries) fits. */
 export const MAX_LINE_BYTES = 16 * 1024 * 1024;
-/** A connection idle this long is dropped, so a stuck client cannot hold a descriptor forever. */
+/** A connection idle this long (no traffic, no request in progress) is dropped, so a stuck client cannot hold a descriptor forever. */
 export const CONNECTION_IDLE_MS = 30_000;
 /** Requests one connection may have waiting for their answers (the CLI sends one per connection). */
 export const MAX_PENDING_REQUESTS = 64;
@@ -152,7 +152,7 @@ interface ByteBudget {
   held: number;
 }
 
-function serveConnection(socket: net.Socket, store: Store, hooks: OperationHooks, budget: ByteBudget, refuse?: string): void {
+function serveConnection(socket: net.Socket, store: Store, hooks: OperationHooks, budget: ByteBudget, idleMs: number, refuse?: string): void {
   // The line being received, as its chunks: joined once its end arrives, never re-read per chunk.
   let partial: Buffer[] = [];
   let partialBytes = 0;
@@ -175,7 +175,7 @@ function serveConnection(socket: net.Socket, store: Store, hooks: OperationHooks
     held -= k;
     budget.held -= k;
   };
-  socket.setTimeout(CONNECTION_IDLE_MS, () => socket.destroy());
+  socket.setTimeout(idleMs, () => socket.destroy());
   socket.on('error', () => socket.destroy()); // a client that went away is not the server's problem
   socket.on('close', () => {
     // Nobody is left to answer: the lines not started are dropped (one running still finishes).
@@ -218,10 +218,13 @@ function serveConnection(socket: net.Socket, store: Store, hooks: OperationHooks
       return;
     }
     running = true;
+    // A request in progress is not idleness: `ivtd data update` waits up to 120 s for a reload.
+    socket.setTimeout(0);
     handleLine(line.text, store, hooks, refuse)
       .catch((e: unknown) => errorResponse(null, 'internal', String(e)))
       .then((r) => {
         running = false;
+        if (!socket.destroyed) socket.setTimeout(idleMs);
         release(line.bytes);
         send(r);
         setImmediate(next);
@@ -287,6 +290,8 @@ export interface ControlServerOptions {
   policies?: PolicyService | null;
   /** When set, every command is refused with this message (a fleet edge provisions nothing). */
   refuse?: string;
+  /** A connection with no request in progress and no traffic this long is dropped; CONNECTION_IDLE_MS unless a test shortens it. */
+  idleMs?: number;
 }
 
 /** Listens on `<dataDir>/ivtd.sock` (mode 0600). Refuses to start when another server answers there. */
@@ -320,7 +325,7 @@ export async function startControlServer(opts: ControlServerOptions): Promise<{ 
     }
     served++;
     socket.on('close', () => served--);
-    serveConnection(socket, opts.store, hooks, budget, opts.refuse);
+    serveConnection(socket, opts.store, hooks, budget, opts.idleMs ?? CONNECTION_IDLE_MS, opts.refuse);
   });
   try {
     await removeStaleSocket(path, addr.address);

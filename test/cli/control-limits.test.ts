@@ -207,3 +207,19 @@ t.test('a client that half-closes after its request still gets the answer', asyn
   t.match(replies[0]?.result, { username: 'alice', prebid_key: String }, 'with the one-time keys');
   t.ok(closed, 'then the server ends its side too');
 });
+
+t.test('the idle timeout does not cut a request in progress, and still drops an idle connection', async (t) => {
+  const { g, hook } = gatedReload({ ok: true, errors: [] });
+  const { path } = await serve(t, { onReloadData: hook, idleMs: 1000 });
+  setTimeout(() => g.release.resolve(), 3000);
+  const slow = await exchange(path, line({ id: 1, cmd: 'data.reload', args: {} }), { max: 1 });
+  t.same(slow.replies, [{ id: 1, ok: true, result: { ok: true, errors: [] } }], 'a 3 s reload is answered under a 1 s idle timeout');
+
+  const sock = await connected(path);
+  const closedAfter = await new Promise<number>((resolve) => {
+    const start = Date.now();
+    sock.on('close', () => resolve(Date.now() - start));
+    sock.resume();
+  });
+  t.ok(closedAfter < 5000, `an idle connection is dropped (${closedAfter} ms)`);
+});
