@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { Store } from '../store/db.ts';
 import { STORE_ERROR_CODES, StoreError, type StoreErrorCode } from '../store/store-error.ts';
 import { log } from '../log.ts';
+import { quoted } from '../quoted.ts';
 import type { PolicyService } from '../policy/service.ts';
 import { isOperationName, runOperation, type OperationHooks, type OperationName, type OperationResult, type ReloadOutcome } from './operations.ts';
 
@@ -91,11 +92,6 @@ interface Response {
   error?: { code: ControlErrorCode; message: string };
 }
 
-/** Input quoted in a message, clipped: an answer must not repeat a 10 MB request back. */
-function shown(v: string): string {
-  return JSON.stringify(v.length > 100 ? v.slice(0, 100) + '…' : v);
-}
-
 function errorResponse(id: unknown, code: ControlErrorCode, message: string): Response {
   return { id, ok: false, error: { code, message } };
 }
@@ -130,7 +126,7 @@ async function handleLine(line: string, store: Store, hooks: OperationHooks, ref
   const { id: rawId, cmd, args = {} } = req as Record<string, unknown>;
   const id = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;
   if (typeof cmd !== 'string') return errorResponse(id, 'bad_request', 'request needs a "cmd" string');
-  if (!isOperationName(cmd)) return errorResponse(id, 'unknown_command', `unknown command ${shown(cmd)}`);
+  if (!isOperationName(cmd)) return errorResponse(id, 'unknown_command', `unknown command ${quoted(cmd, 100)}`);
   // A fleet edge provisions nothing, but reloads like any server.
   if (refuse !== undefined && !RELOADS.has(cmd)) return errorResponse(id, 'invalid', refuse);
   if (!args || typeof args !== 'object' || Array.isArray(args)) return errorResponse(id, 'bad_request', '"args" must be a JSON object');
