@@ -185,6 +185,10 @@ class Reader {
     return v.map((d, i) => {
       const s = typeof d === 'string' ? d.trim().toLowerCase() : '';
       if (!isDomainName(s)) this.fail(`${at}.${k}[${i}]`, `"${String(d).slice(0, 80)}" is not a domain name`);
+      // sellers.json, ads.txt and app-ads.txt are published under a host name. One whose last
+      // label is a number (decimal, or 0x hex) is an IPv4 address to the URL parser: 127.0.0.1,
+      // but also 127.1 or 0x7f.1, all of which would be fetched from that address.
+      if (/^(\d+|0x[0-9a-f]*)$/.test(s.slice(s.lastIndexOf('.') + 1))) this.fail(`${at}.${k}[${i}]`, `"${s}" is an IP address: a domain must be a host name`);
       return s;
     });
   }
@@ -346,12 +350,6 @@ export function parseSources(text: string, file: string, creds: MaxmindCredentia
     urlTemplate: r.url(sl, 'url', 'sellers', false) ?? DEFAULTS.sellersUrl,
   };
   if (!sellers.urlTemplate.includes('{domain}')) r.fail('sellers.url', 'must contain {domain}');
-  // sellers.json is published by an advertising system under its domain. A host whose last
-  // label is a number (decimal, or 0x hex) is an IPv4 address to the URL parser: 127.0.0.1,
-  // but also 127.1 or 0x7f.1, all of which would be fetched from that address.
-  sellers.domains.forEach((d, i) => {
-    if (/^(\d+|0x[0-9a-f]*)$/.test(d.slice(d.lastIndexOf('.') + 1))) r.fail(`sellers.domains[${i}]`, `"${d}" is an IP address: a sellers.json domain must be a host name`);
-  });
 
   const ad: Obj | null = doc.adsTxt === undefined ? null : isObj(doc.adsTxt) ? doc.adsTxt : r.fail('adsTxt', 'must be an object');
   const a: Obj = ad ?? {};

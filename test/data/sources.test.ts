@@ -108,11 +108,15 @@ t.test('contact goes in the User-Agent header: printable ASCII, bounded, one com
   }
 });
 
-t.test('a sellers.json domain is a host name, not an IP address', async (t) => {
+t.test('a sellers.json, ads.txt or app-ads.txt domain is a host name, not an IP address', async (t) => {
   // The URL parser reads a host whose last label is a number (decimal or 0x hex) as IPv4.
   for (const ip of ['127.0.0.1', '10.1', '0x7f.1', '192.168.0.010']) {
-    t.throws(() => parse({ sellers: { domains: ['exchange1.example', ip] } }), new RegExp(`sellers\\.domains\\[1\\]: "${ip.replaceAll('.', '\\.')}" is an IP address: a sellers\\.json domain must be a host name`), ip);
+    const named = (at: string) => new RegExp(`${at}\\[1\\]: "${ip.replaceAll('.', '\\.')}" is an IP address: a domain must be a host name`);
+    t.throws(() => parse({ sellers: { domains: ['exchange1.example', ip] } }), named('sellers\\.domains'), `sellers ${ip}`);
+    t.throws(() => parse({ adsTxt: { domains: ['news.example', ip] } }), named('adsTxt\\.domains'), `ads.txt ${ip}`);
+    t.throws(() => parse({ adsTxt: { appDomains: ['dev.example', ip] } }), named('adsTxt\\.appDomains'), `app-ads.txt ${ip}`);
   }
+  t.throws(() => parse({ sellers: { domains: ['127.0.0.1', 'localhost'] } }), /sellers\.domains\[0\]: "127\.0\.0\.1" is an IP address/, 'the first entry wrong is the one named');
   t.same(parse({ sellers: { domains: ['1.example', 'x1.2x', '0xfeed.com', '123.info'] } }).sellers.domains, ['1.example', 'x1.2x', '0xfeed.com', '123.info'], 'digits elsewhere are fine');
 });
 
