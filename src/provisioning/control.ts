@@ -115,7 +115,20 @@ function safeHooks(opts: ControlServerOptions): OperationHooks {
   };
 }
 
-async function handleLine(line: string, store: Store, hooks: OperationHooks, refuse?: string): Promise<Response> {
+/** A request line's bytes as text, or null when they are not UTF-8 (a script in another encoding). */
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+function lineText(bytes: Uint8Array): string | null {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+/** One request line (null: its bytes were not UTF-8), answered. */
+async function handleLine(line: string | null, store: Store, hooks: OperationHooks, refuse?: string): Promise<Response> {
+  // Read leniently, such a line's bytes would be stored as U+FFFD in names and policy values.
+  if (line === null) return errorResponse(null, 'bad_request', 'request is not UTF-8 text');
   let req: unknown;
   try {
     req = JSON.parse(line);
@@ -153,7 +166,7 @@ function serveConnection(socket: net.Socket, store: Store, hooks: OperationHooks
   let partial: Buffer[] = [];
   let partialBytes = 0;
   // Whole lines waiting for their turn, with their bytes (newline included).
-  const lines: Array<{ text: string; bytes: number }> = [];
+  const lines: Array<{ text: string | null; bytes: number }> = [];
   let running = false;
   // This connection's share of budget.held: the line being received and the lines not answered yet.
   let held = 0;
@@ -248,11 +261,11 @@ function serveConnection(socket: net.Socket, store: Store, hooks: OperationHooks
       from = nl + 1;
       const bytes = partialBytes + piece.length;
       if (bytes > MAX_LINE_BYTES) return stop(errorResponse(null, 'too_large', `request line longer than ${MAX_LINE_BYTES} bytes`));
-      const text = (partial.length ? Buffer.concat([...partial, piece]) : piece).toString('utf8');
+      const text = lineText(partial.length ? Buffer.concat([...partial, piece]) : piece);
       release(partialBytes);
       partial = [];
       partialBytes = 0;
-      if (text.trim() === '') continue;
+      if (text !== null && text.trim() === '') continue;
       // The CLI sends one request per connection; a client that sends more than it reads
       // answers for is cut off rather than having them all queued.
       if (lines.length + (running ? 1 : 0) >= MAX_PENDING_REQUESTS) {

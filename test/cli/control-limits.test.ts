@@ -223,3 +223,15 @@ t.test('the idle timeout does not cut a request in progress, and still drops an 
   });
   t.ok(closedAfter < 5000, `an idle connection is dropped (${closedAfter} ms)`);
 });
+
+t.test('a request line that is not UTF-8 is refused, not stored with U+FFFD', async (t) => {
+  const { dir, path } = await serve(t);
+  const good = line({ id: 1, cmd: 'customer.create', args: { name: 'Café', username: 'cafe', password: 'password1' } });
+  // The same request with its é as one Latin-1 byte (0xe9), as a script in another encoding sends it.
+  const latin1 = Buffer.from(good.replace('Café', 'Caf\u00e9'), 'latin1');
+  const { replies } = await exchange(path, latin1, { end: true, max: 2 });
+  t.same(replies, [{ id: null, ok: false, error: { code: 'bad_request', message: 'request is not UTF-8 text' } }]);
+  t.same(await sendControl(dir, 'customer.list', {}), { customers: [] }, 'nothing was stored');
+  const { replies: ok } = await exchange(path, Buffer.from(good, 'utf8'), { end: true, max: 2 });
+  t.match(ok, [{ id: 1, ok: true, result: { username: 'cafe' } }], 'the UTF-8 line is taken');
+});
