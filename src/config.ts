@@ -261,14 +261,16 @@ export function resolveConfig(
       throw new ConfigError(`cannot read config file ${configPath}: ${(e as Error).message}`);
     }
     try {
-      const parsed: unknown = JSON.parse(text);
+      // Editors on Windows start a UTF-8 file with a byte order mark, which JSON.parse refuses.
+      const parsed: unknown = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
       if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not a JSON object');
       file = parsed as Record<string, unknown>;
     } catch (e) {
       throw new ConfigError(`config file ${configPath} is not valid JSON: ${(e as Error).message}`);
     }
     for (const k of Object.keys(file)) {
-      if (!(k in OPTIONS)) throw new ConfigError(`config file ${configPath}: unknown key "${k}" (known: ${Object.keys(OPTIONS).join(', ')})`);
+      // (Own keys only: `in` would take "constructor" or "__proto__" for an option.)
+      if (!Object.hasOwn(OPTIONS, k)) throw new ConfigError(`config file ${configPath}: unknown key "${k}" (known: ${Object.keys(OPTIONS).join(', ')})`);
     }
   }
   const out: Record<string, unknown> = {};

@@ -122,3 +122,15 @@ t.test('two listeners on one port of one address are refused, naming both; other
   ok({ ...edge, apiPort: '9898', reportingPort: '9898' }, {}, 'an edge opens no account or reporting port: theirs do not clash');
   t.throws(() => resolveConfig({ ...edge, metricsPort: '9898' }, {}), { message: clash }, 'an edge\'s pre-bid and metrics ports do');
 });
+
+t.test('the config file: a byte order mark is skipped; a key that only Object.prototype has is unknown', async (t) => {
+  const dir = t.testdir();
+  const bom = join(dir, 'bom.json');
+  writeFileSync(bom, '\ufeff{"threads": 3}');
+  t.equal(resolveConfig({ config: bom }, {}).threads, 3, 'a file an editor wrote with a BOM is read');
+  for (const key of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+    const f = join(dir, `${key}.json`);
+    writeFileSync(f, `{"${key}": {"threads": 9}}`);
+    t.throws(() => resolveConfig({ config: f }, {}), { constructor: ConfigError, message: new RegExp(`unknown key "${key}"`) }, key);
+  }
+});
