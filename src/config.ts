@@ -11,6 +11,7 @@ import { ROLES } from './fleet-roles.ts';
 import { parseClickHouseUrl } from './clickhouse-url.ts';
 import { LOG_LEVELS } from './log.ts';
 import { parseWholeNumber } from './whole-number.ts';
+import { withoutBom } from './text.ts';
 
 /** `duration`: `90s`, `30m`, `6h`, `1d` (a bare number is seconds) or `off`; held as seconds, 0 = off. */
 type Kind = 'string' | 'int' | 'path' | 'duration';
@@ -261,8 +262,7 @@ export function resolveConfig(
       throw new ConfigError(`cannot read config file ${configPath}: ${(e as Error).message}`);
     }
     try {
-      // Editors on Windows start a UTF-8 file with a byte order mark, which JSON.parse refuses.
-      const parsed: unknown = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+      const parsed: unknown = JSON.parse(withoutBom(text));
       if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not a JSON object');
       file = parsed as Record<string, unknown>;
     } catch (e) {

@@ -3,6 +3,7 @@
 // format: the refresher then keeps the previous data. A body may contain a few
 // unreadable entries (counted); more than MAX_BAD_SHARE of them and the body is refused.
 import { parseCidr, type Cidr, type RangeCategory } from '../signals/ip-ranges.ts';
+import { withoutBom } from '../text.ts';
 
 export const RANGE_FORMATS = [
   'aws-ip-ranges', // https://ip-ranges.amazonaws.com/ip-ranges.json
@@ -81,7 +82,7 @@ class Collector {
 function json(body: string, what: string): Record<string, unknown> {
   let doc: unknown;
   try {
-    doc = JSON.parse(body.charCodeAt(0) === 0xfeff ? body.slice(1) : body);
+    doc = JSON.parse(withoutBom(body));
   } catch (e) {
     throw new RangeFormatError(`not JSON, so not ${what} (${(e as Error).message.slice(0, 120)})`);
   }

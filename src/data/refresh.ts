@@ -27,6 +27,7 @@ import { loadSources, type AgentsSource, type MaxmindSource, type MmdbTarget, ty
 import { aiAgentsFromRobotsJson } from '../signals/crawlers.ts';
 import type { Config } from '../config.ts';
 import { extractFromTar, gunzipLimited } from './tar.ts';
+import { withoutBom } from '../text.ts';
 
 export const RANGES_DIR = 'ranges';
 export const SELLERS_DIR = 'sellers';
@@ -589,7 +590,7 @@ export class DataRefresher {
         let doc: unknown;
         try {
           const text = r.body.toString('utf8');
-          doc = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+          doc = JSON.parse(withoutBom(text));
         } catch (e) {
           throw new RefreshFailure(`not JSON (${(e as Error).message.slice(0, 100)})`);
         }

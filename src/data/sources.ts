@@ -9,6 +9,7 @@ import { RANGE_CATEGORIES, isRangeCategory, type RangeCategory } from '../signal
 import { isDomainName } from '../signals/ads-txt.ts';
 import { FORMAT_CATEGORY, RANGE_FORMATS, type RangeFilter, type RangeFormat } from './range-formats.ts';
 import { shownUrl } from './shown-url.ts';
+import { withoutBom } from '../text.ts';
 
 export const SOURCES_FILE = 'sources.json';
 
@@ -277,9 +278,7 @@ export function parseSources(text: string, file: string, creds: MaxmindCredentia
   const r: Reader = new Reader(file);
   let doc: unknown;
   try {
-    // Editors on Windows start a UTF-8 file with a byte order mark, which JSON.parse refuses
-    // as an (invisible) unexpected character.
-    doc = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+    doc = JSON.parse(withoutBom(text));
   } catch (e) {
     throw new SourcesError(`${file} is not valid JSON: ${(e as Error).message}`);
   }

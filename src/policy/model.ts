@@ -4,6 +4,7 @@
 // refusal names the field it is about (`entries[3].value`). docs/policy.md is the
 // reference for people. Pure (no Node modules): the dashboard's CSV import runs it too.
 import { parseIp } from '../signals/ip-address.ts';
+import { quoted } from '../text.ts';
 import { BAND_HIGH_MIN, BAND_MEDIUM_MIN } from '../signals/score.ts';
 import { ACTIONS, ENTRY_KINDS, entryKey, type Action, type EntryKind, type Policy, type PolicyEntry } from '../policy-entry.ts';
 
@@ -47,27 +48,23 @@ const DOMAIN = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const SPACE = /\s/;
 
-function shown(v: string): string {
-  return JSON.stringify(v.length > 60 ? v.slice(0, 60) + '…' : v);
-}
-
 /** Parses `a.b.c.d[/n]` or an IPv6 `addr[/n]` into canonical text; throws PolicyError. */
 function canonicalCidr(raw: string, field: string): string {
   const slash = raw.indexOf('/');
   const addr = slash < 0 ? raw : raw.slice(0, slash);
   const v = parseIp(addr) === null ? 0 : addr.includes(':') ? 6 : 4;
-  if (v === 0) throw new PolicyError(field, `${shown(raw)} is not an IP address or CIDR block (e.g. 192.0.2.0/24, 2001:db8::/32).`);
+  if (v === 0) throw new PolicyError(field, `${quoted(raw)} is not an IP address or CIDR block (e.g. 192.0.2.0/24, 2001:db8::/32).`);
   const bits = v === 4 ? 32 : 128;
   let len = bits;
   if (slash >= 0) {
     const p = raw.slice(slash + 1);
-    if (!/^\d{1,3}$/.test(p) || Number(p) > bits) throw new PolicyError(field, `${shown(raw)}: the prefix length must be a whole number from 0 to ${bits}.`);
+    if (!/^\d{1,3}$/.test(p) || Number(p) > bits) throw new PolicyError(field, `${quoted(raw)}: the prefix length must be a whole number from 0 to ${bits}.`);
     len = Number(p);
   }
   const n = ipToBigInt(addr, v);
   const hostMask = (1n << BigInt(bits - len)) - 1n;
   if ((n & hostMask) !== 0n) {
-    throw new PolicyError(field, `${shown(raw)} has bits set past its /${len} prefix; write the block's first address, ${bigIntToIp(n & ~hostMask, v)}/${len}.`);
+    throw new PolicyError(field, `${quoted(raw)} has bits set past its /${len} prefix; write the block's first address, ${bigIntToIp(n & ~hostMask, v)}/${len}.`);
   }
   const text = bigIntToIp(n, v);
   return len === bits ? text : `${text}/${len}`;
@@ -129,7 +126,7 @@ export function normalizeValue(kind: EntryKind, raw: unknown, field: string): st
       return raw;
     case 'domain': {
       const d = raw.trim().toLowerCase().replace(/\.$/, '');
-      if (!DOMAIN.test(d)) throw new PolicyError(field, `${shown(raw)} is not a domain name (e.g. example.com; letters, digits, hyphens and dots).`);
+      if (!DOMAIN.test(d)) throw new PolicyError(field, `${quoted(raw)} is not a domain name (e.g. example.com; letters, digits, hyphens and dots).`);
       return d;
     }
     case 'seller': {
@@ -137,7 +134,7 @@ export function normalizeValue(kind: EntryKind, raw: unknown, field: string): st
       const asi = (colon < 0 ? raw : raw.slice(0, colon)).trim().toLowerCase();
       const sid = colon < 0 ? '' : raw.slice(colon + 1);
       if (!DOMAIN.test(asi) || sid === '' || SPACE.test(sid) || sid.length > 256) {
-        throw new PolicyError(field, `${shown(raw)}: a seller is "<asi>:<sid>", the exchange's domain and the seller's ID there (e.g. exchange.example:1234).`);
+        throw new PolicyError(field, `${quoted(raw)}: a seller is "<asi>:<sid>", the exchange's domain and the seller's ID there (e.g. exchange.example:1234).`);
       }
       return `${asi}:${sid}`;
     }
@@ -187,7 +184,7 @@ export function parseEntries(raw: unknown, field: string, opts: { actionOptional
     const key = entryKey(e);
     const before = seen.get(key);
     if (before !== undefined) {
-      throw new PolicyError(`${field}[${i}].value`, `${field}[${i}] repeats ${field}[${before}] (${e.kind} ${shown(e.value)}); a value is either allowed or denied, once.`);
+      throw new PolicyError(`${field}[${i}].value`, `${field}[${i}] repeats ${field}[${before}] (${e.kind} ${quoted(e.value)}); a value is either allowed or denied, once.`);
     }
     seen.set(key, i);
     out.push(e);

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { Store } from '../store/db.ts';
 import { STORE_ERROR_CODES, StoreError, type StoreErrorCode } from '../store/store-error.ts';
 import { log } from '../log.ts';
-import { quoted } from '../quoted.ts';
+import { quoted } from '../text.ts';
 import type { PolicyService } from '../policy/service.ts';
 import { isOperationName, runOperation, type OperationHooks, type OperationName, type OperationResult, type ReloadOutcome } from './operations.ts';
 

@@ -26,6 +26,7 @@ import {
   type CompiledAdsTxt,
   type ParsedAdsTxt,
 } from './ads-txt.ts';
+import { withoutBom } from '../text.ts';
 
 export type AdsTxtKind = keyof typeof KIND;
 export type AdsTxtFileStatus = 'ok' | 'no_file' | 'unavailable';
@@ -130,7 +131,7 @@ function sellerFacts(
     let doc: unknown;
     try {
       const text = f.text();
-      doc = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+      doc = JSON.parse(withoutBom(text));
     } catch (e) {
       warnings.push(`sellers/${base}: not JSON (${(e as Error).message}); DIRECT lines for ${system} are not checked`);
       continue;

@@ -6,6 +6,7 @@
 // names share one with probability 2^-64.
 import { HASH, hashAdd, hashAddNumber, hashBegin, hashEnd, hashString } from '../memory/hash.ts';
 import type { SupplyChain } from './schain.ts';
+import { withoutBom } from '../text.ts';
 
 const INDEX_MAGIC = 0x534c4c53; // "SLLS"
 const INDEX_HEADER = 4;
@@ -151,7 +152,7 @@ export class SellersRegistry {
       }
       let doc: unknown;
       try {
-        doc = JSON.parse(file.text.charCodeAt(0) === 0xfeff ? file.text.slice(1) : file.text);
+        doc = JSON.parse(withoutBom(file.text));
       } catch (err) {
         errors.push(`${file.name}: not JSON (${(err as Error).message})`);
         continue;

@@ -89,9 +89,10 @@ export async function rotateKey(
     throw new StoreError('invalid', 'grace must be a whole number of seconds, 0 or more');
   }
   // One rotation of a customer's keys at a time (side by side, both would update the same
-  // rows: a write conflict), and a conflict with another writer retried.
-  return oneAtATime(store, `keys ${input.customer}`, () => retryConflicts(() => store.tx(async (q) => {
-    const c = await requireCustomer(q, input.customer);
+  // rows: a write conflict), and a conflict with another writer retried. Queued by the
+  // customer found, not the reference as typed: its id, partner id and users' names are one.
+  const c = await requireCustomer(store, input.customer);
+  return oneAtATime(store, `keys ${c.customer_id}`, () => retryConflicts(() => store.tx(async (q) => {
     const now = Date.now();
     const expiresMs = now + input.graceSeconds * 1000;
     const live = await q.all<{ key_id: string }>(

@@ -7,7 +7,7 @@ import { isoTime, type Queryable, type Store } from './db.ts';
 import { hashPassword, passwordProblem } from '../secrets.ts';
 import { StoreError } from './store-error.ts';
 import { oneAtATime } from './serial.ts';
-import { quoted } from '../quoted.ts';
+import { quoted } from '../text.ts';
 
 export interface User {
   user_id: string;

@@ -68,3 +68,14 @@ t.test('key rotation with and without grace', async (t) => {
     'listing shows live keys only',
   );
 });
+
+t.test('rotations of one customer sent at once by its different references all succeed, one after another', async (t) => {
+  const store = await openStore(t);
+  const a = await createCustomer(store, { name: 'A', username: 'alice', password: 'password1' });
+  const refs = [a.customer_id, a.partner_id, 'alice', 'ALICE', a.customer_id, 'Alice'];
+  const rotated = await Promise.all(refs.map((customer) => rotateKey(store, { customer, kind: 'prebid', graceSeconds: 0 })));
+  t.equal(new Set(rotated.map((r) => r.key)).size, refs.length, 'each got its own new key');
+  const live = (await activePrebidKeys(store)).filter((k) => k.customer_id === a.customer_id);
+  t.equal(live.length, 1, 'and only one of them works: each revoked the one before');
+  t.ok(rotated.some((r) => hashKey(r.key) === live[0]!.key_hash), 'one of the new keys');
+});
