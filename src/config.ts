@@ -12,6 +12,7 @@ import { parseClickHouseUrl } from './clickhouse-url.ts';
 import { LOG_LEVELS } from './log.ts';
 import { parseWholeNumber } from './whole-number.ts';
 import { withoutBom } from './text.ts';
+import { DOCUMENT_LIMITS, jsonFault, type JsonValue } from './ortb/bounded-json.ts';
 
 /** `duration`: `90s`, `30m`, `6h`, `1d` (a bare number is seconds) or `off`; held as seconds, 0 = off. */
 type Kind = 'string' | 'int' | 'path' | 'duration';
@@ -262,7 +263,8 @@ export function resolveConfig(
       throw new ConfigError(`cannot read config file ${configPath}: ${(e as Error).message}`);
     }
     try {
-      const parsed: unknown = JSON.parse(withoutBom(text));
+      text = withoutBom(text);
+      const parsed: unknown = JSON.parse(text);
       if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not a JSON object');
       file = parsed as Record<string, unknown>;
     } catch (e) {
@@ -272,6 +274,9 @@ export function resolveConfig(
       // (Own keys only: `in` would take "constructor" or "__proto__" for an option.)
       if (!Object.hasOwn(OPTIONS, k)) throw new ConfigError(`config file ${configPath}: unknown key "${k}" (known: ${Object.keys(OPTIONS).join(', ')})`);
     }
+    // JSON.parse keeps the last of a key written twice: an edit made to the first would be ignored.
+    const fault = jsonFault(text, file as JsonValue, DOCUMENT_LIMITS);
+    if (fault !== null) throw new ConfigError(`config file ${configPath}: ${fault}`);
   }
   const out: Record<string, unknown> = {};
   for (const key of Object.keys(OPTIONS) as OptionKey[]) {

@@ -134,3 +134,14 @@ t.test('the config file: a byte order mark is skipped; a key that only Object.pr
     t.throws(() => resolveConfig({ config: f }, {}), { constructor: ConfigError, message: new RegExp(`unknown key "${key}"`) }, key);
   }
 });
+
+t.test('the config file: a key written twice is refused, not read as its last value', async (t) => {
+  const dir = t.testdir();
+  const f = join(dir, 'twice.json');
+  writeFileSync(f, '{\n  "threads": 3,\n  "dataDir": "/var/lib/ivtd",\n  "threads": 4\n}\n');
+  t.throws(() => resolveConfig({ config: f }, {}), { constructor: ConfigError, message: `config file ${f}: duplicate key "threads" at character 50` });
+  writeFileSync(f, '\ufeff{"threads": 3, "threads": 3}');
+  t.throws(() => resolveConfig({ config: f }, {}), { message: /duplicate key "threads" at character 15$/ }, 'even with the same value; the character counted after a byte order mark');
+  writeFileSync(f, '{"dataDir": "/srv/a:b", "logLevel": "info"}');
+  t.equal(resolveConfig({ config: f }, {}).dataDir, '/srv/a:b', 'a colon inside a value is no key');
+});

@@ -20,6 +20,8 @@ import { POLICY_BODY_LIMIT } from '../account/policy-routes.ts';
 import { PASSWORD_MAX } from '../secrets.ts';
 import { fileChunks, readText } from './read-text.ts';
 import { ListenError } from '../errors.ts';
+import { DOCUMENT_LIMITS, jsonFault, type JsonValue } from '../ortb/bounded-json.ts';
+import { withoutBom } from '../text.ts';
 import { TlsError } from '../http/tls.ts';
 import { DATA_USAGE, dataStatus, dataUpdate, statusText, updateText } from './data-commands.ts';
 import { isWholeNumberIn, parseWholeNumber } from '../whole-number.ts';
@@ -254,13 +256,16 @@ const COMMANDS: Command[] = [
     flags: ['customer', 'file'],
     op: 'policy.set',
     args: async (ctx) => {
-      const text = await readFileFlag(ctx);
+      const text = withoutBom(await readFileFlag(ctx));
       let policy: unknown;
       try {
         policy = JSON.parse(text);
       } catch (e) {
         throw new UsageError(`--file is not valid JSON: ${(e as Error).message}`);
       }
+      // JSON.parse keeps the last of a key written twice ("medium" given twice: one is ignored).
+      const fault = jsonFault(text, policy as JsonValue, DOCUMENT_LIMITS);
+      if (fault !== null) throw new UsageError(`--file: ${fault}`);
       return { customer: need(ctx, 'customer'), policy };
     },
     text: (r) => `Policy of customer ${r.customer_id} set: ${entriesText(r.entries)}.\n`,

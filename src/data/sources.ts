@@ -10,6 +10,7 @@ import { isDomainName } from '../signals/ads-txt.ts';
 import { FORMAT_CATEGORY, RANGE_FORMATS, type RangeFilter, type RangeFormat } from './range-formats.ts';
 import { shownUrl } from './shown-url.ts';
 import { withoutBom } from '../text.ts';
+import { DOCUMENT_LIMITS, jsonFault, type JsonValue } from '../ortb/bounded-json.ts';
 
 export const SOURCES_FILE = 'sources.json';
 
@@ -277,12 +278,16 @@ function contactOf(r: Reader, doc: Obj): string | null {
 export function parseSources(text: string, file: string, creds: MaxmindCredentials = {}): SourcesConfig {
   const r: Reader = new Reader(file);
   let doc: unknown;
+  const json = withoutBom(text);
   try {
-    doc = JSON.parse(withoutBom(text));
+    doc = JSON.parse(json);
   } catch (e) {
     throw new SourcesError(`${file} is not valid JSON: ${(e as Error).message}`);
   }
   if (!isObj(doc)) throw new SourcesError(`${file} must hold a JSON object`);
+  // JSON.parse keeps the last of a key written twice: an edit made to the first would be ignored.
+  const fault = jsonFault(json, doc as JsonValue, DOCUMENT_LIMITS);
+  if (fault !== null) throw new SourcesError(`${file}: ${fault}`);
   r.keys(doc, '$', ['contact', 'timeout', 'maxmind', 'sources', 'sellers', 'adsTxt']);
   let mm: MaxmindCredentials = creds;
   if (doc.maxmind !== undefined) {

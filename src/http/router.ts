@@ -9,6 +9,7 @@ import type { Duplex } from 'node:stream';
 import { errorJson, FieldError, HttpError, ListenError, listenHint, STATUS_TEXT, type ErrorAnswer } from '../errors.ts';
 import { log } from '../log.ts';
 import type { TlsCredentials } from './tls.ts';
+import { DOCUMENT_LIMITS, jsonFault, type JsonValue } from '../ortb/bounded-json.ts';
 
 export interface Ctx {
   req: IncomingMessage;
@@ -190,6 +191,10 @@ export async function readJsonObject(req: IncomingMessage, opts: { limit?: numbe
     throw new HttpError('unprocessable', 'The request body is not valid JSON.', status);
   }
   if (!v || typeof v !== 'object' || Array.isArray(v)) throw new HttpError('unprocessable', 'The request body must be a JSON object.', status);
+  // JSON.parse keeps the last of two equal keys silently, and builds any nesting (which the
+  // walks below and after would overflow the stack on): both are refused, saying where.
+  const fault = jsonFault(text, v as JsonValue, DOCUMENT_LIMITS);
+  if (fault !== null) throw new HttpError('unprocessable', `The request body is refused: ${fault}.`, status);
   // Only a \u escape makes a lone surrogate (half of a pair), which no store or page keeps as sent.
   const bad = text.includes('\\') ? illFormed(v, '') : null;
   if (bad !== null) {

@@ -26,6 +26,13 @@ export interface JsonLimits {
   maxObjectKeys: number;
 }
 
+/**
+ * For documents whose size is bounded already (the account API's bodies, the operator's
+ * files, control requests): nesting is what is limited, so that no walk of one recurses
+ * past it; their lengths and key counts are the size's business.
+ */
+export const DOCUMENT_LIMITS: JsonLimits = { maxDepth: 64, maxArrayLength: Number.MAX_SAFE_INTEGER, maxObjectKeys: Number.MAX_SAFE_INTEGER };
+
 export type JsonResult = { ok: true; value: JsonValue } | { ok: false; message: string };
 
 // (9 and 11 characters long: a cheap test before the set's.)
@@ -325,6 +332,19 @@ export function strictParse(text: string, limits: JsonLimits): JsonResult {
     if (e instanceof JsonError) return { ok: false, message: e.message };
     throw e;
   }
+}
+
+/**
+ * What strict reading refuses in a text JSON.parse has already read as `value`: nesting,
+ * sizes, a duplicate key (JSON.parse keeps the last silently) or a key naming a prototype
+ * member, with where it is; null when there is nothing. Lone surrogates are left to the
+ * caller (one refuses them, one repairs them). Its walk recurses no deeper than the limit.
+ */
+export function jsonFault(text: string, value: JsonValue, limits: JsonLimits): string | null {
+  const walk: Walk = { keys: 0, colons: 0, escapes: false, limits };
+  if (checked(value, 1, walk) && walk.keys === keysIn(text, walk, text.indexOf('\\') !== -1)) return null;
+  const strict = strictParse(text, limits);
+  return strict.ok ? null : strict.message;
 }
 
 /** The value is a parsed JSON object (not an array, not null). */

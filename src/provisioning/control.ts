@@ -9,6 +9,7 @@ import type { Store } from '../store/db.ts';
 import { STORE_ERROR_CODES, StoreError, type StoreErrorCode } from '../store/store-error.ts';
 import { log } from '../log.ts';
 import { quoted } from '../text.ts';
+import { DOCUMENT_LIMITS, jsonFault, type JsonValue } from '../ortb/bounded-json.ts';
 import type { PolicyService } from '../policy/service.ts';
 import { isOperationName, runOperation, type OperationHooks, type OperationName, type OperationResult, type ReloadOutcome } from './operations.ts';
 
@@ -135,6 +136,9 @@ async function handleLine(line: string | null, store: Store, hooks: OperationHoo
   } catch {
     return errorResponse(null, 'bad_request', 'request is not valid JSON');
   }
+  // JSON.parse keeps the last of a key written twice, and builds any nesting.
+  const fault = jsonFault(line, req as JsonValue, DOCUMENT_LIMITS);
+  if (fault !== null) return errorResponse(null, 'bad_request', `request refused: ${fault}`);
   if (!req || typeof req !== 'object' || Array.isArray(req)) return errorResponse(null, 'bad_request', 'request must be a JSON object');
   const { id: rawId, cmd, args = {} } = req as Record<string, unknown>;
   const id = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;

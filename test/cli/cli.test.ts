@@ -220,6 +220,19 @@ t.test('standard input and --file: read whole as UTF-8, within a bound, never mi
   const notUtf8 = await cli(['policy', 'import', '--customer', 'alice', '--file', latin1, '--data-dir', dir]);
   t.equal(notUtf8.code, 2);
   t.match(notUtf8.stderr, /--file .*latin1\.csv is not UTF-8 text/, 'a Latin-1 file is refused, not stored with U+FFFD');
+  // A JSON policy with a key twice: JSON.parse kept the last, so one of the two was ignored.
+  const twice = join(dir, 'twice.json');
+  writeFileSync(twice, '{"medium": 0.4, "high": 0.8, "medium": 0.6, "entries": []}');
+  const dup = await cli(['policy', 'set', '--customer', 'alice', '--file', twice, '--data-dir', dir]);
+  t.equal(dup.code, 2, 'a key twice');
+  t.match(dup.stderr, /--file: duplicate key "medium" at character 29/);
+  // An editor on Windows starts the file with a byte order mark.
+  writeFileSync(twice, '\ufeff{"medium": 0.4, "high": 0.8, "entries": []}');
+  const bom = await cli(['policy', 'set', '--customer', 'alice', '--file', twice, '--json', '--data-dir', dir]);
+  t.equal(bom.code, 0, bom.stderr);
+  t.match(JSON.parse(bom.stdout), { entries: 0 }, 'a byte order mark is skipped');
+  const shown = await cli(['policy', 'show', '--customer', 'alice', '--json', '--data-dir', dir]);
+  t.match(JSON.parse(shown.stdout), { medium: 0.4, high: 0.8 }, 'and the policy set is the file\'s');
 });
 
 t.test('an option given twice is refused, as a command\'s own flags are: which one was meant is not for ivtd to guess', async (t) => {

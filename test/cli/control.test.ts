@@ -176,8 +176,10 @@ t.test('malformed requests get error responses and the server keeps serving', as
       JSON.stringify({ id: 3 }),
       JSON.stringify({ id: 4, cmd: 'customer.list' }),
       JSON.stringify({ id: 'five', cmd: 'user.enable', args: { username: 'ghost' } }),
+      '{"id": 6, "cmd": "customer.list", "cmd": "customer.create", "args": {}}',
+      `{"id": 7, "cmd": "customer.list", "args": {"x": ${'['.repeat(5000)}"\\u0041"${']'.repeat(5000)}}}`,
     ].join('\n') + '\n',
-    7,
+    9,
   );
   t.same(
     replies.map((r) => [r.id, r.ok, (r.error as { code?: string } | undefined)?.code]),
@@ -189,10 +191,14 @@ t.test('malformed requests get error responses and the server keeps serving', as
       [3, false, 'bad_request'],
       [4, true, undefined],
       ['five', false, 'not_found'],
+      [null, false, 'bad_request'],
+      [null, false, 'bad_request'],
     ],
     'one response per line, in order',
   );
   t.same(replies[5]!.result, { customers: [] });
+  t.match(replies[7]!.error, { message: /^request refused: duplicate key "cmd" at character 34$/ }, 'a key twice: JSON.parse would have run the last');
+  t.match(replies[8]!.error, { message: /^request refused: objects and arrays nested deeper than 64 at character \d+$/ });
 
   const big = await rawExchange(path, 'x'.repeat(MAX_LINE_BYTES + 10), 1);
   t.equal((big[0]?.error as { code: string }).code, 'too_large', 'an endless line is cut off');

@@ -97,6 +97,13 @@ t.test('a UTF-8 byte order mark before the JSON is ignored (editors on Windows w
   t.throws(() => parseSources('\ufeff\ufeff{}', 'x.json'), /x\.json is not valid JSON/, 'only one, at the very start');
 });
 
+t.test('a key written twice is refused, at any depth: JSON.parse would keep only the last', async (t) => {
+  t.throws(() => parseSources('{"contact": "a", "contact": "b"}', 'x.json'), { message: 'x.json: duplicate key "contact" at character 17' });
+  const inner = '{"sources": [{"name": "tor", "format": "tor-exit-list", "url": "https://t.example/a", "url": "https://t.example/b"}]}';
+  t.throws(() => parseSources(inner, 'x.json'), { message: /^x\.json: duplicate key "url" at character \d+$/ });
+  t.equal(parseSources('{"sources": [{"name": "a", "format": "tor-exit-list", "url": "https://t.example/l"}, {"name": "b", "format": "tor-exit-list", "url": "https://u.example/l"}]}', 'x.json').sources.length, 2, 'the same keys in two objects');
+});
+
 t.test('contact goes in the User-Agent header: printable ASCII, bounded, one comment', async (t) => {
   t.equal(parse({ contact: 'mailto:ops@bidder.example (data team)' }).contact, 'mailto:ops@bidder.example (data team)');
   t.equal(parse({ contact: 'c'.repeat(256) }).contact, 'c'.repeat(256), '256 characters fit');

@@ -43,6 +43,25 @@ t.test('a JSON body: UTF-8 JSON as sent', async (t) => {
   t.same(await post('{"a":1}', { 'content-encoding': 'identity' }), { status: 200, body: { a: 1 } }, 'identity is no coding');
 });
 
+t.test('a JSON body with a key twice, or nested past the limit: refused, saying where', async (t) => {
+  const twice = await post('{"name":"a","demand_id":"d","name":"b"}');
+  t.equal(twice.status, 422, 'a key twice (JSON.parse kept the last silently)');
+  t.match(twice.body, { error: 'unprocessable', message: 'The request body is refused: duplicate key "name" at character 28.' });
+  const nested = await post('{"labels":[{"source":"x","extra":{"a":{"b":[1,{"name":"a","name":"b"}]}}}]}');
+  t.equal(nested.status, 422, 'a key twice deep inside');
+  t.match(nested.body, { message: /duplicate key "name" at character \d+/ });
+  t.same(await post('{"name":"a:b","note":"\\u003a","x":{"name":"a"}}'), { status: 200, body: { name: 'a:b', note: ':', x: { name: 'a' } } }, 'colons in strings, one name at two levels: no duplicate');
+
+  // Before, a lone surrogate at the bottom of 5 000 arrays overflowed the stack of the walk
+  // that looks for it: a 500, and the stack trace in the log.
+  for (const inner of ['"\\ud800"', '"\\u0041"', '1']) {
+    const deep = await post(`{"name":${'['.repeat(5000)}${inner}${']'.repeat(5000)}}`);
+    t.equal(deep.status, 422, `5 000 arrays deep around ${inner}`);
+    t.match(deep.body, { error: 'unprocessable', message: /^The request body is refused: objects and arrays nested deeper than 64 at character \d+\.$/ });
+  }
+  t.equal((await post(`{"a":${'['.repeat(63)}1${']'.repeat(63)}}`)).status, 200, '64 levels: taken');
+});
+
 t.test('illFormedAt names the first string or key that is not well-formed', async (t) => {
   t.equal(illFormedAt({ a: 'ok', b: ['x', { c: 'y' }] }, ''), null);
   t.equal(illFormedAt('\ud800', ''), 'the body');
