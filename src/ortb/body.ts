@@ -2,12 +2,13 @@
 // size limits, and bytes → text (bounded gunzip, strict UTF-8). Shared by the lookup
 // threads and the account port's explain. All synchronous: zlib's sync inflate is CPU
 // work on at most ORTB_MAX_BODY_BYTES in and ORTB_MAX_JSON_BYTES out, never I/O.
-import { isAscii, isUtf8 } from 'node:buffer';
+import { isUtf8 } from 'node:buffer';
 import { gunzipSync } from 'node:zlib';
 import type { ErrorAnswer } from '../errors.ts';
 import { isJsonObject, parseBoundedJson, type JsonLimits, type JsonObject } from './bounded-json.ts';
 import { BID_REQUEST_SHAPE } from './map.ts';
-import { compileShape, parsePruned } from './pruned-json.ts';
+import { parsePruned } from './pruned-json.ts';
+import { compileShape, prune, type Fields } from './shape.ts';
 
 /** Nesting, array and object bounds for a BidRequest body (Prebid `ext` trees are the deepest). */
 export const ORTB_JSON_LIMITS: JsonLimits = { maxDepth: 32, maxArrayLength: 1000, maxObjectKeys: 256 };
@@ -27,6 +28,10 @@ export const ORTB_MEDIA_TYPE = 'application/json';
  * with `gzip` set when the body is one this endpoint reads, else the 415 to answer.
  */
 export function checkBodyHeaders(contentType: string, contentEncoding: string, out: { gzip: boolean }): ErrorAnswer | null {
+  if (contentType === ORTB_MEDIA_TYPE && contentEncoding === '') {
+    out.gzip = false; // (what nearly every client sends: nothing to read further)
+    return null;
+  }
   const semi = contentType.indexOf(';');
   const media = (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();
   if (media !== ORTB_MEDIA_TYPE) {
@@ -53,8 +58,8 @@ export function tooLarge(bytes: number | null): ErrorAnswer {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** The body's bytes (inflated if gzip), checked to be UTF-8, and whether they are all ASCII; or the error to answer. */
-function bodyBytes(body: Uint8Array, gzip: boolean): { bytes: Uint8Array; ascii: boolean } | ErrorAnswer {
+/** The body's bytes (inflated if gzip), not empty and within ORTB_MAX_JSON_BYTES; or the error to answer. */
+function bodyBytes(body: Uint8Array, gzip: boolean): Uint8Array | ErrorAnswer {
   let bytes = body;
   if (gzip) {
     try {
@@ -68,9 +73,7 @@ function bodyBytes(body: Uint8Array, gzip: boolean): { bytes: Uint8Array; ascii:
   }
   if (bytes.byteLength === 0) return { status: 400, code: 'invalid_request', message: 'The request body is empty: send the BidRequest as JSON.' };
   if (bytes.byteLength > ORTB_MAX_JSON_BYTES) return tooLarge(bytes.byteLength);
-  const ascii = isAscii(bytes);
-  if (!ascii && !isUtf8(bytes)) return { status: 400, code: 'bad_encoding', message: 'The body is not valid UTF-8.' };
-  return { bytes, ascii };
+  return bytes;
 }
 
 function unsupported(message: string): ErrorAnswer {
@@ -81,15 +84,22 @@ function clip(s: string): string {
   return s.length > 40 ? s.slice(0, 40) + '…' : s;
 }
 
-/** The body (at most ORTB_MAX_BODY_BYTES, as sent) as one parsed BidRequest object, or the error to answer. */
-export function bidRequestFrom(body: Uint8Array, gzip: boolean): { ok: true; bid: JsonObject } | { ok: false; error: ErrorAnswer } {
-  const checked = bodyBytes(body, gzip);
-  if ('status' in checked) return { ok: false, error: checked };
-  // The fast path builds only what the mapping reads; whatever it leaves, the reference reads.
-  const pruned = parsePruned(checked.bytes, checked.ascii, ORTB_JSON_LIMITS, BID_REQUEST);
+/** A BidRequest built whole (by JSON.parse, or a test's literal) as the mapping reads it. */
+export function bidRequestOf(value: JsonObject): Fields {
+  return prune(value, BID_REQUEST) as Fields;
+}
+
+/** The body (at most ORTB_MAX_BODY_BYTES, as sent) as one parsed BidRequest, read by the mapping's shape, or the error to answer. */
+export function bidRequestFrom(body: Uint8Array, gzip: boolean): { ok: true; bid: Fields } | { ok: false; error: ErrorAnswer } {
+  const bytes = bodyBytes(body, gzip);
+  if ('status' in bytes) return { ok: false, error: bytes };
+  // The fast path builds only what the mapping reads (and checks the text is UTF-8 when it is
+  // not all ASCII); whatever it leaves, the reference reads, and says what is wrong.
+  const pruned = parsePruned(bytes, ORTB_JSON_LIMITS, BID_REQUEST);
   if (pruned !== null) return { ok: true, bid: pruned };
-  const parsed = parseBoundedJson(utf8.decode(checked.bytes), ORTB_JSON_LIMITS);
+  if (!isUtf8(bytes)) return { ok: false, error: { status: 400, code: 'bad_encoding', message: 'The body is not valid UTF-8.' } };
+  const parsed = parseBoundedJson(utf8.decode(bytes), ORTB_JSON_LIMITS);
   if (!parsed.ok) return { ok: false, error: { status: 400, code: 'invalid_request', message: `The body is not an acceptable BidRequest JSON: ${parsed.message}.` } };
   if (!isJsonObject(parsed.value)) return { ok: false, error: { status: 400, code: 'invalid_request', message: 'The body must be one BidRequest JSON object.' } };
-  return { ok: true, bid: parsed.value };
+  return { ok: true, bid: bidRequestOf(parsed.value) };
 }

@@ -7,13 +7,11 @@ import { CTV_DEVICE_TYPES } from '../enums.ts';
 import { ownString } from '../memory/own-string.ts';
 import { ipScratch, parseIpInto, type IpScratch } from '../signals/ip-address.ts';
 import { countryAlpha2 } from '../countries.ts';
-import { schainFromObject, type SchainResult } from '../signals/schain.ts';
+import { SCHAIN_SHAPE, schainFromObject, type SchainResult } from '../signals/schain.ts';
 import { CHROMIUM_BRANDS, emptySua, suaPlatform, type SuaFacts } from '../signals/sua.ts';
 import { REASON_CLASS } from '../signals/category.ts';
 import { CONFIDENCE_DECISIVE_MIN, type ScoreResult } from '../signals/score.ts';
-import type { JsonObject, JsonValue } from './bounded-json.ts';
-import { isJsonObject } from './bounded-json.ts';
-import { WHOLE, type JsonShape } from './pruned-json.ts';
+import { Fields, keysOf, WHOLE, type JsonShape, type Pruned } from './shape.ts';
 import { P, PARAM_NAMES } from '../prebid/params.ts';
 import type { ErrorAnswer } from '../errors.ts';
 import type { LookupRequest, ValueNames } from '../prebid/validate.ts';
@@ -51,28 +49,53 @@ const BODY_SLOTS: readonly number[] = [P.ip, P.ua, P.ifa, P.app, P.adt, P.dim, P
 export const NON_DEVICE_IFA_TYPES: ReadonlySet<string> = new Set(['ppid', 'sspid', 'sessionid']);
 
 /** An imp's format object: its size, or its first format's. */
-const IMP_FORMAT: JsonShape = { w: WHOLE, h: WHOLE, format: [{ w: WHOLE, h: WHOLE }] };
-/** What schainFromObject reads of a supply chain. */
-const SCHAIN: JsonShape = { ver: WHOLE, complete: WHOLE, nodes: [{ asi: WHOLE, sid: WHOLE, hp: WHOLE, rid: WHOLE, name: WHOLE, domain: WHOLE }] };
-const SCHAIN_HOLDER: JsonShape = { schain: SCHAIN };
+const FORMAT = { w: WHOLE, h: WHOLE } as const;
+const IMP_FORMAT = { w: WHOLE, h: WHOLE, format: [FORMAT] } as const;
+const IMP = { ssai: WHOLE, video: IMP_FORMAT, audio: IMP_FORMAT, native: IMP_FORMAT, banner: IMP_FORMAT } as const;
+/** An `ext` holding a supply chain (source.ext, and the request's own ext in 2.4). */
+const SCHAIN_HOLDER = { schain: SCHAIN_SHAPE } as const;
 /** What suaFacts reads of `device.sua`. */
-const SUA: JsonShape = { platform: { brand: WHOLE }, mobile: WHOLE, source: WHOLE, browsers: [{ brand: WHOLE, version: [WHOLE] }] };
+const SUA_BROWSER = { brand: WHOLE, version: [WHOLE] } as const;
+const SUA = { platform: { brand: WHOLE }, mobile: WHOLE, source: WHOLE, browsers: [SUA_BROWSER] } as const;
+const DEVICE = { ip: WHOLE, ipv6: WHOLE, ua: WHOLE, ifa: WHOLE, ifa_type: WHOLE, devicetype: WHOLE, ext: { ifa_type: WHOLE }, geo: { country: WHOLE }, sua: SUA } as const;
+const PUBLISHER = { id: WHOLE } as const;
+const SITE = { domain: WHOLE, page: WHOLE, publisher: PUBLISHER } as const;
+const APP = { bundle: WHOLE, domain: WHOLE, publisher: PUBLISHER } as const;
+const USER = { id: WHOLE, buyeruid: WHOLE } as const;
+const SOURCE = { schain: SCHAIN_SHAPE, ext: SCHAIN_HOLDER } as const;
 
 /**
- * Every field mapBidRequest reads, for the body's fast parse (pruned-json.ts builds these and
- * steps over the rest). A field read here and not listed would look absent on that path:
- * test/ortb/pruned-json.test.ts records the reads on real bid requests and fails on one missing.
+ * Every field mapBidRequest reads: the body is read by this shape (src/ortb/shape.ts), and the
+ * mapping takes each field at its index here (the constants below), so it can read no other.
  */
 export const BID_REQUEST_SHAPE = {
   id: WHOLE,
-  imp: [{ ssai: WHOLE, video: IMP_FORMAT, audio: IMP_FORMAT, native: IMP_FORMAT, banner: IMP_FORMAT }],
-  device: { ip: WHOLE, ipv6: WHOLE, ua: WHOLE, ifa: WHOLE, ifa_type: WHOLE, devicetype: WHOLE, ext: { ifa_type: WHOLE }, geo: { country: WHOLE }, sua: SUA },
-  site: { domain: WHOLE, page: WHOLE, publisher: { id: WHOLE } },
-  app: { bundle: WHOLE, domain: WHOLE, publisher: { id: WHOLE } },
-  user: { id: WHOLE, buyeruid: WHOLE },
-  source: { schain: SCHAIN, ext: SCHAIN_HOLDER },
+  imp: [IMP],
+  device: DEVICE,
+  site: SITE,
+  app: APP,
+  user: USER,
+  source: SOURCE,
   ext: SCHAIN_HOLDER,
 } as const satisfies { readonly [key: string]: JsonShape };
+
+// Each field's index in the Fields of its object (shape.ts keysOf).
+const BID = keysOf(BID_REQUEST_SHAPE);
+const IMP_AT = keysOf(IMP);
+const FORMAT_AT = keysOf(IMP_FORMAT);
+const SIZE_AT = keysOf(FORMAT);
+const DEVICE_AT = keysOf(DEVICE);
+const DEVICE_EXT_AT = keysOf(DEVICE.ext);
+const GEO_AT = keysOf(DEVICE.geo);
+const SUA_AT = keysOf(SUA);
+const PLATFORM_AT = keysOf(SUA.platform);
+const BROWSER_AT = keysOf(SUA_BROWSER);
+const SITE_AT = keysOf(SITE);
+const APP_AT = keysOf(APP);
+const PUBLISHER_AT = keysOf(PUBLISHER);
+const USER_AT = keysOf(USER);
+const SOURCE_AT = keysOf(SOURCE);
+const HOLDER_AT = keysOf(SCHAIN_HOLDER);
 
 /** What the mapping yields beside the slots. */
 export interface OrtbExtra {
@@ -114,11 +137,14 @@ function unusable(path: string, why: string): void {
   cur.unusable.push(path, why);
 }
 
-function obj(parent: JsonObject | null, key: string, path: string): JsonObject | null {
+// Readers of one field of an object read by its shape (`parent`, null when absent), at the
+// field's index (`key`); `path` names it in the answer when it is unusable.
+
+function obj(parent: Fields | null, key: number, path: string): Fields | null {
   if (parent === null) return null;
-  const v = parent[key];
+  const v = parent.at[key];
   if (v === undefined || v === null) return null;
-  if (!isJsonObject(v)) {
+  if (!(v instanceof Fields)) {
     unusable(path, 'must be an object');
     return null;
   }
@@ -126,9 +152,9 @@ function obj(parent: JsonObject | null, key: string, path: string): JsonObject |
 }
 
 /** An `ext` object (exchange-specific, where ivtd looks for one field), else null: any other value is not ivtd's business. */
-function ext(parent: JsonObject | null): JsonObject | null {
-  const v = parent === null ? undefined : parent.ext;
-  return v !== undefined && isJsonObject(v) ? v : null;
+function ext(parent: Fields | null, key: number): Fields | null {
+  const v = parent === null ? undefined : parent.at[key];
+  return v instanceof Fields ? v : null;
 }
 
 /**
@@ -137,9 +163,9 @@ function ext(parent: JsonObject | null): JsonObject | null {
  */
 export const ORTB_MAX_FIELD_CHARS = 2048;
 
-function str(parent: JsonObject | null, key: string, path: string): string {
+function str(parent: Fields | null, key: number, path: string): string {
   if (parent === null) return '';
-  const v = parent[key];
+  const v = parent.at[key];
   if (v === undefined || v === null) return '';
   if (typeof v !== 'string') {
     unusable(path, 'must be a string');
@@ -149,9 +175,9 @@ function str(parent: JsonObject | null, key: string, path: string): string {
   return v;
 }
 
-function int(parent: JsonObject | null, key: string, path: string): number {
+function int(parent: Fields | null, key: number, path: string): number {
   if (parent === null) return -1;
-  const v = parent[key];
+  const v = parent.at[key];
   if (v === undefined || v === null) return -1;
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) {
     unusable(path, 'must be a non-negative integer');
@@ -177,29 +203,29 @@ export function pageHost(page: string): string {
 }
 
 /** Fills `f` from `device.sua`. */
-function suaFacts(sua: JsonObject, f: SuaFacts): SuaFacts {
-  const platform = obj(sua, 'platform', 'device.sua.platform');
-  f.platform = platform === null ? '' : suaPlatform(str(platform, 'brand', 'device.sua.platform.brand'));
-  const mobile = int(sua, 'mobile', 'device.sua.mobile');
+function suaFacts(sua: Fields, f: SuaFacts): SuaFacts {
+  const platform = obj(sua, SUA_AT.platform, 'device.sua.platform');
+  f.platform = platform === null ? '' : suaPlatform(str(platform, PLATFORM_AT.brand, 'device.sua.platform.brand'));
+  const mobile = int(sua, SUA_AT.mobile, 'device.sua.mobile');
   f.mobile = mobile === 0 || mobile === 1 ? mobile : -1;
-  f.source = int(sua, 'source', 'device.sua.source');
+  f.source = int(sua, SUA_AT.source, 'device.sua.source');
   f.chromium = false;
   f.chromiumMajor = NaN;
-  const browsers = sua.browsers;
+  const browsers = sua.at[SUA_AT.browsers];
   if (browsers !== undefined && browsers !== null) {
     if (!Array.isArray(browsers)) unusable('device.sua.browsers', 'must be an array');
     else {
       let rank = CHROMIUM_BRANDS.length;
       for (const b of browsers) {
-        if (!isJsonObject(b)) {
+        if (!(b instanceof Fields)) {
           unusable('device.sua.browsers[]', 'must be an object');
           continue;
         }
-        const r = CHROMIUM_BRANDS.indexOf(str(b, 'brand', 'device.sua.browsers[].brand'));
+        const r = CHROMIUM_BRANDS.indexOf(str(b, BROWSER_AT.brand, 'device.sua.browsers[].brand'));
         if (r === -1) continue;
         f.chromium = true;
         if (r < rank) {
-          const version = b.version;
+          const version = b.at[BROWSER_AT.version];
           const major = Array.isArray(version) && typeof version[0] === 'string' ? Number.parseInt(version[0], 10) : NaN;
           if (Number.isFinite(major)) {
             rank = r;
@@ -214,7 +240,7 @@ function suaFacts(sua: JsonObject, f: SuaFacts): SuaFacts {
 
 /** imp[0]'s formats in the order they decide the AdCOM ad type (video, audio, native before banner), with their field paths. */
 const IMP_KINDS = (['video', 'audio', 'native', 'banner'] as const).map((key) => ({
-  key,
+  key: IMP_AT[key],
   adt: { video: '2', audio: '3', native: '4', banner: '1' }[key],
   sized: key === 'video' || key === 'banner',
   path: `imp[0].${key}`,
@@ -227,18 +253,19 @@ const IMP_KINDS = (['video', 'audio', 'native', 'banner'] as const).map((key) =>
 const DIM_MAX = 99_999;
 
 /** imp[0]'s format as the AdCOM ad type (video, audio, native before banner in a multi-format imp) and its size. */
-function impFacts(imp0: JsonObject, v: (string | undefined)[]): void {
+function impFacts(imp0: Fields, v: (string | undefined)[]): void {
   for (const k of IMP_KINDS) {
     const o = obj(imp0, k.key, k.path);
     if (o === null) continue;
     if (v[P.adt] === undefined) v[P.adt] = k.adt;
     if (v[P.dim] === undefined && k.sized) {
-      let w = int(o, 'w', k.w);
-      let h = int(o, 'h', k.h);
-      const format = o.format;
-      if ((w <= 0 || h <= 0) && Array.isArray(format) && isJsonObject(format[0])) {
-        w = int(format[0], 'w', k.fw);
-        h = int(format[0], 'h', k.fh);
+      let w = int(o, FORMAT_AT.w, k.w);
+      let h = int(o, FORMAT_AT.h, k.h);
+      const format = o.at[FORMAT_AT.format];
+      const first = Array.isArray(format) ? format[0] : undefined;
+      if ((w <= 0 || h <= 0) && first instanceof Fields) {
+        w = int(first, SIZE_AT.w, k.fw);
+        h = int(first, SIZE_AT.h, k.fh);
       }
       if (w > 0 && h > 0 && w <= DIM_MAX && h <= DIM_MAX) v[P.dim] = `${w}x${h}`;
     }
@@ -246,11 +273,11 @@ function impFacts(imp0: JsonObject, v: (string | undefined)[]): void {
 }
 
 /** An address ivtd can read in `device.ip` / `device.ipv6`, else '' (noted unusable). */
-function address(device: JsonObject | null, key: string, path: string): string {
+function address(device: Fields | null, key: number, path: string): string {
   const s = str(device, key, path);
   if (s === '') return '';
   if (parseIpInto(s, cur.ip)) return s;
-  unusable(path, key === 'ip' ? 'must be an IPv4 address' : 'must be an IPv6 address');
+  unusable(path, key === DEVICE_AT.ip ? 'must be an IPv4 address' : 'must be an IPv6 address');
   return '';
 }
 
@@ -261,7 +288,7 @@ function address(device: JsonObject | null, key: string, path: string): string {
  * its `id` or `imp`, or a mapped string past ORTB_MAX_FIELD_CHARS. Any other field that is
  * absent or unusable is absent: noteMissing() lists it after validation.
  */
-export function mapBidRequest(bid: JsonObject, v: (string | undefined)[], raw: (string | undefined)[], extra: OrtbExtra): ErrorAnswer | null {
+export function mapBidRequest(bid: Fields, v: (string | undefined)[], raw: (string | undefined)[], extra: OrtbExtra): ErrorAnswer | null {
   for (const i of BODY_SLOTS) {
     v[i] = undefined;
     raw[i] = undefined;
@@ -282,65 +309,66 @@ export function mapBidRequest(bid: JsonObject, v: (string | undefined)[], raw: (
   }
 }
 
-function mapBody(bid: JsonObject, v: (string | undefined)[], extra: OrtbExtra): ErrorAnswer | null {
-  const id = bid.id;
+function mapBody(bid: Fields, v: (string | undefined)[], extra: OrtbExtra): ErrorAnswer | null {
+  const id = bid.at[BID.id];
   if (typeof id === 'string' && id.length > ORTB_MAX_FIELD_CHARS) throw bad('id', `longer than ${ORTB_MAX_FIELD_CHARS} characters`);
   if (id === undefined || id === null || id === '') return { status: 400, code: 'missing_parameter', message: 'Missing required field: id (the BidRequest id, a non-empty string).' };
   if (typeof id !== 'string') return { status: 400, code: 'invalid_parameter', message: 'Invalid field id: must be a string (the BidRequest id).' };
   extra.id = id;
-  const imp = bid.imp;
+  const imp = bid.at[BID.imp];
   if (!Array.isArray(imp) || imp.length === 0) {
     const why = imp === undefined || imp === null ? 'Missing required field: imp' : 'Invalid field imp';
     return { status: 400, code: imp === undefined || imp === null ? 'missing_parameter' : 'invalid_parameter', message: `${why} (an array of at least one Imp object).` };
   }
-  if (!isJsonObject(imp[0])) return { status: 400, code: 'invalid_parameter', message: 'Invalid field imp[0]: must be an Imp object.' };
+  const imp0 = imp[0];
+  if (!(imp0 instanceof Fields)) return { status: 400, code: 'invalid_parameter', message: 'Invalid field imp[0]: must be an Imp object.' };
 
-  const device = obj(bid, 'device', 'device');
-  const site = obj(bid, 'site', 'site');
-  const app = obj(bid, 'app', 'app');
-  const user = obj(bid, 'user', 'user');
-  const source = obj(bid, 'source', 'source');
+  const device = obj(bid, BID.device, 'device');
+  const site = obj(bid, BID.site, 'site');
+  const app = obj(bid, BID.app, 'app');
+  const user = obj(bid, BID.user, 'user');
+  const source = obj(bid, BID.source, 'source');
 
   // Every field is type-checked, also when another one is taken instead.
-  const ip = address(device, 'ip', 'device.ip');
-  const ipv6 = address(device, 'ipv6', 'device.ipv6');
+  const ip = address(device, DEVICE_AT.ip, 'device.ip');
+  const ipv6 = address(device, DEVICE_AT.ipv6, 'device.ipv6');
   v[P.ip] = ip || ipv6 || undefined;
   // (Its own string: the UA cache may keep it, and the body's JS parser returns slices of the body.)
-  v[P.ua] = ownString(str(device, 'ua', 'device.ua')) || undefined;
-  const ifa = str(device, 'ifa', 'device.ifa');
-  const deviceExt = ext(device);
-  const ifaType = (str(device, 'ifa_type', 'device.ifa_type') || str(deviceExt, 'ifa_type', 'device.ext.ifa_type')).toLowerCase();
+  v[P.ua] = ownString(str(device, DEVICE_AT.ua, 'device.ua')) || undefined;
+  const ifa = str(device, DEVICE_AT.ifa, 'device.ifa');
+  const deviceExt = ext(device, DEVICE_AT.ext);
+  const ifaType = (str(device, DEVICE_AT.ifa_type, 'device.ifa_type') || str(deviceExt, DEVICE_EXT_AT.ifa_type, 'device.ext.ifa_type')).toLowerCase();
   extra.ifaType = ifaType;
   // An SSP-, session- or publisher-scoped ID is no device ID: not the device's IFA.
   v[P.ifa] = ifa !== '' && !NON_DEVICE_IFA_TYPES.has(ifaType) ? ifa : undefined;
-  const dvt = int(device, 'devicetype', 'device.devicetype');
+  const dvt = int(device, DEVICE_AT.devicetype, 'device.devicetype');
   if (dvt >= 1 && dvt <= 8) v[P.dvt] = String(dvt);
   else if (dvt !== -1) unusable('device.devicetype', 'must be an AdCOM device type, 1 to 8');
-  const country = str(obj(device, 'geo', 'device.geo'), 'country', 'device.geo.country');
+  const country = str(obj(device, DEVICE_AT.geo, 'device.geo'), GEO_AT.country, 'device.geo.country');
   if (country !== '') {
     const a2 = countryAlpha2(country);
     if (a2 === null) unusable('device.geo.country', `${JSON.stringify(country.slice(0, 8))} is not an ISO-3166-1 country code (alpha-3, e.g. "USA", or alpha-2, e.g. "US")`);
     else v[P.geo] = a2;
   }
-  const sua = obj(device, 'sua', 'device.sua');
+  const sua = obj(device, DEVICE_AT.sua, 'device.sua');
   if (sua !== null) extra.sua = suaFacts(sua, extra.suaScratch);
 
-  v[P.app] = str(app, 'bundle', 'app.bundle') || undefined;
-  const siteDomain = str(site, 'domain', 'site.domain');
-  const page = str(site, 'page', 'site.page');
-  const appDomain = str(app, 'domain', 'app.domain');
+  v[P.app] = str(app, APP_AT.bundle, 'app.bundle') || undefined;
+  const siteDomain = str(site, SITE_AT.domain, 'site.domain');
+  const page = str(site, SITE_AT.page, 'site.page');
+  const appDomain = str(app, APP_AT.domain, 'app.domain');
   v[P.dmn] = siteDomain || pageHost(page) || appDomain || undefined;
-  const publisher = obj(site ?? app, 'publisher', site !== null ? 'site.publisher' : 'app.publisher');
-  v[P.pub] = str(publisher, 'id', site !== null ? 'site.publisher.id' : 'app.publisher.id') || v[P.pub];
+  const publisher = site !== null ? obj(site, SITE_AT.publisher, 'site.publisher') : obj(app, APP_AT.publisher, 'app.publisher');
+  v[P.pub] = str(publisher, PUBLISHER_AT.id, site !== null ? 'site.publisher.id' : 'app.publisher.id') || v[P.pub];
 
-  const uid = str(user, 'id', 'user.id');
-  const buyeruid = str(user, 'buyeruid', 'user.buyeruid');
+  const uid = str(user, USER_AT.id, 'user.id');
+  const buyeruid = str(user, USER_AT.buyeruid, 'user.buyeruid');
   v[P.uid] = uid || buyeruid || v[P.uid];
 
   // source.schain (2.6), source.ext.schain (2.5, Prebid), ext.schain (2.4): the first present.
-  const sourceExt = ext(source);
-  const bidExt = ext(bid);
-  const chain: JsonValue | undefined = source?.schain ?? sourceExt?.schain ?? bidExt?.schain ?? undefined;
+  const sourceExt = ext(source, SOURCE_AT.ext);
+  const bidExt = ext(bid, BID.ext);
+  const chain: Pruned | undefined = source?.at[SOURCE_AT.schain] ?? sourceExt?.at[HOLDER_AT.schain] ?? bidExt?.at[HOLDER_AT.schain] ?? undefined;
   if (chain !== undefined && chain !== null) {
     const r = schainFromObject(chain);
     extra.schain = r;
@@ -348,11 +376,11 @@ function mapBody(bid: JsonObject, v: (string | undefined)[], extra: OrtbExtra): 
     if (v[P.sid] === undefined && r.ok) v[P.sid] = r.chain.nodes[r.chain.nodes.length - 1]!.asi;
   }
 
-  impFacts(imp[0], v);
+  impFacts(imp0, v);
   for (let i = 0; i < imp.length; i++) {
     const one = imp[i];
-    if (!isJsonObject(one)) continue;
-    const ssai = one.ssai;
+    if (!(one instanceof Fields)) continue;
+    const ssai = one.at[IMP_AT.ssai];
     if (ssai === undefined || ssai === null) continue;
     if (typeof ssai === 'number' && Number.isInteger(ssai) && ssai >= 0 && ssai <= 3) {
       if (ssai > extra.ssai) extra.ssai = ssai;

@@ -18,46 +18,23 @@
 // which gives the verdict and the message. So it may bail on a valid text, never accept an
 // invalid one (test/ortb/pruned-json.test.ts holds it to that on mutated bid requests).
 //
-// What it builds is what JSON.parse would give with the keys outside the shape left out:
-// arrays keep every element (each pruned by the element shape), a value whose type is not
-// the one the shape expects (an array where an object is read, an object where a string is)
-// is built whole, so the mapping sees the same types and values either way. Strings are
-// slices of the body's text: whatever keeps one past the request copies it (ownString).
-import type { JsonLimits, JsonObject, JsonValue } from './bounded-json.ts';
+// What it builds is JSON.parse's value read by the shape (src/ortb/shape.ts: prune() makes the
+// same of a value the reference built): a Fields for each object the shape reads, every
+// element of an array, a value whose type is not the one the shape expects built whole.
+// Strings are slices of the body's text: whatever keeps one past the request copies it
+// (ownString).
+import { isUtf8 } from 'node:buffer';
+import type { JsonLimits, JsonValue } from './bounded-json.ts';
+import { Fields, type Compiled, type Pruned } from './shape.ts';
 import { JSON_SCAN_WASM } from './json-scan-wasm.ts';
 import { compileWasm, instantiateWasm, wasmGlobal } from '../runtime/wasm.ts';
-
-/** Build this value whole. */
-export const WHOLE = 0;
-/** An object of which only these keys are built (each by its shape), or an array whose every element is built by the one shape in it. */
-export type JsonShape = typeof WHOLE | { readonly [key: string]: JsonShape } | readonly [JsonShape];
-
-/** A shape as the builder reads it (compileShape); load() writes the scan's copy of it into the scan's memory. */
-export interface Compiled {
-  /** An object shape's keys and their shapes (null: whole), parallel. */
-  keys: string[];
-  shapes: Array<Compiled | null>;
-  /** An array shape's element shape (null: whole); undefined for an object shape. */
-  elem: Compiled | null | undefined;
-}
-
-/** An object shape as parsePruned reads it: made once (the body's at module load), not per body. */
-export function compileShape(shape: { readonly [key: string]: JsonShape }): Compiled {
-  return compile(shape)!;
-}
-
-function compile(shape: JsonShape): Compiled | null {
-  if (shape === WHOLE) return null;
-  if (Array.isArray(shape)) return { keys: [], shapes: [], elem: compile((shape as readonly [JsonShape])[0]) };
-  const keys = Object.keys(shape);
-  for (const k of keys) if (!/^[\x20-\x7e]*$/.test(k) || k.includes('"') || k.includes('\\')) throw new Error('a shape key must be printable ASCII without a quote or a backslash');
-  return { keys, shapes: keys.map((k) => compile((shape as Record<string, JsonShape>)[k]!)), elem: undefined };
-}
 
 // The scan: one instance per thread (each thread loads this module), its memory fixed.
 interface ScanExports {
   memory: WebAssembly.Memory;
   scan(len: number, root: number, maxDepth: number, maxArray: number, maxKeys: number): number;
+  /** 1 when the last scan's body has a byte past ASCII (in its strings), else 0. */
+  wide(): number;
 }
 
 // Null without WebAssembly (`--jitless`) or its SIMD (an x86-64 CPU without SSE4.1): every
@@ -74,6 +51,8 @@ const OPEN_OBJECT = at('OPEN_OBJECT'), OPEN_ARRAY = at('OPEN_ARRAY'), CLOSE = at
 const memory = wasm === null ? new ArrayBuffer(0) : wasm.memory.buffer;
 if (TAPE + TAPE_RECORDS * 16 > memory.byteLength) throw new Error('json-scan: its regions do not fit its memory');
 const mem = new Uint8Array(memory);
+/** The same memory as a Buffer, for the body's text (latin1) without a Buffer made per body. */
+const memText = Buffer.from(memory);
 const words = new Int32Array(memory);
 
 /** The shape whose copy the scan holds (its root node at word 0 from SHAPE). */
@@ -118,7 +97,7 @@ let s = '';
 /** The body has a character past ASCII: `s` is its bytes as Latin-1 (offsets agree), values are decoded from the bytes. */
 let wideBody = false;
 /** The containers being built and their shapes (index: depth - 1). */
-const open: Array<JsonObject | JsonValue[]> = [];
+const open: Array<Fields | Pruned[]> = [];
 const openShapes: Compiled[] = [];
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -129,20 +108,23 @@ function decode(from: number, to: number): string {
 }
 
 /**
- * Parses the body's `bytes` (valid UTF-8: checked before; `ascii` when they are all ASCII) as
- * one JSON object within `lim`, building only what `shape` names. The pruned object, or null
- * when the reference must read the body: a fault, or a case this path leaves to it. Never throws.
+ * Parses the body's `bytes` as one JSON object in UTF-8 within `lim`, building only what
+ * `shape` names. The pruned object, or null when the reference must read the body: a fault
+ * (bytes that are not UTF-8 among them), or a case this path leaves to it. Never throws.
  */
-export function parsePruned(bytes: Uint8Array, ascii: boolean, lim: JsonLimits, shape: Compiled): JsonObject | null {
+export function parsePruned(bytes: Uint8Array, lim: JsonLimits, shape: Compiled): Fields | null {
   if (wasm === null || lim.maxDepth > MAX_DEPTH || lim.maxArrayLength < 1 || bytes.length > IN_CAPACITY) return null;
   if (loaded !== shape) load(shape);
   mem.set(bytes, IN);
   mem[IN + bytes.length] = 0;
   const n = wasm.scan(bytes.length, 0, lim.maxDepth, lim.maxArrayLength, Math.min(MAX_KEYS, lim.maxObjectKeys));
   if (n < 0) return null;
+  // Outside its strings a byte past ASCII is a fault: with none in them the body is ASCII,
+  // else whether it is UTF-8 is checked here (the reference then says it is not).
+  wideBody = wasm.wide() !== 0;
+  if (wideBody && !isUtf8(bytes)) return null;
   b = bytes;
-  wideBody = !ascii;
-  s = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
+  s = memText.toString('latin1', IN, IN + bytes.length);
   try {
     return build(n, shape);
   } finally {
@@ -152,12 +134,12 @@ export function parsePruned(bytes: Uint8Array, ascii: boolean, lim: JsonLimits, 
   }
 }
 
-const EMPTY_ARRAY: JsonValue[] = [];
+const EMPTY_ARRAY: Pruned[] = [];
 
 /** The object the tape's `n` records describe (the first opens it), or null for a number out of range. */
-function build(n: number, shape: Compiled): JsonObject | null {
+function build(n: number, shape: Compiled): Fields | null {
   const tape = words;
-  let root: JsonObject | null = null;
+  let root: Fields | null = null;
   let sp = -1;
   for (let r = 0, w = TAPE / 4; r < n; r++, w += 4) {
     const op = tape[w]!;
@@ -172,25 +154,23 @@ function build(n: number, shape: Compiled): JsonObject | null {
       continue;
     }
     const key = tape[w + 1]!;
-    let v: JsonValue;
     if (kind === OPEN_OBJECT || kind === OPEN_ARRAY) {
       const c = sp < 0 ? shape : key === -1 ? openShapes[sp]!.elem! : openShapes[sp]!.shapes[key]!;
-      v = kind === OPEN_OBJECT ? {} : [];
-      if (sp < 0) root = v as JsonObject;
+      const v = kind === OPEN_OBJECT ? new Fields(c.blank.slice()) : [];
+      if (sp < 0) root = v as Fields;
       else attach(sp, key, v);
       open[++sp] = v;
       openShapes[sp] = c;
       continue;
     }
-    v = valueAt(start, tape[w + 3]!, op);
-    attach(sp, key, v);
+    attach(sp, key, valueAt(start, tape[w + 3]!, op));
   }
   return root;
 }
 
-function attach(sp: number, key: number, v: JsonValue): void {
-  if (key === -1) (open[sp] as JsonValue[]).push(v);
-  else (open[sp] as JsonObject)[openShapes[sp]!.keys[key]!] = v;
+function attach(sp: number, key: number, v: Pruned): void {
+  if (key === -1) (open[sp] as Pruned[]).push(v);
+  else (open[sp] as Fields).at[key] = v;
 }
 
 /** The value whose text is the body's bytes from `start` to `end`. */

@@ -32,7 +32,7 @@ import type { LookupMemory, SeenValues } from './messages.ts';
 import type { SupplyChain } from '../signals/schain.ts';
 import { LidCodec, emptyLidInput, type LidInput } from './lid.ts';
 import { emptyRequest, validateAuth, validateOrtbRequest, validateRequest, type LookupRequest } from './validate.ts';
-import type { JsonObject } from '../ortb/bounded-json.ts';
+import type { Fields } from '../ortb/shape.ts';
 import { emptyOrtbExtra, mapBidRequest, noteMissing, ORTB_NAMES, ortbConfidence, ortbResponseTail, type OrtbExtra } from '../ortb/map.ts';
 
 export interface LookupOutcome {
@@ -126,7 +126,7 @@ export class LookupEngine {
    * Answers one lookup from an OpenRTB bid request (`bid`, the parsed body; `query` holds
    * p, k and node): the same verdict, counted the same, plus `id`, `nbr` and `reasons`.
    */
-  lookupOrtb(query: string, bid: JsonObject, now: number): LookupOutcome {
+  lookupOrtb(query: string, bid: Fields, now: number): LookupOutcome {
     const refused = this.parse(query, now, bid);
     if (refused !== null) return refused;
     return this.verdict(now, true);
@@ -205,7 +205,7 @@ export class LookupEngine {
   }
 
   /** What lookup() would answer now, with its reasons and signals; changes nothing. */
-  explain(query: string, now: number, bid: JsonObject | null = null): Explanation {
+  explain(query: string, now: number, bid: Fields | null = null): Explanation {
     const ex: Explanation = { status: 0, response: null, reasons: [], transaction: null, category: null, leadingReason: '', signals: null, policy: null };
     const refused = this.parse(query, now, bid);
     const s = refused === null ? this.sources.gather(this.req, this.data, now, 'peek') : null;
@@ -274,7 +274,7 @@ export class LookupEngine {
   }
 
   /** Step 1: scan, authenticate, validate. Null when the request is good (this.req, this.customerId set). */
-  private parse(query: string, now: number, bid: JsonObject | null): LookupOutcome | null {
+  private parse(query: string, now: number, bid: Fields | null): LookupOutcome | null {
     const scanErr = this.scanner.scan(query);
     if (scanErr) return refused(scanErr);
     const v = this.scanner.values;

@@ -17,6 +17,7 @@
 // - Errors are stable codes (SCHAIN_ERRORS) so they can be counted; the result objects for
 //   errors are shared and frozen, so a bad string costs no allocation beyond the scan.
 import { percentDecode } from '../http/percent.ts';
+import { Fields, keysOf, WHOLE, type Pruned } from '../ortb/shape.ts';
 
 export interface SchainNode {
   asi: string;
@@ -153,33 +154,44 @@ export function parseSchain(raw: string): SchainResult {
 }
 
 
+/** What schainFromObject reads of a supply-chain object (part of the bid request's shape: src/ortb/map.ts). */
+export const SCHAIN_NODE_SHAPE = { asi: WHOLE, sid: WHOLE, hp: WHOLE, rid: WHOLE, name: WHOLE, domain: WHOLE } as const;
+export const SCHAIN_SHAPE = { ver: WHOLE, complete: WHOLE, nodes: [SCHAIN_NODE_SHAPE] } as const;
+const CHAIN = keysOf(SCHAIN_SHAPE);
+const NODE = keysOf(SCHAIN_NODE_SHAPE);
+
 /**
  * The object form (OpenRTB 2.5 `source.ext.schain`, 2.6 `source.schain`) under the string
  * form's rules: `ver` d.d, `complete` 0 or 1, 1 to SCHAIN_MAX_NODES nodes, each with a
  * non-blank `asi` and `sid` and `hp` 0 or 1. Optional fields of another type than the
  * spec's (a numeric `rid`, say) are dropped, as `ext` is; a field of a wrong type that the
  * rules read fails like its malformed string: an object that is not one is 'bad_header'.
- * `value` is a parsed JSON value. Never throws.
+ * `value` is the object as read by SCHAIN_SHAPE (src/ortb/shape.ts). Never throws.
  */
-export function schainFromObject(value: unknown): SchainResult {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return fail('bad_header');
-  const o = value as Record<string, unknown>;
-  const ver = o.ver;
+export function schainFromObject(value: Pruned | undefined): SchainResult {
+  if (!(value instanceof Fields)) return fail('bad_header');
+  const o = value.at;
+  const ver = o[CHAIN.ver];
   if (typeof ver !== 'string' || !VERSION.test(ver)) return fail('bad_version');
-  const complete = o.complete;
+  const complete = o[CHAIN.complete];
   if (complete !== 0 && complete !== 1) return fail('bad_complete');
-  const list = o.nodes;
+  const list = o[CHAIN.nodes];
   if (!Array.isArray(list) || list.length === 0) return fail('no_nodes');
   if (list.length > SCHAIN_MAX_NODES) return fail('too_many_nodes');
   const nodes: SchainNode[] = [];
-  for (const n of list as unknown[]) {
-    if (typeof n !== 'object' || n === null || Array.isArray(n)) return fail('empty_node');
-    const f = n as Record<string, unknown>;
-    if (typeof f.asi !== 'string' || isBlank(f.asi)) return fail('empty_asi');
-    if (typeof f.sid !== 'string' || isBlank(f.sid)) return fail('empty_sid');
-    if (f.hp !== 0 && f.hp !== 1) return fail('bad_hp');
-    const text = (v: unknown) => (typeof v === 'string' ? v : '');
-    nodes.push({ asi: f.asi, sid: f.sid, hp: f.hp, rid: text(f.rid), name: text(f.name), domain: text(f.domain) });
+  for (let i = 0; i < list.length; i++) {
+    const n = list[i];
+    if (!(n instanceof Fields)) return fail('empty_node');
+    const f = n.at;
+    const asi = f[NODE.asi], sid = f[NODE.sid], hp = f[NODE.hp];
+    if (typeof asi !== 'string' || isBlank(asi)) return fail('empty_asi');
+    if (typeof sid !== 'string' || isBlank(sid)) return fail('empty_sid');
+    if (hp !== 0 && hp !== 1) return fail('bad_hp');
+    nodes.push({ asi, sid, hp, rid: text(f[NODE.rid]), name: text(f[NODE.name]), domain: text(f[NODE.domain]) });
   }
   return { ok: true, chain: { ver, complete, nodes } };
+}
+
+function text(v: Pruned | undefined): string {
+  return typeof v === 'string' ? v : '';
 }

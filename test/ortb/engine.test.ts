@@ -10,6 +10,7 @@ import { buildLookupData } from '../../src/prebid/data.ts';
 import { planMemory } from '../../src/memory/budget.ts';
 import { allocateLookupMemory } from '../../src/memory/lookup-memory.ts';
 import { LookupEngine } from '../../src/prebid/pipeline.ts';
+import { bidRequestOf } from '../../src/ortb/body.ts';
 
 t.test('a bid request without an IP is judged, and never reported as a bot IP', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'ivtd-ortb-engine-'));
@@ -21,15 +22,15 @@ t.test('a bid request without an IP is judged, and never reported as a bot IP', 
   const query = `p=${partner}&k=key-1&node=n`;
   const crawler = { id: 'r1', imp: [{ id: '1', banner: { w: 300, h: 250 } }], device: { ua: 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)' } };
   for (let i = 0; i < 3; i++) {
-    const out = engine.lookupOrtb(query, crawler as never, Date.now());
+    const out = engine.lookupOrtb(query, bidRequestOf(crawler), Date.now());
     t.equal(out.status, 200, out.body);
     t.match(JSON.parse(out.body), { botRisk: { band: 'high' }, nbr: 3, missing: ['device.ip', 'device.devicetype', 'user.id', 'site.publisher.id', 'source.schain'] });
   }
   t.same(engine.botIps!.take(), [], 'no IP, no bot IP (not an empty string)');
   const withIp = { ...crawler, device: { ...crawler.device, ip: '73.162.10.50' } };
-  engine.lookupOrtb(query, withIp as never, Date.now());
+  engine.lookupOrtb(query, bidRequestOf(withIp), Date.now());
   t.match(engine.botIps!.take(), [{ ip: '73.162.10.50' }], 'with one, as before');
-  const bare = engine.lookupOrtb(query, { id: 'r2', imp: [{ id: '1' }] } as never, Date.now());
+  const bare = engine.lookupOrtb(query, bidRequestOf({ id: 'r2', imp: [{ id: '1' }] }), Date.now());
   t.match(JSON.parse(bare.body), { botRisk: { band: 'low' }, uaValid: true, reasons: [] }, 'nothing at all: an answer, no signal fired');
   t.ok((JSON.parse(bare.body) as { botRisk: { confidence: number } }).botRisk.confidence < 0.1, 'with a low confidence');
 });

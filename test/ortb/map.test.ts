@@ -2,12 +2,18 @@
 // rules, sua against the UA, country and page-host mapping (nbr and reason classes:
 // test/signals/category.test.ts).
 import t from 'tap';
-import { parseSchain, schainFromObject } from '../../src/signals/schain.ts';
+import { parseSchain, SCHAIN_SHAPE, schainFromObject as fromFields } from '../../src/signals/schain.ts';
+import { compileShape, prune } from '../../src/ortb/shape.ts';
+import { bidRequestOf } from '../../src/ortb/body.ts';
+import type { JsonObject, JsonValue } from '../../src/ortb/bounded-json.ts';
 import { emptySua, suaConflict } from '../../src/signals/sua.ts';
 import { countryAlpha2 } from '../../src/countries.ts';
 import { emptyOrtbExtra, jsonString, mapBidRequest, ortbResponseTail, pageHost } from '../../src/ortb/map.ts';
 import { REASON_CLASS } from '../../src/signals/category.ts';
 import { P, PARAM_NAMES } from '../../src/prebid/params.ts';
+
+/** schainFromObject of a JSON value, read by the supply chain's shape as a bid request's body is. */
+const schainFromObject = (v: unknown) => fromFields(prune(v as JsonValue, compileShape(SCHAIN_SHAPE)));
 
 t.test('schain object form follows the string form', async (t) => {
   const node = { asi: 'exchange1.example', sid: '1234', hp: 1, rid: 'r', name: 'n', domain: 'd.example' };
@@ -54,7 +60,7 @@ t.test('mapBidRequest: only id and imp are required; every other field type-chec
     const v: (string | undefined)[] = new Array(PARAM_NAMES.length).fill(undefined);
     const raw: (string | undefined)[] = new Array(PARAM_NAMES.length).fill(undefined);
     for (const [k, val] of Object.entries(query)) v[P[k as keyof typeof P]] = val;
-    const err = mapBidRequest({ imp: [{ id: '1' }], ...bid } as never, v, raw, extra);
+    const err = mapBidRequest(bidRequestOf({ imp: [{ id: '1' }], ...bid } as JsonObject), v, raw, extra);
     return { err, v, unusable: extra.unusable.filter((_, i) => i % 2 === 0) };
   };
   const ok = map({ id: 'b1', device: { ip: '73.1.2.3', ua: 'UA', devicetype: 2, geo: { country: 'USA' } }, user: { buyeruid: 'u9' }, imp: [{ banner: { format: [{ w: 300, h: 250 }] } }] });
@@ -69,7 +75,7 @@ t.test('mapBidRequest: only id and imp are required; every other field type-chec
   // The 400s: only a BidRequest without its id or imp.
   t.match(map({ id: '' }).err, { status: 400, code: 'missing_parameter', message: /field: id/ });
   t.match(map({ id: 5 }).err, { status: 400, code: 'invalid_parameter', message: /Invalid field id: must be a string/ });
-  t.match(mapBidRequest({ id: 'b' } as never, [], [], extra), { status: 400, code: 'missing_parameter', message: /field: imp/ });
+  t.match(mapBidRequest(bidRequestOf({ id: 'b' }), [], [], extra), { status: 400, code: 'missing_parameter', message: /field: imp/ });
   t.match(map({ id: 'b', imp: [] }).err, { status: 400, message: /imp.*at least one/ });
   t.match(map({ id: 'b', imp: {} }).err, { status: 400, message: /Invalid field imp/ });
   t.match(map({ id: 'b', imp: ['x'] }).err, { status: 400, message: /imp\[0\]/ });

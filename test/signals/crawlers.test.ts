@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
+import { bidRequestOf } from '../../src/ortb/body.ts';
 import { AI_AGENT_EXCLUSIONS, AiAgentList, VERIFIABLE_CRAWLER, aiAgentsFromRobotsJson, claimedCrawler } from '../../src/signals/crawlers.ts';
 import { bundleForm, bundleProblem } from '../../src/signals/app-bundle.ts';
 import { parseIp } from '../../src/signals/ip-address.ts';
@@ -91,7 +92,7 @@ t.test('a crawler UA is judged by its address only once the operators\' ranges a
   const reasons = (engine: InstanceType<typeof LookupEngine>, ip: string, uid: string) => {
     // The OpenRTB answer names its reasons.
     const bid = { id: 'r', imp: [{ id: '1' }], device: { ip, ua: googlebot, devicetype: 2 }, user: { id: uid } };
-    const out = engine.lookupOrtb(`p=${partner}&k=key-1&node=n`, bid as never, Date.now());
+    const out = engine.lookupOrtb(`p=${partner}&k=key-1&node=n`, bidRequestOf(bid), Date.now());
     t.equal(out.status, 200, out.body);
     const codes = ((JSON.parse(out.body) as { reasons: Array<{ code: string }> }).reasons).map((r) => r.code);
     t.ok(codes.length > 0, `reasons ${codes.join(',')}`);

@@ -60,6 +60,8 @@ let records: i32 = 0;
 let spanTop: i32 = 0;
 /** What the last string stepped over had: ESCAPED, WIDE. */
 let stringFlags: i32 = 0;
+/** Whether a string of this body had a byte past ASCII (outside strings such a byte is a fault). */
+let wideBytes: bool = false;
 /** Where the last key starts and how long it is. */
 let keyStart: i32 = 0;
 let keyLen: i32 = 0;
@@ -125,7 +127,9 @@ const SPACES = i8x16.splat(0x20);
       return k + 1;
     }
     if (c >= 0x80) {
-      flags |= WIDE; // (the body is valid UTF-8: checked before)
+      // (Whether these bytes are UTF-8 is the caller's to check: it asks wide() after a scan.)
+      flags |= WIDE;
+      wideBytes = true;
       k++;
       continue;
     }
@@ -271,6 +275,7 @@ export function scan(len: i32, root: i32, maxDepth: i32, maxArray: i32, maxKeys:
   if (len > IN_CAPACITY || maxDepth > MAX_DEPTH || maxKeys > MAX_KEYS || maxArray < 1) return FAULT;
   records = 0;
   spanTop = 0;
+  wideBytes = false;
   let k = 0;
   let sp = 0;
   let c = byte(k);
@@ -364,4 +369,9 @@ export function scan(len: i32, root: i32, maxDepth: i32, maxArray: i32, maxKeys:
     }
   }
   return FAULT; // (never reached: asc wants a return after the loop)
+}
+
+/** Whether the body of the last scan that succeeded has a byte past ASCII (all of them in strings): its UTF-8 is then the caller's to check. */
+export function wide(): bool {
+  return wideBytes;
 }
