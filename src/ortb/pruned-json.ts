@@ -6,8 +6,8 @@
 // and prototype keys, escapes, number range).
 //
 // The pass is WebAssembly (src/ortb/wasm/json-scan.ts, embedded by tools/build-wasm.ts): it
-// checks every byte and writes a tape of what the shape wants (containers opened and closed,
-// values as byte spans); this module builds the object from the tape. On the benches' 2.1 KB
+// checks every byte and writes a tape of what the shape wants (the containers it reads and
+// their values, each with its depth and key index); this module builds the object from the tape. On the benches' 2.1 KB
 // bid request, in one loop: the same pass as a byte loop in JavaScript took 9–11 µs, more
 // than JSON.parse building everything (7.4); the scan and the build take about 3.6
 // (docs/benchmarks.md).
@@ -35,6 +35,8 @@ interface ScanExports {
   scan(len: number, root: number, maxDepth: number, maxArray: number, maxKeys: number): number;
   /** 1 when the last scan's body has a byte past ASCII (in its strings), else 0. */
   wide(): number;
+  /** The 7-bit hash of the key of `len` bytes at `start` in the scan's memory (a shape node's filter has its keys' bits). */
+  keyHash(start: number, len: number): number;
 }
 
 // Null without WebAssembly (`--jitless`) or its SIMD (an x86-64 CPU without SSE4.1): every
@@ -47,7 +49,8 @@ export const jsonScanWasm = wasm !== null;
 const at = (name: string): number => (wasm === null ? 0 : wasmGlobal(wasm, name));
 const IN = at('IN'), IN_CAPACITY = at('IN_CAPACITY'), SHAPE = at('SHAPE'), SHAPE_WORDS = at('SHAPE_WORDS'), KEYS = at('KEYS'), KEYS_CAPACITY = at('KEYS_CAPACITY');
 const MAX_DEPTH = at('MAX_DEPTH'), MAX_KEYS = at('MAX_KEYS'), TAPE = at('TAPE'), TAPE_RECORDS = at('TAPE_RECORDS');
-const OPEN_OBJECT = at('OPEN_OBJECT'), OPEN_ARRAY = at('OPEN_ARRAY'), CLOSE = at('CLOSE'), CHECK_NUMBER = at('CHECK_NUMBER'), ESCAPED = at('ESCAPED'), WIDE = at('WIDE');
+const OPEN_OBJECT = at('OPEN_OBJECT'), OPEN_ARRAY = at('OPEN_ARRAY'), STRING = at('STRING'), INT = at('INT'), NUMBER = at('NUMBER'), LITERAL = at('LITERAL');
+const CHECK_NUMBER = at('CHECK_NUMBER'), ESCAPED = at('ESCAPED'), WIDE = at('WIDE'), DEPTH_SHIFT = at('DEPTH_SHIFT');
 const memory = wasm === null ? new ArrayBuffer(0) : wasm.memory.buffer;
 if (TAPE + TAPE_RECORDS * 16 > memory.byteLength) throw new Error('json-scan: its regions do not fit its memory');
 const mem = new Uint8Array(memory);
@@ -65,21 +68,24 @@ function load(shape: Compiled): void {
   const put = (c: Compiled): number => {
     const node = nextWord;
     const object = c.elem === undefined;
-    nextWord += object ? 2 + 3 * c.keys.length : 2;
+    nextWord += object ? 6 + 3 * c.keys.length : 2;
     if (nextWord > SHAPE_WORDS) throw new Error('json-scan: the shape has too many keys');
     const w = SHAPE / 4 + node;
     words[w] = object ? 1 : 2;
     if (!object) words[w + 1] = c.elem === null ? -1 : put(c.elem!);
     else {
       words[w + 1] = c.keys.length;
+      words.fill(0, w + 2, w + 6); // the keys' filter: bit keyHash of each
       c.keys.forEach((k, j) => {
         if (nextKey + k.length > KEYS_CAPACITY) throw new Error('json-scan: the shape\'s keys are too long');
         for (let x = 0; x < k.length; x++) mem[KEYS + nextKey + x] = k.charCodeAt(x);
-        words[w + 2 + 3 * j] = nextKey;
-        words[w + 3 + 3 * j] = k.length;
+        const h = wasm!.keyHash(KEYS + nextKey, k.length);
+        words[w + 2 + (h >> 5)]! |= 1 << (h & 31);
+        words[w + 6 + 3 * j] = nextKey;
+        words[w + 7 + 3 * j] = k.length;
         nextKey += k.length;
         const child = c.shapes[j]!;
-        words[w + 4 + 3 * j] = child === null ? -1 : put(child);
+        words[w + 8 + 3 * j] = child === null ? -1 : put(child);
       });
     }
     return node;
@@ -140,59 +146,39 @@ const EMPTY_ARRAY: Pruned[] = [];
 function build(n: number, shape: Compiled): Fields | null {
   const tape = words;
   let root: Fields | null = null;
-  let sp = -1;
   for (let r = 0, w = TAPE / 4; r < n; r++, w += 4) {
     const op = tape[w]!;
     const kind = op & 15;
-    if (kind === CLOSE) {
-      sp--;
-      continue;
-    }
-    const start = tape[w + 2]!;
+    const a = tape[w + 2]!;
     if (kind === CHECK_NUMBER) {
-      if (!Number.isFinite(Number(s.slice(start, tape[w + 3]!)))) return null;
+      if (!Number.isFinite(Number(s.slice(a, tape[w + 3]!)))) return null;
       continue;
     }
+    // It goes into open[depth - 1] (the root, at depth 0, into nothing), at its key's index (-1: pushed).
+    const depth = op >>> DEPTH_SHIFT;
     const key = tape[w + 1]!;
+    let v: Pruned;
     if (kind === OPEN_OBJECT || kind === OPEN_ARRAY) {
-      const c = sp < 0 ? shape : key === -1 ? openShapes[sp]!.elem! : openShapes[sp]!.shapes[key]!;
-      const v = kind === OPEN_OBJECT ? new Fields(c.blank.slice()) : [];
-      if (sp < 0) root = v as Fields;
-      else attach(sp, key, v);
-      open[++sp] = v;
-      openShapes[sp] = c;
-      continue;
-    }
-    attach(sp, key, valueAt(start, tape[w + 3]!, op));
+      const c = depth === 0 ? shape : key === -1 ? openShapes[depth - 1]!.elem! : openShapes[depth - 1]!.shapes[key]!;
+      const container = kind === OPEN_OBJECT ? new Fields(c.blank.slice()) : [];
+      open[depth] = container;
+      openShapes[depth] = c;
+      if (depth === 0) {
+        root = container as Fields;
+        continue;
+      }
+      v = container;
+    } else if (kind === STRING) {
+      const end = tape[w + 3]!;
+      if ((op & ESCAPED) !== 0) v = JSON.parse((op & WIDE) !== 0 ? decode(a - 1, end + 1) : s.slice(a - 1, end + 1)) as string;
+      else v = (op & WIDE) !== 0 ? decode(a, end) : s.slice(a, end);
+    } else if (kind === INT) v = a;
+    else if (kind === NUMBER) v = Number(s.slice(a, tape[w + 3]!));
+    else if (kind === LITERAL) v = a === 1 ? true : a === 0 ? false : null;
+    else v = JSON.parse(decode(a, tape[w + 3]!)) as JsonValue; // WHOLE_VALUE: checked by the scan, made by JSON.parse
+    const parent = open[depth - 1]!;
+    if (key === -1) (parent as Pruned[]).push(v);
+    else (parent as Fields).at[key] = v;
   }
   return root;
-}
-
-function attach(sp: number, key: number, v: Pruned): void {
-  if (key === -1) (open[sp] as Pruned[]).push(v);
-  else (open[sp] as Fields).at[key] = v;
-}
-
-/** The value whose text is the body's bytes from `start` to `end`. */
-function valueAt(start: number, end: number, op: number): JsonValue {
-  const ch = b[start]!;
-  if (ch === 0x22) {
-    const wide = (op & WIDE) !== 0;
-    if ((op & ESCAPED) !== 0) return JSON.parse(wide ? decode(start, end) : s.slice(start, end)) as string;
-    return wide ? decode(start + 1, end - 1) : s.slice(start + 1, end - 1);
-  }
-  if (ch >= 0x30 && ch <= 0x39 && end - start <= 9) {
-    // A whole number of up to nine digits (sizes, flags, types: most of a bid request's
-    // numbers) read from the bytes; anything else (a sign, a fraction, an exponent) by Number.
-    let n = 0;
-    for (let i = start; i < end; i++) {
-      const d = b[i]! - 0x30;
-      if (d < 0 || d > 9) return Number(s.slice(start, end));
-      n = n * 10 + d;
-    }
-    return n;
-  }
-  if (ch === 0x2d || (ch >= 0x30 && ch <= 0x39)) return Number(s.slice(start, end));
-  // A literal, or a container built whole: checked by the scan, made by JSON.parse.
-  return JSON.parse(decode(start, end)) as JsonValue;
 }

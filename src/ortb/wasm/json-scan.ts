@@ -3,8 +3,9 @@
 //
 // The scan behind src/ortb/pruned-json.ts: one validating pass over a bid request's bytes that
 // checks everything (grammar, nesting, array length, keys per object, duplicate and prototype
-// keys, escapes) and writes a tape of what the shape wants built: containers opened and
-// closed, values with their byte spans. JavaScript builds the pruned object from the tape
+// keys, escapes) and writes a tape of what the shape wants built: the containers it reads,
+// each value with its depth, its key's index in the shape and its byte span (small whole
+// numbers and literals with their value). JavaScript builds the pruned object from the tape
 // (strings cut from the body's text). It never says what is wrong: anything it does not
 // accept, or leaves to the reference (an escaped key, a \u escape of a surrogate, an object
 // with more keys than `maxKeys`, a tape too long), ends the scan with a negative result.
@@ -21,29 +22,45 @@ export const SHAPE: i32 = IN + IN_CAPACITY + 16;
 export const SHAPE_WORDS: i32 = 2048;
 export const KEYS: i32 = SHAPE + SHAPE_WORDS * 4;
 export const KEYS_CAPACITY: i32 = 4096;
-/** Open containers: 32 bytes per depth (kind, aux, node, emit key, start as i32; an object's key filter as i64 at 24). */
+/** Open containers: 48 bytes per depth (kind, aux, node, emit key, start as i32; an object's 128-bit key filter as two i64 at 24). */
 const STACK: i32 = KEYS + KEYS_CAPACITY;
 export const MAX_DEPTH: i32 = 64;
-const FRAME_BYTES: i32 = 32;
+const FRAME_BYTES: i32 = 48;
 /** Key spans (start, length) of the open objects, for the duplicate check. */
 const SPANS: i32 = STACK + MAX_DEPTH * FRAME_BYTES;
 export const MAX_KEYS: i32 = 64;
-/** The tape: records of four i32 (op, key, start, end). */
+/** The tape: records of four i32 (op, key, a, b): see the ops below. */
 export const TAPE: i32 = SPANS + MAX_DEPTH * MAX_KEYS * 8;
 export const TAPE_RECORDS: i32 = 8192;
 
-// Tape ops. A value's op carries flags (string with an escape, string with a byte past ASCII).
+// Tape ops: a record's op is its kind, its flags (a string's: with an escape, with a byte past
+// ASCII) and, from bit DEPTH_SHIFT, its depth: the open containers around it, the one it goes
+// into being the innermost (the root object's record has depth 0). Containers are not closed
+// on the tape: the next record's depth says where it goes. `key` is the key's index in the
+// shape node of the object it goes into, -1 in an array. Kinds and their a, b:
+/** A container the shape reads: built from the records after it (a: where it starts). */
 export const OPEN_OBJECT: i32 = 1;
 export const OPEN_ARRAY: i32 = 2;
-export const CLOSE: i32 = 3;
-export const VALUE: i32 = 4;
-/** A number the caller must check is finite (an exponent, or 300 characters or more). */
-export const CHECK_NUMBER: i32 = 5;
+/** A string: its text from a to b (between its quotes). */
+export const STRING: i32 = 3;
+/** A whole number of at most nine digits, without sign, fraction or exponent: a is its value. */
+export const INT: i32 = 4;
+/** Any other number: its text from a to b (finite or not: the caller checks). */
+export const NUMBER: i32 = 5;
+/** true (a = 1), false (a = 0), null (a = 2). */
+export const LITERAL: i32 = 6;
+/** A value the shape reads whole (a container of another type than the shape's): its text from a to b. */
+export const WHOLE_VALUE: i32 = 7;
+/** A number stepped over that the caller must check is finite (an exponent, or 300 characters or more): its text from a to b. */
+export const CHECK_NUMBER: i32 = 8;
 export const ESCAPED: i32 = 16;
 export const WIDE: i32 = 32;
+export const DEPTH_SHIFT: i32 = 8;
 
-// Shape nodes (word offsets from SHAPE): an object is [1, n, then n × (key offset from KEYS,
-// key length, child node or WHOLE)]; an array is [2, element node or WHOLE] (the types are OBJ and ARR).
+// Shape nodes (word offsets from SHAPE): an object is [1, n, its keys' 128-bit filter (four
+// words: bit keyHash of each key, set by JS through keyHash()), then n × (key offset from
+// KEYS, key length, child node or WHOLE)]; an array is [2, element node or WHOLE] (the types
+// are OBJ and ARR).
 /** A value built whole; SKIP: a value not built at all. */
 const WHOLE: i32 = -1;
 const SKIP: i32 = -2;
@@ -62,9 +79,10 @@ let spanTop: i32 = 0;
 let stringFlags: i32 = 0;
 /** Whether a string of this body had a byte past ASCII (outside strings such a byte is a fault). */
 let wideBytes: bool = false;
-/** Where the last key starts and how long it is. */
+/** Where the last key starts, how long it is, and its keyHash. */
 let keyStart: i32 = 0;
 let keyLen: i32 = 0;
+let keyBits: u32 = 0;
 
 @inline function isWs(c: u32): bool {
   return c == 0x20 || c == 0x0a || c == 0x0d || c == 0x09;
@@ -155,28 +173,42 @@ const SPACES = i8x16.splat(0x20);
   return FAULT; // (never reached: asc wants a return after the loop)
 }
 
-/** Steps over the number at `k`: where it ends, or FAULT; one the caller must range-check goes on the tape. */
+/** The value of the number skipNumber stepped over last when it is a whole number of at most nine digits without sign, fraction or exponent; else -1. */
+let intValue: i32 = -1;
+
+/** Steps over the number at `k`: where it ends, or FAULT; one the caller must range-check goes on the tape. Sets intValue. */
 function skipNumber(k: i32): i32 {
   const start = k;
   let c = byte(k);
+  let n: i32 = -1;
   if (c == 0x2d) c = byte(++k);
-  if (c == 0x30) c = byte(++k);
-  else if (c > 0x30 && c <= 0x39) {
-    do c = byte(++k); while (c >= 0x30 && c <= 0x39);
+  if (c == 0x30) {
+    c = byte(++k);
+    n = 0;
+  } else if (c > 0x30 && c <= 0x39) {
+    n = <i32>(c - 0x30);
+    for (;;) {
+      c = byte(++k);
+      if (!(c >= 0x30 && c <= 0x39)) break;
+      n = n * 10 + <i32>(c - 0x30); // (wraps past nine digits: not read then)
+    }
   } else return FAULT;
   if (c == 0x2e) {
+    n = -1;
     c = byte(++k);
     if (!(c >= 0x30 && c <= 0x39)) return FAULT;
     do c = byte(++k); while (c >= 0x30 && c <= 0x39);
   }
   let plain = true;
   if (c == 0x65 || c == 0x45) {
+    n = -1;
     plain = false;
     c = byte(++k);
     if (c == 0x2b || c == 0x2d) c = byte(++k);
     if (!(c >= 0x30 && c <= 0x39)) return FAULT;
     do c = byte(++k); while (c >= 0x30 && c <= 0x39);
   }
+  intValue = byte(start) == 0x2d || k - start > 9 ? -1 : n;
   // Without an exponent, fewer than 300 characters cannot pass Number.MAX_VALUE.
   if (!(plain && k - start < 300) && !emit(CHECK_NUMBER, 0, start, k)) return FAULT;
   return k;
@@ -185,6 +217,35 @@ function skipNumber(k: i32): i32 {
 function sameBytes(a: i32, b: i32, len: i32): bool {
   for (let k = 0; k < len; k++) if (load<u8>(<usize>(a + k)) != load<u8>(<usize>(b + k))) return false;
   return true;
+}
+
+/**
+ * A key's 7-bit hash, 0-127, from its length and bytes (the first and last eight): equal keys
+ * hash alike, whatever follows them. Bit `hash` of a 128-bit filter stands for the key: an
+ * object's keys so far (a duplicate is looked for only among keys of a set bit) and a shape
+ * node's keys (a key of another bit is none of them).
+ */
+@inline function hashOf(start: i32, len: i32): u32 {
+  let w: u64 = 0;
+  // (Loads may read past the key, never past the memory: the body has 16 bytes after it, the shape's keys the stack.)
+  if (len >= 8) w = load<u64>(<usize>start) ^ rotl<u64>(load<u64>(<usize>(start + len - 8)), 29);
+  else if (len > 0) w = load<u64>(<usize>start) & ((<u64>-1) >> <u64>((8 - len) << 3));
+  w = (w ^ (<u64>len << 56)) * 0x9e3779b97f4a7c15;
+  return <u32>(w >> 57);
+}
+
+/** hashOf for JavaScript: the shape's filters are set with it (pruned-json.ts, load). */
+export function keyHash(start: i32, len: i32): u32 {
+  return hashOf(start, len);
+}
+
+/** Bit `h` (0-127) of the 128-bit filter at `at`: its u64 word and the bit in it. */
+@inline function filterWord(at: usize, h: u32): usize {
+  return at + ((<usize>(h >> 6)) << 3);
+}
+
+@inline function filterBit(h: u32): u64 {
+  return (<u64>1) << <u64>(h & 63);
 }
 
 /** `__proto__`, `prototype`, `constructor` (little-endian words of their bytes): the reference refuses them. */
@@ -208,17 +269,19 @@ function isPrototypeKey(start: i32, len: i32): bool {
   if (k < 0 || stringFlags & ESCAPED) return FAULT; // the reference compares what escaped keys mean
   const len = k - 1 - start;
   if ((len == 9 || len == 11) && isPrototypeKey(start, len)) return FAULT;
-  // A key whose filter bit (its length, first and last byte) is new to the object is no
-  // duplicate; only one whose bit is set is compared with the object's keys so far.
-  const bit = (<u64>1) << (<u64>((<u32>len * 7 + byte(start) * 3 + byte(start + len - 1)) & 63));
-  const seen = load<u64>(f, 24);
+  // A key whose filter bit is new to the object is no duplicate; only one whose bit is set
+  // is compared with the object's keys so far.
+  const h = hashOf(start, len);
+  const word = filterWord(f + 24, h);
+  const bit = filterBit(h);
+  const seen = load<u64>(word);
   if (seen & bit) {
     for (let at = base; at < spanTop; at += 2) {
       const s = <usize>(SPANS + (at << 2));
       if (load<i32>(s, 4) == len && sameBytes(load<i32>(s), start, len)) return FAULT;
     }
   }
-  store<u64>(f, seen | bit, 24);
+  store<u64>(word, seen | bit);
   if (spanTop - base >= 2 * maxKeys) return FAULT;
   const s = <usize>(SPANS + (spanTop << 2));
   store<i32>(s, start);
@@ -229,6 +292,7 @@ function isPrototypeKey(start: i32, len: i32): bool {
   if (c != 0x3a) return FAULT;
   keyStart = start;
   keyLen = len;
+  keyBits = h;
   return k + 1;
 }
 
@@ -236,8 +300,9 @@ function isPrototypeKey(start: i32, len: i32): bool {
 let wantKey: i32 = 0;
 @inline function wantOf(node: i32): i32 {
   if (node < 0) return SKIP;
+  if ((load<u64>(filterWord(<usize>(SHAPE + ((node + 2) << 2)), keyBits)) & filterBit(keyBits)) == 0) return SKIP;
   const n = shapeWord(node + 1);
-  let rec = node + 2;
+  let rec = node + 6;
   for (let j = 0; j < n; j++, rec += 3) {
     if (shapeWord(rec + 1) == keyLen && sameBytes(KEYS + shapeWord(rec), keyStart, keyLen)) {
       wantKey = j;
@@ -257,13 +322,11 @@ let wantKey: i32 = 0;
   return <usize>(STACK + sp * FRAME_BYTES);
 }
 
-/** Closes the container of frame `f`, whose closing byte ends before `end`: its record, if it has one. */
-@inline function close(f: usize, end: i32): bool {
+/** Closes the container of frame `f` at depth `sp`, whose closing byte ends before `end`: a container read whole is recorded now. */
+@inline function close(f: usize, sp: i32, end: i32): bool {
   if (load<i32>(f) == OBJ) spanTop = load<i32>(f, 4);
-  const node = load<i32>(f, 8);
-  if (node >= 0) return emit(CLOSE, 0, 0, end);
   const emitKey = load<i32>(f, 12);
-  return emitKey == NO_EMIT || emit(VALUE, emitKey, load<i32>(f, 16), end);
+  return emitKey == NO_EMIT || emit(WHOLE_VALUE | (sp << DEPTH_SHIFT), emitKey, load<i32>(f, 16), end);
 }
 
 /**
@@ -296,7 +359,7 @@ export function scan(len: i32, root: i32, maxDepth: i32, maxArray: i32, maxKeys:
       let emitKey = NO_EMIT;
       if (want >= 0 && shapeWord(want) == kind) {
         node = want;
-        if (!emit(kind == OBJ ? OPEN_OBJECT : OPEN_ARRAY, key, k, 0)) return FAULT;
+        if (!emit((kind == OBJ ? OPEN_OBJECT : OPEN_ARRAY) | ((sp - 1) << DEPTH_SHIFT), key, k, 0)) return FAULT;
       } else if (want != SKIP) emitKey = key; // built whole: one value, recorded when it closes
       store<i32>(f, kind);
       store<i32>(f, kind == OBJ ? spanTop : 1, 4);
@@ -304,13 +367,14 @@ export function scan(len: i32, root: i32, maxDepth: i32, maxArray: i32, maxKeys:
       store<i32>(f, emitKey, 12);
       store<i32>(f, k, 16);
       store<u64>(f, 0, 24);
+      store<u64>(f, 0, 32);
       const end = c + 2; // '}' after '{', ']' after '['
       c = byte(++k);
       while (isWs(c)) c = byte(++k);
       if (c == end) {
         k++;
         sp--;
-        if (!close(f, k)) return FAULT;
+        if (!close(f, sp, k)) return FAULT;
       } else if (kind == OBJ) {
         k = readKey(k, f, maxKeys);
         if (k < 0) return FAULT;
@@ -324,14 +388,37 @@ export function scan(len: i32, root: i32, maxDepth: i32, maxArray: i32, maxKeys:
       }
     } else {
       const start = k;
-      if (c == 0x22) k = skipString(k);
-      else if (c == 0x2d || (c >= 0x30 && c <= 0x39)) k = skipNumber(k);
-      else if (c == 0x74 && byte(k + 1) == 0x72 && byte(k + 2) == 0x75 && byte(k + 3) == 0x65) k += 4;
-      else if (c == 0x66 && byte(k + 1) == 0x61 && byte(k + 2) == 0x6c && byte(k + 3) == 0x73 && byte(k + 4) == 0x65) k += 5;
-      else if (c == 0x6e && byte(k + 1) == 0x75 && byte(k + 2) == 0x6c && byte(k + 3) == 0x6c) k += 4;
-      else return FAULT;
+      let op = 0, a = 0, b = 0;
+      if (c == 0x22) {
+        k = skipString(k);
+        op = STRING | stringFlags;
+        a = start + 1;
+        b = k - 1;
+      } else if (c == 0x2d || (c >= 0x30 && c <= 0x39)) {
+        k = skipNumber(k);
+        if (k < 0) return FAULT;
+        if (intValue >= 0) {
+          op = INT;
+          a = intValue;
+        } else {
+          op = NUMBER;
+          a = start;
+          b = k;
+        }
+      } else if (c == 0x74 && byte(k + 1) == 0x72 && byte(k + 2) == 0x75 && byte(k + 3) == 0x65) {
+        k += 4;
+        op = LITERAL;
+        a = 1;
+      } else if (c == 0x66 && byte(k + 1) == 0x61 && byte(k + 2) == 0x6c && byte(k + 3) == 0x73 && byte(k + 4) == 0x65) {
+        k += 5;
+        op = LITERAL;
+      } else if (c == 0x6e && byte(k + 1) == 0x75 && byte(k + 2) == 0x6c && byte(k + 3) == 0x6c) {
+        k += 4;
+        op = LITERAL;
+        a = 2;
+      } else return FAULT;
       if (k < 0) return FAULT;
-      if (want != SKIP && !emit(VALUE | (c == 0x22 ? stringFlags : 0), key, start, k)) return FAULT;
+      if (want != SKIP && !emit(op | (sp << DEPTH_SHIFT), key, a, b)) return FAULT;
     }
     // After a value (k is past it): close what ends here, up to the next value.
     for (;;) {
@@ -365,7 +452,7 @@ export function scan(len: i32, root: i32, maxDepth: i32, maxArray: i32, maxKeys:
         if (c != 0x5d) return FAULT;
       }
       sp--;
-      if (!close(f, k)) return FAULT;
+      if (!close(f, sp, k)) return FAULT;
     }
   }
   return FAULT; // (never reached: asc wants a return after the loop)
