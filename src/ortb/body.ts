@@ -92,7 +92,7 @@ export function bidRequestOf(value: JsonObject): Fields {
 /** The body (at most ORTB_MAX_BODY_BYTES, as sent) as one parsed BidRequest, read by the mapping's shape, or the error to answer. */
 export function bidRequestFrom(body: Uint8Array, gzip: boolean): { ok: true; bid: Fields } | { ok: false; error: ErrorAnswer } {
   const bytes = bodyBytes(body, gzip);
-  if ('status' in bytes) return { ok: false, error: bytes };
+  if (!(bytes instanceof Uint8Array)) return { ok: false, error: bytes };
   // The fast path builds only what the mapping reads (and checks the text is UTF-8 when it is
   // not all ASCII); whatever it leaves, the reference reads, and says what is wrong.
   const pruned = parsePruned(bytes, ORTB_JSON_LIMITS, BID_REQUEST);
