@@ -7,6 +7,7 @@ import { readForm, readJsonObject, sendJson, type Ctx, type Router } from '../ht
 import { tooManyRequests } from '../http/throttle.ts';
 import { findUserForLogin, upgradePasswordHash } from '../store/logins.ts';
 import type { Store } from '../store/db.ts';
+import { USERNAME_RULE, usernameFormOk } from '../store/users.ts';
 import { PASSWORD_MAX, hashPassword, needsRehash, verifyPasswordOrDummy } from '../secrets.ts';
 import type { AccessTokens } from './access-tokens.ts';
 import { FieldError } from './field-error.ts';
@@ -76,6 +77,9 @@ export function mountAuthRoutes(router: Router, deps: AuthDeps): void {
       throw new FieldError('grant_type', 'grant_type must be "password" (or left out).');
     }
     const username = formField(form, 'username', USERNAME_INPUT_MAX);
+    // Spec 4.1: a field of the wrong format is a 422. No account has such a name, and the
+    // form is public, so saying so tells nothing about who has an account.
+    if (!usernameFormOk(username)) throw new FieldError('username', `username has the wrong format: ${USERNAME_RULE}.`);
     const password = formField(form, 'password', PASSWORD_MAX);
 
     // Counted as a failure before the check (a success takes it back), and may wait its

@@ -19,11 +19,16 @@ export interface User {
 }
 
 const USERNAME_RE = /^[A-Za-z0-9._@-]{3,64}$/;
+/** What a username may be (USERNAME_RE in words). */
+export const USERNAME_RULE = '3 to 64 characters of letters, digits and . _ @ -';
+
+/** The username has a username's form (no stored username has another: every one was checked at its creation). */
+export function usernameFormOk(username: string): boolean {
+  return USERNAME_RE.test(username);
+}
 
 export function checkUsername(username: string): void {
-  if (!USERNAME_RE.test(username)) {
-    throw new StoreError('invalid', 'username must be 3 to 64 characters of letters, digits and . _ @ -');
-  }
+  if (!usernameFormOk(username)) throw new StoreError('invalid', `username must be ${USERNAME_RULE}`);
 }
 
 export function checkPassword(password: string): void {

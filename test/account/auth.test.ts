@@ -40,6 +40,11 @@ t.test('login: 422 for missing, empty or badly sent fields', async (t) => {
     ['undecodable percent-escape', { raw: `username=${username}&password=%FF%FE`, headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 'password'],
     ['other grant type', { form: { username, password, grant_type: 'client_credentials' } }, 'grant_type'],
     ['over-long password', { form: { username, password: 'x'.repeat(1025) } }, 'password'],
+    // Spec 4.1: the wrong format is a 422 (no account can have such a name).
+    ['username with a space', { form: { username: 'ad min', password } }, 'username'],
+    ['username of two characters', { form: { username: 'ad', password } }, 'username'],
+    ['username of 65 characters', { form: { username: 'a'.repeat(65), password } }, 'username'],
+    ['username past ASCII', { form: { username: 'adminé', password } }, 'username'],
   ];
   for (const [name, opts, field] of cases) {
     const r = await call(api, 'POST', '/login', opts);
