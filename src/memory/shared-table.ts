@@ -15,6 +15,8 @@
 
 export interface SharedTableMemory {
   readonly slots: SharedArrayBuffer;
+  /** Each slot's key words again, slot by slot: a bucket's keys together. */
+  readonly keys: SharedArrayBuffer;
   readonly locks: SharedArrayBuffer;
   readonly slotWords: number;
   readonly bucketSlots: number;
@@ -28,6 +30,8 @@ export class SharedTable {
   readonly i32: Int32Array;
   readonly f32: Float32Array;
   readonly f64: Float64Array;
+  /** Slot i's key at words 2i, 2i + 1. */
+  private readonly keyWords: Uint32Array;
   readonly locks: Int32Array;
   readonly buckets: number;
   readonly slotWords: number;
@@ -40,10 +44,11 @@ export class SharedTable {
   /** Shared memory for a table of at most `bytes` (slots and locks together). */
   static allocate(bytes: number, slotWords: number, bucketSlots = 8): SharedTableMemory {
     if (slotWords < 2 || slotWords % 2 !== 0) throw new Error('slotWords must be even and at least 2 (key words, 8-byte alignment)');
-    const perBucket = bucketSlots * slotWords * 4 + 4;
+    const perBucket = bucketSlots * slotWords * 4 + bucketSlots * 8 + 4;
     const buckets = Math.max(1, Math.floor(bytes / perBucket));
     return {
       slots: new SharedArrayBuffer(buckets * bucketSlots * slotWords * 4),
+      keys: new SharedArrayBuffer(buckets * bucketSlots * 8),
       locks: new SharedArrayBuffer(buckets * 4),
       slotWords,
       bucketSlots,
@@ -55,6 +60,7 @@ export class SharedTable {
     this.i32 = new Int32Array(mem.slots);
     this.f32 = new Float32Array(mem.slots);
     this.f64 = new Float64Array(mem.slots);
+    this.keyWords = new Uint32Array(mem.keys);
     this.locks = new Int32Array(mem.locks);
     this.buckets = this.locks.length;
     this.slotWords = mem.slotWords;
@@ -68,7 +74,7 @@ export class SharedTable {
 
   /** Bytes of shared memory behind the table (fixed at creation). */
   get bytes(): number {
-    return this.u32.byteLength + this.locks.byteLength;
+    return this.u32.byteLength + this.keyWords.byteLength + this.locks.byteLength;
   }
 
   /** Bucket of a key, from its high word (multiply-shift: any bucket count, no modulo). */
@@ -97,11 +103,11 @@ export class SharedTable {
 
   /** First word of the slot holding key (hi, lo) in bucket b, or -1. Call with b locked. */
   find(b: number, hi: number, lo: number): number {
-    const u = this.u32;
-    const w = this.slotWords;
-    let base = b * this.bucketSlots * w;
-    for (let s = 0; s < this.bucketSlots; s++, base += w) {
-      if (u[base] === hi && u[base + 1] === lo) return base;
+    const k = this.keyWords;
+    const n = this.bucketSlots;
+    const first = b * n;
+    for (let s = 0, at = first * 2; s < n; s++, at += 2) {
+      if (k[at] === hi && k[at + 1] === lo) return (first + s) * this.slotWords;
     }
     return -1;
   }
@@ -117,16 +123,18 @@ export class SharedTable {
    * Call with b locked, after find() missed.
    */
   pick(b: number, keep: (base: number) => number, from = 0): number {
-    const u = this.u32;
+    const keys = this.keyWords;
     const w = this.slotWords;
     const n = this.bucketSlots;
-    const first = b * n * w;
+    const firstSlot = b * n;
+    const first = firstSlot * w;
     let s = (from >>> 0) % n;
     let victim = -1;
     let victimKeep = Infinity;
     for (let i = 0; i < n; i++) {
       const base = first + s * w;
-      if (u[base] === 0 && u[base + 1] === 0) return base;
+      const at = (firstSlot + s) * 2;
+      if (keys[at] === 0 && keys[at + 1] === 0) return base;
       const k = keep(base);
       if (k < victimKeep) {
         victimKeep = k;
@@ -143,6 +151,9 @@ export class SharedTable {
     u.fill(0, base + 2, base + this.slotWords);
     u[base] = hi;
     u[base + 1] = lo;
+    const at = (base / this.slotWords) * 2;
+    this.keyWords[at] = hi;
+    this.keyWords[at + 1] = lo;
     return base;
   }
 
