@@ -4,7 +4,12 @@
 //
 // Layout: `buckets` buckets of `bucketSlots` slots, each slot `slotWords` 32-bit words;
 // words 0-1 of a slot are the key (a seeded 64-bit hash, see hash.ts; 0,0 = empty) and
-// the rest belong to the table's owner. Each bucket has one lock word. A thread locks the
+// the rest belong to the table's owner. A table of large slots (`keyLines`: history's, 72
+// and 104 bytes) also keeps each bucket's keys side by side, a bucket's eight in one 64-byte
+// line, where find() and claim() look for a key: a lookup then reads that line and the slot
+// it finds, not a line for every slot it passes (a history bucket spans 832 bytes; on a busy
+// host those lines are out of the caches by the next request). Tables of small slots (24
+// bytes) scan their three lines, and keep their capacity. Each bucket has one lock word. A thread locks the
 // bucket, finds or claims the slot, reads and updates it, and unlocks: a few hundred
 // nanoseconds. A lock that stays taken longer (its holder preempted by the OS, or a thread
 // that died inside the section) is not waited for beyond SPIN_LIMIT checks (a few µs):
@@ -15,8 +20,8 @@
 
 export interface SharedTableMemory {
   readonly slots: SharedArrayBuffer;
-  /** Each slot's key words again, slot by slot: a bucket's keys together. */
-  readonly keys: SharedArrayBuffer;
+  /** With `keyLines`: each slot's key words again, slot by slot, so a bucket's keys stand together; else null. */
+  readonly keys: SharedArrayBuffer | null;
   readonly locks: SharedArrayBuffer;
   readonly slotWords: number;
   readonly bucketSlots: number;
@@ -30,8 +35,8 @@ export class SharedTable {
   readonly i32: Int32Array;
   readonly f32: Float32Array;
   readonly f64: Float64Array;
-  /** Slot i's key at words 2i, 2i + 1. */
-  private readonly keyWords: Uint32Array;
+  /** Slot i's key at words 2i, 2i + 1 (null: keys only in the slots). */
+  private readonly keyWords: Uint32Array | null;
   readonly locks: Int32Array;
   readonly buckets: number;
   readonly slotWords: number;
@@ -41,14 +46,15 @@ export class SharedTable {
   /** Where claim() starts reading a bucket (see pick). */
   private hand = 0;
 
-  /** Shared memory for a table of at most `bytes` (slots and locks together). */
-  static allocate(bytes: number, slotWords: number, bucketSlots = 8): SharedTableMemory {
+  /** Shared memory for a table of at most `bytes` (slots, key lines and locks together). */
+  static allocate(bytes: number, slotWords: number, bucketSlots = 8, opts: { keyLines?: boolean } = {}): SharedTableMemory {
     if (slotWords < 2 || slotWords % 2 !== 0) throw new Error('slotWords must be even and at least 2 (key words, 8-byte alignment)');
-    const perBucket = bucketSlots * slotWords * 4 + bucketSlots * 8 + 4;
+    const keyLines = opts.keyLines === true;
+    const perBucket = bucketSlots * slotWords * 4 + (keyLines ? bucketSlots * 8 : 0) + 4;
     const buckets = Math.max(1, Math.floor(bytes / perBucket));
     return {
       slots: new SharedArrayBuffer(buckets * bucketSlots * slotWords * 4),
-      keys: new SharedArrayBuffer(buckets * bucketSlots * 8),
+      keys: keyLines ? new SharedArrayBuffer(buckets * bucketSlots * 8) : null,
       locks: new SharedArrayBuffer(buckets * 4),
       slotWords,
       bucketSlots,
@@ -60,7 +66,7 @@ export class SharedTable {
     this.i32 = new Int32Array(mem.slots);
     this.f32 = new Float32Array(mem.slots);
     this.f64 = new Float64Array(mem.slots);
-    this.keyWords = new Uint32Array(mem.keys);
+    this.keyWords = mem.keys === null ? null : new Uint32Array(mem.keys);
     this.locks = new Int32Array(mem.locks);
     this.buckets = this.locks.length;
     this.slotWords = mem.slotWords;
@@ -74,7 +80,7 @@ export class SharedTable {
 
   /** Bytes of shared memory behind the table (fixed at creation). */
   get bytes(): number {
-    return this.u32.byteLength + this.keyWords.byteLength + this.locks.byteLength;
+    return this.u32.byteLength + (this.keyWords?.byteLength ?? 0) + this.locks.byteLength;
   }
 
   /** Bucket of a key, from its high word (multiply-shift: any bucket count, no modulo). */
@@ -105,9 +111,17 @@ export class SharedTable {
   find(b: number, hi: number, lo: number): number {
     const k = this.keyWords;
     const n = this.bucketSlots;
+    const w = this.slotWords;
     const first = b * n;
-    for (let s = 0, at = first * 2; s < n; s++, at += 2) {
-      if (k[at] === hi && k[at + 1] === lo) return (first + s) * this.slotWords;
+    if (k !== null) {
+      for (let s = 0, at = first * 2; s < n; s++, at += 2) {
+        if (k[at] === hi && k[at + 1] === lo) return (first + s) * w;
+      }
+      return -1;
+    }
+    const u = this.u32;
+    for (let s = 0, base = first * w; s < n; s++, base += w) {
+      if (u[base] === hi && u[base + 1] === lo) return base;
     }
     return -1;
   }
@@ -131,10 +145,11 @@ export class SharedTable {
     let s = (from >>> 0) % n;
     let victim = -1;
     let victimKeep = Infinity;
+    const u = this.u32;
     for (let i = 0; i < n; i++) {
       const base = first + s * w;
       const at = (firstSlot + s) * 2;
-      if (keys[at] === 0 && keys[at + 1] === 0) return base;
+      if (keys !== null ? keys[at] === 0 && keys[at + 1] === 0 : u[base] === 0 && u[base + 1] === 0) return base;
       const k = keep(base);
       if (k < victimKeep) {
         victimKeep = k;
@@ -151,9 +166,12 @@ export class SharedTable {
     u.fill(0, base + 2, base + this.slotWords);
     u[base] = hi;
     u[base + 1] = lo;
-    const at = (base / this.slotWords) * 2;
-    this.keyWords[at] = hi;
-    this.keyWords[at + 1] = lo;
+    const k = this.keyWords;
+    if (k !== null) {
+      const at = (base / this.slotWords) * 2;
+      k[at] = hi;
+      k[at + 1] = lo;
+    }
     return base;
   }
 

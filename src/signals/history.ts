@@ -122,15 +122,18 @@ export const BURST_SHORT_MS = 1_000;
 export const BURST_MID_MS = 10_000;
 const BITMAP_WORDS = IP_SET_BITS / 32;
 
+/** History's slots are large (72-104 bytes): their keys stand side by side too (shared-table.ts). */
+const KEY_LINES = { keyLines: true } as const;
+
 /** Shares of the history bytes: IPs and uids carry the most signal, IFAs only velocity and hopping. */
 const SHARES = { ips: 0.4, uids: 0.4, ifas: 0.2 } as const;
 
 /** Allocates the process's history tables within `bytes` (the main thread does this once). */
 export function allocateHistory(bytes: number, opts: HistoryOptions & { seed?: number; epoch?: number } = {}): HistoryMemory {
   return {
-    ips: SharedTable.allocate(bytes * SHARES.ips, IP_WORDS),
-    uids: SharedTable.allocate(bytes * SHARES.uids, UID_WORDS),
-    ifas: SharedTable.allocate(bytes * SHARES.ifas, IFA_WORDS),
+    ips: SharedTable.allocate(bytes * SHARES.ips, IP_WORDS, undefined, KEY_LINES),
+    uids: SharedTable.allocate(bytes * SHARES.uids, UID_WORDS, undefined, KEY_LINES),
+    ifas: SharedTable.allocate(bytes * SHARES.ifas, IFA_WORDS, undefined, KEY_LINES),
     seed: opts.seed ?? randomSeed(),
     epoch: opts.epoch ?? Date.now(),
     windowMs: opts.windowMs ?? HISTORY_DEFAULTS.windowMs,
