@@ -409,7 +409,7 @@ async function execute(op: OperationName, args: Record<string, unknown>, dataDir
   try {
     return await runOperation(store, op, args);
   } finally {
-    store.close();
+    await store.close();
   }
 }
 

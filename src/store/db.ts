@@ -94,6 +94,11 @@ class ConnectionRunner implements Queryable {
 
 export class Store extends ConnectionRunner {
   private closed = false;
+  /** Queries and transactions under way on this store (separate connection() ones excepted). */
+  private inFlight = 0;
+  /** Set by a close() that waits for the queries under way; called once the last has ended. */
+  private idle: (() => void) | null = null;
+  private closing: Promise<void> = Promise.resolve();
   /** Global settings applied with set(), applied again when the instance is reopened. */
   private readonly settings = new Map<string, string>();
   private reopening: Promise<void> | null = null;
@@ -139,20 +144,36 @@ export class Store extends ConnectionRunner {
   }
 
   override async run(sql: string, params?: Params): Promise<void> {
-    await this.usable();
+    this.inFlight++;
     try {
+      await this.usable();
       await super.run(sql, params);
     } catch (e) {
       throw this.failed(e);
+    } finally {
+      this.settle();
     }
   }
 
   override async all<T extends Row = Row>(sql: string, params?: Params): Promise<T[]> {
-    await this.usable();
+    this.inFlight++;
     try {
+      await this.usable();
       return await super.all<T>(sql, params);
     } catch (e) {
       throw this.failed(e);
+    } finally {
+      this.settle();
+    }
+  }
+
+  /** One query (or transaction) fewer under way; the last one out does a close() that waited for it. */
+  private settle(): void {
+    if (--this.inFlight === 0 && this.idle) {
+      const done = this.idle;
+      this.idle = null;
+      this.closeNow();
+      done();
     }
   }
 
@@ -223,15 +244,20 @@ export class Store extends ConnectionRunner {
 
   /** Runs fn inside BEGIN/COMMIT on a connection of its own; rolls back if it throws. */
   async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
-    await this.usable();
-    const conn = await this.instance.connect();
-    const q = new ConnectionRunner(conn);
+    this.inFlight++;
     try {
-      return await inTransaction(q, () => fn(q));
+      await this.usable();
+      const conn = await this.instance.connect();
+      const q = new ConnectionRunner(conn);
+      try {
+        return await inTransaction(q, () => fn(q));
+      } finally {
+        conn.closeSync();
+      }
     } catch (e) {
       throw this.failed(e);
     } finally {
-      conn.closeSync();
+      this.settle();
     }
   }
 
@@ -262,9 +288,20 @@ export class Store extends ConnectionRunner {
     }
   }
 
-  close(): void {
-    if (this.closed) return;
+  /**
+   * Refuses new queries at once and closes the database once the queries and transactions
+   * under way have ended (resolved then). DuckDB closed under a query in flight never settles
+   * that query: the process would hang (or crash) instead of stopping.
+   */
+  close(): Promise<void> {
+    if (this.closed) return this.closing;
     this.closed = true;
+    if (this.inFlight === 0) this.closeNow();
+    else this.closing = new Promise<void>((r) => (this.idle = r));
+    return this.closing;
+  }
+
+  private closeNow(): void {
     if (this.broken) return;
     // A reopen under way has closed these already (and closes the new ones itself).
     if (this.reopening) closeQuietly(this.conn, this.instance);

@@ -31,6 +31,9 @@ t.test('the spool cannot be written on close: a fatal line and CountsLostError',
   );
   log.fatal = saved;
   log.level = level;
+  // The delivery close() stopped waiting for may still read the store: let it end first.
+  await down.close();
+  await w.settled();
   t.ok(e instanceof CountsLostError, 'close() rejects with CountsLostError');
   t.match(fatal, [{ tuples: 1, msg: 'fleet: final spool write failed; these counts are lost' }], 'one fatal line with the count');
 });

@@ -127,7 +127,7 @@ t.test('impressions in a fleet', { skip: clickhouseAvailable() ? false : 'clickh
   const rows = dataset();
   const duckWriter = await RollupWriter.open(duck, { flushIntervalMs: 3_600_000, retentionDays: 400, schema: IMPRESSION_ROLLUPS });
   const fleetWriter = await FleetWriter.open(spool, ch, { flushIntervalMs: 3_600_000, rollups: IMPRESSION_FLEET_ROLLUPS });
-  closing.push(() => duckWriter.close(), () => fleetWriter.close());
+  closing.push(() => duckWriter.close(), () => fleetWriter.settled(), () => fleetWriter.close());
   for (const part of [rows.slice(0, rows.length / 2), rows.slice(rows.length / 2), rows.slice(0, 30)]) {
     duckWriter.add(part.map((r) => ({ ...r, dims: [...r.dims] })));
     fleetWriter.add(part.map((r) => ({ ...r, dims: [...r.dims] })));
@@ -241,7 +241,11 @@ t.test('impressions in a fleet', { skip: clickhouseAvailable() ? false : 'clickh
     t.equal(w.stats().spoolBatches, 3, 'each flush spooled its batch');
     await w.close();
     await gone.close();
-    s.close();
+    // close() stops waiting for delivery after closeDeliveryMs; the run it left (ended by
+    // closing the client) still reads the spool, so the store closes only once it has
+    // settled (closing DuckDB under a query in flight crashed or hung this file on a busy host).
+    await w.settled();
+    await s.close();
     // The next start, with ClickHouse there: the spool is delivered first.
     s = await Store.open(dir);
     t.teardown(() => s.close());

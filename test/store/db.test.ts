@@ -42,3 +42,28 @@ t.test('settings survive a reopen; a reopen is done once per generation', async 
   t.equal(conn.generation, store.generation, 'connections know their instance');
   conn.close();
 });
+
+t.test('close() under queries in flight: they end, new ones are refused, then the database closes', async (t) => {
+  const dir = t.testdir();
+  const store = await Store.open(dir);
+  await store.run('CREATE TABLE kept (n BIGINT)');
+  // Long enough to be running when close() is called.
+  const slow = store.all<{ n: bigint }>('SELECT count(*) AS n FROM range(60000000) r(x) WHERE x % 7 = 3');
+  const write = store.tx(async (q) => {
+    await q.run('INSERT INTO kept SELECT count(*) FROM range(20000000) r(x) WHERE x % 3 = 0');
+  });
+  await new Promise((r) => setTimeout(r, 5));
+  let closed = false;
+  const closing = store.close().then(() => (closed = true));
+  t.equal(closed, false, 'close() waits for them');
+  await t.rejects(store.one('SELECT 1'), /the store is closed/, 'a new query is refused at once');
+  t.same(await slow, [{ n: 8571429n }], 'the read under way ends with its answer');
+  await write;
+  await closing;
+  t.equal(closed, true, 'closed once they ended');
+  // Closed for real: the file opens again in this process, with the write in it.
+  const again = await Store.open(dir);
+  t.teardown(() => again.close());
+  t.same(await again.all('SELECT n FROM kept'), [{ n: 6666667n }], 'the transaction under way was committed');
+  t.equal(await again.close().then(() => 'closed'), 'closed', 'close() with nothing under way resolves at once');
+});
