@@ -26,6 +26,17 @@ export const HEALTH_PATH = '/health-check';
 /** Spec 4.4 rule 1 / section 8: request line plus headers at most 8 KB. */
 export const MAX_REQUEST_BYTES = 8192;
 
+/** Longest an OpenRTB answer is held for the turn's other answers (ms; see hold()). */
+const HOLD_MS = 1;
+
+/** An OpenRTB answer waiting for the end of the event loop's turn (`gone`: its client left). */
+interface HeldAnswer {
+  res: uWS.HttpResponse;
+  status: number;
+  body: string;
+  gone: boolean;
+}
+
 const JSON_TYPE = 'application/json';
 /** How long a failing thread keeps its port for the main thread's 503 listener to open. */
 const HANDOVER_WAIT_MS = 1000;
@@ -293,8 +304,40 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     stats.beacons[outcome] = (stats.beacons[outcome] ?? 0) + 1;
   }
 
-  function record(status: number, t0: number): void {
-    const us = (performance.now() - t0) * 1000;
+  // The OpenRTB answers found in one turn of the event loop are written together once its
+  // sockets have all been read (setImmediate: after the poll phase), as Redis writes its
+  // replies before it sleeps: on loopback each send can wake the client's thread, and sends
+  // spread one lookup apart find it asleep again each time; sent back to back, all but the
+  // first find it awake. At a low rate a turn holds one answer, written a few µs later; a
+  // turn holds answers for at most HOLD_MS from its first, then answers at once. Only the
+  // POST answers: a client must not pipeline behind a POST (RFC 9112 9.3.2), and uWS closes
+  // a connection whose next request comes while its answer is held; GETs, which clients may
+  // pipeline, are answered at once.
+  let heldAnswers: HeldAnswer[] = [];
+  let writtenAnswers: HeldAnswer[] = [];
+  let heldSince = 0;
+  /** Holds `h` to the turn's end (true), or false when this turn has held for HOLD_MS already: answer it now. */
+  function hold(h: HeldAnswer, now: number): boolean {
+    if (heldAnswers.length === 0) {
+      setImmediate(writeHeld);
+      heldSince = now;
+    } else if (now - heldSince > HOLD_MS) return false;
+    heldAnswers.push(h);
+    return true;
+  }
+  function writeHeld(): void {
+    const list = heldAnswers;
+    heldAnswers = writtenAnswers;
+    writtenAnswers = list;
+    for (let i = 0; i < list.length; i++) {
+      const h = list[i]!;
+      if (!h.gone) replyLater(h.res, h.status, h.body);
+    }
+    list.length = 0;
+  }
+
+  function record(status: number, t0: number, now = performance.now()): void {
+    const us = (now - t0) * 1000;
     stats.byStatus[status] = (stats.byStatus[status] ?? 0) + 1;
     let b = 0;
     while (b < LATENCY_BUCKETS_US.length && us > LATENCY_BUCKETS_US[b]!) b++;
@@ -304,7 +347,8 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
 
   // The OpenRTB lookup: headers read now (uWS's req is only valid in the handler), the body
   // gathered chunk by chunk up to ORTB_MAX_BODY_BYTES (413 past it, answered at once and the
-  // rest ignored), then parsed with bounds and answered synchronously, like a GET lookup.
+  // rest ignored), then parsed with bounds and judged synchronously, like a GET lookup; a
+  // verdict is held to the turn's end (hold()), an error answered at once.
   function ortbRequest(res: uWS.HttpResponse, req: uWS.HttpRequest, query: string, t0: number): void {
     const enc = { gzip: false };
     const headerErr = checkBodyHeaders(req.getHeader('content-type'), req.getHeader('content-encoding'), enc);
@@ -317,8 +361,10 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       record(status, t0);
     };
     const no = (e: ErrorAnswer, close = false) => answer(e.status, errorJson(e), close);
+    let held: HeldAnswer | null = null;
     res.onAborted(() => {
       done = true;
+      if (held !== null) held.gone = true;
     });
     if (headerErr !== null) return no(headerErr, true);
     // Where the body ends must be certain, or its bytes would be read as the next request:
@@ -359,7 +405,14 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       try {
         const out = e.lookupOrtb(query, body.bid, Date.now());
         if (out.band !== '') stats.byBand[out.band] = (stats.byBand[out.band] ?? 0) + 1;
-        answer(out.status, out.body);
+        done = true;
+        const now = performance.now();
+        record(out.status, t0, now);
+        held = { res, status: out.status, body: out.body, gone: false };
+        if (!hold(held, now)) {
+          held = null;
+          replyLater(res, out.status, out.body);
+        }
       } catch (err) {
         lastError = (err as Error).message;
         no(INTERNAL);

@@ -8,6 +8,7 @@
 import t, { type Test } from 'tap';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { until } from '../helpers/until.ts';
@@ -288,4 +289,52 @@ t.test('framing: one Content-Length or chunked; two lengths, none, or another tr
   t.match(none.text, /^HTTP\/1\.1 411 Length Required\r\n[^]*\{"error":"length_required","message":"The request has no Content-Length[^"]*"\}$/, 'no length: 411, one answer (the body is not read as a request)');
   t.notOk(none.open, 'no length: closed');
   t.equal((await ortb(s, good)).status, 200, 'the thread still answers bid requests');
+});
+
+t.test('answers held to the end of the event loop turn: each connection gets its own, in order; a request pipelined behind a POST closes the connection', async (t) => {
+  const s = await startTestServer({ threads: 1 });
+  t.teardown(() => s.stop());
+  const port = Number(new URL(s.prebid).port);
+  const bodies = fixtures.filter(([, f]) => f.status === 200).map(([, f]) => f.request as { id: string });
+  t.ok(bodies.length >= 5, 'several fixtures with a verdict');
+  // Many connections at once: answers found in one turn are written together, each to its own client.
+  const all = await Promise.all(
+    Array.from({ length: 40 }, (_, i) => {
+      const bid = { ...bodies[i % bodies.length]!, id: `held-${i}` };
+      return ortb(s, JSON.stringify(bid)).then((r) => ({ i, status: r.status, id: r.json?.id }));
+    }),
+  );
+  t.same(
+    all.filter((r) => r.status !== 200 || r.id !== `held-${r.i}`),
+    [],
+    'forty bid requests at once: every one answered 200 with its own id',
+  );
+  // One keep-alive connection, a POST after the previous answer came: both answered, in order.
+  const head = (body: string) => `POST /api/v1/ivt/ortb?${auth(s)}&node=bidder-eu-1 HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  const first = JSON.stringify({ ...bodies[0]!, id: 'first' });
+  const second = JSON.stringify({ ...bodies[1]!, id: 'second' });
+  const seq = await new Promise<string>((resolve, reject) => {
+    const sock = connect(port, '127.0.0.1', () => sock.write(head(first)));
+    let text = '';
+    sock.setEncoding('latin1');
+    sock.on('data', (d: string) => {
+      text += d;
+      if (/"id":"first"/.test(text) && !text.includes('"id":"second"') && !text.includes('sent-second')) {
+        text += 'sent-second';
+        sock.write(head(second));
+      }
+      if (text.includes('"id":"second"')) {
+        sock.destroy();
+        resolve(text);
+      }
+    });
+    sock.on('error', reject);
+    setTimeout(() => reject(new Error(`no second answer: ${text}`)), 5000);
+  });
+  t.match(seq, /^HTTP\/1\.1 200 OK\r\n[^]*"id":"first"[^]*HTTP\/1\.1 200 OK\r\n[^]*"id":"second"/, 'keep-alive: the second POST answered after the first');
+  // RFC 9112 9.3.2: a client should not pipeline behind a POST. uWebSockets.js closes a
+  // connection whose next request comes while an answer is still held; nothing else breaks.
+  const piped = await rawExchange(port, head(first) + `GET /api/v1/ivt?${auth(s)}&ip=8.8.8.8&ua=curl HTTP/1.1\r\nHost: a\r\n\r\n`);
+  t.ok(piped.closed, 'a request pipelined behind a POST: the connection is closed');
+  t.equal((await ortb(s, first)).status, 200, 'the thread still answers bid requests');
 });
