@@ -334,7 +334,7 @@ t.test('answers held to the end of the event loop turn: each connection gets its
   t.match(seq, /^HTTP\/1\.1 200 OK\r\n[^]*"id":"first"[^]*HTTP\/1\.1 200 OK\r\n[^]*"id":"second"/, 'keep-alive: the second POST answered after the first');
   // RFC 9112 9.3.2: a client should not pipeline behind a POST. uWebSockets.js closes a
   // connection whose next request comes while an answer is still held; nothing else breaks.
-  const piped = await rawExchange(port, head(first) + `GET /api/v1/ivt?${auth(s)}&ip=8.8.8.8&ua=curl HTTP/1.1\r\nHost: a\r\n\r\n`);
+  const piped = await rawExchange(port, head(first) + `GET /api/v1/ivt/lookup?${auth(s)}&ip=8.8.8.8&ua=curl HTTP/1.1\r\nHost: a\r\n\r\n`);
   t.ok(piped.closed, 'a request pipelined behind a POST: the connection is closed');
   t.equal((await ortb(s, first)).status, 200, 'the thread still answers bid requests');
 });

@@ -53,14 +53,12 @@ t.test('close() under queries in flight: they end, new ones are refused, then th
     await q.run('INSERT INTO kept SELECT count(*) FROM range(20000000) r(x) WHERE x % 3 = 0');
   });
   await new Promise((r) => setTimeout(r, 5));
-  let closed = false;
-  const closing = store.close().then(() => (closed = true));
-  t.equal(closed, false, 'close() waits for them');
+  // Closing DuckDB under them would leave them unsettled for ever (the file's tap timeout) or crash.
+  const closing = store.close();
   await t.rejects(store.one('SELECT 1'), /the store is closed/, 'a new query is refused at once');
   t.same(await slow, [{ n: 8571429n }], 'the read under way ends with its answer');
   await write;
   await closing;
-  t.equal(closed, true, 'closed once they ended');
   // Closed for real: the file opens again in this process, with the write in it.
   const again = await Store.open(dir);
   t.teardown(() => again.close());
