@@ -12,9 +12,17 @@ import { createServer } from 'node:net';
  * `npm run ivtd` a few seconds after its ports were chosen). Ports below that range are only
  * ever taken by a listener that asks for one by number.
  */
+const given = new Set<number>();
+
+/**
+ * Never the same port twice in one test process: a test that asks for four ports for one
+ * server took the same one twice in CI (the first three were free, then closed again), and
+ * the server refused to start ("--api-port and --metrics-port are both 25664").
+ */
 export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (given.has(port)) continue;
     const s = createServer();
     const ok = await new Promise<boolean>((resolve) => {
       s.once('error', () => resolve(false));
@@ -22,6 +30,7 @@ export async function freePort(): Promise<number> {
     });
     if (ok) {
       await new Promise((r) => s.close(r));
+      given.add(port);
       return port;
     }
   }

@@ -29,6 +29,8 @@ export function startServe(args: string[], env: Record<string, string> = {}): Se
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
+  /** Set once the process has ended and its output is all in ('close'). */
+  let ended: string | null = null;
   const waiters: Array<() => void> = [];
   const onData = (d: Buffer) => {
     out += d.toString();
@@ -44,11 +46,19 @@ export function startServe(args: string[], env: Record<string, string> = {}): Se
         if (m) {
           clearTimeout(timer);
           resolve(m);
+        } else if (ended !== null) {
+          // It will print nothing more: say so now, not after `ms`.
+          clearTimeout(timer);
+          reject(new Error(`${ended} without printing ${re}; its output:\n${out}`));
         } else waiters.push(check);
       };
       check();
     });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  child.once('close', (code, signal) => {
+    ended = `ivtd serve ended (${signal ?? `exit ${code}`})`;
+    for (const w of waiters.splice(0)) w();
+  });
   return { child, out: () => out, waitFor, exited };
 }
 
