@@ -354,14 +354,18 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     const headerErr = checkBodyHeaders(req.getHeader('content-type'), req.getHeader('content-encoding'), enc);
     const declared = Number(contentLength || '0'); // (read by oversized(), which every route runs first)
     let done = false;
-    const answer = (status: number, body: string, close = false) => {
+    /** The verdict (`verdict`) may be held to the turn's end; an error is answered at once. */
+    let held: HeldAnswer | null = null;
+    const answer = (status: number, body: string, close = false, verdict = false) => {
       if (done) return;
       done = true;
+      const now = performance.now();
+      record(status, t0, now);
+      if (verdict && hold((held = { res, status, body, gone: false }), now)) return;
+      held = null;
       replyLater(res, status, body, close);
-      record(status, t0);
     };
     const no = (e: ErrorAnswer, close = false) => answer(e.status, errorJson(e), close);
-    let held: HeldAnswer | null = null;
     res.onAborted(() => {
       done = true;
       if (held !== null) held.gone = true;
@@ -405,14 +409,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       try {
         const out = e.lookupOrtb(query, body.bid, Date.now());
         if (out.band !== '') stats.byBand[out.band] = (stats.byBand[out.band] ?? 0) + 1;
-        done = true;
-        const now = performance.now();
-        record(out.status, t0, now);
-        held = { res, status: out.status, body: out.body, gone: false };
-        if (!hold(held, now)) {
-          held = null;
-          replyLater(res, out.status, out.body);
-        }
+        answer(out.status, out.body, false, true);
       } catch (err) {
         lastError = (err as Error).message;
         no(INTERNAL);
