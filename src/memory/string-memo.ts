@@ -1,10 +1,11 @@
-// A per-thread memo keyed by request strings (the lookup's UAs), bounded in bytes: the
-// lookup threads' share of the budget for small caches (src/memory/budget.ts, uaMemoBytes).
-// Full, it is emptied and refills with what traffic repeats; whatever the cardinality of
-// the values sent, it never holds more than its bytes.
+// A per-thread memo keyed by request strings (the lookup's UAs), or by a hash of one made
+// elsewhere (then the value holds the string, to tell two of one hash apart), bounded in
+// bytes: the lookup threads' share of the budget for small caches (src/memory/budget.ts,
+// uaMemoBytes). Full, it is emptied and refills with what traffic repeats; whatever the
+// cardinality of the values sent, it never holds more than its bytes.
 //
-// A probe is not free: V8 hashes every character of a key it has not hashed before (a new
-// request's string), then looks it up. When traffic repeats too little for the memo to hold
+// A probe is not free: V8 hashes every character of a string key it has not hashed before (a
+// new request's string), then looks it up. When traffic repeats too little for the memo to hold
 // what comes back (a flood of new UAs: a few per cent of hits), get() rests: it answers
 // "not held" without probing for REST_WINDOWS windows, then measures a window again. A key
 // get() did not look for may be held already, so reserve() then adds nothing: an entry is
@@ -28,8 +29,8 @@ const WORTH_HITS = PROBE_WINDOW / 4;
 /** Windows of gets answered without a probe after a window that did not pay. */
 export const REST_WINDOWS = 7;
 
-export class StringMemo<V> {
-  private readonly map = new Map<string, V>();
+export class StringMemo<V, K extends string | number = string> {
+  private readonly map = new Map<K, V>();
   private bytes = 0;
   private windowProbes = 0;
   private windowHits = 0;
@@ -51,7 +52,7 @@ export class StringMemo<V> {
   }
 
   /** The key's value, or undefined when not held — or not looked for (resting: see the header). */
-  get(key: string): V | undefined {
+  get(key: K): V | undefined {
     if (this.resting > 0) {
       this.resting--;
       this.looked = false;
@@ -87,8 +88,8 @@ export class StringMemo<V> {
     return this.map.size;
   }
 
-  /** Adds an entry `reserve` made room for. The key is kept as given: a string of its own, never a slice of a larger one. */
-  put(key: string, value: V): void {
+  /** Adds an entry `reserve` made room for. A string key is kept as given: a string of its own, never a slice of a larger one. */
+  put(key: K, value: V): void {
     this.map.set(key, value);
   }
 }

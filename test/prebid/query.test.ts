@@ -1,4 +1,5 @@
 import t from 'tap';
+import { HASH, hashString } from '../../src/memory/hash.ts';
 import { QueryScanner, queryScanWasm } from '../../src/prebid/query.ts';
 import { P, PARAM_NAMES, paramIndexAt } from '../../src/prebid/params.ts';
 import { emptyRequest, validateAuth, validateRequest } from '../../src/prebid/validate.ts';
@@ -223,4 +224,54 @@ t.test('the partner ID: checked and lowercased, also when the same one comes aga
       t.match(err?.message, /partner ID must be a UUID/);
     }
   }
+});
+
+for (const useWasm of [true, false]) t.test(`a remembered UA comes back as the same string, and only for its own text (${useWasm ? 'WebAssembly' : 'JavaScript'} first pass)`, async (t) => {
+  const s = new QueryScanner(undefined, useWasm);
+  const ua = (raw: string) => {
+    t.equal(s.scan(`p=x&k=y&ua=${raw}&uid=1`), null, raw);
+    return s.values[P.ua]!;
+  };
+  const encoded = 'Mozilla%2F5.0%20(X11%3B%20Linux%20x86_64)%20Gecko%2F20100101%20Firefox%2F128.0';
+  const first = ua(encoded);
+  t.equal(first, decodeURIComponent(encoded));
+  s.rememberUa();
+  // The same string object each time: the UA cache finds it by V8's hash kept in the string.
+  t.ok(Object.is(ua(encoded), first), 'remembered: the same string object');
+  t.ok(Object.is(ua(encoded), first), 'and again');
+  // Another UA differing in one byte, or only in its length (a key over its bytes must not read past its end).
+  t.equal(ua(encoded.replace('128', '129')), decodeURIComponent(encoded).replace('128', '129'));
+  t.equal(ua(encoded + '1'), decodeURIComponent(encoded) + '1');
+  t.equal(ua(encoded.slice(0, -1)), decodeURIComponent(encoded).slice(0, -1));
+  t.equal(ua('plain-ua-without-escapes'), 'plain-ua-without-escapes');
+  s.rememberUa();
+  t.equal(ua('plain-ua-without-escapes'), 'plain-ua-without-escapes');
+  t.equal(ua(''), '');
+});
+
+t.test('two UAs of one memo key: each gets its own value, the later remembered in place of the earlier', async (t) => {
+  // The JavaScript pass's keys (30 bits of hashString) are found colliding by a birthday search.
+  const byKey = new Map<number, string>();
+  let pair: [string, string] | null = null;
+  for (let i = 0; pair === null; i++) {
+    const raw = `Agent%20${i}`;
+    hashString(raw, 0);
+    const k = HASH[0]! & 0x3fffffff;
+    const other = byKey.get(k);
+    if (other !== undefined) pair = [other, raw];
+    else byKey.set(k, raw);
+  }
+  const [a, b] = pair;
+  const s = new QueryScanner(undefined, false);
+  const ua = (raw: string) => {
+    t.equal(s.scan(`p=x&k=y&ua=${raw}`), null);
+    return s.values[P.ua]!;
+  };
+  t.equal(ua(a), decodeURIComponent(a));
+  s.rememberUa();
+  t.equal(ua(a), decodeURIComponent(a), 'remembered');
+  t.equal(ua(b), decodeURIComponent(b), 'the other UA of its key is not given the first one\'s value');
+  s.rememberUa();
+  t.equal(ua(b), decodeURIComponent(b), 'remembered in its place');
+  t.equal(ua(a), decodeURIComponent(a), 'and the first is decoded again');
 });

@@ -138,3 +138,26 @@ export function scan(len: i32): i32 {
   }
   return n;
 }
+
+/**
+ * A hash of the bytes [start, end) at IN, 30 bits (a small integer to JavaScript): the key
+ * by which a lookup thread remembers a UA's decoding (src/prebid/query.ts), so that a UA sent
+ * again is found without V8 hashing its characters one by one. Eight bytes a step (the
+ * query's region has room for the last step's load past its end; those bytes are masked).
+ */
+export function hashRange(start: i32, end: i32): i32 {
+  let h: u64 = 0x9e3779b97f4a7c15 ^ <u64>(end - start);
+  let p = start;
+  while (p + 8 <= end) {
+    h = (h ^ load<u64>(IN + p)) * 0xff51afd7ed558ccd;
+    h ^= h >>> 29;
+    p += 8;
+  }
+  if (p < end) {
+    h = (h ^ (load<u64>(IN + p) & ((<u64>1 << (<u64>(end - p) << 3)) - 1))) * 0xff51afd7ed558ccd;
+    h ^= h >>> 29;
+  }
+  h *= 0xc4ceb9fe1a85ec53;
+  h ^= h >>> 32;
+  return <i32>(h & 0x3fffffff);
+}
