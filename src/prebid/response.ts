@@ -51,8 +51,9 @@ export function responseJson(s: LookupSignals, r: ScoreResult, lid = '', tail = 
     (s.schainValid ? SCHAIN_VALID : 0) |
     (s.schainVerified ? SCHAIN_VERIFIED : 0) |
     (s.schainCompleteFlag === 1 ? SCHAIN_COMPLETE : 0);
-  // Joined with + on strings, not a template: a template's every part goes through a ToString
-  // call (~0.8 % of the lookup thread's time under GET load, bench:profile).
+  // Joined with + on strings, not a template, whose every part went through a ToString call
+  // (0.8 % of the lookup thread under GET load in bench:profile; in process the two forms
+  // differ by about 10 ns).
   return (
     '{"botRisk":{"score":' + num4(r.score) + ',"band":"' + r.band + '","confidence":' + num4(r.confidence) +
     '},"components":{"p_hard":' + num4(r.p_hard) + ',"p_givt":' + num4(r.p_givt) + ',"p_sivt":' + num4(r.p_sivt) + ',"p_hist":' + num4(r.p_hist) +
