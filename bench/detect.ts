@@ -25,7 +25,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { numArg, startIvtd, strArg, targetFromArgs, thisCheckout, type IvtdServer, type IvtdTarget } from './processes.ts';
+import { numArg, startIvtd, strArg, targetFromArgs, defaultTarget, type IvtdServer, type IvtdTarget } from './processes.ts';
 import { isModern } from './modern.ts';
 import { prng } from './ua-gen.ts';
 
@@ -307,8 +307,8 @@ async function measure(target: IvtdTarget, tests: Test[]): Promise<Row[]> {
 }
 
 async function main(): Promise<void> {
-  const target = targetFromArgs(process.argv) ?? thisCheckout();
   const baseline = targetFromArgs(process.argv, 'baseline-');
+  const target = targetFromArgs(process.argv) ?? defaultTarget(baseline);
   const { tests, notes } = buildTests();
   for (const n of notes) console.log(`note: ${n}`);
   const before = baseline ? await measure(baseline, tests) : null;

@@ -12,7 +12,7 @@
 // new/old ratios.
 //   node --import tsx bench/first-lookups.ts [--ivtd dist/ivtd] [--baseline-ivtd OLD] [--rounds 5] [--steady 20]
 import http from 'node:http';
-import { numArg, startIvtd, targetFromArgs, thisCheckout, type IvtdTarget } from './processes.ts';
+import { numArg, startIvtd, targetFromArgs, defaultTarget, type IvtdTarget } from './processes.ts';
 
 const ROUNDS = numArg('rounds', 5);
 const STEADY = numArg('steady', 20);
@@ -88,8 +88,8 @@ async function round(target: IvtdTarget): Promise<Round> {
 }
 
 async function main(): Promise<void> {
-  const target = targetFromArgs(process.argv) ?? thisCheckout();
   const baseline = targetFromArgs(process.argv, 'baseline-');
+  const target = targetFromArgs(process.argv) ?? defaultTarget(baseline);
   const sides = [{ name: 'new', target }, ...(baseline ? [{ name: 'old', target: baseline }] : [])];
   const rounds: Record<string, Round[]> = { new: [], old: [] };
   for (let r = 0; r < ROUNDS; r++) {

@@ -29,7 +29,7 @@ import { connect, type Socket } from 'node:net';
 import { loadavg } from 'node:os';
 import { FLOOD_MODES, floodScript, type FloodMode } from './flood-script.ts';
 import {
-  inThreadBuckets, inThreadLatency, numArg, peakRssMb, rssMb, sleep, startBare, startIvtd, strArg, targetFromArgs, thisCheckout,
+  inThreadBuckets, inThreadLatency, numArg, peakRssMb, rssMb, sleep, startBare, startIvtd, strArg, targetFromArgs, defaultTarget,
   type InThreadLatency, type IvtdServer, type IvtdTarget,
 } from './processes.ts';
 import { generateUas, type GeneratedUa } from './ua-gen.ts';
@@ -341,8 +341,8 @@ async function main(): Promise<void> {
     console.log("flood: skipped — needs Debian's wrk (apt-get install wrk): no Node client generates distinct keys fast enough on 2 cores");
     return;
   }
-  const target = targetFromArgs(process.argv) ?? thisCheckout();
   const baseline = targetFromArgs(process.argv, 'baseline-');
+  const target = targetFromArgs(process.argv) ?? defaultTarget(baseline);
   const uas = generateUas(20_000);
   const load0 = loadavg()[0]!;
   console.log(`flood bench: ${SECONDS} s flood, ${PHASE_SECONDS} s per other phase, server --threads ${THREADS}, wrk -t${CLIENT_THREADS} -c${CONNECTIONS}, ${uas.length} generated UAs`);

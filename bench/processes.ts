@@ -3,7 +3,7 @@
 // (`--checkout DIR`, e.g. a worktree of the commit a change started from) or from a built
 // binary (`--ivtd PATH`) — and the bare uWebSockets.js baseline (bench/bare-server.ts).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -31,6 +31,35 @@ export function targetFromArgs(argv: string[], prefix = ''): IvtdTarget | null {
 }
 
 export const thisCheckout = (): IvtdTarget => ({ label: 'this checkout', checkout: ROOT });
+
+/** Newest modification time (ms) of the files under dir. */
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) newest = Math.max(newest, newestMtime(path));
+    else if (e.isFile()) newest = Math.max(newest, statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * The build to measure when the command names none (`--ivtd`, `--checkout`): this checkout
+ * through tsx, or, beside a baseline binary (`--baseline-ivtd`), this checkout's binary
+ * (dist/ivtd): both sides of a comparison the same kind of build, since a binary and the same
+ * code through tsx differ by more than most changes do. Refuses a dist/ivtd that is missing
+ * or older than a file under src/ (it would measure other code than the checkout's).
+ */
+export function defaultTarget(baseline: IvtdTarget | null, root = ROOT): IvtdTarget {
+  if (baseline?.binary === undefined) return { label: 'this checkout', checkout: root };
+  const binary = join(root, 'dist/ivtd');
+  const name = '--ivtd PATH (or --checkout DIR to measure through tsx)';
+  if (!existsSync(binary)) throw new Error(`the baseline is a binary and dist/ivtd is not built: run npm run build, or name the build with ${name}`);
+  if (newestMtime(join(root, 'src')) > statSync(binary).mtimeMs) {
+    throw new Error(`dist/ivtd is older than the sources under src/: rebuild it (npm run build), or name the build with ${name}`);
+  }
+  return { label: 'dist/ivtd', binary };
+}
 
 /** Starts a process and resolves when its stdout matches every pattern (30 s at most). */
 export function startProcess(

@@ -9,10 +9,12 @@
 // `--loads get,ortb` adds the same lookups as OpenRTB bid requests (bench/requests.ts, POSTed
 // to /api/v1/ivt/ortb), alternating with the GET rounds: per build its OpenRTB lookups/s over
 // its own GET lookups/s (issue 23's ratio), and new/old for each load.
-//   node --import tsx bench/versus.ts --baseline-ivtd OLD/dist/ivtd [--ivtd dist/ivtd]
+//   node --import tsx bench/versus.ts --baseline-ivtd OLD/dist/ivtd [--ivtd PATH | --checkout DIR]
+// Beside a baseline binary the new build is this checkout's dist/ivtd unless named (processes.ts
+// defaultTarget: refused when older than src/).
 //        [--rounds 5] [--duration 6] [--connections 50] [--loads get,ortb]
 import { readFileSync } from 'node:fs';
-import { numArg, sleep, strArg, startBare, startIvtd, targetFromArgs, thisCheckout, type IvtdServer } from './processes.ts';
+import { numArg, sleep, strArg, startBare, startIvtd, targetFromArgs, defaultTarget, type IvtdServer } from './processes.ts';
 import { lookupPaths, ortbRequests } from './requests.ts';
 import { bodiesScript, pathsScript, wrkAsync, wrkAvailable } from './wrk.ts';
 
@@ -38,7 +40,7 @@ async function main(): Promise<void> {
   if (!wrkAvailable()) throw new Error('bench/versus.ts needs wrk (apt-get install wrk)');
   const baseline = targetFromArgs(process.argv, 'baseline-');
   if (!baseline) throw new Error('give --baseline-ivtd PATH or --baseline-checkout DIR');
-  const target = targetFromArgs(process.argv) ?? thisCheckout();
+  const target = targetFromArgs(process.argv) ?? defaultTarget(baseline);
   const loads = LOADS as Load[];
   const servers: Array<{ name: 'new' | 'old'; label: string; ivtd: IvtdServer; scripts: Record<Load, string> }> = [];
   for (const [name, t] of [['new', target], ['old', baseline]] as const) {

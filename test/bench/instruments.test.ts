@@ -1,13 +1,18 @@
 // The benchmarks' own instruments: the UA generator, the flood request generator (run by
 // the real wrk against a recording HTTP server), wrk's report parser, the "modern" rule of
-// bench:detect, and the paced latency client's handling of a server stall.
+// bench:detect, the paced latency client's handling of a server stall, and which build a
+// comparison measures when none is named.
 import t from 'tap';
 import { once } from 'node:events';
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { FLOOD_MODES, floodScript } from '../../bench/flood-script.ts';
 import { isModern } from '../../bench/modern.ts';
 import { paced } from '../../bench/paced.ts';
+import { defaultTarget } from '../../bench/processes.ts';
 import { generateUas } from '../../bench/ua-gen.ts';
 import { bodiesScript, parseWrk, wrkAsync, wrkAvailable } from '../../bench/wrk.ts';
 import { lookupPaths, ortbRequests } from '../../bench/requests.ts';
@@ -187,4 +192,25 @@ t.test('paced client: a server stall is charged to every request it held back', 
   // every request waits longer (p50 34 ms once), but a client charging the stall to every
   // request would have its median near its p99.
   t.ok(r.p50Ms < r.p99Ms / 4, `but not in the median (p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms)`);
+});
+
+t.test('a comparison with a baseline binary measures the binary of this checkout, and refuses a missing or stale one', async (t) => {
+  const root = mkdtempSync(join(tmpdir(), 'ivtd-target-'));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  mkdirSync(join(root, 'src/deep'), { recursive: true });
+  const source = join(root, 'src/deep/a.ts');
+  writeFileSync(source, '');
+  const old = { label: 'old', binary: '/elsewhere/ivtd' };
+  t.same(defaultTarget(null, root), { label: 'this checkout', checkout: root }, 'no baseline: this checkout through tsx');
+  t.same(defaultTarget({ label: 'old', checkout: '/elsewhere' }, root), { label: 'this checkout', checkout: root }, 'a baseline checkout: this checkout through tsx');
+  t.throws(() => defaultTarget(old, root), /dist\/ivtd is not built: run npm run build/, 'no binary built');
+  mkdirSync(join(root, 'dist'));
+  const binary = join(root, 'dist/ivtd');
+  writeFileSync(binary, '');
+  const s = Date.now() / 1000;
+  utimesSync(source, s - 100, s - 100);
+  utimesSync(binary, s - 50, s - 50);
+  t.same(defaultTarget(old, root), { label: 'dist/ivtd', binary }, 'built after the sources: the binary');
+  utimesSync(source, s - 10, s - 10);
+  t.throws(() => defaultTarget(old, root), /dist\/ivtd is older than the sources under src\/: rebuild it/, 'a source (in a subfolder) changed since the build');
 });
