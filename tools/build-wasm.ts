@@ -35,11 +35,11 @@ export const WASM_MODULES: readonly WasmModule[] = [
     options: ['-O3', '--runtime', 'stub', '--noAssert', '--initialMemory', '1', '--maximumMemory', '1', '--memoryBase', '1024'],
   },
   {
-    // The lookup query's first pass. Memory: 1 page, fixed; its regions end below 48 KiB.
+    // The lookup query's first pass. Memory: 1 page, fixed; its regions end below 56 KiB.
     source: 'src/prebid/wasm/query-scan.ts',
     output: 'src/prebid/query-scan-wasm.ts',
     constant: 'QUERY_SCAN_WASM',
-    options: ['-O3', '--runtime', 'stub', '--noAssert', '--enable', 'simd', '--initialMemory', '1', '--maximumMemory', '1', '--memoryBase', String(48 * 1024)],
+    options: ['-O3', '--runtime', 'stub', '--noAssert', '--enable', 'simd', '--initialMemory', '1', '--maximumMemory', '1', '--memoryBase', String(56 * 1024)],
   },
 ];
 

@@ -110,7 +110,7 @@ export class LookupEngine {
     const n = opts.seenSample ?? 0;
     this.seen = n > 0 ? { sites: new SeenSample(n), apps: new SeenSample(n), systems: new SeenSample(n) } : null;
     this.sources = new SignalSources(memory);
-    this.scanner = new QueryScanner(memory.uaMemoBytes / 2);
+    this.scanner = new QueryScanner(memory.uaMemoBytes / 2, true, this.sources.uaCache.memory.seed);
     this.keys = new KeyTable(memory.keyMemoEntries);
     this.counts = new ThreadCounts(memory.counts, memory.threadCountsBytes);
   }
@@ -134,6 +134,8 @@ export class LookupEngine {
 
   /** Steps 2-4 on the parsed request, then history and counting. */
   private verdict(now: number, ortb: boolean): LookupOutcome {
+    const sc = this.scanner;
+    if (sc.uaHashed !== null) this.sources.uaCache.presetHashes(sc.uaHashed, sc.uaHash);
     const s = this.sources.gather(this.req, this.data, now, 'observe');
     if (s === null) return BAD_IP;
     if (this.sources.uaCache.remembered) this.scanner.rememberUa();

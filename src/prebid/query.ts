@@ -23,6 +23,7 @@ interface QueryScanExports {
   scan(len: number): number;
   addName(len: number, slot: number): number;
   hashRange(start: number, end: number): number;
+  uaValue(start: number, end: number, seed: number): number;
 }
 
 const encoder = new TextEncoder();
@@ -32,6 +33,10 @@ const at = (name: string): number => (wasm === null ? 0 : wasmGlobal(wasm, name)
 const IN = at('IN'), IN_CAPACITY = at('IN_CAPACITY'), SEGS = at('SEGS'), SEG_UPPER = at('UPPER'), SEG_EQ_IN_VALUE = at('EQ_IN_VALUE'), SEG_DECODE = at('DECODE'), SLOT_SHIFT = at('SLOT_SHIFT');
 const queryBytes = wasm === null ? new Uint8Array(0) : new Uint8Array(wasm.memory.buffer, IN, IN_CAPACITY);
 const segs = wasm === null ? new Int32Array(0) : new Int32Array(wasm.memory.buffer, SEGS, at('SEG_CAPACITY') * 4);
+// uaValue's output: the decoded UA's bytes and its four hash words (the memory never grows).
+const UA_OUT = at('UA_OUT');
+const wasmBytes = wasm === null ? Buffer.alloc(0) : Buffer.from(wasm.memory.buffer);
+const uaHashWords = wasm === null ? new Uint32Array(0) : new Uint32Array(wasm.memory.buffer, at('UA_HASH'), 4);
 // The parameters' names into its table (a name it cannot hold is a programming error).
 PARAM_NAMES.forEach((name, slot) => {
   if (wasm !== null && (encoder.encodeInto(name, queryBytes).written !== name.length || wasm.addName(name.length, slot) !== 0)) throw new Error(`query-scan: cannot hold the parameter name ${name}`);
@@ -62,9 +67,22 @@ export class QueryScanner {
   private pendingKey = 0;
   private pendingRaw: string | null = null;
   private pendingValue = '';
+  /**
+   * The last scan's UA when the WebAssembly pass decoded it (a UA it did not remember, all
+   * ASCII), else null; `uaHash` then holds its hashUa words under `uaSeed`, made in the same
+   * pass over its bytes, for the UA cache (UaCache.presetHashes): no second pass over its
+   * characters in JavaScript. Under a flood of UAs (bench:flood) the profile put decoding and
+   * hashing such a UA in JavaScript at about 1.1 µs of the lookup thread; in process, a scan
+   * and UA verdict take about 0.5 µs less this way (scratch measurement, docs/benchmarks.md).
+   */
+  uaHashed: string | null = null;
+  readonly uaHash = new Uint32Array(4);
 
-  /** `useWasm` false: the JavaScript first pass even where the WebAssembly one runs (tests). */
-  constructor(uaMemoBytes = DEFAULT_MEMO_BYTES, private readonly useWasm = true) {
+  /**
+   * `useWasm` false: the JavaScript first pass even where the WebAssembly one runs (tests).
+   * `uaSeed`: the UA cache's seed, for `uaHash` (null: no UA is hashed here).
+   */
+  constructor(uaMemoBytes = DEFAULT_MEMO_BYTES, private readonly useWasm = true, private readonly uaSeed: number | null = null) {
     this.uaDecoded = new StringMemo(uaMemoBytes);
   }
 
@@ -100,6 +118,7 @@ export class QueryScanner {
 
   private clear(): void {
     this.pendingRaw = null;
+    this.uaHashed = null;
     const values = this.values;
     const raw = this.raw;
     for (let i = 0; i < PARAM_COUNT; i++) {
@@ -171,7 +190,10 @@ export class QueryScanner {
     if (this.raw[idx] !== undefined) return false; // duplicate
     const rawValue = eq === -1 ? '' : q.slice(eq + 1, end);
     this.raw[idx] = rawValue;
-    const value = idx === P.ua ? this.userAgent(rawValue, decode, inWasm && eq !== -1 ? wasm!.hashRange(eq + 1, end) : uaKey(rawValue)) : decode ? decodeValue(rawValue) : rawValue;
+    const value =
+      idx !== P.ua ? (decode ? decodeValue(rawValue) : rawValue)
+      : inWasm && eq !== -1 ? this.userAgent(rawValue, decode, wasm!.hashRange(eq + 1, end), eq + 1, end)
+      : this.userAgent(rawValue, decode, uaKey(rawValue));
     if (value === null) return false;
     this.values[idx] = value;
     return true;
@@ -260,11 +282,22 @@ export class QueryScanner {
    * a string of its own (never a slice holding the query), which the UA cache may keep as
    * its key (UaCache.hash). One remembered (rememberUa) is found by a map probe and is the
    * same string object every time. `key`: the raw text's hash (the pass's hashRange, or uaKey).
+   * [from, to): where the value is in the WebAssembly pass's bytes (-1: not read by it); one
+   * not remembered is then decoded and hashed there (uaHashed), unless it is not all ASCII.
    */
-  private userAgent(rawValue: string, decode: boolean, key: number): string | null {
+  private userAgent(rawValue: string, decode: boolean, key: number, from = -1, to = -1): string | null {
     const known = this.uaDecoded.get(key);
     if (known !== undefined && known.raw === rawValue) return known.value;
-    const value = decode ? decodeValue(rawValue) : ownString(rawValue);
+    let value: string | null = null;
+    if (from >= 0 && this.uaSeed !== null) {
+      const n = wasm!.uaValue(from, to, this.uaSeed);
+      if (n >= 0) {
+        value = wasmBytes.toString('latin1', UA_OUT, UA_OUT + n);
+        this.uaHash.set(uaHashWords);
+        this.uaHashed = value;
+      }
+    }
+    if (value === null) value = decode ? decodeValue(rawValue) : ownString(rawValue);
     if (value === null) return null;
     this.pendingKey = key;
     this.pendingRaw = rawValue;

@@ -215,6 +215,9 @@ export class UaCache {
    */
   remembered = false;
   private readonly hashWords: Uint32Array;
+  /** A UA whose hashUa words (under this cache's seed) were made elsewhere (presetHashes), and the words. */
+  private presetUa: string | null = null;
+  private readonly presetWords = new Uint32Array(4);
 
   constructor(
     readonly memory: UaCacheMemory,
@@ -306,8 +309,20 @@ export class UaCache {
     return judge(out, this.analyzer.ceilingsAt(now));
   }
 
-  /** hashUa(ua, seed) into HASH, remembered (hashMemo). */
+  /**
+   * Hands over hashUa(ua, seed) made elsewhere (`words`, HASH's four; the lookup's query pass
+   * makes them from the UA's bytes as it decodes them): the next verdict() of a UA equal to
+   * `ua` takes them instead of a pass over its characters. Good for that one call.
+   */
+  presetHashes(ua: string, words: Uint32Array): void {
+    this.presetUa = ua;
+    this.presetWords.set(words);
+  }
+
+  /** hashUa(ua, seed) into HASH, remembered (hashMemo), or handed over (presetHashes). */
   private hash(ua: string): void {
+    const preset = this.presetUa;
+    this.presetUa = null;
     const w = this.hashWords;
     const at = this.hashMemo.get(ua);
     if (at !== undefined) {
@@ -318,7 +333,8 @@ export class UaCache {
       HASH[3] = w[at + 3]!;
       return;
     }
-    hashUa(ua, this.seed);
+    if (preset === ua) HASH.set(this.presetWords);
+    else hashUa(ua, this.seed);
     // Remembered from its second sight on (a direct-mapped table of first sights), so a
     // stream of one-off UAs does not churn the map.
     const door = HASH[1]! & (UA_HASH_DOOR - 1);

@@ -3,6 +3,7 @@ import { HASH, hashString } from '../../src/memory/hash.ts';
 import { QueryScanner, queryScanWasm } from '../../src/prebid/query.ts';
 import { P, PARAM_NAMES, paramIndexAt } from '../../src/prebid/params.ts';
 import { emptyRequest, validateAuth, validateRequest } from '../../src/prebid/validate.ts';
+import { hashUa } from '../../src/signals/ua-cache.ts';
 
 const UA = encodeURIComponent('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36');
 const BASE = `p=0b8e9a7e-5b1c-4f7e-9d2a-1c3b5d7f9a2b&k=ivp_x&pub=pub1&node=n1&ip=81.2.69.142&ua=${UA}&uid=u1&sid=ex.com&adt=1&dvt=2`;
@@ -274,4 +275,63 @@ t.test('two UAs of one memo key: each gets its own value, the later remembered i
   s.rememberUa();
   t.equal(ua(b), decodeURIComponent(b), 'remembered in its place');
   t.equal(ua(a), decodeURIComponent(a), 'and the first is decoded again');
+});
+
+t.test('the WebAssembly pass decodes a UA it does not remember and makes hashUa\'s words for it, equal to JavaScript\'s', { skip: !queryScanWasm && 'no WebAssembly' }, async (t) => {
+  const seed = 0x9abcdef1;
+  const s = new QueryScanner(undefined, true, seed);
+  const same = (ua: string, sent: string, label: string) => {
+    t.equal(s.scan(`p=x&k=y&ua=${sent}&uid=u1`), null, `${label}: accepted`);
+    const value = s.values[P.ua]!;
+    t.equal(value, ua, `${label}: decoded`);
+    t.equal(s.uaHashed, value, `${label}: hashed in the pass`);
+    hashUa(ua, seed);
+    t.same([...s.uaHash], [...HASH], `${label}: the words hashUa makes`);
+  };
+  const uas = [
+    'Mozilla/5.0 (Linux; Android 14; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.6778.104 Mobile Safari/537.36',
+    'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1',
+    'Roku/DVP-14.0 (14.0.4.5142-46)',
+    'okhttp/4.12.0',
+    'Dalvik/2.1.0 (Linux; U; Android 12; SM-T220 Build/SP1A.210812.016)',
+    'x/1.2.3/4.5 a/..1 b/1..2 c/1. d/.5 e/12.34; f/9.9(g/1.0,h/2.0)',
+    '',
+    '/',
+    '/1.2',
+    'a%b',
+  ];
+  for (const ua of uas) same(ua, encodeURIComponent(ua), JSON.stringify(ua.slice(0, 30)));
+  // Random ASCII in the shapes the normalisation reads: slashes, digit runs, dots, terminators.
+  let r = 7;
+  const next = () => (r = (Math.imul(r, 1103515245) + 12345) >>> 0) / 4294967296;
+  const parts = ['/', '.', '..', '0', '7', '12', '345', ' ', ';', ')', '(', ',', 'Chrome', 'x', '%', '+', '"', '\t', '\u007f', '&', '='];
+  for (let i = 0; i < 400; i++) {
+    let ua = '';
+    const n = 1 + Math.floor(next() * 40);
+    for (let k = 0; k < n; k++) ua += next() < 0.1 ? String.fromCharCode(Math.floor(next() * 128)) : parts[Math.floor(next() * parts.length)]!;
+    same(ua, encodeURIComponent(ua), `random ${i}`);
+  }
+  same('a b+c', 'a+b%2Bc', "'+' a space, %2B a plus");
+  same('Agent 1.0', 'Agent%201.0', 'lowercase or uppercase hex');
+  same('a\u0000b', 'a%00b', 'a control character, as decodeURIComponent gives it');
+});
+
+t.test('a UA that is not all ASCII, or one remembered, is not hashed in the pass', { skip: !queryScanWasm && 'no WebAssembly' }, async (t) => {
+  const s = new QueryScanner(undefined, true, 1);
+  t.equal(s.scan(`p=x&k=y&ua=${encodeURIComponent('Agent/1.0 (é)')}`), null);
+  t.equal(s.values[P.ua], 'Agent/1.0 (é)', 'decoded by JavaScript');
+  t.equal(s.uaHashed, null, 'no words: the UA cache hashes it');
+  t.not(s.scan('p=x&k=y&ua=Agent%C3'), null, 'a broken UTF-8 escape is still refused');
+  t.not(s.scan('p=x&k=y&ua=Agent%2'), null, 'and a broken escape');
+  t.equal(s.scan('p=x&k=y&ua=Agent%2F1'), null);
+  t.equal(s.uaHashed, 'Agent/1', 'hashed in the pass');
+  s.rememberUa();
+  t.equal(s.scan('p=x&k=y&ua=Agent%2F1'), null);
+  t.equal(s.values[P.ua], 'Agent/1');
+  t.equal(s.uaHashed, null, 'remembered: the UA cache has its words');
+  t.equal(s.scan('p=x&k=y'), null);
+  t.equal(s.uaHashed, null, 'no UA');
+  const noSeed = new QueryScanner(undefined, true);
+  t.equal(noSeed.scan('p=x&k=y&ua=Agent%2F2'), null);
+  t.equal(noSeed.uaHashed, null, 'a scanner without the seed hashes nothing');
 });

@@ -423,6 +423,28 @@ t.test("the cache's per-thread memo of UA hashes gives hashUa's hashes, before a
   t.not(cache.exactLo, safari[1], 'distinct UAs keep distinct hashes');
 });
 
+t.test('hashes handed over by the query pass are taken for an equal UA, once, and never for another', async (t) => {
+  const cache = UaCache.create(64 << 10, new UaAnalyzer()); // (its seed: 0x5eed)
+  const out = emptyVerdict();
+  const ua = 'Mozilla/5.0 (X11; Linux x86_64) Handed/1.0';
+  // Words no hash of ua gives, so the test sees which were used.
+  const words = new Uint32Array([0x1234567, 0x89abcde, 0x2468ace, 0x13579bd]);
+  cache.presetHashes(ua, words);
+  cache.verdict(` ${ua}`.slice(1), NOW, out);
+  t.same([cache.exactHi, cache.exactLo], [words[0], words[1]], 'an equal string (another object) takes them');
+  cache.verdict(ua, NOW, out);
+  hashUa(ua, 0x5eed);
+  t.same([cache.exactHi, cache.exactLo], [HASH[0], HASH[1]], 'good for one verdict: the next hashes the UA');
+  cache.presetHashes(ua, words);
+  const other = 'Mozilla/5.0 (X11; Linux x86_64) Other/1.0';
+  cache.verdict(other, NOW, out);
+  hashUa(other, 0x5eed);
+  t.same([cache.exactHi, cache.exactLo], [HASH[0], HASH[1]], 'another UA hashes itself');
+  cache.verdict(ua, NOW, out);
+  hashUa(ua, 0x5eed);
+  t.same([cache.exactHi, cache.exactLo], [HASH[0], HASH[1]], 'and the words handed over are gone after it');
+});
+
 t.test('hashes stay right while the memo rests and after it probes again (no entry twice)', async (t) => {
   const cache = UaCache.create(64 << 10, new UaAnalyzer());
   const out = emptyVerdict();

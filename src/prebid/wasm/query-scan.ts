@@ -10,7 +10,8 @@
 // uppercase letter in a name, or a '%' or '+' in a value.
 //
 // Memory (one instance per thread, not shared): the query at IN (JavaScript writes it), the
-// known names (addName fills the table once), the records at SEGS.
+// known names (addName fills the table once), the records at SEGS, a UA's decoded bytes at
+// UA_OUT and its hashes at UA_HASH (uaValue, below).
 
 export const IN: i32 = 0;
 /** Longest query (the request line and headers are 8 KB at most); 16 bytes of room after it for the loads. */
@@ -160,4 +161,117 @@ export function hashRange(start: i32, end: i32): i32 {
   h *= 0xc4ceb9fe1a85ec53;
   h ^= h >>> 32;
   return <i32>(h & 0x3fffffff);
+}
+
+/** Where uaValue() writes the UA's decoded bytes (at most IN_CAPACITY)... */
+export const UA_OUT: i32 = SEGS + SEG_CAPACITY * 16;
+/** ...and its four hash words (hashUa's HASH[0] to HASH[3]). Below 56 KiB, where asc's data starts. */
+export const UA_HASH: i32 = UA_OUT + IN_CAPACITY;
+
+// @ts-ignore: decorator
+@inline function hexValue(c: u32): i32 {
+  if (c - 0x30 < 10) return <i32>(c - 0x30);
+  const l = (c | 0x20) - 0x61;
+  return l < 6 ? <i32>l + 10 : -1;
+}
+
+// @ts-ignore: decorator
+@inline function isDigit(c: u32): bool {
+  return c - 0x30 < 10;
+}
+
+// @ts-ignore: decorator
+@inline function isTerminator(c: u32): bool {
+  return c === 0x20 || c === 0x3b || c === 0x29 || c === 0x28 || c === 0x2c; // space ; ) ( ,
+}
+
+/**
+ * ua-cache.ts versionTail over the `len` decoded bytes at UA_OUT: when the '/' at `slash`
+ * starts a version token `<digits>(.<digits>)+` ending the token, its first dot's index with
+ * the token's last index above it (`dot | last << 16`); else -1.
+ */
+function versionTail(len: i32, slash: i32): i32 {
+  let j = slash + 1;
+  if (j >= len || !isDigit(load<u8>(UA_OUT + j))) return -1;
+  let firstDot = -1;
+  let prevDot = false;
+  for (; j < len; j++) {
+    const d = <u32>load<u8>(UA_OUT + j);
+    if (isDigit(d)) prevDot = false;
+    else if (d === 0x2e && !prevDot) {
+      if (firstDot < 0) firstDot = j;
+      prevDot = true;
+    } else break;
+  }
+  if (firstDot < 0 || prevDot || (j < len && !isTerminator(load<u8>(UA_OUT + j)))) return -1;
+  return firstDot | ((j - 1) << 16);
+}
+
+// @ts-ignore: decorator
+@inline function fmix32(h: u32): u32 {
+  h ^= h >>> 16;
+  h *= 0x85ebca6b;
+  h ^= h >>> 13;
+  h *= 0xc2b2ae35;
+  h ^= h >>> 16;
+  return h;
+}
+
+/** hash.ts hashFinish into the words at `at`. */
+// @ts-ignore: decorator
+@inline function hashFinish(h1: u32, h2: u32, len: u32, at: i32): void {
+  h1 = fmix32(h1 ^ len);
+  h2 = fmix32((h2 ^ (len * 0x27d4eb2f)) + h1);
+  h1 += h2;
+  store<u32>(at, h1 === 0 ? 1 : h1);
+  store<u32>(at, h2, 4);
+}
+
+/**
+ * The UA's value, [start, end) at IN, decoded ('+' a space, %XX its byte) into UA_OUT, and its
+ * two hashes as src/signals/ua-cache.ts hashUa makes them from `seed` (as sent and with its
+ * version digits normalised: the same words, step for step) into UA_HASH: its length, or -1
+ * when an escape is broken or a decoded byte is not ASCII (JavaScript then decodes it,
+ * checking the UTF-8, and hashes it).
+ */
+export function uaValue(start: i32, end: i32, seed: u32): i32 {
+  let len = 0;
+  for (let p = start; p < end; p++) {
+    let c = <u32>load<u8>(IN + p);
+    if (c === 0x2b) c = 0x20;
+    else if (c === 0x25) {
+      if (p + 2 >= end) return -1;
+      const hi = hexValue(load<u8>(IN + p + 1));
+      const lo = hexValue(load<u8>(IN + p + 2));
+      if (hi < 0 || lo < 0) return -1;
+      c = <u32>((hi << 4) | lo);
+      p += 2;
+    }
+    if (c >= 0x80) return -1;
+    store<u8>(UA_OUT + len++, <u8>c);
+  }
+  let e1: u32 = seed ^ 0x9e3779b9;
+  let e2: u32 = (seed * 0x5bd1e995) ^ 0x7f4a7c15;
+  let n1 = e1, n2 = e2;
+  let zeroFrom = 0, zeroTo = -1;
+  for (let i = 0; i < len; i++) {
+    const c = <u32>load<u8>(UA_OUT + i);
+    if (c === 0x2f && i > zeroTo) {
+      const t = versionTail(len, i);
+      if (t >= 0) {
+        zeroFrom = t & 0xffff;
+        zeroTo = t >>> 16;
+      }
+    }
+    e1 = (e1 ^ c) * 0x01000193;
+    e2 = (e2 + c) * 0x5bd1e995;
+    e2 ^= e2 >>> 15;
+    const n = i >= zeroFrom && i <= zeroTo && isDigit(c) ? 0x30 : c;
+    n1 = (n1 ^ n) * 0x01000193;
+    n2 = (n2 + n) * 0x5bd1e995;
+    n2 ^= n2 >>> 15;
+  }
+  hashFinish(e1, e2, len, UA_HASH);
+  hashFinish(n1, n2, len, UA_HASH + 8);
+  return len;
 }
