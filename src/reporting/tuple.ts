@@ -81,7 +81,10 @@ export function tupleHash(customerId: string, hour: number, dims: readonly strin
 /**
  * A value cut to DIM_VALUE_MAX characters, never inside a surrogate pair (half an emoji is
  * not UTF-16 any store accepts: one such value made every flush fail). A lone surrogate
- * already in the value becomes U+FFFD for the same reason.
+ * already in the value becomes U+FFFD for the same reason, and so does SEP: a tuple's values
+ * travel joined by it (announcements, the tuple archive, the impression dictionary, the
+ * fleet's keys), and a value holding one (a GET's %1F, a bid request's "\u001f") shifted
+ * every later value of its row by one column.
  */
 export function clipDim(v: string): string {
   let out = v;
@@ -89,7 +92,8 @@ export function clipDim(v: string): string {
     const last = out.charCodeAt(DIM_VALUE_MAX - 1);
     out = out.slice(0, last >= 0xd800 && last <= 0xdbff ? DIM_VALUE_MAX - 1 : DIM_VALUE_MAX);
   }
-  return out.isWellFormed() ? out : out.toWellFormed();
+  if (!out.isWellFormed()) out = out.toWellFormed();
+  return out.indexOf(SEP) === -1 ? out : out.replaceAll(SEP, '\ufffd');
 }
 
 
