@@ -225,6 +225,31 @@ t.test('values with quotes, commas, newlines and other scripts survive the write
   t.equal(await storedRows(store, 'rollups_daily'), odd.length, 'the table is still there');
 });
 
+t.test('every value lands in its own column, hourly and daily, empty ones and a U+001F too', async (t) => {
+  // The text values of a row travel joined by U+001F and are split again in SQL.
+  const store = await openStore(t);
+  const w = await openWriter(t, store);
+  const full = Object.fromEntries(TUPLE_DIMENSIONS.map((d, i) => [d, d === 'adt' ? '3' : d === 'dvt' ? '7' : `${d}-${i} "x",\n`])) as Record<TupleDimension, string>;
+  const edges = dims({ pub: '', p5: '', category: '' });
+  edges[TUPLE_DIMENSIONS.indexOf('p2')] = 'a\u001fb\u001f';
+  w.add([row('a', full, 5, 1, 2), { customerId: 'b', hour: THIS_HOUR, dims: edges, total: 1, givt: 0, sivt: 0 }]);
+  await w.flush();
+  for (const table of ['rollups_hourly', 'rollups_daily'] as const) {
+    const cols = TUPLE_DIMENSIONS.map((d) => `"${d}"`).join(', ');
+    const got = await store.all<Record<string, unknown>>(`SELECT customer_id, ${cols}, total, givt, sivt FROM ${table} ORDER BY customer_id`);
+    t.equal(got.length, 2, table);
+    t.same(
+      TUPLE_DIMENSIONS.map((d) => String(got[0]![d])),
+      TUPLE_DIMENSIONS.map((d) => full[d]),
+      `${table}: each of the ${TUPLE_DIMENSIONS.length} values in its own column`,
+    );
+    t.same([got[0]!.total, got[0]!.givt, got[0]!.sivt].map(Number), [5, 1, 2]);
+    const b = got[1]!;
+    t.same([b.pub, b.p5, b.category, b.geo, b.env], ['', '', '', 'US', 'site'], `${table}: empty values stay empty, the rest in place`);
+    t.equal(b.p2, 'a\ufffdb\ufffd', `${table}: a U+001F left in a value is stored as U+FFFD, not a column break`);
+  }
+});
+
 t.test('a flush larger than one INSERT chunk is written whole', async (t) => {
   const store = await openStore(t);
   const w = await openWriter(t, store);
