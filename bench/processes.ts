@@ -30,7 +30,7 @@ export function targetFromArgs(argv: string[], prefix = ''): IvtdTarget | null {
   return null;
 }
 
-export const thisCheckout = (): IvtdTarget => ({ label: 'this checkout', checkout: ROOT });
+export const thisCheckout = (root = ROOT): IvtdTarget => ({ label: 'this checkout', checkout: root });
 
 /** Newest modification time (ms) of the files under dir. */
 function newestMtime(dir: string): number {
@@ -51,7 +51,7 @@ function newestMtime(dir: string): number {
  * or older than a file under src/ (it would measure other code than the checkout's).
  */
 export function defaultTarget(baseline: IvtdTarget | null, root = ROOT): IvtdTarget {
-  if (baseline?.binary === undefined) return { label: 'this checkout', checkout: root };
+  if (baseline?.binary === undefined) return thisCheckout(root);
   const binary = join(root, 'dist/ivtd');
   const name = '--ivtd PATH (or --checkout DIR to measure through tsx)';
   if (!existsSync(binary)) throw new Error(`the baseline is a binary and dist/ivtd is not built: run npm run build, or name the build with ${name}`);

@@ -10,9 +10,9 @@
 // to /api/v1/ivt/ortb), alternating with the GET rounds: per build its OpenRTB lookups/s over
 // its own GET lookups/s (issue 23's ratio), and new/old for each load.
 //   node --import tsx bench/versus.ts --baseline-ivtd OLD/dist/ivtd [--ivtd PATH | --checkout DIR]
+//        [--rounds 5] [--duration 6] [--connections 50] [--loads get,ortb]
 // Beside a baseline binary the new build is this checkout's dist/ivtd unless named (processes.ts
 // defaultTarget: refused when older than src/).
-//        [--rounds 5] [--duration 6] [--connections 50] [--loads get,ortb]
 import { readFileSync } from 'node:fs';
 import { numArg, sleep, strArg, startBare, startIvtd, targetFromArgs, defaultTarget, type IvtdServer } from './processes.ts';
 import { lookupPaths, ortbRequests } from './requests.ts';

@@ -11,7 +11,8 @@ import { HASH, hashAdd, hashAddNumber, hashBegin, hashEnd, hashId } from '../mem
 import { ownString } from '../memory/own-string.ts';
 
 export const OVERFLOW = '__overflow__';
-const SEP = '\u001f';
+/** Joins a tuple's values wherever they travel as one string (joinDims, tupleKey, the writer's batch). */
+export const SEP = '\u001f';
 
 /** Longest dimension value kept, in characters; longer values are cut (README, reporting). */
 export const DIM_VALUE_MAX = 256;
@@ -92,8 +93,12 @@ export function clipDim(v: string): string {
     const last = out.charCodeAt(DIM_VALUE_MAX - 1);
     out = out.slice(0, last >= 0xd800 && last <= 0xdbff ? DIM_VALUE_MAX - 1 : DIM_VALUE_MAX);
   }
-  if (!out.isWellFormed()) out = out.toWellFormed();
-  return out.indexOf(SEP) === -1 ? out : out.replaceAll(SEP, '\ufffd');
+  return withoutSep(out.isWellFormed() ? out : out.toWellFormed());
+}
+
+/** `v` with any SEP in it as U+FFFD, so joined values split back into the same columns. */
+export function withoutSep(v: string): string {
+  return v.indexOf(SEP) === -1 ? v : v.replaceAll(SEP, '\ufffd');
 }
 
 

@@ -24,7 +24,7 @@ import { TUPLE_DIMENSIONS } from '../enums.ts';
 import { log } from '../log.ts';
 import { inTransaction, isInvalidatedError, type Queryable, type Store } from '../store/db.ts';
 import { INTEGER_DIMENSIONS, ROLLUP_TABLES, type Granularity } from './columns.ts';
-import { TupleCounts, type CountRow } from './tuple.ts';
+import { SEP, TupleCounts, withoutSep, type CountRow } from './tuple.ts';
 import { DAY_MS, HOUR_MS, MINUTE_MS, dayStart, hourStart } from '../time.ts';
 import { oldestKeptDayMs } from './retention.ts';
 import {
@@ -116,9 +116,6 @@ interface SchemaSql {
   batchJson: (rows: readonly CountRow[]) => string;
 }
 
-/** Joins a row's text values in the batch (chr(31) in the stage's SQL). */
-const UNIT_SEPARATOR = '\u001f';
-
 function schemaSql(schema: RollupSchema): SchemaSql {
   // The batch travels as one JSON object of columns; DuckDB turns it into typed lists. The
   // text values of a row go joined by U+001F as one string, split again in SQL: DuckDB reads
@@ -127,10 +124,6 @@ function schemaSql(schema: RollupSchema): SchemaSql {
   // stage (src/reporting/tuple.ts keeps U+001F out of the values; this replaces any left).
   const [c1, c2, c3] = schema.counters;
   const numeric = schema.dims.map((d) => schema.integerDims.has(d));
-  const textAt = new Map<number, number>();
-  schema.dims.forEach((_, i) => {
-    if (!numeric[i]) textAt.set(i, textAt.size + 1);
-  });
   const structure = JSON.stringify({
     c: ['VARCHAR'],
     h: ['BIGINT'],
@@ -144,13 +137,21 @@ function schemaSql(schema: RollupSchema): SchemaSql {
   const allColumns = columns.map((c) => `"${c}"`).join(', ');
   const keyColumns = columns.slice(0, -3).map((c) => `"${c}"`).join(', ');
   const sums = `sum("${c1}")::BIGINT AS "${c1}", sum("${c2}")::BIGINT AS "${c2}", sum("${c3}")::BIGINT AS "${c3}"`;
-  const dimSql = schema.dims.map((d, i) => (numeric[i] ? `d${i} AS "${d}"` : `x[${textAt.get(i)!}] AS "${d}"`));
+  let textIndex = 0;
+  const dimSql = schema.dims.map((d, i) => (numeric[i] ? `d${i} AS "${d}"` : `x[${++textIndex}] AS "${d}"`));
+  const lists = [
+    'unnest(v.c) AS customer_id',
+    'make_timestamp(unnest(v.h)) AS period_start',
+    'string_split(unnest(v.x), chr(31)) AS x', // SEP
+    ...schema.dims.flatMap((_, i) => (numeric[i] ? [`unnest(v.d${i}) AS d${i}`] : [])),
+    `unnest(v.t) AS "${c1}"`,
+    `unnest(v.g) AS "${c2}"`,
+    `unnest(v.s) AS "${c3}"`,
+  ];
   /** One chunk of the batch, unpacked into a temp table both inserts read from. */
   const stage =
-    `CREATE TEMP TABLE flush_batch AS SELECT customer_id, period_start, ${dimSql.join(', ')}, "${c1}", "${c2}", "${c3}" FROM (` +
-    `SELECT unnest(v.c) AS customer_id, make_timestamp(unnest(v.h)) AS period_start, string_split(unnest(v.x), chr(31)) AS x, ` +
-    `${schema.dims.flatMap((_, i) => (numeric[i] ? [`unnest(v.d${i}) AS d${i}`] : [])).map((u) => u + ', ').join('')}` +
-    `unnest(v.t) AS "${c1}", unnest(v.g) AS "${c2}", unnest(v.s) AS "${c3}" FROM (SELECT from_json($1::JSON, '${structure}') AS v))`;
+    `CREATE TEMP TABLE flush_batch AS SELECT customer_id, period_start, ${dimSql.join(', ')}, "${c1}", "${c2}", "${c3}" ` +
+    `FROM (SELECT ${lists.join(', ')} FROM (SELECT from_json($1::JSON, '${structure}') AS v))`;
   return {
     stage,
     hourlyInsert: `INSERT INTO ${schema.tables.hour} (${allColumns}) SELECT ${allColumns} FROM flush_batch`,
@@ -173,9 +174,9 @@ function schemaSql(schema: RollupSchema): SchemaSql {
           const v = dims[i] ?? '';
           const nc = numCols[i];
           if (nc) nc.push(Number(v) || 0);
-          else text.push(v.indexOf(UNIT_SEPARATOR) === -1 ? v : v.replaceAll(UNIT_SEPARATOR, '\ufffd'));
+          else text.push(withoutSep(v));
         }
-        cols.x!.push(text.join(UNIT_SEPARATOR));
+        cols.x!.push(text.join(SEP));
         cols.t!.push(r.total);
         cols.g!.push(r.givt);
         cols.s!.push(r.sivt);
