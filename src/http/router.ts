@@ -245,15 +245,35 @@ export async function readForm(req: IncomingMessage, limit?: number): Promise<UR
 /** Largest request head (request line and headers) the listeners read. */
 const MAX_HEADER_BYTES = 16 * 1024;
 
+/** How long an unreadable request's answer waits for the answers owed before it (a handler that never ends). */
+const OWED_ANSWER_WAIT_MS = 30_000;
+
 /**
  * A request node:http could not read (an unknown method, a space or a raw byte in the target,
  * a broken Content-Length or chunk, headers past maxHeaderSize, too slow): the JSON error
  * body every other refusal has (node's own answer has no body), then the connection closes.
- * As node does, nothing is written once a response on this connection has begun.
+ * When requests read whole before it on the same connection (pipelined) are still being
+ * answered, their answers go first: written at once, the error took the place of the first
+ * one's, so the client read "400" for a request that was carried out. As node does, nothing
+ * is written once the answer of the request that broke has begun.
  */
 export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
-  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
-  if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  if (inFlight && inFlight.req.complete) {
+    // An answer still owns the socket: its 'close' comes once node has let go of it (and
+    // handed the socket to the next answer owed, if any), or when the connection drops.
+    const timer = setTimeout(() => socket.destroy(), OWED_ANSWER_WAIT_MS).unref();
+    inFlight.once('close', () => {
+      clearTimeout(timer);
+      answerClientError(err, socket);
+    });
+    return;
+  }
+  if (inFlight?.headersSent) {
     socket.destroy();
     return;
   }

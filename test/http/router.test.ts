@@ -88,3 +88,36 @@ t.test('a request node:http cannot read: a JSON error body, then the connection 
   }
   t.same(await post('{"still":"answering"}'), { status: 200, body: { still: 'answering' } }, 'the listener answers the next connection');
 });
+
+t.test('an unreadable request after pipelined ones: their answers first, in order, then the error', async (t) => {
+  // A handler that answers later (as every route that reads the store does).
+  const slow = new Router()
+    .get('/slow', async (ctx) => {
+      await new Promise((r) => setTimeout(r, 150));
+      sendJson(ctx.res, 200, { answered: 'slow' });
+    })
+    .post('/echo', async (ctx) => sendJson(ctx.res, 200, await readJsonObject(ctx.req)));
+  const s = await listen(slow, '127.0.0.1', 0, 'test');
+  t.teardown(() => s.close());
+  const garbage = 'FOO /slow HTTP/1.1\r\nHost: x\r\n\r\n';
+  const answers = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
+
+  const one = await rawExchange(s.port, `GET /slow HTTP/1.1\r\nHost: x\r\n\r\n${garbage}`);
+  // Before, the 400 was written at once and the connection closed: the GET's client read the
+  // 400 as its own answer, and the GET's answer was lost.
+  t.same(answers(one.text), [200, 400], 'the GET is answered, then the error');
+  t.match(one.text, /^HTTP\/1\.1 200 OK\r\n[^]*\{"answered":"slow"\}HTTP\/1\.1 400 Bad Request\r\n[^]*Connection: close\r\n\r\n\{"error":"invalid_request","message":"[^"]+"\}$/, 'each whole, in order');
+  t.ok(one.closed, 'then the connection closes');
+
+  const post = '{"a":1}';
+  const three = await rawExchange(s.port, `GET /slow HTTP/1.1\r\nHost: x\r\n\r\nPOST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${post.length}\r\n\r\n${post}${garbage}`);
+  t.same(answers(three.text), [200, 200, 400], 'two pipelined requests, then an unreadable one: three answers in order');
+  t.match(three.text, /\{"answered":"slow"\}[^]*\{"a":1\}[^]*"error":"invalid_request"/, 'the POST\'s own answer second');
+  t.ok(three.closed, 'closed after the error');
+
+  // The request that breaks is the one being answered (a broken chunk in its own body): the
+  // error is its answer, as before, and nothing waits.
+  const own = await rawExchange(s.port, 'POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\nzz\r\n');
+  t.same(answers(own.text), [400], 'a broken chunk in the body being read: one answer, the error');
+  t.ok(own.closed, 'closed');
+});
