@@ -13,6 +13,7 @@ import { LOG_LEVELS } from './log.ts';
 import { parseWholeNumber } from './whole-number.ts';
 import { withoutBom } from './text.ts';
 import { DOCUMENT_LIMITS, jsonFault, type JsonValue } from './ortb/bounded-json.ts';
+import { minimumBudgetMb, NATIVE_MAIN_MB, NATIVE_THREAD_MB, RUNTIME_MAIN_MB, RUNTIME_THREAD_MB, STORE_MIN_MB, TABLES_MIN_MB } from './memory/budget.ts';
 
 /** `duration`: `90s`, `30m`, `6h`, `1d` (a bare number is seconds) or `off`; held as seconds, 0 = off. */
 type Kind = 'string' | 'int' | 'path' | 'duration';
@@ -77,7 +78,7 @@ export const OPTIONS = {
   metricsHost: { flag: 'metrics-host', kind: 'string', default: '127.0.0.1', help: 'Bind address of GET /metrics (Prometheus); loopback unless set, whatever --host is.', check: checkHost },
   metricsPort: { flag: 'metrics-port', kind: 'int', default: METRICS_PORT, help: 'GET /metrics port (every role; nothing else is served there).', min: 0, max: 65535 },
   threads: { flag: 'threads', kind: 'int', default: 1, help: 'Lookup worker threads sharing the pre-bid port.', min: 1, max: 64 },
-  memoryBudget: { flag: 'memory-budget', kind: 'int', default: 256, help: 'MB that the JS heaps, lookup history, verdict caches, reporting counts and DuckDB\'s buffer pool take together, whatever the traffic (split in README).', min: 32, max: 1048576 },
+  memoryBudget: { flag: 'memory-budget', kind: 'int', default: 256, help: 'MB that the JS heaps, lookup history, verdict caches, reporting counts and DuckDB\'s buffer pool take together, whatever the traffic (split in README); at least 184 + 36 per lookup thread, the default rising to that with --threads 3 and up.', min: 32, max: 1048576 },
   config: { flag: 'config', kind: 'path', default: undefined, help: 'JSON config file (keys are the camelCase option names).' },
   mmdbCountry: { flag: 'mmdb-country', kind: 'path', default: undefined, help: 'MaxMind GeoIP2/GeoLite2-Country (or compatible) MMDB instead of the embedded country db.' },
   mmdbAsn: { flag: 'mmdb-asn', kind: 'path', default: undefined, help: 'MaxMind GeoIP2/GeoLite2-ASN MMDB instead of the embedded ASN range table.' },
@@ -294,7 +295,28 @@ export function resolveConfig(
   }
   checkFleet(out.role as string, out.clickhouseUrl as string | undefined);
   checkPorts(out as unknown as Config);
+  const budgetFrom = flags.memoryBudget !== undefined ? '--memory-budget' : env[envName('memoryBudget')] ? envName('memoryBudget') : file.memoryBudget !== undefined ? 'config file key memoryBudget' : null;
+  checkBudget(out as unknown as Config, budgetFrom);
   return out as unknown as Config;
+}
+
+/**
+ * The budget must hold what the process takes before any traffic, which grows with --threads
+ * (minimumBudgetMb): the default rises to it, a budget given lower is refused (the process
+ * would outgrow it by the floors it lacks: with --threads 8 and 256 MB, by some 200 MB).
+ */
+function checkBudget(c: Config, from: string | null): void {
+  const need = minimumBudgetMb(c.threads);
+  if (c.memoryBudget >= need) return;
+  if (from === null) {
+    c.memoryBudget = need;
+    return;
+  }
+  throw new ConfigError(
+    `${from}: memory-budget ${c.memoryBudget} MB is less than ivtd takes with --threads ${c.threads} before any traffic: ` +
+      `${minimumBudgetMb(c.threads)} MB (V8 heaps ${RUNTIME_MAIN_MB} + ${RUNTIME_THREAD_MB} per lookup thread, C heaps ${NATIVE_MAIN_MB} + ${NATIVE_THREAD_MB} per lookup thread, ` +
+      `DuckDB's pool ${STORE_MIN_MB}, the smallest tables ${TABLES_MIN_MB}). Give --memory-budget ${need} or more, or fewer --threads.`,
+  );
 }
 
 /**

@@ -18,7 +18,7 @@ const CASES: Record<OptionKey, { bad: string[]; good: string }> = {
   metricsHost: { bad: ['', 'two words', 'x_y'], good: '0.0.0.0' },
   metricsPort: { bad: ['-5', '65536', '99a'], good: '0' },
   threads: { bad: ['0', '65', 'two'], good: '4' },
-  memoryBudget: { bad: ['31', '1e3'], good: '64' },
+  memoryBudget: { bad: ['31', '1e3', '219'], good: '220' }, // 220: the least with --threads 1 (below)
   config: { bad: [''], good: '' }, // the file itself: its own tests below
   mmdbCountry: { bad: [''], good: '/x/country.mmdb' },
   mmdbAsn: { bad: [''], good: '/x/asn.mmdb' },
@@ -66,6 +66,26 @@ t.test('bad values are refused from a flag, the environment and the config file,
     const good = CASES[key].good;
     t.doesNotThrow(() => resolveConfig({ [key]: good }, {}), `--${flag} ${good} is taken`);
   }
+});
+
+t.test('--memory-budget holds the process: the least grows with --threads, the default with it', async (t) => {
+  // 184 MB + 36 per lookup thread: V8 heaps 64 + 24, C heaps 24 + 12, DuckDB 48, tables 48.
+  t.equal(resolveConfig({}, {}).memoryBudget, 256, 'the default, --threads 1');
+  t.equal(resolveConfig({ threads: '2' }, {}).memoryBudget, 256, '--threads 2: the default is also the least');
+  t.equal(resolveConfig({ threads: '4' }, {}).memoryBudget, 328, '--threads 4 without a budget: the default rises to the least');
+  t.equal(resolveConfig({ threads: '8' }, {}).memoryBudget, 472, '--threads 8: 472');
+  t.equal(resolveConfig({ threads: '8', memoryBudget: '1024' }, {}).memoryBudget, 1024, 'a larger budget given: kept');
+  const refused = /^--memory-budget: memory-budget 256 MB is less than ivtd takes with --threads 4 before any traffic: 328 MB \(V8 heaps 64 \+ 24 per lookup thread, C heaps 24 \+ 12 per lookup thread, DuckDB's pool 48, the smallest tables 48\)\. Give --memory-budget 328 or more, or fewer --threads\.$/;
+  t.throws(() => resolveConfig({ threads: '4', memoryBudget: '256' }, {}), { constructor: ConfigError, message: refused }, 'given too low for the threads: refused, saying what it takes');
+  t.throws(() => resolveConfig({}, { IVTD_THREADS: '4', IVTD_MEMORY_BUDGET: '300' }), { constructor: ConfigError, message: /^IVTD_MEMORY_BUDGET: memory-budget 300 MB is less than .* Give --memory-budget 328 or more/ }, 'from the environment');
+  t.same(resolveConfig({ threads: '4' }, { IVTD_MEMORY_BUDGET: '' }).memoryBudget, 328, 'an empty variable is no budget given');
+  const dir = mkdtempSync(join(tmpdir(), 'ivtd-config-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'ivtd.json');
+  writeFileSync(file, JSON.stringify({ threads: 3, memoryBudget: 291 }));
+  t.throws(() => resolveConfig({ config: file }, {}), { message: /^config file key memoryBudget: memory-budget 291 MB .* Give --memory-budget 292 or more/ }, 'from the config file');
+  writeFileSync(file, JSON.stringify({ threads: 3, memoryBudget: 292 }));
+  t.equal(resolveConfig({ config: file }, {}).memoryBudget, 292, 'the least itself is taken');
 });
 
 t.test('config file values have JSON types: numbers for whole-number options, strings for the rest', async (t) => {

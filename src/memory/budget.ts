@@ -84,6 +84,19 @@ export function nativeMb(budgetMb: number, threads: number): number {
 export const MIN_BUDGET_MB = 32;
 /** DuckDB below this fails to commit a flush of a busy hour ("failed to pin block"): checked here. */
 export const STORE_MIN_MB = 48;
+/** The smallest tables a served process is given (history, caches, counts: about a sixth of the default budget's). */
+export const TABLES_MIN_MB = 48;
+
+/**
+ * The smallest --memory-budget a process with `threads` lookup threads can keep: the V8 heaps'
+ * and the C heaps' floors (uncapped: what the process takes before any traffic), DuckDB's
+ * pool and the smallest tables; 184 MB + 36 per lookup thread (256 with two). Below it the
+ * floors are capped (planMemory, for tests' small engines) and the process outgrows the
+ * budget by what they miss, so the configuration refuses it (src/config.ts).
+ */
+export function minimumBudgetMb(threads: number): number {
+  return RUNTIME_MAIN_MB + RUNTIME_THREAD_MB * threads + NATIVE_MAIN_MB + NATIVE_THREAD_MB * threads + STORE_MIN_MB + TABLES_MIN_MB;
+}
 
 export interface MemoryPlan {
   budgetMb: number;
