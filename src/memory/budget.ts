@@ -84,15 +84,15 @@ export function nativeMb(budgetMb: number, threads: number): number {
 export const MIN_BUDGET_MB = 32;
 /** DuckDB below this fails to commit a flush of a busy hour ("failed to pin block"): checked here. */
 export const STORE_MIN_MB = 48;
-/** The smallest tables a served process is given (history, caches, counts: about a sixth of the default budget's). */
+/** Room a served process keeps at least for its tables (history, verdict caches, counts, policies). */
 export const TABLES_MIN_MB = 48;
 
 /**
  * The smallest --memory-budget a process with `threads` lookup threads can keep: the V8 heaps'
- * and the C heaps' floors (uncapped: what the process takes before any traffic), DuckDB's
- * pool and the smallest tables; 184 MB + 36 per lookup thread (256 with two). Below it the
- * floors are capped (planMemory, for tests' small engines) and the process outgrows the
- * budget by what they miss, so the configuration refuses it (src/config.ts).
+ * and the C heaps' floors in full (what the process takes before any traffic), DuckDB's pool
+ * and room for the tables; 184 MB + 36 per lookup thread (256 with two). planMemory takes any
+ * budget (tests' small engines), capping the floors, but a process given less than this
+ * outgrows it by what the caps leave out, so the configuration refuses it (src/config.ts).
  */
 export function minimumBudgetMb(threads: number): number {
   return RUNTIME_MAIN_MB + RUNTIME_THREAD_MB * threads + NATIVE_MAIN_MB + NATIVE_THREAD_MB * threads + STORE_MIN_MB + TABLES_MIN_MB;
@@ -192,7 +192,8 @@ export function describePlan(
   capacity: { ips: number; uids: number; ifas: number; uas: number; ipVerdicts: number; tupleSlots: number; tuplesPerCustomerHour: number },
 ): Record<string, unknown> {
   const mb = (b: number) => Math.round((b / MB) * 10) / 10;
-  const out: Record<string, unknown> = { budgetMb: plan.budgetMb };
+  // leastMb: the least budget these --threads allow (the default rises to it).
+  const out: Record<string, unknown> = { budgetMb: plan.budgetMb, leastMb: minimumBudgetMb(plan.threads) };
   for (const [part, bytes] of Object.entries(planParts(plan))) out[`${part.replace(/_(.)/g, (_, c: string) => c.toUpperCase())}Mb`] = mb(bytes);
   out['keyMemoEntriesPerThread'] = plan.keyMemoEntries;
   out['uaMemoKbPerThread'] = Math.round(plan.uaMemoBytes / 1024);
