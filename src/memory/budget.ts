@@ -53,15 +53,20 @@ export const SHARES = {
  * heap holds its modules, the data bundle and the account, reporting and fleet services
  * before any traffic (about RUNTIME_MAIN_MB), each lookup thread's its modules, data views
  * and UA parser (about RUNTIME_THREAD_MB); measured with the binary (bench/memory.ts).
- * A small budget gives them at most RUNTIME_MAX_SHARE of itself.
+ * A budget below minimumBudgetMb (only tests' engines have one) gives them at most
+ * RUNTIME_MAX_SHARE of itself.
  */
 export const RUNTIME_MAIN_MB = 64;
 export const RUNTIME_THREAD_MB = 24;
 const RUNTIME_MAX_SHARE = 0.4;
 
-/** MB of the budget kept for the V8 heaps' floor (see RUNTIME_MAIN_MB). */
+/**
+ * MB of the budget kept for the V8 heaps' floor (see RUNTIME_MAIN_MB): all of it in any budget
+ * a served process can have (minimumBudgetMb), capped only below that (tests' small engines).
+ */
 export function runtimeMb(budgetMb: number, threads: number): number {
-  return Math.min(RUNTIME_MAIN_MB + RUNTIME_THREAD_MB * threads, Math.floor(budgetMb * RUNTIME_MAX_SHARE));
+  const floor = RUNTIME_MAIN_MB + RUNTIME_THREAD_MB * threads;
+  return budgetMb >= minimumBudgetMb(threads) ? floor : Math.min(floor, Math.floor(budgetMb * RUNTIME_MAX_SHARE));
 }
 
 /**
@@ -70,15 +75,17 @@ export function runtimeMb(budgetMb: number, threads: number): number {
  * uWebSockets.js, libuv and Node, DuckDB's own beside its buffer pool): measured with the
  * binary under the flood (bench/memory.ts), the anonymous memory past the V8 heaps and the
  * parts was 43-59 MB with two lookup threads. About NATIVE_MAIN_MB for the process and
- * NATIVE_THREAD_MB per lookup thread; a small budget gives it at most NATIVE_MAX_SHARE.
+ * NATIVE_THREAD_MB per lookup thread; a budget below minimumBudgetMb gives it at most
+ * NATIVE_MAX_SHARE.
  */
 export const NATIVE_MAIN_MB = 24;
 export const NATIVE_THREAD_MB = 12;
 const NATIVE_MAX_SHARE = 0.2;
 
-/** MB of the budget kept for the C heaps' floor (see NATIVE_MAIN_MB). */
+/** MB of the budget kept for the C heaps' floor (see NATIVE_MAIN_MB): capped as runtimeMb's. */
 export function nativeMb(budgetMb: number, threads: number): number {
-  return Math.min(NATIVE_MAIN_MB + NATIVE_THREAD_MB * threads, Math.floor(budgetMb * NATIVE_MAX_SHARE));
+  const floor = NATIVE_MAIN_MB + NATIVE_THREAD_MB * threads;
+  return budgetMb >= minimumBudgetMb(threads) ? floor : Math.min(floor, Math.floor(budgetMb * NATIVE_MAX_SHARE));
 }
 
 export const MIN_BUDGET_MB = 32;
@@ -91,7 +98,7 @@ export const TABLES_MIN_MB = 48;
  * The smallest --memory-budget a process with `threads` lookup threads can keep: the V8 heaps'
  * and the C heaps' floors in full (what the process takes before any traffic), DuckDB's pool
  * and room for the tables; 184 MB + 36 per lookup thread (256 with two). planMemory takes any
- * budget (tests' small engines), capping the floors, but a process given less than this
+ * budget (tests' small engines), capping the floors below this one, but a process given less
  * outgrows it by what the caps leave out, so the configuration refuses it (src/config.ts).
  */
 export function minimumBudgetMb(threads: number): number {
