@@ -114,7 +114,8 @@ function csvEntries(text: string): unknown[] {
   try {
     return parsePolicyCsv(text);
   } catch (e) {
-    if (e instanceof PolicyError) throw new UsageError(`--file, ${e.field}: ${e.message}`);
+    // The CSV's own faults already begin with where they are ("line 3: …"): said once.
+    if (e instanceof PolicyError) throw new UsageError(e.message.startsWith(`${e.field} `) || e.message.startsWith(`${e.field}:`) ? `--file, ${e.message}` : `--file, ${e.field}: ${e.message}`);
     throw e;
   }
 }
