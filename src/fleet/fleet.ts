@@ -72,6 +72,8 @@ export interface Fleet {
   readonly impressions: { writer: FleetWriter; source: ReportSource; beacons: BeaconLabels };
   /** Role edge: the live keys of the newest set pulled (or kept from before). */
   edgeKeys(): LiveKey[];
+  /** Role edge: whether it has a key set at all (kept from an earlier run or pulled since); else true. */
+  edgeKeysKnown(): boolean;
   /** Role all: the keys changed here; publish now rather than at the next check. */
   keysChanged(): void;
   /** Role all: a policy changed here; publish now rather than at the next check. */
@@ -191,6 +193,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     seenLids,
     impressions: { writer: impWriter, source: new ClickHouseReportSource(ch, true, 'impressions'), beacons: new ClickHouseBeaconLabels(ch) },
     edgeKeys: () => sync.keyPuller?.liveKeys() ?? [],
+    edgeKeysKnown: () => (sync.keyPuller === null ? true : sync.keyPuller.setVersion > 0),
     keysChanged: () => sync.keyPublisher?.nudge(),
     policiesChanged: () => sync.policyPublisher?.nudge(),
     async lidSecret(local) {

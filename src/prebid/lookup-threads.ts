@@ -95,6 +95,8 @@ export class LookupServer {
   private pending = new Map<string, { resolve: (v: FromWorker) => void }>();
   /** What every thread must have: the live keys and the data last loaded everywhere. */
   private keys: LiveKey[] = [];
+  /** False until a fleet edge has a key set (LookupWorkerInit.keysKnown). */
+  private keysKnown = true;
   /** Every customer's compiled policy, by customer (what a new thread starts with). */
   private policies = new Map<string, PolicyUpdate>();
   private policyPushes = 0;
@@ -111,8 +113,9 @@ export class LookupServer {
    * Starts every thread; resolves with the bound port once all listen. Until `reload`
    * hands them data, the threads answer lookups and /health-check with 503.
    */
-  async start(keys: LiveKey[]): Promise<number> {
+  async start(keys: LiveKey[], known = true): Promise<number> {
     this.keys = keys;
+    this.keysKnown = known;
     let port = this.opts.port;
     // uSockets sets SO_REUSEPORT and SO_REUSEADDR only on a port given explicitly: without
     // them threads cannot share the port, and a replacement thread (or the 503 listener)
@@ -159,6 +162,7 @@ export class LookupServer {
       host: this.opts.host,
       port,
       keys: this.keys,
+      keysKnown: this.keysKnown,
       policies: [...this.policies.values()].filter((u) => u.buffer !== null),
       memory: this.opts.memory,
       trackBotIps: this.opts.onBotIps !== undefined,
@@ -359,9 +363,10 @@ export class LookupServer {
     return heap;
   }
 
-  pushKeys(keys: LiveKey[]): void {
+  pushKeys(keys: LiveKey[], known = true): void {
     this.keys = keys;
-    for (const s of this.slots) s.worker?.postMessage({ type: 'keys', keys } satisfies ToWorker);
+    this.keysKnown = known;
+    for (const s of this.slots) s.worker?.postMessage({ type: 'keys', keys, known } satisfies ToWorker);
   }
 
   /**

@@ -35,6 +35,11 @@ export interface LookupWorkerInit {
   host: string;
   port: number;
   keys: LiveKey[];
+  /**
+   * False on a fleet edge that has no key set yet (none kept from an earlier run, none pulled
+   * since the start): every key is unknown to it, so lookups and /health-check answer 503.
+   */
+  keysKnown?: boolean;
   /** Customers' compiled policies (SharedArrayBuffers: shared, not copied). */
   policies: PolicyUpdate[];
   /** The process's shared tables (history, caches) and this thread's share of the budget. */
@@ -127,7 +132,7 @@ export const LATENCY_BUCKETS_US = [10, 25, 50, 100, 250, 500, 1000, 2500, 10000]
 
 export type ToWorker =
   | { type: 'data'; id: number; bundle: DataBundle }
-  | { type: 'keys'; keys: LiveKey[] }
+  | { type: 'keys'; keys: LiveKey[]; known: boolean }
   /** Customers whose policy changed: the new compiled buffer, or null when it was removed. Answered by policy-ok. */
   | { type: 'policy'; id: number; updates: PolicyUpdate[] }
   | { type: 'stop' }

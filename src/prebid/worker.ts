@@ -53,6 +53,7 @@ const USE_POST: ErrorAnswer = { status: 405, code: 'method_not_allowed', message
 const LOWERCASE: ErrorAnswer = { status: 400, code: 'uppercase_not_allowed', message: `The request path must be lowercase: use ${LOOKUP_PATH}.` };
 const DRAINING: ErrorAnswer = { status: 503, code: 'unavailable', message: 'This ivtd instance is shutting down; retry on another instance.' };
 const LOADING: ErrorAnswer = { status: 503, code: 'unavailable', message: 'Lookup data is still loading; retry in a moment.' };
+const NO_KEY_SET: ErrorAnswer = { status: 503, code: 'unavailable', message: 'This fleet edge has no key set yet: ClickHouse has not answered since it started (see its log), so it knows no API key. Retry on another host.' };
 /** The same, found once an OpenRTB body has arrived. */
 const NOT_SERVING: ErrorAnswer = { status: 503, code: 'unavailable', message: 'This ivtd instance is not serving lookups right now; retry on another instance.' };
 const USE_GET_IMP: ErrorAnswer = { status: 405, code: 'method_not_allowed', message: `Use GET (or POST, as navigator.sendBeacon sends) for impression beacons: GET ${IMP_PATH}?lid=<lid>.` };
@@ -106,6 +107,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   let beacon: BeaconJudge | null = null;
   const beaconHeaders = emptyBeaconHeaders();
   let keys = init.keys;
+  let keysKnown = init.keysKnown ?? true;
   let policies = new Map(init.policies.map((u) => [u.customerId, u]));
   let stats = emptyStats(init.index);
   let draining = false;
@@ -187,7 +189,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       // Health checks are not lookups: kept out of the stats (but for the 413). Any method
       // (HEAD included) gets the status and no body.
       if (oversized(res, req, req.getQuery() ?? '', performance.now(), req.getMethod())) return;
-      reply(res, draining || engine === null ? 503 : 200, null);
+      reply(res, unavailable() === null ? 200 : 503, null);
     })
     .any('/*', (res, req) => {
       const t0 = performance.now();
@@ -230,9 +232,12 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     return true;
   }
 
-  /** The 503 while this thread cannot serve lookups (draining, or no data yet), else null. */
-  function unavailable(): ErrorAnswer | null {
-    return draining ? DRAINING : engine === null ? LOADING : null;
+  /**
+   * The 503 while this thread cannot serve lookups (draining, no data yet, or a fleet edge
+   * without a key set), else null. `keys` false: what a beacon needs, which no API key checks.
+   */
+  function unavailable(keys = true): ErrorAnswer | null {
+    return draining ? DRAINING : engine === null ? LOADING : keysKnown || !keys ? null : NO_KEY_SET;
   }
 
   /** A GET lookup answered; its status returned. */
@@ -278,7 +283,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
    * `close`: close the connection after the answer (a body left unread).
    */
   function impression(res: uWS.HttpResponse, query: string, close: boolean): void {
-    const no = unavailable() ?? (beacon === null ? NO_BEACON : null);
+    const no = unavailable(false) ?? (beacon === null ? NO_BEACON : null);
     if (no !== null) {
       refuse(res, no, close);
       noteBeacon('unavailable');
@@ -515,6 +520,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       post({ type: 'policy-ok', index: init.index, id: m.id });
     } else if (m.type === 'keys') {
       keys = m.keys;
+      keysKnown = m.known;
       engine?.keys.replace(keys);
     } else if (m.type === 'data') {
       try {

@@ -73,8 +73,8 @@ export function lookupThreads(
 }
 
 /** Starts the threads with `keys`: the pre-bid port is open (answering 503) when this resolves. */
-export async function openPrebidPort(config: Config, lookups: LookupServer, keys: LiveKey[]): Promise<number> {
-  const port = await lookups.start(keys);
+export async function openPrebidPort(config: Config, lookups: LookupServer, keys: { keys: LiveKey[]; known: boolean }): Promise<number> {
+  const port = await lookups.start(keys.keys, keys.known);
   log.info({ host: config.host, port }, 'pre-bid port open; lookups answer 503 until the data is loaded');
   return port;
 }

@@ -36,17 +36,21 @@ export class Pushes {
     }, uaSeed);
   }
 
-  /** A fleet edge serves the keys pulled from ClickHouse; every other host its store's. */
-  private async readKeys(): Promise<LiveKey[]> {
-    return this.fleet?.role === 'edge' ? this.fleet.edgeKeys() : activePrebidKeys(this.store);
+  /**
+   * A fleet edge serves the keys pulled from ClickHouse; every other host its store's. `known`:
+   * false on an edge that has no key set yet (its lookup threads then answer 503).
+   */
+  private async readKeys(): Promise<{ keys: LiveKey[]; known: boolean }> {
+    if (this.fleet?.role === 'edge') return { keys: this.fleet.edgeKeys(), known: this.fleet.edgeKeysKnown() };
+    return { keys: await activePrebidKeys(this.store), known: true };
   }
 
   /** The start's keys, for the threads' first key table. */
-  async firstKeys(): Promise<LiveKey[]> {
-    const keys = await this.readKeys();
-    this.pushed = keys;
-    this.pushedFingerprint = JSON.stringify(keys);
-    return keys;
+  async firstKeys(): Promise<{ keys: LiveKey[]; known: boolean }> {
+    const set = await this.readKeys();
+    this.pushed = set.keys;
+    this.pushedFingerprint = JSON.stringify(set);
+    return set;
   }
 
   /** The main thread's engine takes the keys and policies the threads have, and follows them from now on. */
@@ -65,13 +69,13 @@ export class Pushes {
   private readonly keyRefresh = new CoalescedRun(() => this.refreshKeysOnce());
 
   private async refreshKeysOnce(): Promise<void> {
-    const keys = await this.readKeys();
-    const fingerprint = JSON.stringify(keys);
+    const set = await this.readKeys();
+    const fingerprint = JSON.stringify(set);
     if (fingerprint === this.pushedFingerprint) return;
     this.pushedFingerprint = fingerprint;
-    this.pushed = keys;
-    this.lookups.pushKeys(keys);
-    this.engine?.keys.replace(keys);
+    this.pushed = set.keys;
+    this.lookups.pushKeys(set.keys, set.known);
+    this.engine?.keys.replace(set.keys);
   }
 
   /** Fire-and-forget key refresh for hooks (CLI, dashboard rotation, timer); failures are logged. */

@@ -195,7 +195,19 @@ t.test('a fleet: one full instance, two edges, one ClickHouse', { skip: clickhou
     await send(e1, A, 3);
     await new Promise((r) => setTimeout(r, 1500));
 
+    // A new edge (an empty data dir) started during the outage has no key set: it comes up and
+    // says it cannot serve lookups (503, health too) until its first pull, then serves.
+    const e3 = await startEdge('edge-3');
+    const health3 = async () => (await fetch(`${e3.prebid}/health-check`)).status;
+    t.equal(await health3(), 503, 'a new edge without a key set: /health-check 503');
+    const refused = await fetch(`${e3.prebid}/api/v1/ivt/lookup?${QUERY.replace('{p}', A.partner_id).replace('{k}', A.prebid_key)}`);
+    t.equal(refused.status, 503, 'its lookups 503, not 401 for a valid key');
+    t.match(await refused.json(), { error: 'unavailable', message: /no key set yet/ });
+
     await ch.start();
+    await until('edge-3 has the key set', async () => (await health3()) === 200);
+    t.pass('edge-3 healthy once ClickHouse is back and the set pulled');
+    await e3.server.stop(); // no lookup counted there: the splits below stay the three nodes'
     await settle([fullNode, e1, e2]);
     await new Promise((r) => setTimeout(r, 1500)); // one more flush interval: nothing extra arrives
     for (const n of [fullNode, e1, e2]) await n.server.reporting!.flush();
@@ -250,7 +262,7 @@ t.test('--role edge needs --clickhouse-url; a bad URL or role stops the start', 
   t.match(resolveConfig({}, {}), { role: 'all', clickhouseUrl: undefined });
 });
 
-t.test('an edge whose ClickHouse accepts connections and never answers still starts, serves and stops', async (t) => {
+t.test('an edge whose ClickHouse accepts connections and never answers still starts, answers and stops', async (t) => {
   const held = new Set<Socket>();
   const silent = createServer((s) => {
     held.add(s);
@@ -267,9 +279,13 @@ t.test('an edge whose ClickHouse accepts connections and never answers still sta
   const edge = await startServer(testConfig(dir, { role: 'edge', clickhouseUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/ivtd` }));
   const startMs = Date.now() - t0;
   t.ok(startMs < 10_000, `started in ${startMs} ms`);
-  t.equal((await fetch(`http://127.0.0.1:${edge.ports.prebid}/health-check`)).status, 200, 'healthy');
+  // A new edge that never had a key set knows no key: it says it cannot serve lookups (before,
+  // it answered 200 here and 401 "Invalid API key" to every bidder's valid key).
+  t.equal((await fetch(`http://127.0.0.1:${edge.ports.prebid}/health-check`)).status, 503, 'no key set yet: /health-check 503 (up, cannot serve lookups)');
   const q = QUERY.replace('{p}', '00000000-0000-4000-8000-000000000000').replace('{k}', 'ivp_x');
-  t.equal((await fetch(`http://127.0.0.1:${edge.ports.prebid}/api/v1/ivt/lookup?${q}`)).status, 401, 'answers at once (no key set yet)');
+  const answer = await fetch(`http://127.0.0.1:${edge.ports.prebid}/api/v1/ivt/lookup?${q}`);
+  t.equal(answer.status, 503, 'a lookup answers at once: 503');
+  t.match(await answer.json(), { error: 'unavailable', message: /no key set yet: ClickHouse has not answered since it started/ }, 'saying why');
   const s0 = Date.now();
   await edge.stop();
   t.ok(Date.now() - s0 < 10_000, `stopped in ${Date.now() - s0} ms`);
