@@ -198,6 +198,10 @@ t.test('a fleet: one full instance, two edges, one ClickHouse', { skip: clickhou
     // A new edge (an empty data dir) started during the outage has no key set: it comes up and
     // says it cannot serve lookups (503, health too) until its first pull, then serves.
     const e3 = await startEdge('edge-3');
+    let e3Stopped = false;
+    t.teardown(async () => {
+      if (!e3Stopped) await e3.server.stop(); // when a check below threw before its own stop
+    });
     const health3 = async () => (await fetch(`${e3.prebid}/health-check`)).status;
     t.equal(await health3(), 503, 'a new edge without a key set: /health-check 503');
     const refused = await fetch(`${e3.prebid}/api/v1/ivt/lookup?${QUERY.replace('{p}', A.partner_id).replace('{k}', A.prebid_key)}`);
@@ -208,6 +212,7 @@ t.test('a fleet: one full instance, two edges, one ClickHouse', { skip: clickhou
     await until('edge-3 has the key set', async () => (await health3()) === 200);
     t.pass('edge-3 healthy once ClickHouse is back and the set pulled');
     await e3.server.stop(); // no lookup counted there: the splits below stay the three nodes'
+    e3Stopped = true;
     await settle([fullNode, e1, e2]);
     await new Promise((r) => setTimeout(r, 1500)); // one more flush interval: nothing extra arrives
     for (const n of [fullNode, e1, e2]) await n.server.reporting!.flush();
