@@ -34,14 +34,14 @@ import {
 } from './processes.ts';
 import { generateUas, type GeneratedUa } from './ua-gen.ts';
 import { wrkAsync, wrkAvailable } from './wrk.ts';
-import { minimumBudgetMb } from '../src/memory/budget.ts';
+import { resolveConfig } from '../src/config.ts';
 
 const SECONDS = numArg('seconds', 90);
 const PHASE_SECONDS = numArg('phase-seconds', 20);
 const THREADS = numArg('threads', 2);
-// The servers' --memory-budget (MB; by default ivtd's own: 256, or the least --threads allows);
-// the RSS target is it + 150 (issue 28: the budget means the process).
-const BUDGET = numArg('memory-budget', Math.max(256, minimumBudgetMb(THREADS)));
+// The servers' --memory-budget (MB; by default ivtd's own for these --threads, as its config
+// resolves it); the RSS target is it + 150 (issue 28: the budget means the process).
+const BUDGET = numArg('memory-budget', resolveConfig({ threads: String(THREADS) }, {}).memoryBudget);
 const RSS_TARGET = BUDGET + 150;
 const CONNECTIONS = numArg('connections', 32);
 const CLIENT_THREADS = numArg('client-threads', 1);

@@ -280,12 +280,14 @@ export function resolveConfig(
     if (fault !== null) throw new ConfigError(`config file ${configPath}: ${fault}`);
   }
   const out: Record<string, unknown> = {};
+  /** Where each option given came from (as its errors name it); an option left at its default has none. */
+  const given: Partial<Record<OptionKey, string>> = {};
   for (const key of Object.keys(OPTIONS) as OptionKey[]) {
     const spec: OptionSpec = OPTIONS[key];
     let v: string | number | undefined;
-    if (flags[key] !== undefined) v = coerce(key, flags[key], `--${spec.flag}`);
-    else if (env[envName(key)] !== undefined && env[envName(key)] !== '') v = coerce(key, env[envName(key)], envName(key));
-    else if (file[key] !== undefined) v = coerce(key, file[key], `config file key ${key}`);
+    if (flags[key] !== undefined) v = coerce(key, flags[key], (given[key] = `--${spec.flag}`));
+    else if (env[envName(key)] !== undefined && env[envName(key)] !== '') v = coerce(key, env[envName(key)], (given[key] = envName(key)));
+    else if (file[key] !== undefined) v = coerce(key, file[key], (given[key] = `config file key ${key}`));
     else v = spec.default === undefined ? undefined : coerce(key, spec.default, 'default');
     out[key] = v;
   }
@@ -295,8 +297,7 @@ export function resolveConfig(
   }
   checkFleet(out.role as string, out.clickhouseUrl as string | undefined);
   checkPorts(out as unknown as Config);
-  const budgetFrom = flags.memoryBudget !== undefined ? '--memory-budget' : env[envName('memoryBudget')] ? envName('memoryBudget') : file.memoryBudget !== undefined ? 'config file key memoryBudget' : null;
-  checkBudget(out as unknown as Config, budgetFrom);
+  checkBudget(out as unknown as Config, given.memoryBudget ?? null);
   return out as unknown as Config;
 }
 

@@ -65,8 +65,12 @@ const RUNTIME_MAX_SHARE = 0.4;
  * a served process can have (minimumBudgetMb), capped only below that (tests' small engines).
  */
 export function runtimeMb(budgetMb: number, threads: number): number {
-  const floor = RUNTIME_MAIN_MB + RUNTIME_THREAD_MB * threads;
-  return budgetMb >= minimumBudgetMb(threads) ? floor : Math.min(floor, Math.floor(budgetMb * RUNTIME_MAX_SHARE));
+  return floorMb(RUNTIME_MAIN_MB + RUNTIME_THREAD_MB * threads, budgetMb, threads, RUNTIME_MAX_SHARE);
+}
+
+/** A heap's floor: whole from the least budget up (minimumBudgetMb), else at most `maxShare` of the budget. */
+function floorMb(floor: number, budgetMb: number, threads: number, maxShare: number): number {
+  return budgetMb >= minimumBudgetMb(threads) ? floor : Math.min(floor, Math.floor(budgetMb * maxShare));
 }
 
 /**
@@ -84,8 +88,7 @@ const NATIVE_MAX_SHARE = 0.2;
 
 /** MB of the budget kept for the C heaps' floor (see NATIVE_MAIN_MB): capped as runtimeMb's. */
 export function nativeMb(budgetMb: number, threads: number): number {
-  const floor = NATIVE_MAIN_MB + NATIVE_THREAD_MB * threads;
-  return budgetMb >= minimumBudgetMb(threads) ? floor : Math.min(floor, Math.floor(budgetMb * NATIVE_MAX_SHARE));
+  return floorMb(NATIVE_MAIN_MB + NATIVE_THREAD_MB * threads, budgetMb, threads, NATIVE_MAX_SHARE);
 }
 
 export const MIN_BUDGET_MB = 32;

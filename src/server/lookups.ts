@@ -9,7 +9,7 @@ import type { BotIpRow } from '../prebid/bot-ip-tracker.ts';
 import { LookupServer } from '../prebid/lookup-threads.ts';
 import type { LookupStats, SeenValues } from '../prebid/messages.ts';
 import type { CountRow } from '../reporting/tuple.ts';
-import type { LiveKey } from '../store/api-keys.ts';
+import type { KeySet } from '../store/api-keys.ts';
 import type { FleetWiring } from './fleet.ts';
 import type { ServerMemory } from './memory.ts';
 
@@ -73,7 +73,7 @@ export function lookupThreads(
 }
 
 /** Starts the threads with `keys`: the pre-bid port is open (answering 503) when this resolves. */
-export async function openPrebidPort(config: Config, lookups: LookupServer, keys: { keys: LiveKey[]; known: boolean }): Promise<number> {
+export async function openPrebidPort(config: Config, lookups: LookupServer, keys: KeySet): Promise<number> {
   const port = await lookups.start(keys.keys, keys.known);
   log.info({ host: config.host, port }, 'pre-bid port open; lookups answer 503 until the data is loaded');
   return port;

@@ -7,7 +7,7 @@ import { CoalescedRun } from '../refresh-loop.ts';
 import type { LookupServer } from '../prebid/lookup-threads.ts';
 import type { LookupEngine } from '../prebid/pipeline.ts';
 import { PolicyService, type PolicyUpdate } from '../policy/service.ts';
-import { activePrebidKeys, type LiveKey } from '../store/api-keys.ts';
+import { activePrebidKeys, type KeySet, type LiveKey } from '../store/api-keys.ts';
 import type { Store } from '../store/db.ts';
 import { policyVersions, readPolicy } from '../store/policies.ts';
 
@@ -40,13 +40,13 @@ export class Pushes {
    * A fleet edge serves the keys pulled from ClickHouse; every other host its store's. `known`:
    * false on an edge that has no key set yet (its lookup threads then answer 503).
    */
-  private async readKeys(): Promise<{ keys: LiveKey[]; known: boolean }> {
+  private async readKeys(): Promise<KeySet> {
     if (this.fleet?.role === 'edge') return { keys: this.fleet.edgeKeys(), known: this.fleet.edgeKeysKnown() };
     return { keys: await activePrebidKeys(this.store), known: true };
   }
 
   /** The start's keys, for the threads' first key table. */
-  async firstKeys(): Promise<{ keys: LiveKey[]; known: boolean }> {
+  async firstKeys(): Promise<KeySet> {
     const set = await this.readKeys();
     this.pushed = set.keys;
     this.pushedFingerprint = JSON.stringify(set);

@@ -20,6 +20,12 @@ export interface LiveKey {
   expires_at_ms: number | null;
 }
 
+/** The live keys a host serves, and whether it has a key set at all (false: a fleet edge before its first one). */
+export interface KeySet {
+  keys: LiveKey[];
+  known: boolean;
+}
+
 /** A live key as people may see it: never the key or its hash. */
 export interface KeyListing {
   customer_id: string;
