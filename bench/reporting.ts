@@ -9,17 +9,17 @@
 //     or bench/paced.ts) without and with a loop of heavy reports on the reporting port;
 //     prints the p99 ratio (target < 2×) beside the bare server's on the same host.
 //   node --import tsx bench/reporting.ts [--rows 10000000] [--runs 25] [--rate 2000] [--duration 8]
+//        [--ivtd PATH | --checkout DIR] (the server of part 2; default this checkout through tsx)
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TUPLE_DIMENSIONS } from '../src/enums.ts';
-import { KEY_COLUMNS_SQL, ROLLUP_TABLES } from '../src/reporting/columns.ts';
 import { ReportEngine } from '../src/reporting/engine.ts';
 import { storeThreads } from '../src/reporting/service.ts';
 import { Store } from '../src/store/db.ts';
 import { createCustomer } from '../src/store/customers.ts';
 import { describeLatency, latencyVsBare } from './latency.ts';
-import { numArg, startBare, startIvtd, thisCheckout } from './processes.ts';
+import { numArg, startBare, startIvtd, targetFromArgs, thisCheckout } from './processes.ts';
+import { generateRollups } from './rollup-rows.ts';
 import { lookupPaths } from './requests.ts';
 import { wrkAvailable } from './wrk.ts';
 
@@ -43,48 +43,6 @@ function percentile(xs: number[], q: number): number {
   return +s[Math.min(s.length - 1, Math.floor(q * s.length))]!.toFixed(1);
 }
 
-/**
- * Hourly rows for DAYS days: K tuples (fixed per customer, like real publishers and
- * countries), each seen in HOURS_PER_TUPLE distinct hours of every day; then the daily
- * rows, aggregated from the hourly ones exactly as compaction would leave them.
- */
-async function generate(store: Store, customerId: string): Promise<{ hourly: number; daily: number; seconds: number }> {
-  const t0 = performance.now();
-  const k = Math.ceil(ROWS / (DAYS * HOURS_PER_TUPLE));
-  const from = new Date(today - (DAYS - 1) * DAY_MS).toISOString().replace('T', ' ').slice(0, 19);
-  const list = (prefix: string, n: number) => `(SELECT list('${prefix}' || x) FROM range(${n}) r(x))`;
-  await store.run(
-    `CREATE TEMP TABLE bench_tuples AS SELECT k, h,
-       ${list('pub-', 2000)}[1 + h % 2000] AS pub, ${list('ssp-', 30)}[1 + (h >> 11) % 30] || '.example' AS sid,
-       CASE WHEN k % 3 = 0 THEN ${list('com.example.app', 500)}[1 + (h >> 16) % 500] ELSE '' END AS app,
-       'node-' || (k % 8) AS node, (1 + (h >> 25) % 4)::SMALLINT AS adt,
-       ['US','DE','FR','GB','ES','IT','NL','BR','IN','JP','CA','AU','MX','PL','SE','NO','DK','FI','BE','AT'][1 + ((h >> 28) % 20)::INT] AS geo,
-       (1 + (h >> 33) % 8)::SMALLINT AS dvt,
-       ['windows','ios','android','mac os','linux','chromium os'][1 + ((h >> 36) % 6)::INT] AS os,
-       ['chrome','safari','firefox','edge','samsung browser'][1 + ((h >> 39) % 5)::INT] AS browser,
-       CASE WHEN k % 3 = 0 THEN 'app' WHEN k % 97 = 0 THEN 'dooh' ELSE 'site' END AS env,
-       ${list('adv-', 200)}[1 + (h >> 42) % 200] AS adv, ${list('p1-', 1000)}[1 + (h >> 50) % 1000] AS p1
-     FROM (SELECT k, (hash(k) >> 1)::BIGINT AS h FROM range(${k}) t(k))`,
-  );
-  // Hour j of a tuple's day: (7k + 3j) mod 24 is distinct for j < 8.
-  await store.run(
-    `INSERT INTO ${ROLLUP_TABLES.hour} SELECT $cid, $from::TIMESTAMP + to_hours(d * 24 + (k * 7 + j * 3) % 24),
-       pub, sid, app, '', node, adt, geo, dvt, os, browser, env, '', adv, p1, '', '', '', '',
-       1 + (k * 31 + d * 17 + j * 7) % 200, (k + d + j) % 3, (k * 5 + d + j) % 4
-     FROM range(${DAYS}) dd(d), range(${HOURS_PER_TUPLE}) jj(j), bench_tuples`,
-    { cid: customerId, from },
-  );
-  await store.run(
-    `INSERT INTO ${ROLLUP_TABLES.day} SELECT ${KEY_COLUMNS_SQL.replace('"period_start"', "date_trunc('day', period_start)")},
-       sum(total), sum(givt), sum(sivt) FROM ${ROLLUP_TABLES.hour} GROUP BY ALL`,
-  );
-  await store.run('DROP TABLE bench_tuples');
-  await store.run('CHECKPOINT');
-  const count = async (t: string) => Number((await store.one<{ n: bigint }>(`SELECT count(*) AS n FROM ${t}`))!.n);
-  if (TUPLE_DIMENSIONS.length !== 18) throw new Error('the generator lists 18 tuple dimensions; update it');
-  return { hourly: await count(ROLLUP_TABLES.hour), daily: await count(ROLLUP_TABLES.day), seconds: +((performance.now() - t0) / 1000).toFixed(1) };
-}
-
 async function timeReport(engine: ReportEngine, customerId: string, params: URLSearchParams, runs: number): Promise<{ p50_ms: number; p95_ms: number; groups: number }> {
   const first = await engine.run(customerId, params);
   await engine.run(customerId, params);
@@ -103,7 +61,7 @@ async function main(): Promise<void> {
     // Part 1: the query engine over a large rollup table.
     const store = await Store.open(dataDir);
     const customer = await createCustomer(store, { name: 'bench', username: 'bench', password: 'bench-password-1' });
-    const gen = await generate(store, customer.customer_id);
+    const gen = await generateRollups(store, customer.customer_id, { rows: ROWS, days: DAYS, hoursPerTuple: HOURS_PER_TUPLE, lastDay: today });
     // Query with the thread budget the server gives DuckDB (one lookup thread).
     await store.run(`SET threads = ${storeThreads(1)}`);
     console.log(`generated ${gen.hourly} hourly rows (${gen.daily} daily) over ${DAYS} days in ${gen.seconds} s`);
@@ -118,7 +76,7 @@ async function main(): Promise<void> {
 
     // Part 2: lookups while reports run, on the real server (a process of its own) over the
     // same data, against the bare uWS baseline measured by the same client in the same run.
-    const server = await startIvtd(thisCheckout(), {
+    const server = await startIvtd(targetFromArgs(process.argv) ?? thisCheckout(), {
       threads: 1,
       args: ['--report-rate', '100000', '--report-burst', '100000'],
       existing: { dataDir, partnerId: customer.partner_id, key: customer.prebid_key },
