@@ -6,7 +6,7 @@ import { timestampValue, type DuckDBValue } from '@duckdb/node-api';
 import type { Dimension } from '../enums.ts';
 import { HttpError } from '../errors.ts';
 import { log } from '../log.ts';
-import type { Queryable, Store } from '../store/db.ts';
+import { HASH_PARTS, isOutOfMemory, memoryLimit, type Queryable, type Store } from '../store/db.ts';
 import { IMPRESSION_COUNTERS, IMPRESSION_TABLES, REPORT_SUMS_SQL, ROLLUP_TABLES, groupExpression, tableFor } from './columns.ts';
 import { ConcurrencyGate } from './gate.ts';
 import { formatDate, parseReportQuery, type ReportDimension, type ReportKind, type ReportQuery } from './params.ts';
@@ -180,20 +180,6 @@ function grouping(q: ReportQuery): { keys: string; order: string; exprs: string 
   };
 }
 
-/** Hash parts a grouped report is retried in when DuckDB runs out of memory (see fetch). */
-const REPORT_PARTS = [16, 128];
-
-/** DuckDB's error when a query's memory would pass its memory_limit. */
-function outOfMemory(e: unknown): boolean {
-  return e instanceof Error && e.message.includes('Out of Memory Error');
-}
-
-/** DuckDB's memory_limit as it says it ("45.7 MiB"). */
-async function memoryLimit(conn: Queryable): Promise<string> {
-  const r = await conn.one<{ m: string }>("SELECT current_setting('memory_limit') AS m").catch(() => undefined);
-  return r?.m ?? 'memory_limit';
-}
-
 /** Reports from the embedded DuckDB: one parameterised statement per report (in parts past its memory limit). */
 export class DuckDbReportSource implements ReportSource {
   private readonly tables: { hour: string; day: string };
@@ -215,14 +201,14 @@ export class DuckDbReportSource implements ReportSource {
       try {
         return await this.fetchWhole(conn, customerId, q);
       } catch (e) {
-        if (q.groupBy.length === 0 || !outOfMemory(e)) throw e;
+        if (q.groupBy.length === 0 || !isOutOfMemory(e)) throw e;
       }
       // Past DuckDB's memory_limit (a report of many groups, at a small --memory-budget):
       // DuckDB should spill its hash table to disk, and at some limits does not (its
       // external aggregate can skip a repartition: duckdb/duckdb#25318, open; here at 46-50
       // MB with one thread and a million groups). The same report in parts, each a
       // fraction of the groups, fits in memory.
-      for (const parts of REPORT_PARTS) {
+      for (const parts of HASH_PARTS) {
         try {
           const r = await this.fetchInParts(conn, customerId, q, parts);
           log.warn(
@@ -231,7 +217,7 @@ export class DuckDbReportSource implements ReportSource {
           );
           return r;
         } catch (e) {
-          if (!outOfMemory(e)) throw e;
+          if (!isOutOfMemory(e)) throw e;
         } finally {
           await conn.run('DROP TABLE IF EXISTS temp.report_parts');
         }

@@ -22,7 +22,7 @@ import { timestampValue } from '@duckdb/node-api';
 import { dirname } from 'node:path';
 import { TUPLE_DIMENSIONS } from '../enums.ts';
 import { log } from '../log.ts';
-import { inTransaction, isInvalidatedError, type Queryable, type Store } from '../store/db.ts';
+import { HASH_PARTS, inTransaction, isInvalidatedError, isOutOfMemory, memoryLimit, type Queryable, type Store } from '../store/db.ts';
 import { INTEGER_DIMENSIONS, ROLLUP_TABLES, type Granularity } from './columns.ts';
 import { SEP, TupleCounts, withoutSep, type CountRow } from './tuple.ts';
 import { DAY_MS, HOUR_MS, MINUTE_MS, dayStart, hourStart } from '../time.ts';
@@ -522,14 +522,47 @@ export class RollupWriter {
     });
   }
 
-  private compactPeriod(g: Granularity, startMs: number): Promise<boolean> {
+  /**
+   * One period's compaction; past DuckDB's memory limit (a day of a million tuples at the
+   * default budget), redone with its GROUP BY in hash parts (HASH_PARTS), each a fraction of
+   * the tuples, which DuckDB can then hold.
+   */
+  private async compactPeriod(g: Granularity, startMs: number): Promise<boolean> {
+    try {
+      return await this.compactPeriodIn(g, startMs, 1);
+    } catch (e) {
+      if (!isOutOfMemory(e)) throw e;
+      let last = e;
+      for (const parts of HASH_PARTS) {
+        try {
+          const rewritten = await this.compactPeriodIn(g, startMs, parts);
+          log.warn(
+            { [g]: new Date(startMs).toISOString(), parts, memoryLimit: await memoryLimit(this.conn) },
+            'reporting: compacting a period passed DuckDB\'s memory limit and was done in parts, more slowly: a larger --memory-budget gives DuckDB more memory',
+          );
+          return rewritten;
+        } catch (e2) {
+          if (!isOutOfMemory(e2)) throw e2;
+          last = e2;
+        }
+      }
+      throw last;
+    }
+  }
+
+  /** Rewrites one period's rows as one row per tuple, its GROUP BY in `parts` statements (1: one). */
+  private compactPeriodIn(g: Granularity, startMs: number, parts: number): Promise<boolean> {
     const table = this.schema.tables[g];
     return inTransaction(this.conn, async () => {
       const p = periodParam(startMs);
-      await this.conn.run(
-        `CREATE TEMP TABLE rollup_compact AS SELECT ${this.sql.keyColumns}, ${this.sql.sums} FROM ${table} WHERE period_start = $1 GROUP BY ALL`,
-        [p],
-      );
+      const merge = `SELECT ${this.sql.keyColumns}, ${this.sql.sums} FROM ${table} WHERE period_start = $1`;
+      if (parts === 1) await this.conn.run(`CREATE TEMP TABLE rollup_compact AS ${merge} GROUP BY ALL`, [p]);
+      else {
+        await this.conn.run(`CREATE TEMP TABLE rollup_compact AS ${merge} AND false GROUP BY ALL`, [p]);
+        for (let i = 0; i < parts; i++) {
+          await this.conn.run(`INSERT INTO rollup_compact ${merge} AND hash(${this.sql.keyColumns}) % ${parts} = ${i} GROUP BY ALL`, [p]);
+        }
+      }
       try {
         const c = await this.conn.one<{ merged: bigint; stored: bigint }>(
           `SELECT (SELECT count(*) FROM rollup_compact) AS merged, (SELECT count(*) FROM ${table} WHERE period_start = $1) AS stored`,

@@ -46,6 +46,24 @@ export function isInvalidatedError(e: unknown): boolean {
   return e instanceof Error && /^FATAL Error|database has been invalidated/i.test(e.message);
 }
 
+/**
+ * DuckDB's error when a statement's memory would pass its memory_limit. It should spill to
+ * the temp directory instead, and at some limits its hash aggregate does not
+ * (duckdb/duckdb#25318): callers with large GROUP BYs redo them in hash parts (HASH_PARTS).
+ */
+export function isOutOfMemory(e: unknown): boolean {
+  return e instanceof Error && e.message.includes('Out of Memory Error');
+}
+
+/** Hash parts a large GROUP BY is redone in after isOutOfMemory(), tried in turn. */
+export const HASH_PARTS = [16, 128] as const;
+
+/** DuckDB's memory_limit as it says it ("45.7 MiB"), for messages. */
+export async function memoryLimit(q: Queryable): Promise<string> {
+  const r = await q.one<{ m: string }>("SELECT current_setting('memory_limit') AS m").catch(() => undefined);
+  return r?.m ?? 'memory_limit';
+}
+
 function sqlString(v: string): string {
   return `'${v.replaceAll("'", "''")}'`;
 }
