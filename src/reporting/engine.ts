@@ -6,7 +6,7 @@ import { timestampValue, type DuckDBValue } from '@duckdb/node-api';
 import type { Dimension } from '../enums.ts';
 import { HttpError } from '../errors.ts';
 import { log } from '../log.ts';
-import { HASH_PARTS, isOutOfMemory, memoryLimit, type Queryable, type Store } from '../store/db.ts';
+import { isOutOfMemory, memoryLimit, withHashParts, type Queryable, type Store } from '../store/db.ts';
 import { IMPRESSION_COUNTERS, IMPRESSION_TABLES, REPORT_SUMS_SQL, ROLLUP_TABLES, groupExpression, tableFor } from './columns.ts';
 import { ConcurrencyGate } from './gate.ts';
 import { formatDate, parseReportQuery, type ReportDimension, type ReportKind, type ReportQuery } from './params.ts';
@@ -198,30 +198,20 @@ export class DuckDbReportSource implements ReportSource {
     // A connection of its own: a report never queues behind the writer's transaction.
     const conn = await this.store.connection();
     try {
-      try {
-        return await this.fetchWhole(conn, customerId, q);
-      } catch (e) {
-        if (q.groupBy.length === 0 || !isOutOfMemory(e)) throw e;
-      }
-      // Past DuckDB's memory_limit (a report of many groups, at a small --memory-budget):
-      // DuckDB should spill its hash table to disk, and at some limits does not (its
-      // external aggregate can skip a repartition: duckdb/duckdb#25318, open; here at 46-50
-      // MB with one thread and a million groups). The same report in parts, each a
-      // fraction of the groups, fits in memory.
-      for (const parts of HASH_PARTS) {
-        try {
-          const r = await this.fetchInParts(conn, customerId, q, parts);
+      if (q.groupBy.length === 0) return await this.fetchWhole(conn, customerId, q);
+      // Past DuckDB's memory_limit (a report of many groups at a small --memory-budget),
+      // where DuckDB should spill and at some limits fails instead (see isOutOfMemory): the
+      // same report in hash parts, each a fraction of the groups.
+      return await withHashParts(
+        (parts) => (parts === 1 ? this.fetchWhole(conn, customerId, q) : this.fetchInParts(conn, customerId, q, parts)),
+        async (parts, r) =>
           log.warn(
             { groupBy: q.groupBy, startDate: q.startDate, endDate: q.endDate, groups: r.totalRows, parts, memoryLimit: await memoryLimit(conn) },
             'reporting: a report passed DuckDB\'s memory limit and was answered in parts, more slowly: a larger --memory-budget gives reports more memory',
-          );
-          return r;
-        } catch (e) {
-          if (!isOutOfMemory(e)) throw e;
-        } finally {
-          await conn.run('DROP TABLE IF EXISTS temp.report_parts');
-        }
-      }
+          ),
+      );
+    } catch (e) {
+      if (!isOutOfMemory(e)) throw e;
       throw new HttpError(
         'unprocessable',
         `This report has too many groups for the memory the server gives reports (DuckDB's ${await memoryLimit(conn)}): ` +
@@ -238,7 +228,6 @@ export class DuckDbReportSource implements ReportSource {
     try {
       return await this.fetchInParts(conn, customerId, q, parts);
     } finally {
-      await conn.run('DROP TABLE IF EXISTS temp.report_parts');
       conn.close();
     }
   }
@@ -268,16 +257,20 @@ export class DuckDbReportSource implements ReportSource {
     const { keys, order, exprs } = grouping(q);
     const part = `hash(${exprs}) % ${parts}`;
     await conn.run(`CREATE OR REPLACE TEMP TABLE report_parts AS SELECT ${keys}, ${this.sums}, 0::BIGINT AS part_groups, 0 AS part FROM ${table} WHERE false GROUP BY ${order}`);
-    for (let i = 0; i < parts; i++) {
-      await conn.run(
-        `INSERT INTO report_parts SELECT ${keys}, ${this.sums}, count(*) OVER (), ${i} FROM ${table} WHERE ${where} AND ${part} = ${i} ` +
-          `GROUP BY ${order} ORDER BY ${order} LIMIT ${q.offset + q.limit}`,
-        params,
-      );
+    try {
+      for (let i = 0; i < parts; i++) {
+        await conn.run(
+          `INSERT INTO report_parts SELECT ${keys}, ${this.sums}, count(*) OVER (), ${i} FROM ${table} WHERE ${where} AND ${part} = ${i} ` +
+            `GROUP BY ${order} ORDER BY ${order} LIMIT ${q.offset + q.limit}`,
+          params,
+        );
+      }
+      const rows = await conn.all(`SELECT * EXCLUDE (part_groups, part) FROM report_parts ORDER BY ${order} LIMIT ${q.limit} OFFSET ${q.offset}`);
+      const n = await conn.one<{ n: bigint | null }>('SELECT sum(part_groups)::BIGINT AS n FROM (SELECT DISTINCT part, part_groups FROM report_parts)');
+      return { rows, totalRows: Number(n?.n ?? 0) };
+    } finally {
+      await conn.run('DROP TABLE report_parts').catch(() => undefined);
     }
-    const rows = await conn.all(`SELECT * EXCLUDE (part_groups, part) FROM report_parts ORDER BY ${order} LIMIT ${q.limit} OFFSET ${q.offset}`);
-    const n = await conn.one<{ n: bigint | null }>('SELECT sum(part_groups)::BIGINT AS n FROM (SELECT DISTINCT part, part_groups FROM report_parts)');
-    return { rows, totalRows: Number(n?.n ?? 0) };
   }
 
   private where(customerId: string, q: ReportQuery, params: DuckDBValue[]): string {

@@ -22,7 +22,7 @@ import { timestampValue } from '@duckdb/node-api';
 import { dirname } from 'node:path';
 import { TUPLE_DIMENSIONS } from '../enums.ts';
 import { log } from '../log.ts';
-import { HASH_PARTS, inTransaction, isInvalidatedError, isOutOfMemory, memoryLimit, type Queryable, type Store } from '../store/db.ts';
+import { inTransaction, isInvalidatedError, memoryLimit, withHashParts, type Queryable, type Store } from '../store/db.ts';
 import { INTEGER_DIMENSIONS, ROLLUP_TABLES, type Granularity } from './columns.ts';
 import { SEP, TupleCounts, withoutSep, type CountRow } from './tuple.ts';
 import { DAY_MS, HOUR_MS, MINUTE_MS, dayStart, hourStart } from '../time.ts';
@@ -527,27 +527,15 @@ export class RollupWriter {
    * default budget), redone with its GROUP BY in hash parts (HASH_PARTS), each a fraction of
    * the tuples, which DuckDB can then hold.
    */
-  private async compactPeriod(g: Granularity, startMs: number): Promise<boolean> {
-    try {
-      return await this.compactPeriodIn(g, startMs, 1);
-    } catch (e) {
-      if (!isOutOfMemory(e)) throw e;
-      let last = e;
-      for (const parts of HASH_PARTS) {
-        try {
-          const rewritten = await this.compactPeriodIn(g, startMs, parts);
-          log.warn(
-            { [g]: new Date(startMs).toISOString(), parts, memoryLimit: await memoryLimit(this.conn) },
-            'reporting: compacting a period passed DuckDB\'s memory limit and was done in parts, more slowly: a larger --memory-budget gives DuckDB more memory',
-          );
-          return rewritten;
-        } catch (e2) {
-          if (!isOutOfMemory(e2)) throw e2;
-          last = e2;
-        }
-      }
-      throw last;
-    }
+  private compactPeriod(g: Granularity, startMs: number): Promise<boolean> {
+    return withHashParts(
+      (parts) => this.compactPeriodIn(g, startMs, parts),
+      async (parts) =>
+        log.warn(
+          { [g]: new Date(startMs).toISOString(), parts, memoryLimit: await memoryLimit(this.conn) },
+          'reporting: compacting a period passed DuckDB\'s memory limit and was done in parts, more slowly: a larger --memory-budget gives DuckDB more memory',
+        ),
+    );
   }
 
   /** Rewrites one period's rows as one row per tuple, its GROUP BY in `parts` statements (1: one). */

@@ -58,6 +58,26 @@ export function isOutOfMemory(e: unknown): boolean {
 /** Hash parts a large GROUP BY is redone in after isOutOfMemory(), tried in turn. */
 export const HASH_PARTS = [16, 128] as const;
 
+/**
+ * `run(1)` (the statement whole); past DuckDB's memory limit `run(parts)` for each of
+ * HASH_PARTS in turn, then `inParts(parts, value)` (to log it) for the one that did.
+ * Throws any other error at once, and the last out-of-memory error when no split fits.
+ */
+export async function withHashParts<T>(run: (parts: number) => Promise<T>, inParts: (parts: number, value: T) => Promise<void>): Promise<T> {
+  let last: unknown;
+  for (const parts of [1, ...HASH_PARTS]) {
+    try {
+      const value = await run(parts);
+      if (parts > 1) await inParts(parts, value);
+      return value;
+    } catch (e) {
+      if (!isOutOfMemory(e)) throw e;
+      last = e;
+    }
+  }
+  throw last;
+}
+
 /** DuckDB's memory_limit as it says it ("45.7 MiB"), for messages. */
 export async function memoryLimit(q: Queryable): Promise<string> {
   const r = await q.one<{ m: string }>("SELECT current_setting('memory_limit') AS m").catch(() => undefined);
