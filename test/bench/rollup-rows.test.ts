@@ -3,24 +3,16 @@
 // later, like `category`, once broke it by position), and the real report engine reads them
 // back with the sums the generator wrote, the daily rows agreeing with the hourly ones.
 import t from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { generateRollups } from '../../bench/rollup-rows.ts';
 import { ReportEngine } from '../../src/reporting/engine.ts';
-import { Store } from '../../src/store/db.ts';
 import { createCustomer } from '../../src/store/customers.ts';
+import { openStore } from '../helpers/store.ts';
 
 const DAY_MS = 86_400_000;
 const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 t.test('bench:reporting rows: written by name into both tables, read back by the report engine', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'ivtd-bench-rows-'));
-  const store = await Store.open(dir);
-  t.teardown(() => {
-    store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const store = await openStore(t);
   const customer = await createCustomer(store, { name: 'bench', username: 'bench-rows', password: 'bench-password-1' });
   const lastDay = Date.now() - (Date.now() % DAY_MS);
   const gen = await generateRollups(store, customer.customer_id, { rows: 2400, days: 3, hoursPerTuple: 8, lastDay });

@@ -6,17 +6,15 @@
 // customer get a 422 that says what to do (not a 500); the writer compacts in parts too
 // (instead of failing every ten minutes, its deltas piling up).
 import t, { type Test } from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { generateRollups } from '../../bench/rollup-rows.ts';
 import { HttpError } from '../../src/errors.ts';
 import { log } from '../../src/log.ts';
 import { DuckDbReportSource, ReportEngine } from '../../src/reporting/engine.ts';
 import { RollupWriter } from '../../src/reporting/writer.ts';
 import { parseReportQuery } from '../../src/reporting/params.ts';
-import { Store } from '../../src/store/db.ts';
+import type { Store } from '../../src/store/db.ts';
 import { createCustomer } from '../../src/store/customers.ts';
+import { openStore } from '../helpers/store.ts';
 
 const DAY_MS = 86_400_000;
 const LAST_DAY = Date.now() - (Date.now() % DAY_MS);
@@ -25,12 +23,7 @@ const MONTH = { start_date: day(LAST_DAY - 29 * DAY_MS), end_date: day(LAST_DAY)
 
 /** A store with `rows` hourly rollup rows over 31 days for one customer (bench:reporting's generator). */
 async function storeWith(t: Test, rows: number): Promise<{ store: Store; customerId: string }> {
-  const dir = mkdtempSync(join(tmpdir(), 'ivtd-report-memory-'));
-  const store = await Store.open(dir);
-  t.teardown(() => {
-    store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const store = await openStore(t);
   const c = await createCustomer(store, { name: 'big', username: 'big-customer', password: 'a long password 1' });
   await generateRollups(store, c.customer_id, { rows, days: 31, hoursPerTuple: 8, lastDay: LAST_DAY });
   await store.set('threads', '1');
