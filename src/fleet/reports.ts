@@ -49,8 +49,26 @@ export function reportSql(customerId: string, q: ReportQuery, useDailyRollups = 
   return `SELECT ${keys}, ${sums} FROM ${table} WHERE ${where} GROUP BY ${order} ORDER BY ${order} ${page}`;
 }
 
-const unavailable = () =>
-  new HttpError('unavailable', 'Reports come from the fleet store (ClickHouse), which did not answer; retry in a minute.', 503, { 'Retry-After': '30' });
+/** ClickHouse's MEMORY_LIMIT_EXCEEDED: the query would pass its max_memory_usage. */
+const MEMORY_LIMIT_EXCEEDED = 241;
+
+/**
+ * What a customer is told when ClickHouse fails a report or calibration query: a query past
+ * its memory limit is the report's size (422: narrow it); any other error ClickHouse
+ * answered is its own (503, the code in the log); no answer, a 503 to retry.
+ */
+function refusal(e: FleetError): HttpError {
+  if (e.chCode === MEMORY_LIMIT_EXCEEDED) {
+    return new HttpError(
+      'unprocessable',
+      "This report has too many groups for the memory the fleet store (ClickHouse) gives one query: ask for a shorter date range, fewer group_by dimensions or filters, or ask the operator to raise ClickHouse's max_memory_usage.",
+    );
+  }
+  if (e.chCode !== null) {
+    return new HttpError('unavailable', `The fleet store (ClickHouse) refused this report (its error ${e.chCode}; the server log has it): retry later, and tell the operator if it lasts.`, 503, { 'Retry-After': '30' });
+  }
+  return new HttpError('unavailable', 'Reports come from the fleet store (ClickHouse), which did not answer; retry in a minute.', 503, { 'Retry-After': '30' });
+}
 
 export class ClickHouseReportSource implements ReportSource {
   constructor(
@@ -67,8 +85,8 @@ export class ClickHouseReportSource implements ReportSource {
       ({ data, rowsBeforeLimit: before } = await this.ch.report<Record<string, unknown>>(reportSql(customerId, q, this.useDailyRollups, this.kind)));
     } catch (e) {
       if (!(e instanceof FleetError)) throw e;
-      log.error({ err: e.message }, 'report query on ClickHouse failed');
-      throw unavailable();
+      log.error({ err: e.message, chCode: e.chCode }, 'report query on ClickHouse failed');
+      throw refusal(e);
     }
     const rows = data.map((r) => {
       const out: Record<string, unknown> =
@@ -104,8 +122,8 @@ export class ClickHouseBeaconLabels implements BeaconLabels {
       return rows.map((r) => ({ band: r.band, labelled: Number(r.labelled), invalid: Number(r.invalid) }));
     } catch (e) {
       if (!(e instanceof FleetError)) throw e;
-      log.error({ err: e.message }, 'calibration query on ClickHouse failed');
-      throw unavailable();
+      log.error({ err: e.message, chCode: e.chCode }, 'calibration query on ClickHouse failed');
+      throw refusal(e);
     }
   }
 }

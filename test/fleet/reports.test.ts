@@ -6,7 +6,7 @@ import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ClickHouse } from '../../src/fleet/clickhouse.ts';
+import { ClickHouse, FleetError } from '../../src/fleet/clickhouse.ts';
 import { ClickHouseReportSource, reportSql } from '../../src/fleet/reports.ts';
 import { migrateClickHouse } from '../../src/fleet/schema.ts';
 import { FleetWriter } from '../../src/fleet/spool.ts';
@@ -157,6 +157,19 @@ t.test('ClickHouse answers every report exactly as DuckDB does', { skip: clickho
     const sql = reportSql(A, q);
     t.match(sql, /pub IN \('a\\'b', 'c\\\\d'\)/);
     t.notMatch(sql, /;/, 'no statement separator anywhere');
+  });
+
+  t.test("ClickHouse's own errors: past its memory limit a 422 that says what to narrow, any other a 503 with its code", async (t) => {
+    // An error this ClickHouse really answers (its code read from the answer), and the one a
+    // query past max_memory_usage gets (which Debian's ClickHouse here does not enforce on a
+    // query's own SETTINGS, so it is made by hand), each given to a report source in turn.
+    const missing = await ch.report('SELECT * FROM no_such_table').catch((e: unknown) => e);
+    t.match(missing, { name: 'FleetError', chCode: 60 }, 'UNKNOWN_TABLE');
+    const oom = new FleetError('ClickHouse: report query failed: Code: 241, DB::Exception: Memory limit (for query) exceeded', 241, false);
+    const failing = (e: unknown) => new ReportEngine(new ClickHouseReportSource({ report: () => Promise.reject(e) } as unknown as ClickHouse), retention);
+    const params = new URLSearchParams({ start_date: from, end_date: to, group_by: 'pub' });
+    await t.rejects(failing(oom).run(A, params), { status: 422, code: 'unprocessable', message: /too many groups .*ClickHouse.*shorter date range.*max_memory_usage/ });
+    await t.rejects(failing(missing).run(A, params), { status: 503, code: 'unavailable', message: /refused this report \(its error 60; the server log has it\)/ });
   });
 
   t.test('ClickHouse unreachable: a 503 that says so', async (t) => {
