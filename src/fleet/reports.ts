@@ -7,7 +7,7 @@ import { HttpError } from '../errors.ts';
 import { log } from '../log.ts';
 import { IMPRESSION_TABLES, ROLLUP_TABLES, tableFor } from '../reporting/columns.ts';
 import type { BeaconLabels, LabelCounts } from '../reporting/calibration.ts';
-import type { ReportSource, SourceRows } from '../reporting/engine.ts';
+import { tooManyGroups, type ReportSource, type SourceRows } from '../reporting/engine.ts';
 import type { ReportKind, ReportQuery } from '../reporting/params.ts';
 import { FleetError, type ClickHouse } from './clickhouse.ts';
 import { sqlIdentifier, sqlInt, sqlList, sqlString } from './sql.ts';
@@ -58,12 +58,7 @@ const MEMORY_LIMIT_EXCEEDED = 241;
  * answered is its own (503, the code in the log); no answer, a 503 to retry.
  */
 function refusal(e: FleetError): HttpError {
-  if (e.chCode === MEMORY_LIMIT_EXCEEDED) {
-    return new HttpError(
-      'unprocessable',
-      "This report has too many groups for the memory the fleet store (ClickHouse) gives one query: ask for a shorter date range, fewer group_by dimensions or filters, or ask the operator to raise ClickHouse's max_memory_usage.",
-    );
-  }
+  if (e.chCode === MEMORY_LIMIT_EXCEEDED) return tooManyGroups('the fleet store (ClickHouse) gives one query', "ClickHouse's max_memory_usage");
   if (e.chCode !== null) {
     return new HttpError('unavailable', `The fleet store (ClickHouse) refused this report (its error ${e.chCode}; the server log has it): retry later, and tell the operator if it lasts.`, 503, { 'Retry-After': '30' });
   }

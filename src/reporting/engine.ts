@@ -171,6 +171,17 @@ export class ReportEngine<R = ReportRow> {
   }
 }
 
+/**
+ * The 422 of a report too large for its store's memory (`memory`: whose, `limit`: what the
+ * operator raises), from DuckDB here or ClickHouse (src/fleet/reports.ts).
+ */
+export function tooManyGroups(memory: string, limit: string): HttpError {
+  return new HttpError(
+    'unprocessable',
+    `This report has too many groups for the memory ${memory}: ask for a shorter date range, fewer group_by dimensions or filters, or ask the operator to raise ${limit}.`,
+  );
+}
+
 /** A grouped report's SQL: the keys as named columns, their names (the order), their expressions. */
 function grouping(q: ReportQuery): { keys: string; order: string; exprs: string } {
   return {
@@ -212,11 +223,7 @@ export class DuckDbReportSource implements ReportSource {
       );
     } catch (e) {
       if (!isOutOfMemory(e)) throw e;
-      throw new HttpError(
-        'unprocessable',
-        `This report has too many groups for the memory the server gives reports (DuckDB's ${await memoryLimit(conn)}): ` +
-          'ask for a shorter date range, fewer group_by dimensions or filters, or ask the operator to raise --memory-budget.',
-      );
+      throw tooManyGroups(`the server gives reports (DuckDB's ${await memoryLimit(conn)})`, '--memory-budget');
     } finally {
       conn.close();
     }
