@@ -94,6 +94,51 @@ export function hashAddNumber(n: number): void {
   LEN += 1;
 }
 
+/**
+ * Adds each part and then its position, as hashAdd(parts[i]) then hashAddNumber(i) would,
+ * in one loop over locals (a reporting tuple's 19 values: about half the time of the calls).
+ */
+export function hashAddIndexed(parts: readonly string[]): void {
+  let h1 = H1;
+  let h2 = H2;
+  let len = LEN;
+  for (let i = 0; i < parts.length; i++) {
+    const s = parts[i]!;
+    for (let j = 0; j < s.length; j++) {
+      const c = s.charCodeAt(j);
+      h1 = Math.imul(h1 ^ c, 0x01000193);
+      h2 = Math.imul(h2 + c, 0x5bd1e995);
+      h2 ^= h2 >>> 15;
+    }
+    // hashAddNumber(i) for a small whole i (its high word 0).
+    h1 = Math.imul(h1 ^ i, 0x01000193);
+    h2 = Math.imul(h2 + 0x1f + i, 0x5bd1e995);
+    h2 ^= h2 >>> 15;
+    len += s.length + 1;
+  }
+  H1 = h1;
+  H2 = h2;
+  LEN = len;
+}
+
+/**
+ * The streaming state after the parts added so far, into `out` ([h1, h2, length]): a prefix
+ * many hashes share (a tuple's customer and hour) is hashed once, then each hash resumes
+ * from it (hashResume) and adds its own parts. The result is the same as adding them all.
+ */
+export function hashSave(out: Int32Array): void {
+  out[0] = H1;
+  out[1] = H2;
+  out[2] = LEN;
+}
+
+/** Starts a hash from a state hashSave wrote. */
+export function hashResume(state: Int32Array): void {
+  H1 = state[0]!;
+  H2 = state[1]!;
+  LEN = state[2]!;
+}
+
 /** Finishes into HASH. */
 export function hashEnd(): void {
   hashFinish(H1, H2, LEN);

@@ -7,7 +7,7 @@ import { HASH, hashId } from '../memory/hash.ts';
 import { FULL, NEW, REFUSED, SharedCounts, type SharedCountsMemory } from './shared-counts.ts';
 import type { NewTuple } from './tuple-dictionary.ts';
 import { ownString } from '../memory/own-string.ts';
-import { TupleCounts, foldInto, joinDims, tupleHash, type CountRow } from './tuple.ts';
+import { TupleCounts, TupleHasher, foldInto, joinDims, type CountRow } from './tuple.ts';
 import type { TransactionClass } from '../enums.ts';
 
 export class ThreadCounts {
@@ -18,28 +18,28 @@ export class ThreadCounts {
   folded = 0;
   private announced: NewTuple[] = [];
   private readonly foldBuf: string[] = [];
-  private readonly seed: number;
+  private readonly hasher: TupleHasher;
   /** The tuple the last count() went to (its hash): the lookup id names it for the impression reports. */
   lastHi = 0;
   lastLo = 0;
 
   constructor(memory: SharedCountsMemory, localBytes: number) {
     this.shared = new SharedCounts(memory);
-    this.seed = memory.seed;
+    this.hasher = new TupleHasher(memory.seed);
     this.local = new TupleCounts(localBytes, { seed: memory.seed });
   }
 
   count(customerId: string, hour: number, dims: readonly string[], cls: TransactionClass, now: number): void {
     const g = cls === 'givt' ? 1 : 0;
     const s = cls === 'sivt' ? 1 : 0;
-    tupleHash(customerId, hour, dims, this.seed);
+    this.hasher.hash(customerId, hour, dims);
     let hi = HASH[0]!, lo = HASH[1]!;
     let r = this.shared.count(hi, lo, customerId, hour, now, 1, g, s, false);
     let kept = dims;
     if (r === REFUSED) {
       this.folded++;
       kept = foldInto(dims, this.foldBuf);
-      tupleHash(customerId, hour, kept, this.seed);
+      this.hasher.hash(customerId, hour, kept);
       hi = HASH[0]!;
       lo = HASH[1]!;
       r = this.shared.count(hi, lo, customerId, hour, now, 1, g, s, true);

@@ -7,7 +7,7 @@
 // each new tuple's free-text dimensions into OVERFLOW, so hostile cardinality is counted,
 // never dropped (folded tuples are few: customers × hours × the bounded dimensions).
 import { TUPLE_DIMENSIONS, type TransactionClass, type TupleDimension } from '../enums.ts';
-import { HASH, hashAdd, hashAddNumber, hashBegin, hashEnd, hashId } from '../memory/hash.ts';
+import { HASH, hashAdd, hashAddIndexed, hashAddNumber, hashBegin, hashEnd, hashId, hashResume, hashSave } from '../memory/hash.ts';
 import { ownString } from '../memory/own-string.ts';
 
 export const OVERFLOW = '__overflow__';
@@ -72,11 +72,39 @@ export function tupleHash(customerId: string, hour: number, dims: readonly strin
   hashBegin(seed);
   hashAdd(customerId);
   hashAddNumber(hour);
-  for (let i = 0; i < dims.length; i++) {
-    hashAdd(dims[i]!);
-    hashAddNumber(i);
-  }
+  hashDims(dims);
+}
+
+/** Each value and its position (hashAddIndexed), then the end. */
+function hashDims(dims: readonly string[]): void {
+  hashAddIndexed(dims);
   hashEnd();
+}
+
+/**
+ * tupleHash for a stream of tuples that mostly share their customer and hour (a lookup
+ * thread's): the (seed, customer, hour) prefix is hashed once and resumed from while the
+ * next tuple has the same (the customer id is the key table's own string, so the usual test
+ * is one pointer compare). Same result as tupleHash.
+ */
+export class TupleHasher {
+  private customerId = '';
+  private hour = NaN;
+  private readonly prefix = new Int32Array(3);
+
+  constructor(private readonly seed: number) {}
+
+  hash(customerId: string, hour: number, dims: readonly string[]): void {
+    if (customerId !== this.customerId || hour !== this.hour) {
+      hashBegin(this.seed);
+      hashAdd(customerId);
+      hashAddNumber(hour);
+      hashSave(this.prefix);
+      this.customerId = customerId;
+      this.hour = hour;
+    } else hashResume(this.prefix);
+    hashDims(dims);
+  }
 }
 
 /**
