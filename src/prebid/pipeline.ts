@@ -286,6 +286,7 @@ export class LookupEngine {
     const customerId = this.keys.authorize(req.partnerId, req.key, now);
     if (customerId === null) return BAD_KEY;
     if (bid !== null) {
+      this.scanner.slotsWritten();
       const mapErr = mapBidRequest(bid, v, this.scanner.raw, this.ortb);
       if (mapErr) return refused(mapErr);
     }

@@ -121,10 +121,32 @@ export class QueryScanner {
     this.uaHashed = null;
     const values = this.values;
     const raw = this.raw;
-    for (let i = 0; i < PARAM_COUNT; i++) {
-      values[i] = undefined;
-      raw[i] = undefined;
+    if (this.othersWrote) {
+      this.othersWrote = false;
+      values.fill(undefined);
+      raw.fill(undefined);
+    } else {
+      const filled = this.filled;
+      for (let i = 0; i < this.filledCount; i++) {
+        const slot = filled[i]!;
+        values[slot] = undefined;
+        raw[slot] = undefined;
+      }
     }
+    this.filledCount = 0;
+  }
+
+  /** The slots the last scan filled (its first filledCount): clear() empties only those. */
+  private readonly filled = new Int32Array(PARAM_COUNT);
+  private filledCount = 0;
+  private othersWrote = false;
+
+  /**
+   * Said by code that writes slots of `values` or `raw` itself (an OpenRTB body's fields,
+   * mapBidRequest): the next scan clears every slot, not only those it filled.
+   */
+  slotsWritten(): void {
+    this.othersWrote = true;
   }
 
   /**
@@ -190,6 +212,7 @@ export class QueryScanner {
     if (this.raw[idx] !== undefined) return false; // duplicate
     const rawValue = eq === -1 ? '' : q.slice(eq + 1, end);
     this.raw[idx] = rawValue;
+    this.filled[this.filledCount++] = idx;
     const value =
       idx !== P.ua ? (decode ? decodeValue(rawValue) : rawValue)
       : inWasm && eq !== -1 ? this.userAgent(rawValue, decode, wasm!.hashRange(eq + 1, end), eq + 1, end)
@@ -268,6 +291,7 @@ export class QueryScanner {
     }
     const rawValue = eq === -1 ? '' : q.slice(eq + 1, end);
     this.raw[idx] = rawValue;
+    this.filled[this.filledCount++] = idx;
     // (Its escapes were checked above.)
     const value = idx === P.ua ? this.userAgent(rawValue, needsDecode, uaKey(rawValue)) : needsDecode ? decodeValue(rawValue) : rawValue;
     if (value === null) {

@@ -75,6 +75,38 @@ t.test('the same from a bid request: JSON can spell the separator', async (t) =>
   t.equal(dims[DIM_INDEX.node], 'bidder-1');
 });
 
+t.test('a lookup keeps none of the values of the lookup before it', async (t) => {
+  // The query scanner clears only the slots its last scan filled, and every slot after a bid
+  // request's fields were written into them: neither a GET's nor a bid request's values may
+  // reach the next GET lookup of the thread.
+  const e = engine(t);
+  const base = `p=${PARTNER}&k=key-1&ip=73.162.10.50&ua=${encodeURIComponent(CHROME)}&uid=u-1&adt=1&dvt=2&node=bidder-1&sid=exchange.example`;
+  let n = 0;
+  // (A new pub each time: a new tuple, announced, so drained() sees it.)
+  const expectPlain = (label: string) => {
+    const pub = `pub-plain-${++n}`;
+    const out = e.lookup(`${base}&pub=${pub}`, Date.now());
+    t.equal(out.status, 200, out.body);
+    const dims = drained(e).find((r) => r.dims[DIM_INDEX.pub] === pub)!.dims;
+    for (const d of ['app', 'dmn', 'cmp', 'adv', 'p1', 'p2', 'p3', 'p4', 'p5'] as const) t.equal(dims[DIM_INDEX[d]], '', `${label}: ${d} is empty`);
+    t.equal(dims[DIM_INDEX.env], 'site', `${label}: a site's lookup`);
+  };
+  expectPlain('first');
+  const full = e.lookup(`${base}&pub=pub-full&app=com.example.app&ifa=6d92078a-8246-4ba4-ae5b-76104861e7dc&dmn=news.example&cmp=c&adv=a&p1=1&p2=2&p3=3&p4=4&p5=5`, Date.now());
+  t.equal(full.status, 200, full.body);
+  expectPlain('after a GET lookup with every value');
+  const bid = {
+    id: 'r1',
+    imp: [{ id: '1', banner: { w: 300, h: 250 } }],
+    app: { bundle: 'com.example.game', publisher: { id: 'pub-bid' } },
+    device: { ua: CHROME, ip: '73.162.10.51', devicetype: 4, ifa: '6d92078a-8246-4ba4-ae5b-76104861e7dd', geo: { country: 'DEU' } },
+    user: { id: 'u-2' },
+  };
+  const ortb = e.lookupOrtb(`p=${PARTNER}&k=key-1&node=bidder-1&p3=x`, bidRequestOf(bid), Date.now());
+  t.equal(ortb.status, 200, ortb.body);
+  expectPlain('after a bid request');
+});
+
 t.test('clipDim: no value leaves it holding the separator; joined forms stay unambiguous', async (t) => {
   t.equal(clipDim('a\u001fb'), 'a\ufffdb');
   t.equal(clipDim('\u001f\u001f'), '\ufffd\ufffd');
