@@ -10,6 +10,8 @@ interface Entry {
   customerId: string;
   partnerId: string;
   expiresAt: number; // ms, Infinity for current keys
+  /** The key itself (an own copy) once a request has shown it, else ''. */
+  raw: string;
 }
 
 /** Longest key looked up: anything longer cannot be a key we issued. */
@@ -18,6 +20,12 @@ export const MAX_KEY_LENGTH = 256;
 export class KeyTable {
   private byHash = new Map<string, Entry>();
   private memo = new Map<string, Entry>();
+  /**
+   * The last key authorized and its entry: a host's lookups mostly carry one customer's key,
+   * and comparing the request's key with it is cheaper than hashing it for the memo.
+   */
+  private lastKey = '';
+  private lastEntry: Entry | null = null;
 
   constructor(private readonly memoMax = 4096) {}
 
@@ -28,22 +36,30 @@ export class KeyTable {
         customerId: r.customer_id,
         partnerId: r.partner_id.toLowerCase(),
         expiresAt: r.expires_at_ms ?? Infinity,
+        raw: '',
       });
     }
     this.byHash = next;
     this.memo = new Map();
+    this.lastKey = '';
+    this.lastEntry = null;
   }
 
   /** The customer id when `key` is a live key of `partnerId`, else null. */
   authorize(partnerId: string, key: string, now: number): string | null {
-    let e = this.memo.get(key);
-    if (e === undefined) {
+    let e = key === this.lastKey ? this.lastEntry : this.memo.get(key);
+    if (e === undefined || e === null) {
       if (key.length > MAX_KEY_LENGTH) return null;
       e = this.byHash.get(hashKey(key));
       if (e === undefined) return null;
       // Only live keys are memoised; the memo is bounded and reset when full.
       if (this.memo.size >= this.memoMax) this.memo.clear();
-      this.memo.set(ownString(key), e);
+      if (e.raw === '') e.raw = ownString(key);
+      this.memo.set(e.raw, e);
+    }
+    if (e !== this.lastEntry) {
+      this.lastKey = e.raw;
+      this.lastEntry = e;
     }
     if (e.partnerId !== partnerId || e.expiresAt <= now) return null;
     return e.customerId;
