@@ -77,8 +77,11 @@ function isBlank(s: string): boolean {
   return true;
 }
 
-/** Parse one node from s[start, end); returns the node or an error code. */
-function parseNode(s: string, start: number, end: number): SchainNode | SchainError {
+/**
+ * Parse one node from s[start, end); returns the node or an error code. `escaped`: s holds
+ * a '%' (else its fields are taken as they are, with no decoding to try).
+ */
+function parseNode(s: string, start: number, end: number, escaped: boolean): SchainNode | SchainError {
   if (start === end) return 'empty_node';
   // At most 7 fields, so named locals instead of a split() array.
   let asi = '';
@@ -93,7 +96,7 @@ function parseNode(s: string, start: number, end: number): SchainNode | SchainEr
     let to = s.indexOf(',', from);
     if (to === -1 || to > end) to = end;
     if (field === NODE_MAX_FIELDS) return 'node_too_many_fields';
-    const value = percentDecode(s.slice(from, to));
+    const value = escaped ? percentDecode(s.slice(from, to)) : s.slice(from, to);
     if (value === null) return 'bad_encoding';
     switch (field) {
       case 0: asi = value; break;
@@ -139,12 +142,13 @@ export function parseSchain(raw: string): SchainResult {
   if (bang === -1) return fail('no_nodes');
 
   const nodes: SchainNode[] = [];
+  const escaped = s.indexOf('%', bang) !== -1;
   let start = bang + 1;
   for (;;) {
     let end = s.indexOf('!', start);
     if (end === -1) end = s.length;
     if (nodes.length === SCHAIN_MAX_NODES) return fail('too_many_nodes');
-    const node = parseNode(s, start, end);
+    const node = parseNode(s, start, end, escaped);
     if (typeof node === 'string') return fail(node);
     nodes.push(node);
     if (end === s.length) break;
