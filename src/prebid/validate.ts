@@ -69,7 +69,27 @@ export interface ValueNames {
 export const QUERY_NAMES: ValueNames = { noun: 'parameter', names: PARAM_NAMES };
 
 const DIM_RE = /^[1-9]\d{0,4}x[1-9]\d{0,4}$/;
-const GEO_RE = /^[A-Za-z]{2}$/;
+
+/** 0-25 for an ASCII letter of either case, else outside it. */
+function letterAt(s: string, i: number): number {
+  return (s.charCodeAt(i) | 0x20) - 0x61;
+}
+
+/** Two ASCII letters (the form of a `geo`): what /^[A-Za-z]{2}$/ matches, without the regular expression. */
+function isLetterPair(s: string): boolean {
+  if (s.length !== 2) return false;
+  const a = letterAt(s, 0), b = letterAt(s, 1);
+  return a >= 0 && a <= 25 && b >= 0 && b <= 25;
+}
+
+/** Each two-letter code in uppercase, made once (every lookup carries one, most of them the same few). */
+const UPPER_PAIRS: Array<string | undefined> = new Array<string | undefined>(26 * 26).fill(undefined);
+
+/** `geo` in uppercase; a pair of ASCII letters from the table. */
+function upperGeo(geo: string): string {
+  if (!isLetterPair(geo)) return geo.toUpperCase();
+  return (UPPER_PAIRS[letterAt(geo, 0) * 26 + letterAt(geo, 1)] ??= geo.toUpperCase());
+}
 
 function missing(name: string, n: ValueNames = QUERY_NAMES, why = ''): ErrorAnswer {
   return { status: 400, code: 'missing_parameter', message: `Missing required ${n.noun}: ${name}${why}.` };
@@ -136,7 +156,7 @@ export function validateRequest(
     }
   }
   const geo = v[P.geo] ?? '';
-  if (geo !== '' && !GEO_RE.test(geo)) return invalid(name[P.geo]!, 'must be a two-letter ISO country code', n);
+  if (geo !== '' && !isLetterPair(geo)) return invalid(name[P.geo]!, 'must be a two-letter ISO country code', n);
   const dim = v[P.dim] ?? '';
   if (dim !== '' && !DIM_RE.test(dim)) return invalid(name[P.dim]!, 'must be {Width}x{Height}, e.g. 300x250', n);
   const app = v[P.app] ?? '';
@@ -176,7 +196,7 @@ function assign(
   out.adt = adt;
   out.dvt = dvt;
   out.rat = rat;
-  out.geo = geo.length === 2 ? geo.toUpperCase() : '';
+  out.geo = geo.length === 2 ? upperGeo(geo) : '';
   out.dim = dim;
   out.adv = v[P.adv] ?? '';
   out.plc = v[P.plc] ?? '';
