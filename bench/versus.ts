@@ -6,11 +6,17 @@
 // server: requests/s, and the server process's CPU time per request (utime + stime from
 // /proc, all its threads), which holds on a busy host where the client cannot saturate
 // the server. Medians over the rounds, and their ratios.
+// `--processes K` (default 3) starts the three servers K times afresh, each time with its
+// rounds, the two builds started in turn first: one process of the same build runs up to
+// about 10 % faster or slower than another for its whole life (the same binary against
+// itself measured 1.107 and 0.964 in two runs, 2026-12-06: memory layout, caches), so one
+// pair of processes can show a gain or a loss that is not there. The medians and ratios are
+// over all rounds of all processes; each process pair's own new/old is listed too.
 // `--loads get,ortb` adds the same lookups as OpenRTB bid requests (bench/requests.ts, POSTed
 // to /api/v1/ivt/ortb), alternating with the GET rounds: per build its OpenRTB lookups/s over
 // its own GET lookups/s (issue 23's ratio), and new/old for each load.
 //   node --import tsx bench/versus.ts --baseline-ivtd OLD/dist/ivtd [--ivtd PATH | --checkout DIR]
-//        [--rounds 5] [--duration 6] [--connections 50] [--loads get,ortb]
+//        [--processes 3] [--rounds 5] [--duration 6] [--connections 50] [--loads get,ortb]
 // Beside a baseline binary the new build is this checkout's dist/ivtd unless named (processes.ts
 // defaultTarget: refused when older than src/).
 import { readFileSync } from 'node:fs';
@@ -18,6 +24,7 @@ import { numArg, sleep, strArg, startBare, startIvtd, targetFromArgs, defaultTar
 import { lookupPaths, ortbRequests } from './requests.ts';
 import { bodiesScript, pathsScript, wrkAsync, wrkAvailable } from './wrk.ts';
 
+const PROCESSES = numArg('processes', 3);
 const ROUNDS = numArg('rounds', 5);
 const DURATION = numArg('duration', 6);
 const CONNECTIONS = numArg('connections', 50);
@@ -42,46 +49,61 @@ async function main(): Promise<void> {
   if (!baseline) throw new Error('give --baseline-ivtd PATH or --baseline-checkout DIR');
   const target = targetFromArgs(process.argv) ?? defaultTarget(baseline);
   const loads = LOADS as Load[];
-  const servers: Array<{ name: 'new' | 'old'; label: string; ivtd: IvtdServer; scripts: Record<Load, string> }> = [];
-  for (const [name, t] of [['new', target], ['old', baseline]] as const) {
-    const ivtd = await startIvtd(t, { threads: 1 });
-    const scripts = { get: pathsScript(lookupPaths(ivtd.partnerId, ivtd.key, 2000)), ortb: loads.includes('ortb') ? bodiesScript(ortbRequests(ivtd.partnerId, ivtd.key, 2000)) : '' };
-    servers.push({ name, label: t.label, ivtd, scripts });
-  }
-  const sample = await (await fetch(`http://127.0.0.1:${servers[0]!.ivtd.prebidPort}${lookupPaths(servers[0]!.ivtd.partnerId, servers[0]!.ivtd.key, 1)[0]}`)).text();
-  const bare = await startBare(Buffer.byteLength(sample));
-  const bareScript = pathsScript(lookupPaths('00000000-0000-4000-8000-000000000000', 'k', 2000));
+  const targets = { new: target, old: baseline };
+  const labels = { new: target.label, old: baseline.label };
   const rps = { new: { get: [] as number[], ortb: [] as number[] }, old: { get: [] as number[], ortb: [] as number[] }, bare: [] as number[] };
   const cpuUs = { new: { get: [] as number[], ortb: [] as number[] }, old: { get: [] as number[], ortb: [] as number[] } };
-  try {
-    for (const s of servers) for (const l of loads) await wrkAsync({ port: s.ivtd.prebidPort, script: s.scripts[l], connections: CONNECTIONS, seconds: 2 }); // warm (JIT, caches)
-    for (let round = 0; round < ROUNDS; round++) {
-      const order = round % 2 ? [...servers].reverse() : servers;
-      for (const l of round % 2 ? [...loads].reverse() : loads) {
-        for (const s of order) {
-          await sleep(500);
-          const c0 = cpuSeconds(s.ivtd.pid);
-          const r = await wrkAsync({ port: s.ivtd.prebidPort, script: s.scripts[l], connections: CONNECTIONS, seconds: DURATION });
-          const c1 = cpuSeconds(s.ivtd.pid);
-          if (r.non2xx + r.errors > 0) throw new Error(`${s.label} (${l}): ${r.non2xx} non-2xx answers, ${r.errors} errors`);
-          rps[s.name][l].push(r.rps);
-          cpuUs[s.name][l].push(((c1 - c0) / (r.rps * DURATION)) * 1e6);
-        }
+  /** Each process pair's own median new/old (GET). */
+  const pairs: number[] = [];
+  for (let p = 0; p < PROCESSES; p++) {
+    const from = rps.new.get.length;
+    await processPair(p % 2 ? (['old', 'new'] as const) : (['new', 'old'] as const));
+    pairs.push(median(rps.new.get.slice(from)) / median(rps.old.get.slice(from)));
+  }
+
+  /** Starts the two builds (in `order`) and the bare handler, runs ROUNDS rounds, stops them. */
+  async function processPair(order: readonly ['new' | 'old', 'new' | 'old']): Promise<void> {
+    const servers: Array<{ name: 'new' | 'old'; ivtd: IvtdServer; scripts: Record<Load, string> }> = [];
+    let bare: Awaited<ReturnType<typeof startBare>> | null = null;
+    try {
+      for (const name of order) {
+        const ivtd = await startIvtd(targets[name], { threads: 1 });
+        const scripts = { get: pathsScript(lookupPaths(ivtd.partnerId, ivtd.key, 2000)), ortb: loads.includes('ortb') ? bodiesScript(ortbRequests(ivtd.partnerId, ivtd.key, 2000)) : '' };
+        servers.push({ name, ivtd, scripts });
       }
-      const b = await wrkAsync({ port: bare.port, script: bareScript, connections: CONNECTIONS, seconds: DURATION });
-      rps.bare.push(b.rps);
+      const sample = await (await fetch(`http://127.0.0.1:${servers[0]!.ivtd.prebidPort}${lookupPaths(servers[0]!.ivtd.partnerId, servers[0]!.ivtd.key, 1)[0]}`)).text();
+      bare = await startBare(Buffer.byteLength(sample));
+      const bareScript = pathsScript(lookupPaths('00000000-0000-4000-8000-000000000000', 'k', 2000));
+      for (const s of servers) for (const l of loads) await wrkAsync({ port: s.ivtd.prebidPort, script: s.scripts[l], connections: CONNECTIONS, seconds: 2 }); // warm (JIT, caches)
+      for (let round = 0; round < ROUNDS; round++) {
+        const turn = round % 2 ? [...servers].reverse() : servers;
+        for (const l of round % 2 ? [...loads].reverse() : loads) {
+          for (const s of turn) {
+            await sleep(500);
+            const c0 = cpuSeconds(s.ivtd.pid);
+            const r = await wrkAsync({ port: s.ivtd.prebidPort, script: s.scripts[l], connections: CONNECTIONS, seconds: DURATION });
+            const c1 = cpuSeconds(s.ivtd.pid);
+            if (r.non2xx + r.errors > 0) throw new Error(`${labels[s.name]} (${l}): ${r.non2xx} non-2xx answers, ${r.errors} errors`);
+            rps[s.name][l].push(r.rps);
+            cpuUs[s.name][l].push(((c1 - c0) / (r.rps * DURATION)) * 1e6);
+          }
+        }
+        const b = await wrkAsync({ port: bare.port, script: bareScript, connections: CONNECTIONS, seconds: DURATION });
+        rps.bare.push(b.rps);
+      }
+    } finally {
+      if (bare !== null) await bare.stop();
+      for (const s of servers) await s.ivtd.stop();
     }
-  } finally {
-    await bare.stop();
-    for (const s of servers) await s.ivtd.stop();
   }
   const m = { new: median(rps.new.get), old: median(rps.old.get), bare: median(rps.bare) };
   const cpu = { new: median(cpuUs.new.get), old: median(cpuUs.old.get) };
   const r3 = (x: number) => +x.toFixed(3);
   const summary: Record<string, unknown> = {
     bench: 'versus',
-    new: servers[0]!.label,
-    old: servers[1]!.label,
+    new: labels.new,
+    old: labels.old,
+    processes: PROCESSES,
     rounds: ROUNDS,
     seconds: DURATION,
     connections: CONNECTIONS,
@@ -92,12 +114,14 @@ async function main(): Promise<void> {
     old_vs_bare: r3(m.old / m.bare),
     cpu_us_per_lookup: { new: +cpu.new.toFixed(2), old: +cpu.old.toFixed(2) },
     cpu_old_vs_new: r3(cpu.old / cpu.new),
+    process_pairs_new_vs_old: pairs.map(r3),
     rounds_rps: { new: rps.new.get, old: rps.old.get, bare: rps.bare },
     rounds_cpu_us: { new: cpuUs.new.get.map((x) => +x.toFixed(2)), old: cpuUs.old.get.map((x) => +x.toFixed(2)) },
     targets: { throughput_new_vs_old: '>= 1.1', new_vs_bare: '>= 0.45' },
   };
   console.log(`lookups/s  new ${Math.round(m.new)}, old ${Math.round(m.old)}, bare ${Math.round(m.bare)}: new/old ${summary.throughput_new_vs_old} (target >= 1.1), new/bare ${summary.new_vs_bare} (target >= 0.45), old/bare ${summary.old_vs_bare}`);
   console.log(`cpu/lookup new ${cpu.new.toFixed(2)} us, old ${cpu.old.toFixed(2)} us (whole process): old/new ${summary.cpu_old_vs_new}`);
+  console.log(`new/old of each process pair: ${pairs.map(r3).join(', ')}`);
   if (loads.includes('ortb')) {
     // Each round's OpenRTB figure over the same build's GET figure of that round, then the median.
     const perRound = (side: 'new' | 'old') => median(rps[side].ortb.map((o, i) => o / rps[side].get[i]!));
