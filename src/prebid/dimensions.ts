@@ -3,8 +3,8 @@
 // (test/prebid/dimensions.test.ts fails on a position left unwritten). The category comes
 // from the score, not the request: the caller passes it in.
 // Written out rather than as a table of one small function per dimension: called through
-// one site, 19 functions made V8's call megamorphic, about 120 ns a lookup of the 320 the
-// table took (scratch measurement, 2026-12-06).
+// one site, 19 functions made V8's call megamorphic (a micro-benchmark, 6 December 2026:
+// about 265 ns a lookup for the table with clipDim on every value, 145 ns written out).
 import { environmentOf } from '../enums.ts';
 import { DIM_INDEX as D, clipDim } from '../reporting/tuple.ts';
 import type { Category } from '../signals/category.ts';
