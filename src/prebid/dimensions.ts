@@ -11,36 +11,32 @@ import type { Category } from '../signals/category.ts';
 import type { LookupSignals } from './gather.ts';
 import type { LookupRequest } from './validate.ts';
 
-/** Text from a request or a UA (anything): cut to DIM_VALUE_MAX, never holding SEP (clipDim). */
-function text(v: string): string {
-  return v === '' ? v : clipDim(v);
-}
-
 /**
- * Fills `out` (length TUPLE_DIMENSIONS.length) with this lookup's values, each cut to
- * DIM_VALUE_MAX. adt, dvt, env and the category are made here from short fixed sets
- * (numbers, environments, categories): clipDim would return them as they are.
+ * Fills `out` (length TUPLE_DIMENSIONS.length) with this lookup's values: request and UA
+ * text through clipDim (cut to DIM_VALUE_MAX, never holding SEP); adt, dvt, env and the
+ * category are made here from short fixed sets (numbers, environments, categories), which
+ * clipDim would return as they are.
  */
 export function fillDimensions(r: LookupRequest, s: LookupSignals, category: Category, out: string[]): string[] {
-  out[D.pub] = text(r.pub);
-  out[D.sid] = text(r.sid);
-  out[D.app] = text(r.app);
-  out[D.dmn] = text(r.dmn);
-  out[D.node] = text(r.node);
+  out[D.pub] = clipDim(r.pub);
+  out[D.sid] = clipDim(r.sid);
+  out[D.app] = clipDim(r.app);
+  out[D.dmn] = clipDim(r.dmn);
+  out[D.node] = clipDim(r.node);
   out[D.adt] = String(r.adt);
   // The caller's country when given, else the IP's.
-  out[D.geo] = text(r.geo || s.ip.country);
+  out[D.geo] = clipDim(r.geo || s.ip.country);
   out[D.dvt] = String(r.dvt);
-  out[D.os] = text(s.ua.os);
-  out[D.browser] = text(s.ua.browser);
+  out[D.os] = clipDim(s.ua.os);
+  out[D.browser] = clipDim(s.ua.browser);
   out[D.env] = environmentOf(r.app, r.dvt);
-  out[D.cmp] = text(r.cmp);
-  out[D.adv] = text(r.adv);
-  out[D.p1] = text(r.p1);
-  out[D.p2] = text(r.p2);
-  out[D.p3] = text(r.p3);
-  out[D.p4] = text(r.p4);
-  out[D.p5] = text(r.p5);
+  out[D.cmp] = clipDim(r.cmp);
+  out[D.adv] = clipDim(r.adv);
+  out[D.p1] = clipDim(r.p1);
+  out[D.p2] = clipDim(r.p2);
+  out[D.p3] = clipDim(r.p3);
+  out[D.p4] = clipDim(r.p4);
+  out[D.p5] = clipDim(r.p5);
   // Why the transaction is invalid ('none' when valid): categoryOf(…) of its score.
   out[D.category] = category;
   return out;

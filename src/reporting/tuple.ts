@@ -69,10 +69,15 @@ export function tupleKey(customerId: string, hour: number, dims: readonly string
  * tuples share an id with probability 2^-53: their counts would merge.
  */
 export function tupleHash(customerId: string, hour: number, dims: readonly string[], seed: number): void {
+  hashPrefix(customerId, hour, seed);
+  hashDims(dims);
+}
+
+/** A tuple's hash up to its values: the seed, the customer, the hour. */
+function hashPrefix(customerId: string, hour: number, seed: number): void {
   hashBegin(seed);
   hashAdd(customerId);
   hashAddNumber(hour);
-  hashDims(dims);
 }
 
 /** Each value and its position (hashAddIndexed), then the end. */
@@ -96,9 +101,7 @@ export class TupleHasher {
 
   hash(customerId: string, hour: number, dims: readonly string[]): void {
     if (customerId !== this.customerId || hour !== this.hour) {
-      hashBegin(this.seed);
-      hashAdd(customerId);
-      hashAddNumber(hour);
+      hashPrefix(customerId, hour, this.seed);
       hashSave(this.prefix);
       this.customerId = customerId;
       this.hour = hour;
@@ -116,6 +119,7 @@ export class TupleHasher {
  * every later value of its row by one column.
  */
 export function clipDim(v: string): string {
+  if (v === '') return v; // (most of a lookup's 19 values)
   let out = v;
   if (out.length > DIM_VALUE_MAX) {
     const last = out.charCodeAt(DIM_VALUE_MAX - 1);
