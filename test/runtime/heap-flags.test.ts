@@ -9,9 +9,13 @@ function youngMb(mode: 'startWorker' | 'raw'): number {
   return (JSON.parse(out.trim().split('\n').pop()!) as { youngMb: number }).youngMb;
 }
 
-t.test('after startWorker the young generation stays at its initial size', async (t) => {
+// Held, it stays at its initial 4 MB here; once in CI (6 December 2026, the suite's other
+// files running beside it) it measured 8 MB: one doubling while V8's factor was back at 2
+// between a new isolate's set-up and the hold. Without the hold it reaches 16-32 MB (the
+// control below), so at most one doubling still tells the two apart.
+t.test('after startWorker the young generation stays at its initial size (one doubling at most)', async (t) => {
   const mb = youngMb('startWorker');
-  t.ok(mb <= 4, `young generation ${mb} MB (V8's maximum is 32)`);
+  t.ok(mb <= 8, `young generation ${mb} MB (V8's maximum is 32; a plain worker lets it reach 16 or more)`);
 });
 
 t.test('a worker started otherwise resets the growth factor, and the young generation grows', async (t) => {
