@@ -10,8 +10,9 @@ function youngMb(mode: 'startWorker' | 'raw'): number {
 }
 
 // Held, it stays at its initial 4 MB here; once in CI (6 December 2026, the suite's other
-// files running beside it) it measured 8 MB: one doubling while V8's factor was back at 2
-// between a new isolate's set-up and the hold. Without the hold it reaches 16-32 MB (the
+// files running beside it) it measured 8 MB: one doubling, most likely while V8's factor was
+// back at 2 between a new isolate's set-up and the hold (not reproduced: 4 MB in 24 runs,
+// half of them beside two busy loops). Without the hold it reaches 16-32 MB (the
 // control below), so at most one doubling still tells the two apart.
 t.test('after startWorker the young generation stays at its initial size (one doubling at most)', async (t) => {
   const mb = youngMb('startWorker');
