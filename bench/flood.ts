@@ -34,7 +34,7 @@ import {
 } from './processes.ts';
 import { generateUas, type GeneratedUa } from './ua-gen.ts';
 import { wrkAsync, wrkAvailable } from './wrk.ts';
-import { resolveConfig } from '../src/config.ts';
+import { resolveConfig } from '../src/base/config.ts';
 
 const SECONDS = numArg('seconds', 90);
 const PHASE_SECONDS = numArg('phase-seconds', 20);

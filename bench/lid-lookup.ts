@@ -5,11 +5,11 @@
 //   node --import tsx bench/lid-lookup.ts [--rounds 5] [--lookups 200000]
 import { randomBytes, randomUUID } from 'node:crypto';
 import { loadBundle } from '../src/data/bundle.ts';
-import { allocateLookupMemory } from '../src/memory/lookup-memory.ts';
+import { allocateLookupMemory } from '../src/prebid/lookup-memory.ts';
 import { planMemory } from '../src/memory/budget.ts';
-import { buildLookupData } from '../src/prebid/data.ts';
+import { buildLookupData } from '../src/prebid/lookup-data.ts';
 import { LookupEngine } from '../src/prebid/pipeline.ts';
-import { hashKey } from '../src/secrets.ts';
+import { hashKey } from '../src/base/secrets.ts';
 import { lookupPaths } from './requests.ts';
 import { numArg } from './processes.ts';
 

@@ -206,7 +206,10 @@ function statusMb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
 /** Builds from before --metrics-port served /metrics on the account API port and refuse the flag. */
 function hasMetricsPort(target: IvtdTarget): boolean {
   if (target.binary) return spawnSync(target.binary, ['--help'], { encoding: 'utf8' }).stdout.includes('--metrics-port');
-  return readFileSync(join(target.checkout ?? ROOT, 'src/config.ts'), 'utf8').includes("flag: 'metrics-port'");
+  // The options moved to src/base/config.ts (issue 57); older checkouts have src/config.ts.
+  const root = target.checkout ?? ROOT;
+  const file = existsSync(join(root, 'src/base/config.ts')) ? 'src/base/config.ts' : 'src/config.ts';
+  return readFileSync(join(root, file), 'utf8').includes("flag: 'metrics-port'");
 }
 
 /** Cumulative buckets of the in-thread lookup histogram on /metrics (le → count); empty when absent. */

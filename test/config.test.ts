@@ -5,7 +5,7 @@ import t from 'tap';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, OPTIONS, envName, resolveConfig, type OptionKey } from '../src/config.ts';
+import { ConfigError, OPTIONS, envName, resolveConfig, type OptionKey } from '../src/base/config.ts';
 import { runIvtd } from './cli/run-cli.ts';
 
 /** For each option: values it must refuse (as text), and one it must take. */

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { OPTIONS, envName, type OptionKey } from '../src/config.ts';
+import { OPTIONS, envName, type OptionKey } from '../src/base/config.ts';
 import { helpText } from '../src/cli/commands.ts';
 
 const readme = readFileSync(join(import.meta.dirname, '..', 'README.md'), 'utf8');

@@ -1,7 +1,7 @@
-// The one coalescing refresh (src/refresh-loop.ts): one run at a time, calls during a run
+// The one coalescing refresh (src/base/refresh-loop.ts): one run at a time, calls during a run
 // answered by one more run after it, failures to the callers, a timer that runs it.
 import t from 'tap';
-import { CoalescedRun, RefreshLoop } from '../src/refresh-loop.ts';
+import { CoalescedRun, RefreshLoop } from '../src/base/refresh-loop.ts';
 
 function gate(): { wait: Promise<void>; open(): void } {
   let open = () => {};

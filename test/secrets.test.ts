@@ -9,7 +9,7 @@ import {
   passwordProblem,
   verifyPassword,
   verifyPasswordOrDummy,
-} from '../src/secrets.ts';
+} from '../src/base/secrets.ts';
 
 t.test('secrets: keys and password hashes', async (t) => {
   const p = newKey('prebid');

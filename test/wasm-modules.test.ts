@@ -2,13 +2,13 @@
 // to: a change to an AssemblyScript source without `npm run build:wasm` fails here. And a
 // Node without WebAssembly still reads bid requests (by the reference parser) and signs lids.
 import t from 'tap';
-import { BID_REQUEST_SHAPE } from '../src/ortb/map.ts';
+import { BID_REQUEST_SHAPE } from '../src/prebid/ortb/map.ts';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { jsonScanWasm } from '../src/ortb/pruned-json.ts';
+import { jsonScanWasm } from '../src/prebid/ortb/pruned-json.ts';
 import { LidCodec, emptyLidInput, lidSipWasm } from '../src/prebid/lid.ts';
 import { wasmUnavailable } from '../src/runtime/wasm.ts';
 import { WASM_MODULES, wasmModuleText, wasmOutputPath } from '../tools/build-wasm.ts';
@@ -33,15 +33,15 @@ t.test('without WebAssembly (node --jitless) every body goes to the reference, l
   const script = join(dir, 'probe.ts');
   const src = (p: string) => JSON.stringify(fileURLToPath(new URL(p, import.meta.url)));
   writeFileSync(script, [
-    `import { bidRequestFrom } from ${src('../src/ortb/body.ts')};`,
-    `import { jsonScanWasm } from ${src('../src/ortb/pruned-json.ts')};`,
+    `import { bidRequestFrom } from ${src('../src/prebid/ortb/body.ts')};`,
+    `import { jsonScanWasm } from ${src('../src/prebid/ortb/pruned-json.ts')};`,
     `import { LidCodec, emptyLidInput, lidSipWasm } from ${src('../src/prebid/lid.ts')};`,
     `import { QueryScanner, queryScanWasm } from ${src('../src/prebid/query.ts')};`,
     `import { wasmUnavailable } from ${src('../src/runtime/wasm.ts')};`,
     `const qs = new QueryScanner();`,
     `const scanned = [qs.scan('pub=a&ua=Mozilla%2F5.0%20(X11)&cb=' + 'x'.repeat(40)), qs.values[5], qs.scan('pub=a&cb=' + 'x'.repeat(20) + '#')?.code];`,
-    `import { BID_REQUEST_SHAPE } from ${src('../src/ortb/map.ts')};`,
-    `import { keysOf } from ${src('../src/ortb/shape.ts')};`,
+    `import { BID_REQUEST_SHAPE } from ${src('../src/prebid/ortb/map.ts')};`,
+    `import { keysOf } from ${src('../src/base/shape.ts')};`,
     `const parsed = bidRequestFrom(new TextEncoder().encode('{"id":"1","imp":[{"id":"1","banner":{"w":300}}],"device":{"ip":"1.2.3.4"}}'), false);`,
     `const B = keysOf(BID_REQUEST_SHAPE), D = keysOf(BID_REQUEST_SHAPE.device), I = keysOf(BID_REQUEST_SHAPE.imp[0]);`,
     `const r = parsed.ok ? { id: parsed.bid.at[B.id], ip: parsed.bid.at[B.device].at[D.ip], w: parsed.bid.at[B.imp][0].at[I.banner].at[0], fields: parsed.bid.at[B.imp][0].at.length } : parsed;`,

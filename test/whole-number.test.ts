@@ -1,5 +1,5 @@
 import t from 'tap';
-import { isWholeNumberIn, parseWholeNumber } from '../src/whole-number.ts';
+import { isWholeNumberIn, parseWholeNumber } from '../src/base/whole-number.ts';
 
 t.test('parseWholeNumber: decimal digits, an optional minus, safe integers only', async (t) => {
   t.equal(parseWholeNumber('42'), 42);

@@ -22,8 +22,8 @@ export const WASM_MODULES: readonly WasmModule[] = [
   {
     // The bid request's JSON scan. Memory: 4 pages (256 KiB), fixed; the scan's regions end
     // below 240 KiB (json-scan.ts's layout) and asc's own data (none today) starts above them.
-    source: 'src/ortb/wasm/json-scan.ts',
-    output: 'src/ortb/json-scan-wasm.ts',
+    source: 'src/prebid/wasm/json-scan.ts',
+    output: 'src/prebid/ortb/json-scan-wasm.ts',
     constant: 'JSON_SCAN_WASM',
     options: ['-O3', '--runtime', 'stub', '--noAssert', '--enable', 'simd', '--initialMemory', '4', '--maximumMemory', '4', '--memoryBase', String(240 * 1024)],
   },

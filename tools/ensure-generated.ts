@@ -27,7 +27,7 @@ function newestMtime(dir: string): number {
 
 /**
  * True when the built dashboard is missing or older than some file under src/ (its UI code
- * imports shared modules such as src/enums.ts, so the whole tree counts; a false alarm
+ * imports shared modules such as src/base/enums.ts, so the whole tree counts; a false alarm
  * costs one quick rebuild).
  */
 export function dashboardStale(outDir = DASHBOARD_OUT): boolean {

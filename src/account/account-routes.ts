@@ -1,15 +1,15 @@
 // /v1/account: what the dashboard shows about the signed-in customer, and key rotation.
 // Keys are stored hashed, so only their prefixes can ever be shown; a rotated-in key is
 // returned once, in the rotation response.
-import { OPTIONS } from '../config.ts';
-import { HttpError } from '../errors.ts';
+import { OPTIONS } from '../base/config.ts';
+import { HttpError } from '../base/errors.ts';
 import { readJsonObject, sendJson, type Router } from '../http/router.ts';
 import { listLiveKeys, rotateKey } from '../store/api-keys.ts';
 import { findCustomer } from '../store/customer-ref.ts';
 import type { Queryable, Store } from '../store/db.ts';
-import { KEY_KINDS, type KeyKind } from '../secrets.ts';
+import { KEY_KINDS, type KeyKind } from '../base/secrets.ts';
 import { StoreError } from '../store/store-error.ts';
-import { isWholeNumberIn } from '../whole-number.ts';
+import { isWholeNumberIn } from '../base/whole-number.ts';
 import { FieldError, refuseUnknownFields } from './field-error.ts';
 import type { SessionGuard } from './session-guard.ts';
 

@@ -1,12 +1,12 @@
 // The account API listener (--api-port, default 9899) on the main thread: login and
 // tokens, Bearer-guarded projects and account endpoints, and whatever other parts mount
 // on the same port (dashboard, Bearer-authenticated reporting).
-import type { Config } from '../config.ts';
+import type { Config } from '../base/config.ts';
 import { Router, listen, type Listener } from '../http/router.ts';
 import type { TlsCredentials } from '../http/tls.ts';
-import { log } from '../log.ts';
+import { log } from '../base/log.ts';
 import type { Store } from '../store/db.ts';
-import { HOUR_MS } from '../time.ts';
+import { HOUR_MS } from '../base/time.ts';
 import { AccessTokens } from './access-tokens.ts';
 import { mountAccountRoutes } from './account-routes.ts';
 import { mountAuthRoutes } from './auth-routes.ts';

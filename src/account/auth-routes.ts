@@ -1,14 +1,14 @@
 // POST /login (OAuth2 password grant, form-encoded), POST /refresh_token and POST /logout
 // (JSON refresh token). Token responses: {access_token, refresh_token, token_type, expires_in}.
-import type { Config } from '../config.ts';
-import { HttpError } from '../errors.ts';
-import { log } from '../log.ts';
+import type { Config } from '../base/config.ts';
+import { HttpError } from '../base/errors.ts';
+import { log } from '../base/log.ts';
 import { readForm, readJsonObject, sendJson, type Ctx, type Router } from '../http/router.ts';
 import { tooManyRequests } from '../http/throttle.ts';
 import { findUserForLogin, upgradePasswordHash } from '../store/logins.ts';
 import type { Store } from '../store/db.ts';
 import { USERNAME_RULE, usernameFormOk } from '../store/users.ts';
-import { PASSWORD_MAX, hashPassword, needsRehash, verifyPasswordOrDummy } from '../secrets.ts';
+import { PASSWORD_MAX, hashPassword, needsRehash, verifyPasswordOrDummy } from '../base/secrets.ts';
 import type { AccessTokens } from './access-tokens.ts';
 import { FieldError } from './field-error.ts';
 import type { LoginThrottle } from './login-throttle.ts';

@@ -5,11 +5,11 @@
 // The reason codes come grouped by category too: the list the reporting dimension
 // `category` uses (src/signals/category.ts), so a report's "why" and an explain agree.
 import type { SessionGuard } from './session-guard.ts';
-import { HttpError } from '../errors.ts';
+import { HttpError } from '../base/errors.ts';
 import { readBody, sendJson, type Router } from '../http/router.ts';
 import type { Store } from '../store/db.ts';
 import type { LookupEngine } from '../prebid/pipeline.ts';
-import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES } from '../ortb/body.ts';
+import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES } from '../prebid/ortb/body.ts';
 import { CATEGORIES, REASON_CATEGORY, type Category } from '../signals/category.ts';
 
 export const EXPLAIN_PATH = '/v1/account/explain';

@@ -4,7 +4,7 @@
 // request is taken whole or refused whole (422 naming the first bad item). A label is kept
 // (the latest per lid wins: the calibration report reads them) and feeds the shared history
 // like a beacon: `invalid` is evidence against the lookup's IP, uid and IFA, `valid` for them.
-import { HttpError } from '../errors.ts';
+import { HttpError } from '../base/errors.ts';
 import { readJsonObject, sendJson, type Router } from '../http/router.ts';
 import { timestampValue } from '@duckdb/node-api';
 import type { Store } from '../store/db.ts';

@@ -1,6 +1,6 @@
 // A 422 that names the offending request field: {"error":"unprocessable","message","field"}
 // (the class lives with the other errors: the HTTP layer names fields too).
-import { FieldError } from '../errors.ts';
+import { FieldError } from '../base/errors.ts';
 
 export { FieldError };
 

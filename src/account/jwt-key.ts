@@ -2,7 +2,7 @@
 // created on first start. Kept across restarts so issued tokens survive them; deleting the
 // file invalidates every access token at the next start.
 import { join } from 'node:path';
-import { loadOrCreateKeyFile } from '../key-file.ts';
+import { loadOrCreateKeyFile } from '../base/key-file.ts';
 
 export const JWT_KEY_FILE = 'jwt.key';
 export const JWT_KEY_BYTES = 32;

@@ -17,7 +17,7 @@
 // Kept in memory: a restart forgets the counts.
 import ipaddr from 'ipaddr.js';
 import { ThrottleTable } from '../http/throttle.ts';
-import { MINUTE_MS } from '../time.ts';
+import { MINUTE_MS } from '../base/time.ts';
 
 /** Failures allowed per (username, client address) before that pair is locked. */
 export const USER_FAILURES_ALLOWED = 5;

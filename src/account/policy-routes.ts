@@ -1,7 +1,7 @@
 // /v1/policy: the signed-in customer's own allow and deny lists and band thresholds
 // (src/policy). Bearer-guarded for the whole path family (api.ts); every handler works on
 // the session's customer only, so one customer can neither read nor change another's.
-import { HttpError } from '../errors.ts';
+import { HttpError } from '../base/errors.ts';
 import { readJsonObject, sendJson, type Router } from '../http/router.ts';
 import { addEntries, getPolicy, removeEntries, setPolicy, setThresholds } from '../policy/manage.ts';
 import {

@@ -1,6 +1,6 @@
 // The fields of a scanning project and their rules, for create (all required fields,
 // defaults for the rest) and PATCH (any subset). Each failure is a 422 naming the field.
-import { COUNTRY_CODES } from '../countries.ts';
+import { COUNTRY_CODES } from '../base/countries.ts';
 import { FieldError, refuseUnknownFields } from './field-error.ts';
 
 export const NAME_MAX = 200;

@@ -1,11 +1,11 @@
 // /v1/project/*: the customer's ad-verification scanning projects. The Bearer check for
 // the whole path family is a router guard (api.ts); handlers only read the session.
-import { HttpError } from '../errors.ts';
+import { HttpError } from '../base/errors.ts';
 import { readJsonObject, sendJson, type Ctx, type Router } from '../http/router.ts';
 import type { Store } from '../store/db.ts';
 import { FieldError } from './field-error.ts';
 import { parseProjectCreate, parseProjectPatch } from './project-fields.ts';
-import { createProject, deleteProject, getProject, listProjects, projectId, updateProject } from './projects.ts';
+import { createProject, deleteProject, getProject, listProjects, projectId, updateProject } from './project-store.ts';
 import type { SessionGuard } from './session-guard.ts';
 
 export const LIST_LIMIT_DEFAULT = 20;

@@ -1,7 +1,7 @@
 // Bearer authentication for the dashboard-facing endpoints on the account port. Any
 // problem with the token is the one 400 of spec 5 rule 3: the client's cue to refresh and
 // retry. A token stops working at once when its session is revoked or its user disabled.
-import { HttpError } from '../errors.ts';
+import { HttpError } from '../base/errors.ts';
 import type { Ctx } from '../http/router.ts';
 import type { Store } from '../store/db.ts';
 import type { AccessTokens } from './access-tokens.ts';

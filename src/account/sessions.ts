@@ -5,7 +5,7 @@
 // user's updated_at at login (user_version) and stops matching once that moves.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Queryable, Store } from '../store/db.ts';
-import { hashKey } from '../secrets.ts';
+import { hashKey } from '../base/secrets.ts';
 import { oneAtATime, retryConflicts } from '../store/serial.ts';
 
 export const REFRESH_TOKEN_BYTES = 32;

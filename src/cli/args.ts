@@ -1,6 +1,6 @@
 // Splits a command line into subcommand words, the common option flags (handed to
 // config.ts's parseOptionFlags) and the subcommand's own flags.
-import { ConfigError, OPTIONS, parseOptionFlags, type OptionKey } from '../config.ts';
+import { ConfigError, OPTIONS, parseOptionFlags, type OptionKey } from '../base/config.ts';
 
 /** A mistake in how the command was typed: reported with a pointer to `ivtd help`, exit code 2. */
 export class UsageError extends Error {

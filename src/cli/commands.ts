@@ -1,11 +1,11 @@
 // The `ivtd` subcommands: parse the command line, run the operation (through a running
 // server's control socket when there is one, else on the store directly), print text or JSON.
 import { existsSync } from 'node:fs';
-import { parsePolicyCsv, policyToCsv } from '../policy/csv.ts';
+import { parsePolicyCsv, policyToCsv } from '../policy/policy-csv.ts';
 import { DEFAULT_THRESHOLDS, MAX_ENTRIES, PolicyError } from '../policy/model.ts';
 import type { StoredPolicy } from '../store/policies.ts';
 import { join } from 'node:path';
-import { ConfigError, OPTIONS, optionsHelp, resolveConfig, resolveConfigAsync, type Config } from '../config.ts';
+import { ConfigError, OPTIONS, optionsHelp, resolveConfig, resolveConfigAsync, type Config } from '../base/config.ts';
 import { DB_FILE, Store, StoreLockedError } from '../store/db.ts';
 import type { CustomerListing } from '../store/customers.ts';
 import { StoreError } from '../store/store-error.ts';
@@ -17,14 +17,14 @@ import { formatVersion, versionInfo } from '../ops/version.ts';
 import { SourcesError } from '../data/sources.ts';
 import { LockBusyError } from '../data/files.ts';
 import { POLICY_BODY_LIMIT } from '../account/policy-routes.ts';
-import { PASSWORD_MAX } from '../secrets.ts';
+import { PASSWORD_MAX } from '../base/secrets.ts';
 import { fileChunks, readText } from './read-text.ts';
-import { ListenError } from '../errors.ts';
-import { DOCUMENT_LIMITS, jsonFault, type JsonValue } from '../ortb/bounded-json.ts';
-import { withoutBom } from '../text.ts';
+import { ListenError } from '../base/errors.ts';
+import { DOCUMENT_LIMITS, jsonFault, type JsonValue } from '../base/bounded-json.ts';
+import { withoutBom } from '../base/text.ts';
 import { TlsError } from '../http/tls.ts';
 import { DATA_USAGE, dataStatus, dataUpdate, statusText, updateText } from './data-commands.ts';
-import { isWholeNumberIn, parseWholeNumber } from '../whole-number.ts';
+import { isWholeNumberIn, parseWholeNumber } from '../base/whole-number.ts';
 import pkg from '../../package.json' with { type: 'json' };
 import { limitMallocArenasAtStart } from '../runtime/malloc-arenas.ts';
 
@@ -462,7 +462,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
       // exists (src/runtime/malloc-arenas.ts). Only the server lives long enough to need it.
       limitMallocArenasAtStart();
       const config = resolveConfig(options);
-      const { serve } = await import('../server.ts');
+      const { serve } = await import('../server/serve.ts');
       // SIGHUP re-resolves the config the same way (the file and environment may have changed).
       await serve(config, () => resolveConfigAsync(options));
       return 0;

@@ -3,7 +3,7 @@
 // dir is told to reload afterwards over the control socket.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Config } from '../config.ts';
+import type { Config } from '../base/config.ts';
 import { SOURCES_FILE } from '../data/sources.ts';
 import { refresherFor, type RefreshReport, type RefreshStatus } from '../data/refresh.ts';
 import { ControlUnavailableError, sendControl } from '../provisioning/control.ts';

@@ -7,8 +7,8 @@ import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import type { Config } from '../config.ts';
-import { HttpError } from '../errors.ts';
+import type { Config } from '../base/config.ts';
+import { HttpError } from '../base/errors.ts';
 import { sendJson, type Ctx, type Router } from '../http/router.ts';
 import { isSea, listAssets, readAsset, repoRoot } from '../runtime/assets.ts';
 

@@ -16,7 +16,7 @@ import { existsSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs
 import { join } from 'node:path';
 import { isDomainName, parseAdsTxt } from '../signals/ads-txt.ts';
 import { rootDomain, type AdsTxtFileInput, type AdsTxtKind } from '../signals/ads-txt-build.ts';
-import { HOUR_MS, DAY_MS } from '../time.ts';
+import { HOUR_MS, DAY_MS } from '../base/time.ts';
 import { mtimeOf, readJson, writeAtomic } from './files.ts';
 import { HttpGetError, type HttpGetOptions, type HttpGetResult } from './http-get.ts';
 import type { AdsTxtCrawl } from './sources.ts';

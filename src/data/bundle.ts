@@ -5,13 +5,13 @@
 // a file of the same name in <data-dir> > the embedded default.
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { OPTIONS, type Config } from '../config.ts';
+import { OPTIONS, type Config } from '../base/config.ts';
 import { planMemory } from '../memory/budget.ts';
 import { listAssets, readAsset, readAssetInPlace } from '../runtime/assets.ts';
 import { RangeSetBuilder, addRangeList } from '../signals/ip-ranges.ts';
 import { buildAdsTxtIndex } from '../signals/ads-txt-build.ts';
 import { ADS_TXT_DIR, readAdsTxtFiles } from './ads-txt-crawl.ts';
-import type { DataBundle, DataFile, DataFileInfo } from './thread-bundle.ts';
+import type { DataBundle, DataFile, DataFileInfo } from '../prebid/thread-bundle.ts';
 
 // The bundle's shape lives with its way to the threads (thread-bundle.ts), below the loader.
 export type { DataBundle, DataFile, DataFileInfo };

@@ -3,7 +3,7 @@
 // format: the refresher then keeps the previous data. A body may contain a few
 // unreadable entries (counted); more than MAX_BAD_SHARE of them and the body is refused.
 import { parseCidr, type Cidr, type RangeCategory } from '../signals/ip-ranges.ts';
-import { withoutBom } from '../text.ts';
+import { withoutBom } from '../base/text.ts';
 
 export const RANGE_FORMATS = [
   'aws-ip-ranges', // https://ip-ranges.amazonaws.com/ip-ranges.json

@@ -4,13 +4,13 @@
 // reported with the key that holds it.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DAY_MS, HOUR_MS, parseDuration } from '../time.ts';
+import { DAY_MS, HOUR_MS, parseDuration } from '../base/time.ts';
 import { RANGE_CATEGORIES, isRangeCategory, type RangeCategory } from '../signals/ip-ranges.ts';
 import { isDomainName } from '../signals/ads-txt.ts';
 import { FORMAT_CATEGORY, RANGE_FORMATS, type RangeFilter, type RangeFormat } from './range-formats.ts';
 import { shownUrl } from './shown-url.ts';
-import { withoutBom } from '../text.ts';
-import { DOCUMENT_LIMITS, jsonFault, type JsonValue } from '../ortb/bounded-json.ts';
+import { withoutBom } from '../base/text.ts';
+import { DOCUMENT_LIMITS, jsonFault, type JsonValue } from '../base/bounded-json.ts';
 
 export const SOURCES_FILE = 'sources.json';
 

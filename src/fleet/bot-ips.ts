@@ -16,7 +16,7 @@
 // every host within about two minutes. Rows older than BOT_IPS.keepDays days are dropped
 // (whole daily partitions) by the full instance.
 import { isIP } from 'node:net';
-import { log } from '../log.ts';
+import { log } from '../base/log.ts';
 import type { BotIpRow } from '../prebid/bot-ip-tracker.ts';
 import type { BeaconIpRow } from '../prebid/messages.ts';
 import type { ClickHouse } from './clickhouse.ts';
@@ -131,7 +131,7 @@ export async function dropOldBotIps(ch: ClickHouse, now = Date.now()): Promise<n
   return dropped;
 }
 
-/** What the exchange reads and feeds on this host (src/server/fleet.ts wires the lookup threads). */
+/** What the exchange reads and feeds on this host (src/server/wire-fleet.ts wires the lookup threads). */
 export interface BotIpHooks {
   /** This host's bot-heavy IPs of the last period (the lookup threads' top-K). */
   local(): BotIpRow[] | Promise<BotIpRow[]>;

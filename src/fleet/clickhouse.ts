@@ -7,7 +7,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { sqlIdentifier } from './sql.ts';
-import type { ClickHouseTarget } from '../clickhouse-url.ts';
+import type { ClickHouseTarget } from '../base/clickhouse-url.ts';
 
 /** ClickHouse exception codes ivtd reacts to. */
 export const CH_CODES = {

@@ -14,7 +14,7 @@
 import type { Granularity } from '../reporting/columns.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { FleetError } from './clickhouse.ts';
-import { LOOKUP_FLEET_ROLLUPS, MARKER_CUSTOMER, insertRows, markerPeriodSeconds, type Batch, type FleetRollups } from './batches.ts';
+import { LOOKUP_FLEET_ROLLUPS, MARKER_CUSTOMER, insertRows, markerPeriodSeconds, type Batch, type FleetRollups } from '../reporting/batches.ts';
 import { sqlInt, sqlString } from './sql.ts';
 
 export type DeliveryOutcome = 'sent' | 'found';

@@ -1,4 +1,4 @@
-// A host's part in a fleet (--clickhouse-url), wired for src/server/fleet.ts in one call.
+// A host's part in a fleet (--clickhouse-url), wired for src/server/wire-fleet.ts in one call.
 // Every role: rollups go through the spool to ClickHouse (./spool.ts); bot IPs are
 // published and the fleet's set pulled (./bot-ips.ts). Role `all` also publishes the key
 // set, reads reports from ClickHouse and runs ClickHouse retention. Role `edge` takes its
@@ -9,28 +9,28 @@
 // spool writer, keys and policies by role, retention (role all), the bot IP exchange.
 import { hostname } from 'node:os';
 import type { Registry } from 'prom-client';
-import type { Config } from '../config.ts';
-import type { CountRow } from '../reporting/tuple.ts';
-import { log } from '../log.ts';
+import type { Config } from '../base/config.ts';
+import type { CountRow } from '../counts/tuple.ts';
+import { log } from '../base/log.ts';
 import type { LiveKey } from '../store/api-keys.ts';
 import type { ReportSource } from '../reporting/engine.ts';
 import type { Store } from '../store/db.ts';
 import type { BotIpRow } from '../prebid/bot-ip-tracker.ts';
 import { BotIpExchange, type BotIpHooks } from './bot-ips.ts';
 import { ClickHouse } from './clickhouse.ts';
-import { KeyPublisher, KeyPuller } from './keys.ts';
-import { registerFleetMetrics } from './metrics.ts';
-import { PolicyPublisher, PolicyPuller } from './policies.ts';
+import { KeyPublisher, KeyPuller } from './key-sync.ts';
+import { registerFleetMetrics } from './fleet-metrics.ts';
+import { PolicyPublisher, PolicyPuller } from './policy-sync.ts';
 import { ClickHouseBeaconLabels, ClickHouseReportSource } from './reports.ts';
-import { IMPRESSION_FLEET_ROLLUPS } from './batches.ts';
+import { IMPRESSION_FLEET_ROLLUPS } from '../reporting/batches.ts';
 import type { BeaconLabels } from '../reporting/calibration.ts';
 import { scheduleRetention } from './retention.ts';
 import { SchemaCheck } from './schema-check.ts';
-import { agreeLidSecret } from './lid-secret.ts';
+import { agreeLidSecret } from './lid-secret-sync.ts';
 import { FleetWriter } from './spool.ts';
-import { SeenLidExchange, type SeenLidHooks } from './seen-lids.ts';
-import type { Role } from '../fleet-roles.ts';
-import { parseClickHouseUrl } from '../clickhouse-url.ts';
+import { SeenLidExchange, type SeenLidHooks } from './seen-lid-exchange.ts';
+import type { Role } from '../base/fleet-roles.ts';
+import { parseClickHouseUrl } from '../base/clickhouse-url.ts';
 
 /** How long the start waits for the schema check, and for an edge's first key pull. */
 const START_WAIT_MS = 2000;
@@ -57,7 +57,7 @@ export interface FleetOptions {
    * last minute (the lookup threads' top-K), `onFleetSet` receives the fleet's set.
    */
   botIps?: BotIpHooks;
-  /** Fleet-wide replays: where the other hosts' first sights of lids go (src/fleet/seen-lids.ts). */
+  /** Fleet-wide replays: where the other hosts' first sights of lids go (src/fleet/seen-lid-exchange.ts). */
   seenLids?: SeenLidHooks;
 }
 

@@ -2,9 +2,9 @@
 // semantics as the DuckDB source (src/reporting/engine.ts), so the API, the dashboard and
 // their tests do not know which store answered. Values reach the SQL only through
 // ./sql.ts; names only from the dimension enums.
-import type { Dimension } from '../enums.ts';
-import { HttpError } from '../errors.ts';
-import { log } from '../log.ts';
+import type { Dimension } from '../base/enums.ts';
+import { HttpError } from '../base/errors.ts';
+import { log } from '../base/log.ts';
 import { IMPRESSION_TABLES, ROLLUP_TABLES, tableFor } from '../reporting/columns.ts';
 import type { BeaconLabels, LabelCounts } from '../reporting/calibration.ts';
 import { tooManyGroups, type ReportSource, type SourceRows } from '../reporting/engine.ts';

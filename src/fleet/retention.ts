@@ -2,12 +2,12 @@
 // goes when its whole month is older than the oldest day kept (--retention-days). Rows of a
 // partly expired month stay until the month is out, and are never reported: the reporting
 // API refuses start dates beyond the retention (src/reporting/params.ts).
-import { log } from '../log.ts';
+import { log } from '../base/log.ts';
 import { IMPRESSION_TABLES, ROLLUP_TABLES } from '../reporting/columns.ts';
-import { oldestKeptDayMs } from '../reporting/retention.ts';
-import { monthOf } from './batches.ts';
+import { oldestKeptDayMs } from '../reporting/retention-window.ts';
+import { monthOf } from '../reporting/batches.ts';
 import { dropOldBotIps } from './bot-ips.ts';
-import { dropOldSeenLids } from './seen-lids.ts';
+import { dropOldSeenLids } from './seen-lid-exchange.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { sqlInt, sqlString } from './sql.ts';
 

@@ -1,7 +1,7 @@
 // The ClickHouse schema, checked (and created or migrated) in the background until it works:
 // the start waits for it only briefly, so an unreachable or hanging ClickHouse never holds
 // up lookups; rollups wait in the spool until it is ready.
-import { log } from '../log.ts';
+import { log } from '../base/log.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { migrateClickHouse } from './schema.ts';
 

@@ -8,11 +8,11 @@
 // are merged (one row per tuple), so the spool grows with the distinct tuples, not with
 // the number of flush intervals.
 import { randomUUID } from 'node:crypto';
-import { log } from '../log.ts';
-import { TupleCounts, tupleKey, type CountRow } from '../reporting/tuple.ts';
+import { log } from '../base/log.ts';
+import { TupleCounts, tupleKey, type CountRow } from '../counts/tuple.ts';
 import type { Store } from '../store/db.ts';
 import { CountsLostError } from '../reporting/writer.ts';
-import { GRANULARITIES, LOOKUP_FLEET_ROLLUPS, toBatches, type Batch, type FleetRollups } from './batches.ts';
+import { GRANULARITIES, LOOKUP_FLEET_ROLLUPS, toBatches, type Batch, type FleetRollups } from '../reporting/batches.ts';
 import { FleetError, type ClickHouse } from './clickhouse.ts';
 import { BatchDelivery, certainlyNotSent } from './delivery.ts';
 

@@ -3,7 +3,8 @@
 // not a constant of this code reaches SQL through these functions and nowhere else:
 // strings as escaped literals, numbers as checked integers, names as checked identifiers.
 // Bulk rows never go through SQL text: they travel as JSONEachRow insert bodies.
-import { isIdentifier } from '../clickhouse-url.ts';
+import { isIdentifier } from '../base/clickhouse-url.ts';
+import { toStoredString } from '../base/text.ts';
 
 /**
  * A single-quoted ClickHouse string literal holding exactly `value`.
@@ -46,9 +47,4 @@ export function sqlIdentifier(name: string): string {
   return name;
 }
 
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-
-/** A value as ClickHouse stores it from a JSON insert and compares it in a literal: lone surrogates → U+FFFD. */
-export function toStoredString(value: string): string {
-  return value.replace(LONE_SURROGATE, '\ufffd');
-}
+export { toStoredString };

@@ -6,10 +6,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { errorJson, FieldError, HttpError, ListenError, listenHint, STATUS_TEXT, type ErrorAnswer } from '../errors.ts';
-import { log } from '../log.ts';
+import { errorJson, FieldError, HttpError, ListenError, listenHint, STATUS_TEXT, type ErrorAnswer } from '../base/errors.ts';
+import { log } from '../base/log.ts';
 import type { TlsCredentials } from './tls.ts';
-import { DOCUMENT_LIMITS, jsonFault, type JsonValue } from '../ortb/bounded-json.ts';
+import { DOCUMENT_LIMITS, jsonFault, type JsonValue } from '../base/bounded-json.ts';
 
 export interface Ctx {
   req: IncomingMessage;

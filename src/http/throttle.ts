@@ -2,7 +2,7 @@
 // a client address) in one bounded table with an injectable clock, and the 429 answer.
 // Policies live with their listener: token buckets for reports (reporting/rate-limit.ts),
 // lockouts for password logins (account/login-throttle.ts).
-import { HttpError } from '../errors.ts';
+import { HttpError } from '../base/errors.ts';
 
 /**
  * Throttle state per key. At most `maxKeys` keys are kept; the least recently updated is

@@ -6,7 +6,7 @@
 // The tables in shared memory (history and caches) exist once per process, whatever
 // `--threads`; the per-thread parts are divided among the threads.
 // Pure arithmetic, importing nothing: the tables themselves are allocated from the plan by
-// src/memory/lookup-memory.ts.
+// src/prebid/lookup-memory.ts.
 
 const MB = 1 << 20;
 
@@ -102,7 +102,7 @@ export const TABLES_MIN_MB = 48;
  * and the C heaps' floors in full (what the process takes before any traffic), DuckDB's pool
  * and room for the tables; 184 MB + 36 per lookup thread (256 with two). planMemory takes any
  * budget (tests' small engines), capping the floors below this one, but a process given less
- * outgrows it by what the caps leave out, so the configuration refuses it (src/config.ts).
+ * outgrows it by what the caps leave out, so the configuration refuses it (src/base/config.ts).
  */
 export function minimumBudgetMb(threads: number): number {
   return RUNTIME_MAIN_MB + RUNTIME_THREAD_MB * threads + NATIVE_MAIN_MB + NATIVE_THREAD_MB * threads + STORE_MIN_MB + TABLES_MIN_MB;

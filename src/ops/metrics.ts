@@ -6,7 +6,7 @@ import { Counter, Registry, collectDefaultMetrics, type Metric } from 'prom-clie
 import type { DataBundle, DataFile } from '../data/bundle.ts';
 import type { RefreshStatus } from '../data/refresh.ts';
 import { Router, listen, type Listener } from '../http/router.ts';
-import { log } from '../log.ts';
+import { log } from '../base/log.ts';
 import { LATENCY_BUCKETS_US, type LookupStats } from '../prebid/messages.ts';
 import type { FlushStats } from '../reporting/service.ts';
 import { versionInfo } from './version.ts';

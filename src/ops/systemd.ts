@@ -3,7 +3,7 @@
 // cache directory (the native-addon cache, via $CACHE_DIRECTORY, see cache-dir.ts) and
 // makes the rest of the filesystem read-only to it.
 import { isAbsolute, resolve } from 'node:path';
-import { OPTIONS, resolveConfig, type OptionKey } from '../config.ts';
+import { OPTIONS, resolveConfig, type OptionKey } from '../base/config.ts';
 
 export const DEFAULT_BINARY = '/usr/local/bin/ivtd';
 export const UNIT_NAME = 'ivtd.service';

@@ -4,9 +4,9 @@
 // refusal names the field it is about (`entries[3].value`). docs/policy.md is the
 // reference for people. Pure (no Node modules): the dashboard's CSV import runs it too.
 import { parseIp } from '../signals/ip-address.ts';
-import { quoted } from '../text.ts';
+import { quoted } from '../base/text.ts';
 import { BAND_HIGH_MIN, BAND_MEDIUM_MIN } from '../signals/score.ts';
-import { ACTIONS, ENTRY_KINDS, entryKey, type Action, type EntryKind, type Policy, type PolicyEntry } from '../policy-entry.ts';
+import { ACTIONS, ENTRY_KINDS, entryKey, type Action, type EntryKind, type Policy, type PolicyEntry } from '../base/policy-entry.ts';
 
 // The shape, re-exported so that the policy's callers find the whole vocabulary here.
 export { ACTIONS, ENTRY_KINDS, entryKey, type Action, type EntryKind, type Policy, type PolicyEntry };

@@ -1,10 +1,10 @@
 // The main thread's side of customers' policies: compiles each customer's policy once into
 // shared memory, keeps all of them inside the memory budget's policy share, and hands the
-// buffers to the lookup threads (src/prebid/lookup-threads.ts) and the explain engine. It learns
+// buffers to the lookup threads (src/server/lookup-threads.ts) and the explain engine. It learns
 // of changes at once from the account API and the control socket, and by comparing
 // versions every few seconds (the source: the store, or a fleet edge's copy from ClickHouse).
-import { log } from '../log.ts';
-import { CoalescedRun } from '../refresh-loop.ts';
+import { log } from '../base/log.ts';
+import { CoalescedRun } from '../base/refresh-loop.ts';
 import { compilePolicy, type CompiledPolicy } from './compiled.ts';
 import { PolicyError, type Policy } from './model.ts';
 

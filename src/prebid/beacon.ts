@@ -5,8 +5,8 @@
 // seen-lids table), `mismatch` (another /24 or /48 AND another UA family than the lookup's
 // device), else `valid`. A replay or mismatch is evidence against the lookup's IP, uid and IFA
 // in the shared history; every judged impression is counted for the reports.
-import type { ErrorAnswer } from '../errors.ts';
-import type { ImpStatus } from '../enums.ts';
+import type { ErrorAnswer } from '../base/errors.ts';
+import type { ImpStatus } from '../base/enums.ts';
 import type { History, HistoryKeys } from '../signals/history.ts';
 import { emptyKeys } from '../signals/history.ts';
 import { ipScratch, asParsed, parseIpInto, type IpScratch } from '../signals/ip-address.ts';
@@ -17,7 +17,7 @@ import type { BeaconIpRow, BeaconSettings, ImpressionDeltas, LookupMemory } from
 import { hashId } from '../memory/hash.ts';
 import { SeenLids } from './seen-lids.ts';
 import { TrustedProxies } from './trusted-proxies.ts';
-import { ImpressionCounts } from '../reporting/impression-counts.ts';
+import { ImpressionCounts } from '../counts/impression-counts.ts';
 
 export const IMP_PATH = '/api/v1/ivt/imp';
 

@@ -1,12 +1,12 @@
-// The reporting dimensions of one lookup, in the order of TUPLE_DIMENSIONS (src/enums.ts):
+// The reporting dimensions of one lookup, in the order of TUPLE_DIMENSIONS (src/base/enums.ts):
 // one named line per dimension, so a new dimension is one line here and one in enums.ts
 // (test/prebid/dimensions.test.ts fails on a position left unwritten). The category comes
 // from the score, not the request: the caller passes it in.
 // Written out rather than as a table of one small function per dimension: called through
 // one site, 19 functions made V8's call megamorphic (a micro-benchmark, 6 December 2026:
 // about 265 ns a lookup for the table with clipDim on every value, 145 ns written out).
-import { environmentOf } from '../enums.ts';
-import { DIM_INDEX as D, clipDim } from '../reporting/tuple.ts';
+import { environmentOf } from '../base/enums.ts';
+import { DIM_INDEX as D, clipDim } from '../counts/tuple.ts';
 import type { Category } from '../signals/category.ts';
 import type { LookupSignals } from './gather.ts';
 import type { LookupRequest } from './validate.ts';

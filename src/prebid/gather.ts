@@ -18,7 +18,7 @@ import { bundleProblem } from '../signals/app-bundle.ts';
 import type { ScoreInputs } from '../signals/score.ts';
 import { UaAnalyzer, emptyVerdict, type UaVerdict } from '../signals/ua-analysis.ts';
 import { UaCache } from '../signals/ua-cache.ts';
-import type { LookupData } from './data.ts';
+import type { LookupData } from './lookup-data.ts';
 import type { LookupRequest } from './validate.ts';
 
 /** The flags the score reads, plus the facts behind them. */

@@ -2,7 +2,7 @@
 // main thread whenever the live set changes. Verified raw keys are memoised so the steady
 // state costs one Map lookup instead of a SHA-256 per request; the memo is bounded (its
 // size comes from the memory budget) and holds copies, never slices of a request.
-import { hashKey } from '../secrets.ts';
+import { hashKey } from '../base/secrets.ts';
 import { ownString } from '../memory/own-string.ts';
 import type { LiveKey } from '../store/api-keys.ts';
 

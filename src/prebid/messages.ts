@@ -1,34 +1,15 @@
 // Messages between the main thread and the lookup threads.
-import type { DataBundle } from '../data/thread-bundle.ts';
-import type { SharedCountsMemory } from '../reporting/shared-counts.ts';
-import type { SharedTableMemory } from '../memory/shared-table.ts';
-import type { CountRow } from '../reporting/tuple.ts';
-import type { ImpressionRowDelta, ImpressionTuple } from '../reporting/impression-counts.ts';
-import type { NewTuple } from '../reporting/tuple-dictionary.ts';
+import type { LookupMemory } from './lookup-memory.ts';
+import type { DataBundle } from './thread-bundle.ts';
+import type { CountRow } from '../counts/tuple.ts';
+import type { ImpressionRowDelta, ImpressionTuple } from '../counts/impression-counts.ts';
+import type { NewTuple } from '../counts/tuple-dictionary.ts';
 import type { BotIpRow } from './bot-ip-tracker.ts';
 import type { LiveKey } from '../store/api-keys.ts';
 import type { PolicyUpdate } from '../policy/service.ts';
-import type { FleetBotIpMemory } from '../signals/fleet-bot-ips.ts';
-import type { HistoryMemory } from '../signals/history.ts';
-import type { IpCacheMemory } from '../signals/ip-cache.ts';
-import type { WarmUp } from './warm-up.ts';
-import type { UaCacheMemory } from '../signals/ua-cache.ts';
 
-/** The shared memory every lookup thread opens (allocated by src/memory/lookup-memory.ts on the main thread; posted to each thread; SharedArrayBuffers are shared, not copied). */
-export interface LookupMemory {
-  readonly history: HistoryMemory;
-  readonly uaCache: UaCacheMemory;
-  readonly ipCache: IpCacheMemory;
-  readonly counts: SharedCountsMemory;
-  /** The impression beacon's lids seen (src/prebid/seen-lids.ts) and its counts. */
-  readonly impressions: { readonly seen: SharedTableMemory; readonly counts: SharedCountsMemory };
-  /** The fleet's bot-heavy IPs (fixed size, about 1 MB; empty without a fleet). */
-  readonly fleetBotIps: FleetBotIpMemory;
-  readonly threadCountsBytes: number;
-  readonly keyMemoEntries: number;
-  /** This thread's UA memos, in bytes (the scanner's and the UA cache's, half each). */
-  readonly uaMemoBytes: number;
-}
+
+export type { LookupMemory };
 
 export interface LookupWorkerInit {
   index: number;
@@ -58,7 +39,7 @@ export interface LookupWorkerInit {
 
 /** What a lookup thread needs for lookup ids and impression beacons. */
 export interface BeaconSettings {
-  /** The fleet's lookup-id secret (src/prebid/lid-secret.ts). */
+  /** The fleet's lookup-id secret (src/server/lid-secret.ts). */
   lidSecret: Uint8Array;
   /** A beacon later than this after its lookup is `expired` (--imp-ttl, ms). */
   impTtlMs: number;
@@ -157,3 +138,14 @@ export type FromWorker =
   | { type: 'stopped'; index: number; announced: NewTuple[]; rows: CountRow[]; impressions: ImpressionDeltas; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats }
   /** The thread hit an error nothing caught, closed its sockets and is ending. */
   | { type: 'fatal'; index: number; message: string };
+
+/** What a thread's warm-up did (src/prebid/warm-up.ts), sent with its first `data-ok`. */
+export interface WarmUp {
+  ms: number;
+  lookups: number;
+  /** Lookups answered 200, and their bands (the tests check that every path was taken). */
+  answered: number;
+  bands: { low: number; medium: number; high: number };
+  /** Set when the warm-up threw (a bug): the thread serves regardless, its first lookups slower. */
+  error?: string;
+}

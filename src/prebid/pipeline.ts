@@ -7,9 +7,9 @@
 // counted for reporting. The admin explain runs steps 1-4 over the same state and data in
 // 'peek' mode: it reads what the lookup threads have and writes nothing.
 // One LookupEngine per lookup thread (and one on the main thread, for explain).
-import { TUPLE_DIMENSIONS, type Band, type TransactionClass } from '../enums.ts';
-import { errorJson, type ErrorAnswer } from '../errors.ts';
-import { ThreadCounts } from '../reporting/thread-counts.ts';
+import { TUPLE_DIMENSIONS, type Band, type TransactionClass } from '../base/enums.ts';
+import { errorJson, type ErrorAnswer } from '../base/errors.ts';
+import { ThreadCounts } from '../counts/thread-counts.ts';
 import { categoryOf, noBidReason, type Category } from '../signals/category.ts';
 import type { HistoryFacts } from '../signals/history.ts';
 import { asParsed } from '../signals/ip-address.ts';
@@ -19,8 +19,8 @@ import { ALLOW, DENY, PolicyTable, type PolicyMatch, type PolicySubject } from '
 import { HASH } from '../memory/hash.ts';
 import { hashUa } from '../signals/ua-cache.ts';
 import type { UaInfo } from '../signals/ua-analysis.ts';
-import { hourStart } from '../time.ts';
-import type { LookupData } from './data.ts';
+import { hourStart } from '../base/time.ts';
+import type { LookupData } from './lookup-data.ts';
 import { fillDimensions } from './dimensions.ts';
 import { KeyTable } from './keys.ts';
 import { QueryScanner } from './query.ts';
@@ -32,8 +32,8 @@ import type { LookupMemory, SeenValues } from './messages.ts';
 import type { SupplyChain } from '../signals/schain.ts';
 import { LidCodec, emptyLidInput, type LidInput } from './lid.ts';
 import { emptyRequest, validateAuth, validateOrtbRequest, validateRequest, type LookupRequest } from './validate.ts';
-import type { Fields } from '../ortb/shape.ts';
-import { emptyOrtbExtra, mapBidRequest, noteMissing, ORTB_NAMES, ortbConfidence, ortbResponseTail, type OrtbExtra } from '../ortb/map.ts';
+import type { Fields } from '../base/shape.ts';
+import { emptyOrtbExtra, mapBidRequest, noteMissing, ORTB_NAMES, ortbConfidence, ortbResponseTail, type OrtbExtra } from './ortb/map.ts';
 
 export interface LookupOutcome {
   status: number;

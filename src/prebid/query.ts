@@ -1,8 +1,8 @@
 // One-pass scanner for the raw lookup query string (spec 4.4 rules 2-4). It reads the
 // still-encoded text once, rejects what the contract forbids, and decodes only the values
 // of known parameters into a reused slot array. No URLSearchParams, no per-parameter objects.
-import type { ErrorAnswer } from '../errors.ts';
-import { isHexDigit, percentDecodeChecked } from '../http/percent.ts';
+import type { ErrorAnswer } from '../base/errors.ts';
+import { isHexDigit, percentDecodeChecked } from '../base/percent.ts';
 import { ownString } from '../memory/own-string.ts';
 import { HASH as HASH_WORDS, hashString } from '../memory/hash.ts';
 import { DEFAULT_MEMO_BYTES, StringMemo } from '../memory/string-memo.ts';

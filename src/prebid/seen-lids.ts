@@ -46,7 +46,7 @@ export class SeenLids {
   }
 
   /**
-   * Takes a first sight another host had (src/fleet/seen-lids.ts; main thread): the lid
+   * Takes a first sight another host had (src/fleet/seen-lid-exchange.ts; main thread): the lid
    * with tag (hi, lo) counts as seen once here, its first beacon a mismatch or not, so its
    * next beacon on this host is a `replay`. Changes nothing when the lid is known here
    * already. Returns true when it was added.

@@ -1,11 +1,11 @@
 // Turns scanned parameter values into a typed lookup request, enforcing the types and
 // conditional rules of spec 4.4. Pure and synchronous; reuses one request object.
-import { CTV_DEVICE_TYPES, RENDERED_AD_TYPES } from '../enums.ts';
-import type { ErrorAnswer } from '../errors.ts';
+import { CTV_DEVICE_TYPES, RENDERED_AD_TYPES } from '../base/enums.ts';
+import type { ErrorAnswer } from '../base/errors.ts';
 import type { SchainResult } from '../signals/schain.ts';
 import type { SuaFacts } from '../signals/sua.ts';
 import { ownString } from '../memory/own-string.ts';
-import { isUuid } from '../uuid.ts';
+import { isUuid } from '../base/uuid.ts';
 import { P, PARAM_NAMES, REQUIRED } from './params.ts';
 
 export interface LookupRequest {
@@ -217,7 +217,7 @@ function assign(
 }
 
 /**
- * The lookup of an OpenRTB bid request (its values mapped by src/ortb/map.ts): nothing
+ * The lookup of an OpenRTB bid request (its values mapped by src/prebid/ortb/map.ts): nothing
  * the body carries is required, an absent value is '' (or 0 for adt and dvt) and the
  * answer lists it as missing. Only the query's own values can be refused here: `node`
  * missing, or a `dvt`, `rat`, `geo` or `dim` that the GET form would refuse.

@@ -10,11 +10,14 @@
 // are written here (invented IPs from documentation and carrier ranges, common UA shapes).
 import { randomBytes } from 'node:crypto';
 import { MIN_BUDGET_MB, planMemory, type MemoryPlan } from '../memory/budget.ts';
-import { allocateLookupMemory } from '../memory/lookup-memory.ts';
-import { bidRequestFrom } from '../ortb/body.ts';
-import { hashKey } from '../secrets.ts';
-import type { LookupData } from './data.ts';
+import { allocateLookupMemory } from './lookup-memory.ts';
+import { bidRequestFrom } from './ortb/body.ts';
+import { hashKey } from '../base/secrets.ts';
+import type { LookupData } from './lookup-data.ts';
 import { LookupEngine, type LookupOutcome } from './pipeline.ts';
+import type { WarmUp } from './messages.ts';
+
+export type { WarmUp };
 
 const PARTNER = '00000000-0000-4000-8000-000000000001';
 const KEY = 'warm-up';
@@ -80,16 +83,6 @@ function scratchPlan(): MemoryPlan {
     threadCountsBytes: small(p.threadCountsBytes),
     uaMemoBytes: small(p.uaMemoBytes),
   };
-}
-
-export interface WarmUp {
-  ms: number;
-  lookups: number;
-  /** Lookups answered 200, and their bands (the tests check that every path was taken). */
-  answered: number;
-  bands: { low: number; medium: number; high: number };
-  /** Set when the warm-up threw (a bug): the thread serves regardless, its first lookups slower. */
-  error?: string;
 }
 
 /**

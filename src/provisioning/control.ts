@@ -7,9 +7,9 @@ import net from 'node:net';
 import { join } from 'node:path';
 import type { Store } from '../store/db.ts';
 import { STORE_ERROR_CODES, StoreError, type StoreErrorCode } from '../store/store-error.ts';
-import { log } from '../log.ts';
-import { quoted } from '../text.ts';
-import { DOCUMENT_LIMITS, jsonFault, type JsonValue } from '../ortb/bounded-json.ts';
+import { log } from '../base/log.ts';
+import { quoted } from '../base/text.ts';
+import { DOCUMENT_LIMITS, jsonFault, type JsonValue } from '../base/bounded-json.ts';
 import type { PolicyService } from '../policy/service.ts';
 import { isOperationName, runOperation, type OperationHooks, type OperationName, type OperationResult, type ReloadOutcome } from './operations.ts';
 

@@ -6,12 +6,12 @@ import { createCustomer, listCustomers } from '../store/customers.ts';
 import type { Store } from '../store/db.ts';
 import { StoreError } from '../store/store-error.ts';
 import { addUser, setPassword, setUserDisabled } from '../store/users.ts';
-import { OPTIONS } from '../config.ts';
+import { OPTIONS } from '../base/config.ts';
 import { requireCustomer } from '../store/customer-ref.ts';
 import { addEntries, getPolicy, removeEntries, setPolicy } from '../policy/manage.ts';
 import { PolicyError } from '../policy/model.ts';
 import type { PolicyService } from '../policy/service.ts';
-import { isWholeNumberIn } from '../whole-number.ts';
+import { isWholeNumberIn } from '../base/whole-number.ts';
 
 /**
  * What a running server refreshes after an operation: the lookup threads hold the live

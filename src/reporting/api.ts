@@ -1,11 +1,11 @@
 // `GET /v1/report`: on the reporting port with HTTP Basic (customer ID : reporting key),
 // and on the account port with the dashboard's Bearer session. Both answer from the same
 // ReportEngine for the authenticated customer only.
-import { HttpError } from '../errors.ts';
+import { HttpError } from '../base/errors.ts';
 import { Router, listen, sendJson, type Ctx, type Listener } from '../http/router.ts';
 import type { TlsCredentials } from '../http/tls.ts';
 import { tooManyRequests } from '../http/throttle.ts';
-import { log } from '../log.ts';
+import { log } from '../base/log.ts';
 import type { Store } from '../store/db.ts';
 import { verifyReportingKey } from '../store/api-keys.ts';
 import type { ReportEngine } from './engine.ts';

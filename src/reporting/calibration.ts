@@ -7,8 +7,8 @@
 // impression rollups). Feedback: one label per lid (feedback_labels, the latest). A lookup
 // labelled both ways counts in both.
 import { timestampValue } from '@duckdb/node-api';
-import { BANDS, type Band } from '../enums.ts';
-import { HttpError } from '../errors.ts';
+import { BANDS, type Band } from '../base/enums.ts';
+import { HttpError } from '../base/errors.ts';
 import type { Store } from '../store/db.ts';
 import { IMPRESSION_TABLES } from './columns.ts';
 import { parseReportQuery } from './params.ts';

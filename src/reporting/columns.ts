@@ -1,7 +1,7 @@
 // How the reporting dimensions map onto the rollup tables (migration 20). Column names
 // are the dimension names themselves, so SQL only ever names columns taken from
 // TUPLE_DIMENSIONS / DIMENSIONS, never from a request.
-import { TUPLE_DIMENSIONS, type Dimension, type TupleDimension } from '../enums.ts';
+import { TUPLE_DIMENSIONS, type Dimension, type TupleDimension } from '../base/enums.ts';
 
 /**
  * The two granularities, same columns: `period_start` is the start of the UTC hour or

@@ -3,9 +3,9 @@
 // DuckDB here (parameterised; identifiers only from the dimension enums), or ClickHouse
 // for a fleet (src/fleet/reports.ts). Queueing, timing and the response shape are shared.
 import { timestampValue, type DuckDBValue } from '@duckdb/node-api';
-import type { Dimension } from '../enums.ts';
-import { HttpError } from '../errors.ts';
-import { log } from '../log.ts';
+import type { Dimension } from '../base/enums.ts';
+import { HttpError } from '../base/errors.ts';
+import { log } from '../base/log.ts';
 import { isOutOfMemory, memoryLimit, withHashParts, type Queryable, type Store } from '../store/db.ts';
 import { IMPRESSION_COUNTERS, IMPRESSION_TABLES, REPORT_SUMS_SQL, ROLLUP_TABLES, groupExpression, tableFor } from './columns.ts';
 import { ConcurrencyGate } from './gate.ts';

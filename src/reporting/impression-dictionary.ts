@@ -14,14 +14,14 @@
 // stop's last drain: the impression is counted, its lookup's dimensions are not known.
 // Bounded like the lookups': entries live while their hour can be counted in the shared
 // table; tuples found on disk at most `restoredMax` (from the memory plan), as long.
-import { BANDS, IMP_STATUSES, TUPLE_DIMENSIONS } from '../enums.ts';
+import { BANDS, IMP_STATUSES, TUPLE_DIMENSIONS } from '../base/enums.ts';
 import { hashId } from '../memory/hash.ts';
-import { HOUR_MS } from '../time.ts';
-import type { ImpressionRowDelta, ImpressionTuple } from './impression-counts.ts';
-import type { SharedCounts } from './shared-counts.ts';
+import { HOUR_MS } from '../base/time.ts';
+import type { ImpressionRowDelta, ImpressionTuple } from '../counts/impression-counts.ts';
+import type { SharedCounts } from '../counts/shared-counts.ts';
 import type { ArchivedTuple } from './tuple-archive.ts';
-import type { TupleDictionary } from './tuple-dictionary.ts';
-import { OVERFLOW, splitDims, type CountRow } from './tuple.ts';
+import type { TupleDictionary } from '../counts/tuple-dictionary.ts';
+import { OVERFLOW, splitDims, type CountRow } from '../counts/tuple.ts';
 
 /** Drains an impression waits for its lookup's tuple to be known before it is counted without its dimensions. */
 export const MAX_MISSES = 3;
@@ -65,9 +65,9 @@ export class ImpressionDictionary {
   unresolved = 0;
   /** Impressions counted under dimensions found on disk (cumulative). */
   resolvedFromDisk = 0;
-  /** Set at the start (src/server.ts): the archive of earlier runs' tuples. */
+  /** Set at the start (src/server/serve.ts): the archive of earlier runs' tuples. */
   resolver: TupleResolver | null = null;
-  /** Tuples found on disk kept at most (src/server.ts: from the pending-counts share). */
+  /** Tuples found on disk kept at most (src/server/serve.ts: from the pending-counts share). */
   restoredMax = RESTORED_MAX;
 
   constructor(private readonly lookups: TupleDictionary) {}

@@ -2,12 +2,12 @@
 // predictable: first everything that makes the request malformed (400: unknown or
 // repeated parameter, missing date, malformed date, unknown dimension), then values out
 // of range (422: limit, offset, date order, retention, enumeration values).
-import { AD_TYPES, BANDS, DEVICE_TYPES, DIMENSIONS, ENVIRONMENTS, FILTERS, IMP_STATUSES, type Dimension, type Filter } from '../enums.ts';
-import { HttpError } from '../errors.ts';
+import { AD_TYPES, BANDS, DEVICE_TYPES, DIMENSIONS, ENVIRONMENTS, FILTERS, IMP_STATUSES, type Dimension, type Filter } from '../base/enums.ts';
+import { HttpError } from '../base/errors.ts';
 import { CATEGORIES } from '../signals/category.ts';
-import { DAY_MS } from '../time.ts';
-import { parseWholeNumber } from '../whole-number.ts';
-import { oldestKeptDayMs } from './retention.ts';
+import { DAY_MS } from '../base/time.ts';
+import { parseWholeNumber } from '../base/whole-number.ts';
+import { oldestKeptDayMs } from './retention-window.ts';
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 1000;

@@ -1,16 +1,16 @@
 // Reporting as the server wires it: one rollup writer (the count sink), one query engine
 // and one per-customer rate limiter, shared by the Basic listener and the Bearer route.
 import { availableParallelism } from 'node:os';
-import type { Config } from '../config.ts';
+import type { Config } from '../base/config.ts';
 import type { Listener } from '../http/router.ts';
 import type { TlsCredentials } from '../http/tls.ts';
 import type { Store } from '../store/db.ts';
 import { startReportingApi } from './api.ts';
 import { ReportEngine, type ImpressionRow, type ReportSource } from './engine.ts';
 import { IMPRESSION_COUNTERS, IMPRESSION_TABLES, INTEGER_DIMENSIONS } from './columns.ts';
-import { TUPLE_DIMENSIONS } from '../enums.ts';
+import { TUPLE_DIMENSIONS } from '../base/enums.ts';
 import { RateLimiter } from './rate-limit.ts';
-import type { CountRow } from './tuple.ts';
+import type { CountRow } from '../counts/tuple.ts';
 import { RollupWriter, type RollupSchema } from './writer.ts';
 import { CalibrationReport, type BeaconLabels } from './calibration.ts';
 

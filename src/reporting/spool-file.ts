@@ -3,7 +3,7 @@
 // and the next start writes them into the rollups, then removes the file.
 //
 // One JSON object per line. The first line is the header; every other line is one part, a
-// batch as the fleet's spool keeps them (src/fleet/batches.ts: an id and its count rows, all
+// batch as the fleet's spool keeps them (src/reporting/batches.ts: an id and its count rows, all
 // in one UTC month). The next start writes each part in one transaction together with the
 // part's row in reporting_spool_applied, so a replay cut short never writes a part twice.
 // The file is written under a temporary name, synced, then renamed: a file with the final
@@ -11,9 +11,9 @@
 import { randomUUID } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { TUPLE_DIMENSIONS } from '../enums.ts';
-import { toBatches, type Batch } from '../fleet/batches.ts';
-import type { CountRow } from './tuple.ts';
+import { TUPLE_DIMENSIONS } from '../base/enums.ts';
+import { toBatches, type Batch } from './batches.ts';
+import type { CountRow } from '../counts/tuple.ts';
 
 export const SPOOL_FORMAT = 'ivtd-reporting-spool';
 export const SPOOL_VERSION = 1;

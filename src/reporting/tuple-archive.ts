@@ -8,7 +8,7 @@
 // under its lookup's dimensions rather than `__overflow__`.
 //
 // Main thread only, everything asynchronous and off the lookup path. Bounded: at most
-// `maxPending` tuples wait to be written (src/server.ts sizes it from the pending-counts
+// `maxPending` tuples wait to be written (src/server/serve.ts sizes it from the pending-counts
 // share; an entry is a small record pointing at the dictionary's own strings; more are not
 // kept: their impressions would be `__overflow__` after a restart, nothing else), at most
 // WANT_MAX ids are looked up per pass and `maxPending` per hour, and tuples found are kept by
@@ -16,13 +16,13 @@
 // write (a full disk) keeps the tuples for the next pass, is logged once until a write works
 // again, and never touches any count.
 import { timestampValue } from '@duckdb/node-api';
-import { log } from '../log.ts';
+import { log } from '../base/log.ts';
 import { inTransaction, isInvalidatedError, type Queryable, type Store } from '../store/db.ts';
-import { DAY_MS, hourStart } from '../time.ts';
+import { DAY_MS, hourStart } from '../base/time.ts';
 import { hashId } from '../memory/hash.ts';
-import type { NewTuple } from './tuple-dictionary.ts';
-import type { CountRow } from './tuple.ts';
-import { joinDims } from './tuple.ts';
+import type { NewTuple } from '../counts/tuple-dictionary.ts';
+import type { CountRow } from '../counts/tuple.ts';
+import { joinDims } from '../counts/tuple.ts';
 
 /** Tuples waiting to be written, at most, when no memory plan says (each ~64 bytes: the strings are the dictionary's). */
 export const PENDING_MAX = 200_000;
@@ -58,7 +58,7 @@ export interface TupleArchiveOptions {
   flushIntervalMs: number;
   /**
    * Tuples waiting to be written at most, and ids looked up per hour at most (past it,
-   * unknown tuples are not looked up: `__overflow__`); default PENDING_MAX. src/server.ts
+   * unknown tuples are not looked up: `__overflow__`); default PENDING_MAX. src/server/serve.ts
    * sizes it from the memory plan's pending-counts share.
    */
   maxPending?: number;

@@ -20,13 +20,13 @@
 // then exits non-zero).
 import { timestampValue } from '@duckdb/node-api';
 import { dirname } from 'node:path';
-import { TUPLE_DIMENSIONS } from '../enums.ts';
-import { log } from '../log.ts';
+import { TUPLE_DIMENSIONS } from '../base/enums.ts';
+import { log } from '../base/log.ts';
 import { inTransaction, isInvalidatedError, memoryLimit, withHashParts, type Queryable, type Store } from '../store/db.ts';
 import { INTEGER_DIMENSIONS, ROLLUP_TABLES, type Granularity } from './columns.ts';
-import { SEP, TupleCounts, withoutSep, type CountRow } from './tuple.ts';
-import { DAY_MS, HOUR_MS, MINUTE_MS, dayStart, hourStart } from '../time.ts';
-import { oldestKeptDayMs } from './retention.ts';
+import { SEP, TupleCounts, withoutSep, type CountRow } from '../counts/tuple.ts';
+import { DAY_MS, HOUR_MS, MINUTE_MS, dayStart, hourStart } from '../base/time.ts';
+import { oldestKeptDayMs } from './retention-window.ts';
 import {
   SpoolFileError,
   listSpoolFiles,
@@ -121,7 +121,7 @@ function schemaSql(schema: RollupSchema): SchemaSql {
   // text values of a row go joined by U+001F as one string, split again in SQL: DuckDB reads
   // a JSON list's elements one value at a time (about 0.3 µs each at its one thread), and a
   // row has many text values, so one list for all of them halves what a new tuple costs to
-  // stage (src/reporting/tuple.ts keeps U+001F out of the values; this replaces any left).
+  // stage (src/counts/tuple.ts keeps U+001F out of the values; this replaces any left).
   const [c1, c2, c3] = schema.counters;
   const numeric = schema.dims.map((d) => schema.integerDims.has(d));
   const structure = JSON.stringify({

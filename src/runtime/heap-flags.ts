@@ -7,7 +7,7 @@
 // thread) puts the factor back to at least 2 while V8 sets up its heap, so startWorker()
 // sets it again once the worker is online. A worker's young generation, which can then no
 // longer grow either, starts at its own bound instead (startingYoungGeneration): a lookup
-// thread's is 4 MB (resourceLimits, src/prebid/lookup-threads.ts), where it would otherwise
+// thread's is 4 MB (resourceLimits, src/server/lookup-threads.ts), where it would otherwise
 // stay at half that and collect twice as often. (On a busy host a worker may grow before
 // the main thread has seen it online: starting at its bound makes that moot.)
 import { setFlagsFromString } from 'node:v8';

@@ -1,6 +1,6 @@
 // What a start opened, to close in reverse order: on a clean stop (every step runs, lost
 // counts fail the stop last) or when a later start step fails (undo, under a guard timer).
-import { log } from '../log.ts';
+import { log } from '../base/log.ts';
 import { CountsLostError } from '../reporting/writer.ts';
 
 export type CleanupStep = () => Promise<void> | void;

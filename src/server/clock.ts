@@ -1,7 +1,7 @@
 // The clock floor: a clock running behind the build or its data would lower the UA version
 // ceilings below versions that already shipped: they are held at that date (here and, through
 // LookupServer's versionFloorMs, in every lookup thread), and the operator is told.
-import { log } from '../log.ts';
+import { log } from '../base/log.ts';
 import { knownCurrentMs } from '../ops/version.ts';
 import { setVersionFloor } from '../signals/ua-analysis.ts';
 

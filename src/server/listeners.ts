@@ -1,6 +1,6 @@
 // Start step "open listeners": the control socket, /metrics, and (every role but an edge)
 // the account port with the dashboard, and the reporting port; TLS on the last two.
-import type { Config } from '../config.ts';
+import type { Config } from '../base/config.ts';
 import { mountExplainRoute } from '../account/explain-route.ts';
 import { mountFeedbackRoutes } from '../account/feedback-routes.ts';
 import { startAccountApi } from '../account/api.ts';
@@ -8,7 +8,7 @@ import { mountDashboard } from '../dashboard/static.ts';
 import type { Fleet } from '../fleet/fleet.ts';
 import { EDGE_PROVISIONING_REFUSAL } from '../fleet/edge.ts';
 import { tlsFromConfig, type TlsCredentials, type TlsPair } from '../http/tls.ts';
-import { log } from '../log.ts';
+import { log } from '../base/log.ts';
 import { startMetricsListener, type ServiceMetrics } from '../ops/metrics.ts';
 import type { LookupEngine } from '../prebid/pipeline.ts';
 import type { ReloadOutcome } from '../provisioning/operations.ts';

@@ -1,16 +1,16 @@
-// Start step "start lookups": the lookup threads (src/prebid/lookup-threads.ts) with what
+// Start step "start lookups": the lookup threads (src/server/lookup-threads.ts) with what
 // they report wired to its consumers, then the pre-bid port, which answers 503 (lookups and
 // /health-check) until the data is pushed, the start's last step.
-import type { Config } from '../config.ts';
+import type { Config } from '../base/config.ts';
 import type { DataRefresher } from '../data/refresh.ts';
-import { log } from '../log.ts';
+import { log } from '../base/log.ts';
 import type { ServiceMetrics } from '../ops/metrics.ts';
 import type { BotIpRow } from '../prebid/bot-ip-tracker.ts';
-import { LookupServer } from '../prebid/lookup-threads.ts';
+import { LookupServer } from './lookup-threads.ts';
 import type { LookupStats, SeenValues } from '../prebid/messages.ts';
-import type { CountRow } from '../reporting/tuple.ts';
+import type { CountRow } from '../counts/tuple.ts';
 import type { KeySet } from '../store/api-keys.ts';
-import type { FleetWiring } from './fleet.ts';
+import type { FleetWiring } from './wire-fleet.ts';
 import type { ServerMemory } from './memory.ts';
 
 /** Hooks that receive count deltas from the lookup threads (RunningServer.countSinks). */

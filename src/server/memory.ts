@@ -1,16 +1,16 @@
 // Start step "plan memory": one budget for everything that grows with traffic
 // (src/memory/budget.ts, the shares), and the lookup path's shared tables allocated from it
 // once per process. The composer of history, both verdict caches and the reporting counts,
-// so it sits beside src/server.ts, its one caller, above everything it composes.
-import type { Config } from '../config.ts';
-import { log } from '../log.ts';
+// so it sits beside src/server/serve.ts, its one caller, above everything it composes.
+import type { Config } from '../base/config.ts';
+import { log } from '../base/log.ts';
 import type { LookupMemory } from '../prebid/messages.ts';
 import type { LookupEngine } from '../prebid/pipeline.ts';
 import { describePlan, planMemory, planParts, type MemoryPlan } from '../memory/budget.ts';
-import { allocateLookupMemory } from '../memory/lookup-memory.ts';
-import type { CountRow } from '../reporting/tuple.ts';
-import { SharedCounts } from '../reporting/shared-counts.ts';
-import { TupleDictionary } from '../reporting/tuple-dictionary.ts';
+import { allocateLookupMemory } from '../prebid/lookup-memory.ts';
+import type { CountRow } from '../counts/tuple.ts';
+import { SharedCounts } from '../counts/shared-counts.ts';
+import { TupleDictionary } from '../counts/tuple-dictionary.ts';
 import { ImpressionDictionary } from '../reporting/impression-dictionary.ts';
 import type { TupleArchive } from '../reporting/tuple-archive.ts';
 

@@ -2,9 +2,9 @@
 // threads, the main thread's engine and the fleet: pushed when they change (the API, the
 // dashboard, the CLI or a fleet pull says so), and checked every 5 s.
 import type { Fleet } from '../fleet/fleet.ts';
-import { log } from '../log.ts';
-import { CoalescedRun } from '../refresh-loop.ts';
-import type { LookupServer } from '../prebid/lookup-threads.ts';
+import { log } from '../base/log.ts';
+import { CoalescedRun } from '../base/refresh-loop.ts';
+import type { LookupServer } from './lookup-threads.ts';
 import type { LookupEngine } from '../prebid/pipeline.ts';
 import { PolicyService, type PolicyUpdate } from '../policy/service.ts';
 import { activePrebidKeys, type KeySet, type LiveKey } from '../store/api-keys.ts';

@@ -1,8 +1,8 @@
 // The SIGHUP path of `ivtd serve` (and `ivtd reload`): the config read again, the live
 // options and the TLS pair taken, the data files reloaded; all or nothing.
-import { diffConfig, type Config } from '../config.ts';
+import { diffConfig, type Config } from '../base/config.ts';
 import { planTlsReload, type TlsPair } from '../http/tls.ts';
-import { log } from '../log.ts';
+import { log } from '../base/log.ts';
 import type { ReloadOutcome } from '../provisioning/operations.ts';
 import type { RunningServer } from './running.ts';
 import { logTlsPair } from './listeners.ts';

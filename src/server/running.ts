@@ -1,13 +1,13 @@
 // What startServer hands back: the running server's parts, its reload and its stop.
-import type { Config } from '../config.ts';
-import type { DataBundle } from '../data/thread-bundle.ts';
+import type { Config } from '../base/config.ts';
+import type { DataBundle } from '../prebid/thread-bundle.ts';
 import type { DataRefresher } from '../data/refresh.ts';
 import type { HttpGetOptions } from '../data/http-get.ts';
 import type { Fleet } from '../fleet/fleet.ts';
 import type { TlsCredentials } from '../http/tls.ts';
 import type { ServiceMetrics } from '../ops/metrics.ts';
 import type { PolicyService } from '../policy/service.ts';
-import type { LookupServer } from '../prebid/lookup-threads.ts';
+import type { LookupServer } from './lookup-threads.ts';
 import type { LookupEngine } from '../prebid/pipeline.ts';
 import type { ReloadOutcome } from '../provisioning/operations.ts';
 import type { Store } from '../store/db.ts';

@@ -26,7 +26,7 @@ import {
   type CompiledAdsTxt,
   type ParsedAdsTxt,
 } from './ads-txt.ts';
-import { withoutBom } from '../text.ts';
+import { withoutBom } from '../base/text.ts';
 
 export type AdsTxtKind = keyof typeof KIND;
 export type AdsTxtFileStatus = 'ok' | 'no_file' | 'unavailable';

@@ -4,30 +4,12 @@
 // checks the list is complete); a transaction's category is that of its leading reason,
 // the one that contributed most, and `none` for valid transactions.
 
+import { CATEGORIES, type Category } from './category-list.ts';
 import { NBR_ADS_TXT_VIOLATION, NBR_CLOUD_PROXY, NBR_NON_HUMAN, NBR_SCHAIN_INCOMPLETE, NBR_SCHAIN_NODE_BLOCKED, NBR_SPIDER, REASONS, REASON_BY_CODE, type ReasonClass } from './reasons.ts';
 
 export { NBR_ADS_TXT_VIOLATION, NBR_CLOUD_PROXY, NBR_NON_HUMAN, NBR_SCHAIN_INCOMPLETE, NBR_SCHAIN_NODE_BLOCKED, NBR_SPIDER, type ReasonClass };
 
-/** The categories, in a fixed order (reporting values; the dashboard shows them in it). */
-export const CATEGORIES = [
-  'declared_crawler',
-  /** AI agents and AI crawlers (data/ai-agents.txt). */
-  'ai_agent',
-  'automation',
-  'data_center',
-  'non_routable_ip',
-  'malformed_ua',
-  'known_bad_device',
-  'activity',
-  'anonymizing_proxy',
-  'device_spoofing',
-  'supply_chain',
-  'geo_mismatch',
-  /** The customer's own deny list (src/policy). */
-  'denylisted',
-  'none',
-] as const;
-export type Category = (typeof CATEGORIES)[number];
+export { CATEGORIES, type Category };
 
 /**
  * The category of each reason code the score and a customer's policy can give (a view of

@@ -2,7 +2,7 @@
 // list (placeholders, SDK defaults, documentation examples) read from a text file, one
 // lowercase UUID per line, `#` starts a comment.
 
-import { isUuid } from '../uuid.ts';
+import { isUuid } from '../base/uuid.ts';
 
 export const ZERO_IFA = '00000000-0000-0000-0000-000000000000';
 const IFA_MACRO = /[{}[\]$%]|^__|__$/;

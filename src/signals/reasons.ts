@@ -7,9 +7,9 @@
 //
 // Row order is the order reasons are named in a lookup's `reasons` (component by component),
 // and the first of equal contributions leads: keep it.
-import type { Category } from './category.ts';
+import type { Category } from './category-list.ts';
 import type { HistoryFacts } from './history.ts';
-import type { ScoreInputs } from './score.ts';
+import type { ScoreInputs } from './score-inputs.ts';
 
 /** The score component a reason counts in; `policy` is a customer's own allow/deny list. */
 export type Component = 'hard' | 'givt' | 'sivt' | 'hist' | 'policy';

@@ -16,8 +16,8 @@
 //   is an error.
 // - Errors are stable codes (SCHAIN_ERRORS) so they can be counted; the result objects for
 //   errors are shared and frozen, so a bad string costs no allocation beyond the scan.
-import { percentDecode } from '../http/percent.ts';
-import { Fields, keysOf, WHOLE, type Pruned } from '../ortb/shape.ts';
+import { percentDecode } from '../base/percent.ts';
+import { Fields, keysOf, WHOLE, type Pruned } from '../base/shape.ts';
 
 export interface SchainNode {
   asi: string;
@@ -158,7 +158,7 @@ export function parseSchain(raw: string): SchainResult {
 }
 
 
-/** What schainFromObject reads of a supply-chain object (part of the bid request's shape: src/ortb/map.ts). */
+/** What schainFromObject reads of a supply-chain object (part of the bid request's shape: src/prebid/ortb/map.ts). */
 export const SCHAIN_NODE_SHAPE = { asi: WHOLE, sid: WHOLE, hp: WHOLE, rid: WHOLE, name: WHOLE, domain: WHOLE } as const;
 export const SCHAIN_SHAPE = { ver: WHOLE, complete: WHOLE, nodes: [SCHAIN_NODE_SHAPE] } as const;
 const CHAIN = keysOf(SCHAIN_SHAPE);
@@ -170,7 +170,7 @@ const NODE = keysOf(SCHAIN_NODE_SHAPE);
  * non-blank `asi` and `sid` and `hp` 0 or 1. Optional fields of another type than the
  * spec's (a numeric `rid`, say) are dropped, as `ext` is; a field of a wrong type that the
  * rules read fails like its malformed string: an object that is not one is 'bad_header'.
- * `value` is the object as read by SCHAIN_SHAPE (src/ortb/shape.ts). Never throws.
+ * `value` is the object as read by SCHAIN_SHAPE (src/base/shape.ts). Never throws.
  */
 export function schainFromObject(value: Pruned | undefined): SchainResult {
   if (!(value instanceof Fields)) return fail('bad_header');

@@ -5,7 +5,7 @@
 // hand-written `if` chain it replaced did. Only names from the typed table enter the code,
 // each checked to be an identifier, and the reason codes as JSON string literals.
 import { HISTORY_FACT_FUNCTIONS, type HistoryRow, type SignalRow } from './reasons.ts';
-import type { ScoreInputs } from './score.ts';
+import type { ScoreInputs } from './score-inputs.ts';
 
 /**
  * Fills `out` with [p_hard, p_givt, p_sivt, p_hist], pushes the code of every signal that

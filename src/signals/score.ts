@@ -1,55 +1,13 @@
 // The scoring model: request signals and history facts → four component probabilities,
 // one combined score, a band, a confidence and reason codes. Pure and synchronous.
 // docs/scoring.md explains every number below; a test keeps the two in step.
-import type { Band, TransactionClass } from '../enums.ts';
-import type { HistoryFacts } from './history.ts';
+import type { Band, TransactionClass } from '../base/enums.ts';
 import { HISTORY_ROWS, SIGNAL_ROWS, type PolicyReason } from './reasons.ts';
 import { compileScoreKernel, type ScoreKernel } from './score-kernel.ts';
+import type { ScoreInputs } from './score-inputs.ts';
 
-export interface ScoreInputs {
-  // hard, deterministic
-  ipBogon: boolean;
-  uaMalformed: boolean;
-  ifaMalformed: boolean;
-  ifaKnownBad: boolean;
-  deviceImpossible: boolean;
-  // GIVT
-  declaredBot: boolean;
-  /** A declared bot naming an AI agent or AI crawler (crawlers.ts, data/ai-agents.txt); declaredBot is then false. */
-  aiAgent: boolean;
-  automation: boolean;
-  ipHosting: boolean;
-  // SIVT
-  ipVpn: boolean;
-  ipProxy: boolean;
-  ipTor: boolean;
-  /** An iCloud Private Relay egress (published ranges): real users behind it, so weak. */
-  ipRelay: boolean;
-  /**
-   * A UA claiming a crawler whose operator publishes its addresses, from outside them
-   * (crawlers.ts): a bot masquerading as that crawler; declaredBot and aiAgent are then false.
-   */
-  crawlerSpoofed: boolean;
-  uaInconsistent: boolean;
-  /** An OpenRTB `device.sua` (client hints) contradicts the UA string (sua.ts). */
-  suaMismatch: boolean;
-  /** An OpenRTB `device.ifa_type` names another platform's device ID than the device's (ifa.ts). */
-  ifaTypeMismatch: boolean;
-  /** An OpenRTB imp stitched server-side (`ssai` 2, 3) from a data-centre IP or a server's HTTP-library UA. */
-  ssaiSpoof: boolean;
-  geoMismatch: boolean;
-  schainPresent: boolean;
-  schainValid: boolean;
-  schainVerified: boolean;
-  schainComplete: boolean;
-  /** The publisher's ads.txt / app-ads.txt does not authorise the seller (unknown is false). */
-  sellerUnauthorized: boolean;
-  /** The app bundle ID is of another store's form than the UA's OS, or of none (app-bundle.ts). */
-  appBundleMalformed: boolean;
-  zeroIfa: boolean;
-  // history
-  history: HistoryFacts;
-}
+export type { ScoreInputs };
+
 
 export interface ScoreResult {
   /** Component probabilities, each in [0,1], rounded to 4 decimals. */

@@ -6,7 +6,7 @@
 // names share one with probability 2^-64.
 import { HASH, hashAdd, hashAddNumber, hashBegin, hashEnd, hashString } from '../memory/hash.ts';
 import type { SupplyChain } from './schain.ts';
-import { withoutBom } from '../text.ts';
+import { withoutBom } from '../base/text.ts';
 
 const INDEX_MAGIC = 0x534c4c53; // "SLLS"
 const INDEX_HEADER = 4;

@@ -5,7 +5,7 @@
 // contradictions count, never a field one side leaves out.
 import type { UaVerdict } from './ua-analysis.ts';
 
-/** What the check reads from `device.sua`, already type-checked (src/ortb/map.ts). */
+/** What the check reads from `device.sua`, already type-checked (src/prebid/ortb/map.ts). */
 export interface SuaFacts {
   /** OS family in ua-analysis's codes ('windows', 'macos', 'ios', 'android', 'chromeos', 'linux'), '' when absent or other. */
   platform: string;

@@ -22,7 +22,7 @@
 
 import UAParser from 'ua-parser-js';
 import { isbot } from 'isbot';
-import { DAY_MS } from '../time.ts';
+import { DAY_MS } from '../base/time.ts';
 
 export type UaDevice =
   | 'desktop'

@@ -9,7 +9,7 @@
 import { HASH, hashFinish, hashSeed1, hashSeed2 } from '../memory/hash.ts';
 import { SharedTable, type SharedTableMemory } from '../memory/shared-table.ts';
 import { DEFAULT_MEMO_BYTES, StringMemo } from '../memory/string-memo.ts';
-import { HOUR_MS } from '../time.ts';
+import { HOUR_MS } from '../base/time.ts';
 import {
   AUTOMATION_REASONS,
   BROWSER_CODES,

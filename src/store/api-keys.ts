@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { requireCustomer } from './customer-ref.ts';
 import { isoTime, type Queryable, type Store } from './db.ts';
-import { hashKey, newKey, type KeyKind } from '../secrets.ts';
+import { hashKey, newKey, type KeyKind } from '../base/secrets.ts';
 import { StoreError } from './store-error.ts';
 import { oneAtATime, retryConflicts } from './serial.ts';
 

@@ -2,7 +2,7 @@
 // customer_id): its customer_id, its partner_id, or the username of one of its users.
 import { isoTime, type Queryable } from './db.ts';
 import { StoreError } from './store-error.ts';
-import { quoted } from '../text.ts';
+import { quoted } from '../base/text.ts';
 
 export interface Customer {
   customer_id: string;

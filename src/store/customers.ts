@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { listLiveKeys, insertKey, type KeyListing } from './api-keys.ts';
 import { CUSTOMER_COLUMNS, toCustomer, type Customer } from './customer-ref.ts';
 import type { Queryable, Store } from './db.ts';
-import { hashPassword, randomPassword } from '../secrets.ts';
+import { hashPassword, randomPassword } from '../base/secrets.ts';
 import { StoreError } from './store-error.ts';
 import { checkPassword, checkUsername, insertUser, insertingUser } from './users.ts';
 

@@ -9,7 +9,7 @@
 import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
 import { mkdirSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
-import { log } from '../log.ts';
+import { log } from '../base/log.ts';
 import { MIGRATIONS } from './migrations.ts';
 
 export type Params = DuckDBValue[] | Record<string, DuckDBValue>;

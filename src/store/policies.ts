@@ -1,7 +1,7 @@
 // Customers' policies in the store (src/policy/model.ts says what an entry may be; callers
 // pass checked entries). Every change bumps the customer's policy version in the same
 // transaction, which is how the server learns what to recompile.
-import { entryKey, type Action, type EntryKind, type Policy, type PolicyEntry } from '../policy-entry.ts';
+import { entryKey, type Action, type EntryKind, type Policy, type PolicyEntry } from '../base/policy-entry.ts';
 import { inTransaction, type Queryable, type Store } from './db.ts';
 
 export interface StoredPolicy extends Policy {

@@ -4,10 +4,10 @@
 import { randomUUID } from 'node:crypto';
 import { requireCustomer } from './customer-ref.ts';
 import { isoTime, type Queryable, type Store } from './db.ts';
-import { hashPassword, passwordProblem } from '../secrets.ts';
+import { hashPassword, passwordProblem } from '../base/secrets.ts';
 import { StoreError } from './store-error.ts';
 import { oneAtATime } from './serial.ts';
-import { quoted } from '../text.ts';
+import { quoted } from '../base/text.ts';
 
 export interface User {
   user_id: string;

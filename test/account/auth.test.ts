@@ -2,7 +2,7 @@
 import t from 'tap';
 import { decodeJwt } from 'jose';
 import { setPassword, setUserDisabled, addUser } from '../../src/store/users.ts';
-import { SCRYPT, hashPassword, needsRehash } from '../../src/secrets.ts';
+import { SCRYPT, hashPassword, needsRehash } from '../../src/base/secrets.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { INVALID_SESSION, call, login } from './client.ts';
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Store } from '../../src/store/db.ts';
 import { activePrebidKeys, verifyReportingKey } from '../../src/store/api-keys.ts';
 import { findUserForLogin } from '../../src/store/logins.ts';
-import { hashKey, verifyPassword } from '../../src/secrets.ts';
+import { hashKey, verifyPassword } from '../../src/base/secrets.ts';
 import { runCli, VERSION } from '../../src/cli/commands.ts';
 import { runIvtd } from './run-cli.ts';
 

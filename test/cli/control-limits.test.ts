@@ -7,7 +7,7 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { Store } from '../../src/store/db.ts';
 import { controlSocketPath, MAX_BUFFERED_BYTES, MAX_CONNECTIONS, MAX_LINE_BYTES, MAX_PENDING_REQUESTS, sendControl, startControlServer, type ControlServerOptions } from '../../src/provisioning/control.ts';
-import { log } from '../../src/log.ts';
+import { log } from '../../src/base/log.ts';
 
 type Reply = Record<string, any>;
 

@@ -9,7 +9,7 @@ import { Store } from '../../src/store/db.ts';
 import { activePrebidKeys } from '../../src/store/api-keys.ts';
 import { findUserForLogin } from '../../src/store/logins.ts';
 import { StoreError } from '../../src/store/store-error.ts';
-import { hashKey } from '../../src/secrets.ts';
+import { hashKey } from '../../src/base/secrets.ts';
 import {
   controlSocketPath,
   ControlError,

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { buildDashboard } from '../../tools/build-dashboard.ts';
 import { utcDate } from '../../src/dashboard/ui/dates.ts';
-import { DAY_MS } from '../../src/time.ts';
+import { DAY_MS } from '../../src/base/time.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { DESKTOP, launchChromium, openPage, screenshots } from './browser.ts';
 

@@ -8,7 +8,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { buildDashboard } from '../../tools/build-dashboard.ts';
-import { DIMENSIONS } from '../../src/enums.ts';
+import { DIMENSIONS } from '../../src/base/enums.ts';
 import { DIMENSION_LABELS } from '../../src/dashboard/ui/labels.ts';
 import { addDays, dateMs, utcDate } from '../../src/dashboard/ui/dates.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { request } from 'node:http';
-import { resolveConfig, type Config } from '../../src/config.ts';
+import { resolveConfig, type Config } from '../../src/base/config.ts';
 import { buildDashboard } from '../../tools/build-dashboard.ts';
 import { CONTENT_SECURITY_POLICY, dashboardUrls, mountDashboard } from '../../src/dashboard/static.ts';
 import { listen, Router } from '../../src/http/router.ts';

@@ -11,7 +11,7 @@ import { parseSources } from '../../src/data/sources.ts';
 import { readAdsTxtFiles, rootOfSeen } from '../../src/data/ads-txt-crawl.ts';
 import { loadBundle } from '../../src/data/bundle.ts';
 import { ADS_TXT_RESULT, AdsTxtIndex } from '../../src/signals/ads-txt.ts';
-import { DAY_MS } from '../../src/time.ts';
+import { DAY_MS } from '../../src/base/time.ts';
 import { FakeWeb } from '../helpers/fake-web.ts';
 
 const TEXT = { 'Content-Type': 'text/plain; charset=utf-8' };

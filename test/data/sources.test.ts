@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULTS, loadSources, parseSources, type MaxmindSource } from '../../src/data/sources.ts';
 import { shownUrl } from '../../src/data/shown-url.ts';
-import { DAY_MS, HOUR_MS } from '../../src/time.ts';
+import { DAY_MS, HOUR_MS } from '../../src/base/time.ts';
 
 const parse = (doc: unknown, creds = {}) => parseSources(JSON.stringify(doc), 'sources.json', creds);
 

@@ -2,12 +2,12 @@
 // bound, the documented rule over several hosts and the window, the pull bound, and the
 // partitions that retention drops.
 import t, { type Test } from 'tap';
-import { insertRows } from '../../src/fleet/batches.ts';
+import { insertRows } from '../../src/reporting/batches.ts';
 import { BOT_IPS, boundBotIps, dropOldBotIps, publishBotIps, pullFleetBotIps } from '../../src/fleet/bot-ips.ts';
 import { ClickHouse } from '../../src/fleet/clickhouse.ts';
 import { dropExpiredRollups } from '../../src/fleet/retention.ts';
 import { migrateClickHouse } from '../../src/fleet/schema.ts';
-import { parseClickHouseUrl } from '../../src/clickhouse-url.ts';
+import { parseClickHouseUrl } from '../../src/base/clickhouse-url.ts';
 import { clickhouseAvailable, startClickHouse } from '../helpers/clickhouse.ts';
 import { DAY, dims } from './rows.ts';
 

@@ -5,7 +5,7 @@ import t from 'tap';
 import { ClickHouse } from '../../src/fleet/clickhouse.ts';
 import { CLICKHOUSE_MIGRATIONS, CLICKHOUSE_SCHEMA_VERSION, clickhouseSchemaVersion, migrateClickHouse } from '../../src/fleet/schema.ts';
 import { sqlIdentifier, sqlInt, sqlList, sqlString, toStoredString } from '../../src/fleet/sql.ts';
-import { ClickHouseUrlError, parseClickHouseUrl } from '../../src/clickhouse-url.ts';
+import { ClickHouseUrlError, parseClickHouseUrl } from '../../src/base/clickhouse-url.ts';
 import { clickhouseAvailable, startClickHouse } from '../helpers/clickhouse.ts';
 import { HOSTILE } from './rows.ts';
 

@@ -3,8 +3,8 @@
 import t from 'tap';
 import { ClickHouse } from '../../src/fleet/clickhouse.ts';
 import { FleetWriter } from '../../src/fleet/spool.ts';
-import { parseClickHouseUrl } from '../../src/clickhouse-url.ts';
-import { log } from '../../src/log.ts';
+import { parseClickHouseUrl } from '../../src/base/clickhouse-url.ts';
+import { log } from '../../src/base/log.ts';
 import { CountsLostError } from '../../src/reporting/writer.ts';
 import { Store } from '../../src/store/db.ts';
 import { dims } from './rows.ts';

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
 import { ClickHouse, FleetError } from '../../src/fleet/clickhouse.ts';
-import { parseClickHouseUrl } from '../../src/clickhouse-url.ts';
+import { parseClickHouseUrl } from '../../src/base/clickhouse-url.ts';
 import { runProcess } from '../cli/run-cli.ts';
 import { clickhouseAvailable, startClickHouse } from '../helpers/clickhouse.ts';
 
@@ -57,7 +57,7 @@ t.test('https:// ClickHouse URLs', { skip: clickhouseAvailable() ? false : 'clic
       script,
       [
         `import { ClickHouse } from ${JSON.stringify(join(ROOT, 'src/fleet/clickhouse.ts'))};`,
-        `import { parseClickHouseUrl } from ${JSON.stringify(join(ROOT, 'src/clickhouse-url.ts'))};`,
+        `import { parseClickHouseUrl } from ${JSON.stringify(join(ROOT, 'src/base/clickhouse-url.ts'))};`,
         `const ch = new ClickHouse(parseClickHouseUrl(${JSON.stringify(url)}));`,
         'await ch.ensureDatabase();',
         "await ch.command('CREATE TABLE IF NOT EXISTS tls_fleet.t (x UInt32) ENGINE = MergeTree ORDER BY x');",

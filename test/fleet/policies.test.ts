@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sendControl } from '../../src/provisioning/control.ts';
-import { startServer, type RunningServer } from '../../src/server.ts';
+import { startServer, type RunningServer } from '../../src/server/serve.ts';
 import { clickhouseAvailable, startClickHouse } from '../helpers/clickhouse.ts';
 import { startTestServer, testConfig } from '../helpers/server.ts';
 import { until } from '../helpers/until.ts';

@@ -1,8 +1,8 @@
 // Count rows for the fleet tests, and what ClickHouse should hold after delivering them.
-import { TUPLE_DIMENSIONS, type TupleDimension } from '../../src/enums.ts';
+import { TUPLE_DIMENSIONS, type TupleDimension } from '../../src/base/enums.ts';
 import type { ClickHouse } from '../../src/fleet/clickhouse.ts';
-import { MARKER_CUSTOMER } from '../../src/fleet/batches.ts';
-import type { CountRow } from '../../src/reporting/tuple.ts';
+import { MARKER_CUSTOMER } from '../../src/reporting/batches.ts';
+import type { CountRow } from '../../src/counts/tuple.ts';
 
 export const HOUR = 3_600_000;
 export const DAY = 86_400_000;

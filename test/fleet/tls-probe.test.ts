@@ -7,7 +7,7 @@ import t from 'tap';
 import net from 'node:net';
 import { once } from 'node:events';
 import { ClickHouse, FleetError, probeTls } from '../../src/fleet/clickhouse.ts';
-import { parseClickHouseUrl } from '../../src/clickhouse-url.ts';
+import { parseClickHouseUrl } from '../../src/base/clickhouse-url.ts';
 
 /** A TCP server: connection n (from 0) is answered as `behave(n)` says. */
 async function fakeServer(behave: (n: number) => 'silent' | 'http'): Promise<{ port: number; connections: () => number; close: () => Promise<void> }> {

@@ -2,8 +2,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { resolveConfig, type Config } from '../../src/config.ts';
-import { startServer, type RunningServer, type StartOptions } from '../../src/server.ts';
+import { resolveConfig, type Config } from '../../src/base/config.ts';
+import { startServer, type RunningServer, type StartOptions } from '../../src/server/serve.ts';
 import { createCustomer } from '../../src/store/customers.ts';
 
 export interface TestServer {

@@ -6,7 +6,7 @@ import t from 'tap';
 import { statSync, utimesSync, writeFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
-import { resolveConfig } from '../../src/config.ts';
+import { resolveConfig } from '../../src/base/config.ts';
 import { LATENCY_BUCKETS_US, type LookupStats } from '../../src/prebid/messages.ts';
 import { ServiceMetrics } from '../../src/ops/metrics.ts';
 import { loadBundle } from '../../src/data/bundle.ts';

@@ -1,9 +1,9 @@
-// The strict, bounded JSON parser that reads OpenRTB bodies (src/ortb/bounded-json.ts):
+// The strict, bounded JSON parser that reads OpenRTB bodies (src/base/bounded-json.ts):
 // it must agree with JSON.parse on valid JSON, refuse what JSON.parse refuses, and refuse
 // what JSON.parse would take but a stranger's body must not carry (duplicate keys, keys
 // naming a prototype, nesting, array and object sizes past the limits), never throwing.
 import t from 'tap';
-import { isJsonObject, parseBoundedJson, strictParse, type JsonLimits } from '../../src/ortb/bounded-json.ts';
+import { isJsonObject, parseBoundedJson, strictParse, type JsonLimits } from '../../src/base/bounded-json.ts';
 
 const LIMITS: JsonLimits = { maxDepth: 8, maxArrayLength: 50, maxObjectKeys: 20 };
 const parse = (s: string, l: JsonLimits = LIMITS) => parseBoundedJson(s, l);

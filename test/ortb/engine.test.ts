@@ -6,11 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { loadBundle } from '../../src/data/bundle.ts';
-import { buildLookupData } from '../../src/prebid/data.ts';
+import { buildLookupData } from '../../src/prebid/lookup-data.ts';
 import { planMemory } from '../../src/memory/budget.ts';
-import { allocateLookupMemory } from '../../src/memory/lookup-memory.ts';
+import { allocateLookupMemory } from '../../src/prebid/lookup-memory.ts';
 import { LookupEngine } from '../../src/prebid/pipeline.ts';
-import { bidRequestOf } from '../../src/ortb/body.ts';
+import { bidRequestOf } from '../../src/prebid/ortb/body.ts';
 
 t.test('a bid request without an IP is judged, and never reported as a bot IP', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'ivtd-ortb-engine-'));

@@ -3,12 +3,12 @@
 // test/signals/category.test.ts).
 import t from 'tap';
 import { parseSchain, SCHAIN_SHAPE, schainFromObject as fromFields } from '../../src/signals/schain.ts';
-import { compileShape, prune } from '../../src/ortb/shape.ts';
-import { bidRequestOf } from '../../src/ortb/body.ts';
-import type { JsonObject, JsonValue } from '../../src/ortb/bounded-json.ts';
+import { compileShape, prune } from '../../src/base/shape.ts';
+import { bidRequestOf } from '../../src/prebid/ortb/body.ts';
+import type { JsonObject, JsonValue } from '../../src/base/bounded-json.ts';
 import { emptySua, suaConflict } from '../../src/signals/sua.ts';
-import { countryAlpha2 } from '../../src/countries.ts';
-import { emptyOrtbExtra, jsonString, mapBidRequest, ortbResponseTail, pageHost } from '../../src/ortb/map.ts';
+import { countryAlpha2 } from '../../src/base/countries.ts';
+import { emptyOrtbExtra, jsonString, mapBidRequest, ortbResponseTail, pageHost } from '../../src/prebid/ortb/map.ts';
 import { REASON_CLASS } from '../../src/signals/category.ts';
 import { P, PARAM_NAMES } from '../../src/prebid/params.ts';
 

@@ -13,7 +13,7 @@ import { gzipSync } from 'node:zlib';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { until } from '../helpers/until.ts';
 import { rawExchange } from '../helpers/raw-http.ts';
-import { ORTB_MAX_BODY_BYTES, ORTB_MAX_JSON_BYTES } from '../../src/ortb/body.ts';
+import { ORTB_MAX_BODY_BYTES, ORTB_MAX_JSON_BYTES } from '../../src/prebid/ortb/body.ts';
 
 interface Fixture {
   description: string;

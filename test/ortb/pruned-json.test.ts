@@ -1,5 +1,5 @@
-// The bid request's fast parse (src/ortb/pruned-json.ts): it builds what JSON.parse builds,
-// read by the mapping's shape (src/ortb/shape.ts), as prune() reads JSON.parse's value; and
+// The bid request's fast parse (src/prebid/ortb/pruned-json.ts): it builds what JSON.parse builds,
+// read by the mapping's shape (src/base/shape.ts), as prune() reads JSON.parse's value; and
 // whatever it accepts, the reference (parseBoundedJson) accepts to the same value: on
 // anything else it bails (null) and the reference decides. The fixtures, the client shapes
 // and random mutations of them are the evidence.
@@ -7,11 +7,11 @@ import t from 'tap';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { isJsonObject, parseBoundedJson, type JsonLimits, type JsonValue } from '../../src/ortb/bounded-json.ts';
-import { parsePruned } from '../../src/ortb/pruned-json.ts';
-import { compileShape, Fields, prune, WHOLE, type Compiled, type JsonShape, type Pruned } from '../../src/ortb/shape.ts';
-import { BID_REQUEST_SHAPE, emptyOrtbExtra, mapBidRequest } from '../../src/ortb/map.ts';
-import { bidRequestFrom, bidRequestOf, ORTB_JSON_LIMITS, ORTB_MAX_JSON_BYTES } from '../../src/ortb/body.ts';
+import { isJsonObject, parseBoundedJson, type JsonLimits, type JsonValue } from '../../src/base/bounded-json.ts';
+import { parsePruned } from '../../src/prebid/ortb/pruned-json.ts';
+import { compileShape, Fields, prune, WHOLE, type Compiled, type JsonShape, type Pruned } from '../../src/base/shape.ts';
+import { BID_REQUEST_SHAPE, emptyOrtbExtra, mapBidRequest } from '../../src/prebid/ortb/map.ts';
+import { bidRequestFrom, bidRequestOf, ORTB_JSON_LIMITS, ORTB_MAX_JSON_BYTES } from '../../src/prebid/ortb/body.ts';
 import { PARAM_NAMES } from '../../src/prebid/params.ts';
 import { SHAPES } from '../helpers/ortb-shapes.ts';
 

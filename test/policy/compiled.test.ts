@@ -9,7 +9,7 @@ import { hashUa } from '../../src/signals/ua-cache.ts';
 import { HASH } from '../../src/memory/hash.ts';
 
 const UA_SEED = 0x5eed;
-import { parsePolicyCsv, policyToCsv } from '../../src/policy/csv.ts';
+import { parsePolicyCsv, policyToCsv } from '../../src/policy/policy-csv.ts';
 
 function subject(over: Partial<Omit<PolicySubject, 'ip' | 'uaHi' | 'uaLo'>> & { ip?: string } = {}): PolicySubject {
   const ip = ipScratch();

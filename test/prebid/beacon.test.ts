@@ -11,7 +11,7 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { until } from '../helpers/until.ts';
 import { rawExchange } from '../helpers/raw-http.ts';
 import { LidCodec, emptyLidFacts } from '../../src/prebid/lid.ts';
-import { lidKeyPath } from '../../src/prebid/lid-secret.ts';
+import { lidKeyPath } from '../../src/server/lid-secret.ts';
 import { parseIp } from '../../src/signals/ip-address.ts';
 import { fixtureQuery, withParams } from '../reporting/client.ts';
 

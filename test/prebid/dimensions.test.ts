@@ -2,11 +2,11 @@
 // from its own source, and passes request and UA text through clipDim: a dimension added to
 // enums.ts without its line here leaves a position unwritten, and this test names it.
 import t from 'tap';
-import { TUPLE_DIMENSIONS, type TupleDimension } from '../../src/enums.ts';
+import { TUPLE_DIMENSIONS, type TupleDimension } from '../../src/base/enums.ts';
 import { fillDimensions } from '../../src/prebid/dimensions.ts';
 import { emptySignals } from '../../src/prebid/gather.ts';
 import { emptyRequest } from '../../src/prebid/validate.ts';
-import { DIM_VALUE_MAX, SEP } from '../../src/reporting/tuple.ts';
+import { DIM_VALUE_MAX, SEP } from '../../src/counts/tuple.ts';
 
 const UNWRITTEN = '\u0000unwritten';
 

@@ -1,9 +1,9 @@
 // The lookup path says "no" in one shape: an ErrorAnswer, written by errorJson() alone
-// (src/errors.ts), never an error body put together by hand.
+// (src/base/errors.ts), never an error body put together by hand.
 import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { errorJson } from '../../src/errors.ts';
+import { errorJson } from '../../src/base/errors.ts';
 
 const SRC = join(import.meta.dirname, '..', '..', 'src');
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestServer } from '../helpers/server.ts';
 import { LidCodec, emptyLidFacts } from '../../src/prebid/lid.ts';
-import { LID_KEY_FILE } from '../../src/prebid/lid-secret.ts';
+import { LID_KEY_FILE } from '../../src/server/lid-secret.ts';
 import { fixtureQuery } from '../reporting/client.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ivtd-lid-'));

@@ -6,9 +6,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadBundle } from '../../src/data/bundle.ts';
-import { LookupServer } from '../../src/prebid/lookup-threads.ts';
+import { LookupServer } from '../../src/server/lookup-threads.ts';
 import { planMemory } from '../../src/memory/budget.ts';
-import { allocateLookupMemory } from '../../src/memory/lookup-memory.ts';
+import { allocateLookupMemory } from '../../src/prebid/lookup-memory.ts';
 
 t.test('503 until the lookup data is loaded, then 200', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'ivtd-startup-'));

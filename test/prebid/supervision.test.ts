@@ -7,9 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadBundle } from '../../src/data/bundle.ts';
-import { LookupServer } from '../../src/prebid/lookup-threads.ts';
+import { LookupServer } from '../../src/server/lookup-threads.ts';
 import { planMemory } from '../../src/memory/budget.ts';
-import { allocateLookupMemory } from '../../src/memory/lookup-memory.ts';
+import { allocateLookupMemory } from '../../src/prebid/lookup-memory.ts';
 import { rawExchange } from '../helpers/raw-http.ts';
 import { startTestServer } from '../helpers/server.ts';
 

@@ -23,8 +23,8 @@ const FORBIDDEN: Array<{ what: string; why: string }> = [
   { what: 'src/data/http-get.ts', why: 'the bounded GET' },
   { what: 'src/fleet/', why: 'the fleet' },
   { what: '@clickhouse/client', why: 'ClickHouse' },
-  { what: 'src/config.ts', why: 'the options' },
-  { what: 'src/log.ts', why: 'the logger (a lookup thread never logs; its figures go to the main thread)' },
+  { what: 'src/base/config.ts', why: 'the options' },
+  { what: 'src/base/log.ts', why: 'the logger (a lookup thread never logs; its figures go to the main thread)' },
   { what: 'src/server/', why: "the main thread's start-up and composers" },
 ];
 

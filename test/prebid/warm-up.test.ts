@@ -3,7 +3,7 @@
 // leaves no trace: no history, no counts, no metrics, nothing in the reports.
 import t from 'tap';
 import { loadBundle } from '../../src/data/bundle.ts';
-import { buildLookupData } from '../../src/prebid/data.ts';
+import { buildLookupData } from '../../src/prebid/lookup-data.ts';
 import { WARM_UP_REFUSALS, warmUp, warmUpQueries } from '../../src/prebid/warm-up.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { settle } from '../reporting/client.ts';

@@ -1,7 +1,7 @@
 // The reporting API end to end: real lookups through the pre-bid port, counted by the
 // lookup thread, merged and flushed by the main thread, read back on the reporting port.
 import t, { type Test } from 'tap';
-import { DIMENSIONS, environmentOf, type Dimension } from '../../src/enums.ts';
+import { DIMENSIONS, environmentOf, type Dimension } from '../../src/base/enums.ts';
 import { createCustomer } from '../../src/store/customers.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { basic, fixtureQuery, lookup, recentDays, report, settle, todayUtc, withParams } from './client.ts';

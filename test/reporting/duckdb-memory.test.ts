@@ -7,8 +7,8 @@
 // (instead of failing every ten minutes, its deltas piling up).
 import t, { type Test } from 'tap';
 import { generateRollups } from '../../bench/rollup-rows.ts';
-import { HttpError } from '../../src/errors.ts';
-import { log } from '../../src/log.ts';
+import { HttpError } from '../../src/base/errors.ts';
+import { log } from '../../src/base/log.ts';
 import { DuckDbReportSource, ReportEngine } from '../../src/reporting/engine.ts';
 import { RollupWriter } from '../../src/reporting/writer.ts';
 import { parseReportQuery } from '../../src/reporting/params.ts';

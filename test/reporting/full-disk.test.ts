@@ -10,13 +10,13 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, openSync, closeSync, renameSync, rmSync, statfsSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TUPLE_DIMENSIONS } from '../../src/enums.ts';
+import { TUPLE_DIMENSIONS } from '../../src/base/enums.ts';
 import { ReportEngine } from '../../src/reporting/engine.ts';
 import { listSpoolFiles } from '../../src/reporting/spool-file.ts';
-import type { CountRow } from '../../src/reporting/tuple.ts';
+import type { CountRow } from '../../src/counts/tuple.ts';
 import { CountsLostError, RollupWriter } from '../../src/reporting/writer.ts';
 import { Store } from '../../src/store/db.ts';
-import { HOUR_MS } from '../../src/time.ts';
+import { HOUR_MS } from '../../src/base/time.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { basic, fixtureQuery, lookup, recentDays, report, withParams } from './client.ts';
 

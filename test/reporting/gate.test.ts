@@ -1,6 +1,6 @@
 // Reports run one at a time within the DuckDB thread budget; bursts queue, then get 429.
 import t from 'tap';
-import { HttpError } from '../../src/errors.ts';
+import { HttpError } from '../../src/base/errors.ts';
 import { ConcurrencyGate } from '../../src/reporting/gate.ts';
 import { storeThreads } from '../../src/reporting/service.ts';
 

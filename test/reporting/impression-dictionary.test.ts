@@ -2,13 +2,13 @@
 // lookup's values (from the lookups' tuple dictionary), waits a few drains for a tuple not
 // announced yet, then counts without them (__overflow__) rather than never.
 import t from 'tap';
-import { TUPLE_DIMENSIONS } from '../../src/enums.ts';
+import { TUPLE_DIMENSIONS } from '../../src/base/enums.ts';
 import { HASH } from '../../src/memory/hash.ts';
-import { ImpressionCounts } from '../../src/reporting/impression-counts.ts';
+import { ImpressionCounts } from '../../src/counts/impression-counts.ts';
 import { ImpressionDictionary, MAX_MISSES, WAITING_MAX } from '../../src/reporting/impression-dictionary.ts';
-import { SharedCounts, allocateSharedCounts } from '../../src/reporting/shared-counts.ts';
-import { TupleDictionary } from '../../src/reporting/tuple-dictionary.ts';
-import { OVERFLOW, joinDims, tupleHash } from '../../src/reporting/tuple.ts';
+import { SharedCounts, allocateSharedCounts } from '../../src/counts/shared-counts.ts';
+import { TupleDictionary } from '../../src/counts/tuple-dictionary.ts';
+import { OVERFLOW, joinDims, tupleHash } from '../../src/counts/tuple.ts';
 
 const SEED = 0x5eed;
 const CUSTOMER = '0b6c7c8e-3a52-4f0e-9a51-5d2f3e4a1b2c';

@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LidCodec } from '../../src/prebid/lid.ts';
-import { lidKeyPath } from '../../src/prebid/lid-secret.ts';
+import { lidKeyPath } from '../../src/server/lid-secret.ts';
 import { parseIp } from '../../src/signals/ip-address.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startServe, type ServeProcess } from '../helpers/serve-process.ts';

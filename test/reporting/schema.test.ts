@@ -5,13 +5,13 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DIMENSIONS, FILTERS, TUPLE_DIMENSIONS } from '../../src/enums.ts';
+import { DIMENSIONS, FILTERS, TUPLE_DIMENSIONS } from '../../src/base/enums.ts';
 import { ROLLUP_COLUMNS, ROLLUP_TABLES, columnType } from '../../src/reporting/columns.ts';
 import { ReportEngine } from '../../src/reporting/engine.ts';
 import { RollupWriter } from '../../src/reporting/writer.ts';
 import { Store } from '../../src/store/db.ts';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
-import { DAY_MS, HOUR_MS } from '../../src/time.ts';
+import { DAY_MS, HOUR_MS } from '../../src/base/time.ts';
 
 t.test('each rollup table has one column per tuple dimension, of the type the writer sends', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'ivtd-schema-'));

@@ -1,15 +1,15 @@
-// Reporting counts in shared memory (src/reporting/shared-counts.ts, thread-counts.ts,
+// Reporting counts in shared memory (src/counts/shared-counts.ts, thread-counts.ts,
 // tuple-dictionary.ts): per-customer-hour limits, overflow, draining, exact totals, and
 // several threads counting into one table.
 import t from 'tap';
 import { Worker } from 'node:worker_threads';
-import { TUPLE_DIMENSIONS } from '../../src/enums.ts';
+import { TUPLE_DIMENSIONS } from '../../src/base/enums.ts';
 import { HASH } from '../../src/memory/hash.ts';
-import { COUNTED, FULL, NEW, REFUSED, SharedCounts, allocateSharedCounts } from '../../src/reporting/shared-counts.ts';
-import { ThreadCounts } from '../../src/reporting/thread-counts.ts';
-import { TupleDictionary } from '../../src/reporting/tuple-dictionary.ts';
-import { OVERFLOW, tupleHash } from '../../src/reporting/tuple.ts';
-import { HOUR_MS } from '../../src/time.ts';
+import { COUNTED, FULL, NEW, REFUSED, SharedCounts, allocateSharedCounts } from '../../src/counts/shared-counts.ts';
+import { ThreadCounts } from '../../src/counts/thread-counts.ts';
+import { TupleDictionary } from '../../src/counts/tuple-dictionary.ts';
+import { OVERFLOW, tupleHash } from '../../src/counts/tuple.ts';
+import { HOUR_MS } from '../../src/base/time.ts';
 
 const H0 = 1_790_000_000_000 - (1_790_000_000_000 % HOUR_MS);
 const SEED = 7;
@@ -102,7 +102,7 @@ t.test('two threads count into one table: every count lands once', async (t) => 
     });`;
   const run = () =>
     new Promise<ReturnType<ThreadCounts['take']>>((resolve, reject) => {
-      const w = new Worker(src, { eval: true, workerData: { mem, h0: H0, names: TUPLE_DIMENSIONS, url: new URL('../../src/reporting/thread-counts.ts', import.meta.url).href, tsx: import.meta.resolve('tsx/esm/api') } });
+      const w = new Worker(src, { eval: true, workerData: { mem, h0: H0, names: TUPLE_DIMENSIONS, url: new URL('../../src/counts/thread-counts.ts', import.meta.url).href, tsx: import.meta.resolve('tsx/esm/api') } });
       w.once('message', resolve);
       w.once('error', reject);
     });
@@ -120,7 +120,7 @@ t.test('two threads count into one table: every count lands once', async (t) => 
 });
 
 t.test('dimension values are cut to 256 characters, never inside a surrogate pair', async (t) => {
-  const { clipDim, DIM_VALUE_MAX } = await import('../../src/reporting/tuple.ts');
+  const { clipDim, DIM_VALUE_MAX } = await import('../../src/counts/tuple.ts');
   const emoji = 'a'.repeat(DIM_VALUE_MAX - 1) + '😀';
   const cut = clipDim(emoji);
   t.equal(cut, 'a'.repeat(DIM_VALUE_MAX - 1), 'the pair that would be split is dropped whole');

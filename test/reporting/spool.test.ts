@@ -6,14 +6,14 @@ import t, { type Test } from 'tap';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { TUPLE_DIMENSIONS } from '../../src/enums.ts';
+import { TUPLE_DIMENSIONS } from '../../src/base/enums.ts';
 import { ReportEngine } from '../../src/reporting/engine.ts';
 import { listSpoolFiles, readSpoolFile, writeSpoolFile } from '../../src/reporting/spool-file.ts';
-import type { CountRow } from '../../src/reporting/tuple.ts';
+import type { CountRow } from '../../src/counts/tuple.ts';
 import { CountsLostError, REOPEN_AFTER, RollupWriter, spoolPartKey } from '../../src/reporting/writer.ts';
 import { Store } from '../../src/store/db.ts';
-import { HOUR_MS } from '../../src/time.ts';
-import { log } from '../../src/log.ts';
+import { HOUR_MS } from '../../src/base/time.ts';
+import { log } from '../../src/base/log.ts';
 
 const NOW = Date.now();
 const THIS_HOUR = NOW - (NOW % HOUR_MS);

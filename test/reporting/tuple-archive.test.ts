@@ -3,15 +3,15 @@
 // written once it works) and never throws into its caller; the impression dictionary waits
 // for a tuple being looked up and counts it under the values found.
 import t from 'tap';
-import { TUPLE_DIMENSIONS } from '../../src/enums.ts';
+import { TUPLE_DIMENSIONS } from '../../src/base/enums.ts';
 import { HASH, hashId } from '../../src/memory/hash.ts';
 import { tupleSeedFor } from '../../src/prebid/lid.ts';
-import { ImpressionCounts } from '../../src/reporting/impression-counts.ts';
+import { ImpressionCounts } from '../../src/counts/impression-counts.ts';
 import { ImpressionDictionary, MAX_MISSES } from '../../src/reporting/impression-dictionary.ts';
-import { SharedCounts, allocateSharedCounts } from '../../src/reporting/shared-counts.ts';
+import { SharedCounts, allocateSharedCounts } from '../../src/counts/shared-counts.ts';
 import { TupleArchive, type ArchivedTuple } from '../../src/reporting/tuple-archive.ts';
-import { TupleDictionary } from '../../src/reporting/tuple-dictionary.ts';
-import { OVERFLOW, joinDims, tupleHash } from '../../src/reporting/tuple.ts';
+import { TupleDictionary } from '../../src/counts/tuple-dictionary.ts';
+import { OVERFLOW, joinDims, tupleHash } from '../../src/counts/tuple.ts';
 import { until } from '../helpers/until.ts';
 import { openStore } from '../helpers/store.ts';
 

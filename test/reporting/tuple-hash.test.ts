@@ -5,7 +5,7 @@
 // the customer, the hour, then each value followed by its position.
 import t from 'tap';
 import { HASH, hashAdd, hashAddNumber, hashBegin, hashEnd } from '../../src/memory/hash.ts';
-import { TupleHasher, tupleHash } from '../../src/reporting/tuple.ts';
+import { TupleHasher, tupleHash } from '../../src/counts/tuple.ts';
 
 function reference(customerId: string, hour: number, dims: readonly string[], seed: number): [number, number] {
   hashBegin(seed);

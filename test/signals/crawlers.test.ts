@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { bidRequestOf } from '../../src/ortb/body.ts';
+import { bidRequestOf } from '../../src/prebid/ortb/body.ts';
 import { AI_AGENT_EXCLUSIONS, AiAgentList, VERIFIABLE_CRAWLER, aiAgentsFromRobotsJson, claimedCrawler } from '../../src/signals/crawlers.ts';
 import { bundleForm, bundleProblem } from '../../src/signals/app-bundle.ts';
 import { parseIp } from '../../src/signals/ip-address.ts';
@@ -77,9 +77,9 @@ t.test('a crawler UA is judged by its address only once the operators\' ranges a
   const { join } = await import('node:path');
   const { createHash } = await import('node:crypto');
   const { loadBundle } = await import('../../src/data/bundle.ts');
-  const { buildLookupData } = await import('../../src/prebid/data.ts');
+  const { buildLookupData } = await import('../../src/prebid/lookup-data.ts');
   const { planMemory } = await import('../../src/memory/budget.ts');
-  const { allocateLookupMemory } = await import('../../src/memory/lookup-memory.ts');
+  const { allocateLookupMemory } = await import('../../src/prebid/lookup-memory.ts');
   const { LookupEngine } = await import('../../src/prebid/pipeline.ts');
   const partner = '6f1c2f9e-8a4b-4c7d-9e2f-1a2b3c4d5e6f';
   const googlebot = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)';

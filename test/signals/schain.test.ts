@@ -2,8 +2,8 @@ import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { SCHAIN_MAX_NODES, SCHAIN_SHAPE, parseSchain, schainFromObject as fromFields, type SchainResult, type SupplyChain } from '../../src/signals/schain.ts';
-import { compileShape, prune } from '../../src/ortb/shape.ts';
-import type { JsonValue } from '../../src/ortb/bounded-json.ts';
+import { compileShape, prune } from '../../src/base/shape.ts';
+import type { JsonValue } from '../../src/base/bounded-json.ts';
 
 /** schainFromObject of a JSON value, read by the supply chain's shape as a bid request's body is. */
 const schainFromObject = (v: unknown) => fromFields(prune(v as JsonValue, compileShape(SCHAIN_SHAPE)));

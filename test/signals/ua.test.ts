@@ -3,7 +3,7 @@ import { uaConsistency } from '../../src/signals/device-consistency.ts';
 import { UaAnalyzer, UA_MAX_LENGTH, emptyVerdict, type UaInfo, type UaVerdict } from '../../src/signals/ua-analysis.ts';
 import { UaCache, hashUa, normalizeUa } from '../../src/signals/ua-cache.ts';
 import { HASH, hashString } from '../../src/memory/hash.ts';
-import { DAY_MS, HOUR_MS } from '../../src/time.ts';
+import { DAY_MS, HOUR_MS } from '../../src/base/time.ts';
 
 // Fixed clock so the version ceilings (Chrome ~170, Safari/iOS 28 in late 2026) are stable.
 const NOW = Date.UTC(2026, 10, 21);

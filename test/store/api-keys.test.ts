@@ -1,7 +1,7 @@
 import t from 'tap';
 import { activePrebidKeys, rotateKey, verifyReportingKey } from '../../src/store/api-keys.ts';
 import { createCustomer, listCustomers } from '../../src/store/customers.ts';
-import { hashKey } from '../../src/secrets.ts';
+import { hashKey } from '../../src/base/secrets.ts';
 import { openStore } from '../helpers/store.ts';
 
 t.test('key rotation with and without grace', async (t) => {

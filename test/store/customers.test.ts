@@ -4,7 +4,7 @@ import { rotateKey } from '../../src/store/api-keys.ts';
 import { findCustomer } from '../../src/store/customer-ref.ts';
 import { createCustomer, ensureFirstCustomer, listCustomers } from '../../src/store/customers.ts';
 import { findUserForLogin } from '../../src/store/logins.ts';
-import { hashKey, verifyPassword } from '../../src/secrets.ts';
+import { hashKey, verifyPassword } from '../../src/base/secrets.ts';
 import { openStore, rejectsWith } from '../helpers/store.ts';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { createCustomer } from '../../src/store/customers.ts';
 import { findUserForLogin } from '../../src/store/logins.ts';
-import { verifyPassword } from '../../src/secrets.ts';
+import { verifyPassword } from '../../src/base/secrets.ts';
 import { addUser, getUser, setPassword, setUserDisabled } from '../../src/store/users.ts';
 import { openStore } from '../helpers/store.ts';
 

@@ -1,5 +1,5 @@
 // Calendar dates as the reporting API takes them: `YYYY-MM-DD`, always UTC.
-import { DAY_MS } from '../../time.ts';
+import { DAY_MS } from '../../base/time.ts';
 
 const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
 

@@ -1,6 +1,6 @@
 // Number and label formatting shared by the pages. Fixed locale so every user (and the
 // browser tests) sees the same digits.
-import { AD_TYPES, DEVICE_TYPES } from '../../enums.ts';
+import { AD_TYPES, DEVICE_TYPES } from '../../base/enums.ts';
 import { CATEGORY_LABELS, CATEGORY_NOT_RECORDED } from './labels.ts';
 
 const INT = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });

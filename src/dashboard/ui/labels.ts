@@ -1,6 +1,6 @@
 // What the analytics page calls each reporting dimension and metric. Keyed by the one
-// list in src/enums.ts, so a new dimension fails the typecheck until it is labelled here.
-import type { Dimension, Filter } from '../../enums.ts';
+// list in src/base/enums.ts, so a new dimension fails the typecheck until it is labelled here.
+import type { Dimension, Filter } from '../../base/enums.ts';
 import type { Category } from '../../signals/category.ts';
 
 export const DIMENSION_LABELS: Readonly<Record<Dimension, string>> = {

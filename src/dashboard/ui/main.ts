@@ -2,7 +2,7 @@
 // chosen by the URL hash (#/analytics, #/projects, #/policy, #/integrations).
 import 'uplot/dist/uPlot.min.css';
 import './app.css';
-import { Api, dashboardConfig, type Account, type DashboardConfig } from './api.ts';
+import { Api, dashboardConfig, type Account, type DashboardConfig } from './api-client.ts';
 import { h } from './dom.ts';
 import type { Page, PageContext } from './page.ts';
 import { analyticsPage, forgetAnalyticsQuery } from './pages/analytics.ts';

@@ -1,5 +1,5 @@
 // What every page gets from the shell, and what it gives back.
-import type { Account, Api, DashboardConfig } from './api.ts';
+import type { Account, Api, DashboardConfig } from './api-client.ts';
 
 export interface PageContext {
   api: Api;

@@ -2,8 +2,8 @@
 // (impressions by the band the lookups answered and imp_status: GET /v1/report/impressions)
 // and the calibration per band (GET /v1/report/calibration): lookups labelled after the
 // fact, the invalid ones, and their share as a bar (a <meter>: the CSP allows no inline style).
-import { BANDS, IMP_STATUSES } from '../../enums.ts';
-import type { Api, CalibrationReport, ImpressionReport, ReportQuery } from './api.ts';
+import { BANDS, IMP_STATUSES } from '../../base/enums.ts';
+import type { Api, CalibrationReport, ImpressionReport, ReportQuery } from './api-client.ts';
 import { clear, h, statusBox } from './dom.ts';
 import { formatInt } from './format.ts';
 

@@ -1,7 +1,7 @@
 // Report rows grouped by date (or date,hour) turned into the chart's columns: one point per
 // day or hour of the range (gaps are zero, not skipped, so the x axis is honest), up to
 // the current hour, with the IVT rate per point.
-import { DAY_MS, HOUR_MS } from '../../time.ts';
+import { DAY_MS, HOUR_MS } from '../../base/time.ts';
 import { daysInRange, dateMs, type DateRange } from './dates.ts';
 
 export type Granularity = 'hour' | 'day';

@@ -1,12 +1,12 @@
 // Analytics: a date range, group-by dimensions and filters; headline figures and a time
 // series of the range; invalid traffic by category (why it is invalid); then the report
 // table, page by page, exactly as the API returns it.
-import { DIMENSIONS, FILTERS, type Dimension } from '../../../enums.ts';
-import { reportSearch, type Report, type ReportQuery, type ReportRow } from '../api.ts';
+import { DIMENSIONS, FILTERS, type Dimension } from '../../../base/enums.ts';
+import { reportSearch, type Report, type ReportQuery, type ReportRow } from '../api-client.ts';
 import { CATEGORY_CSV_COLUMNS, categoryCsvFileName, categoryShares, type CategoryShare } from '../categories.ts';
 import { TransactionsChart } from '../chart.ts';
-import { toCsv } from '../../../csv.ts';
-import { csvFileName } from '../csv.ts';
+import { toCsv } from '../../../base/csv-text.ts';
+import { csvFileName } from '../csv-download.ts';
 import { daysInRange, lastDays, rangeProblem, type DateRange } from '../dates.ts';
 import { clear, downloadCsvFile, field, h, statusBox } from '../dom.ts';
 import { dimensionValueLabel, formatInt, formatRate, ivtRate } from '../format.ts';

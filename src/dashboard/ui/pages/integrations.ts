@@ -1,6 +1,6 @@
 // Integrations: what a bidder and a reporting pipeline need. IDs, keys (shown masked: only
 // a prefix is stored in the clear; a rotated key is shown once), endpoints and curl examples.
-import type { Account, AccountKey, DashboardConfig, KeyKind, RotatedKey } from '../api.ts';
+import type { Account, AccountKey, DashboardConfig, KeyKind, RotatedKey } from '../api-client.ts';
 import { confirmDialog, copyButton, field, h, statusBox } from '../dom.ts';
 import { healthCurl, lookupCurl, ortbCurl, reportCurl } from '../examples.ts';
 import { formatUtc, maskedKey } from '../format.ts';

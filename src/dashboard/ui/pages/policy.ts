@@ -1,9 +1,9 @@
 // Policy: the customer's own allow and deny lists and band thresholds (docs/policy.md).
 // Search, add, remove, import and export as CSV. The entries are checked by the same rules
 // as the API's (src/policy/model.ts) before they are sent, so a bad CSV line is named here.
-import { parsePolicyCsv, policyToCsv } from '../../../policy/csv.ts';
+import { parsePolicyCsv, policyToCsv } from '../../../policy/policy-csv.ts';
 import { ENTRY_KINDS, PolicyError } from '../../../policy/model.ts';
-import type { PolicyEntry, PolicyKind, PolicyView } from '../api.ts';
+import type { PolicyEntry, PolicyKind, PolicyView } from '../api-client.ts';
 import { ApiError } from '../session.ts';
 import { confirmDialog, downloadCsvFile, field, h, setFieldError, statusBox } from '../dom.ts';
 import { countOf, formatInt } from '../format.ts';

@@ -1,6 +1,6 @@
 // Projects: the customer's ad-verification scanning projects. A list with edit and delete,
 // and one form for create and edit; a 422 from the API is shown next to the field it names.
-import type { Project, ProjectInput } from '../api.ts';
+import type { Project, ProjectInput } from '../api-client.ts';
 import { ApiError } from '../session.ts';
 import { confirmDialog, field, h, setFieldError, statusBox } from '../dom.ts';
 import { formatInt, formatUtc } from '../format.ts';

@@ -1,0 +1,463 @@
+// The main thread's side of the pre-bid listener: starts the lookup threads, pushes keys
+// and data to them, collects their count deltas, supervises them, and stops them in
+// order. What runs inside the threads is in src/prebid.
+//
+// Supervision: a thread that fails on an error nothing caught closes its sockets and ends
+// (src/prebid/worker.ts); a new one is started here after a backoff and given the current
+// keys and data. While no thread is alive, the main thread holds the port with a listener
+// that answers 503 to everything, so /health-check says what is true. A thread that runs
+// out of its heap limit cannot close its sockets first: Node then ends the whole process,
+// and the service manager restarts it (the systemd unit has Restart=on-failure).
+import uWS from 'uWebSockets.js';
+import { createServer, type AddressInfo } from 'node:net';
+import type { Worker } from 'node:worker_threads';
+import { forThreads, type DataBundle } from '../prebid/thread-bundle.ts';
+import { errorJson, ListenError, listenHint, STATUS_TEXT, type ErrorAnswer } from '../base/errors.ts';
+import type { CountRow } from '../counts/tuple.ts';
+import type { NewTuple } from '../counts/tuple-dictionary.ts';
+import type { BotIpRow } from '../prebid/bot-ip-tracker.ts';
+import type { LiveKey } from '../store/api-keys.ts';
+import type { PolicyUpdate } from '../policy/service.ts';
+import type { BeaconSettings, FromWorker, ImpressionDeltas, LookupMemory, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from '../prebid/messages.ts';
+import { HEALTH_PATH, LINGER_MS } from '../prebid/worker.ts';
+import { startWorker } from '../runtime/worker-entry.ts';
+
+export interface LookupServerOptions {
+  host: string;
+  port: number;
+  threads: number;
+  /** The shared tables every thread opens (allocated once by the main thread). */
+  memory: LookupMemory;
+  countsIntervalMs?: number;
+  onCounts: (rows: CountRow[], stats: LookupStats) => void;
+  /** Tuples a thread added to the shared counts (their values, for the flush). */
+  onTuples?: (announced: NewTuple[]) => void;
+  /** Impression tuples a thread added to the shared impression counts, and the counts it kept itself. */
+  onImpressions?: (deltas: ImpressionDeltas) => void;
+  /** A fleet host: threads keep their bot-heavy IPs and report them here. */
+  onBotIps?: (rows: BotIpRow[]) => void;
+  /** The data refresher crawls: threads sample the domains and selling systems they see and report them here. */
+  onSeen?: (seen: SeenValues) => void;
+  /** A thread failed or ended unexpectedly (logged by the caller). */
+  onWorkerError?: (index: number, err: Error) => void;
+  /** A replacement thread is serving again (`warmUpMs`: its warm-up before its first lookup). */
+  onRestart?: (index: number, restarts: number, warmUpMs: number) => void;
+  /** A thread's warm-up failed (a bug): it serves regardless, its first lookups of each kind slower. */
+  onWarmUpFailed?: (index: number, message: string) => void;
+  /** UA version ceilings never fall below this time (ms), whatever the clock says (setVersionFloor). */
+  versionFloorMs?: number;
+  /** The main thread's listener answered a request (not a health check) 503: no thread was alive. */
+  onUnavailable?: () => void;
+  /** Lookup ids and the impression beacon (absent: none). */
+  beacon?: BeaconSettings;
+  /** First and longest wait before starting a replacement thread, ms. */
+  restartDelayMs?: { min: number; max: number };
+}
+
+/**
+ * Distinct domains (and apps, and selling systems) a thread reports per flush (a second by
+ * default) for the crawl: the refresher keeps the most recent few thousand, so a thread
+ * need not send more than that in a second.
+ */
+export const SEEN_SAMPLE_PER_FLUSH = 1000;
+
+/** A thread that served this long before failing starts its backoff from the beginning. */
+const STABLE_MS = 60_000;
+/** How long a policy push waits for a thread to say the policy is in force. */
+const POLICY_ACK_MS = 2_000;
+const RESTART_DELAY = { min: 250, max: 30_000 };
+const NO_THREAD: ErrorAnswer = { status: 503, code: 'unavailable', message: 'No lookup thread is running; a new one is starting. Retry in a moment or on another instance.' };
+
+interface Slot {
+  index: number;
+  worker: Worker | null;
+  /** Listening (it may still be waiting for its data: then it answers 503). */
+  live: boolean;
+  startedAt: number;
+  /** Consecutive short-lived failures (the backoff exponent). */
+  failures: number;
+  restartTimer: NodeJS.Timeout | null;
+  /** Its warm-up before its first lookup (whole ms, at least 1; 0 until its first data). */
+  warmUpMs: number;
+}
+
+/**
+ * V8 heap limits of a lookup thread: old space for its share of counts and memos, the
+ * data lists and code, with room; a small young generation (a lookup's garbage dies young).
+ */
+export function lookupHeapLimits(memory: LookupMemory): { maxOldGenerationSizeMb: number; maxYoungGenerationSizeMb: number } {
+  const mb = (memory.threadCountsBytes + memory.keyMemoEntries * 1024 + memory.uaMemoBytes) / (1 << 20);
+  return { maxOldGenerationSizeMb: Math.ceil(192 + 3 * mb), maxYoungGenerationSizeMb: 4 };
+}
+
+export class LookupServer {
+  private slots: Slot[] = [];
+  private pending = new Map<string, { resolve: (v: FromWorker) => void }>();
+  /** What every thread must have: the live keys and the data last loaded everywhere. */
+  private keys: LiveKey[] = [];
+  /** False until a fleet edge has a key set (LookupWorkerInit.keysKnown). */
+  private keysKnown = true;
+  /** Every customer's compiled policy, by customer (what a new thread starts with). */
+  private policies = new Map<string, PolicyUpdate>();
+  private policyPushes = 0;
+  private data: { bundle: DataBundle; id: number } | null = null;
+  private fallback: { app: uWS.TemplatedApp; socket: uWS.us_listen_socket | null } | null = null;
+  port = 0;
+  listening = false;
+  /** Threads started to replace failed ones, since start. */
+  restarts = 0;
+
+  constructor(private readonly opts: LookupServerOptions) {}
+
+  /**
+   * Starts every thread; resolves with the bound port once all listen. Until `reload`
+   * hands them data, the threads answer lookups and /health-check with 503.
+   */
+  async start(keys: LiveKey[], known = true): Promise<number> {
+    this.keys = keys;
+    this.keysKnown = known;
+    let port = this.opts.port;
+    // uSockets sets SO_REUSEPORT and SO_REUSEADDR only on a port given explicitly: without
+    // them threads cannot share the port, and a replacement thread (or the 503 listener)
+    // cannot bind it while old connections linger in TIME-WAIT. So port 0 is resolved here.
+    if (port === 0) port = await freePort(this.opts.host);
+    // SO_REUSEPORT would also let a second process of the same user share the port and take
+    // about half of its connections (a second ivtd on another data dir answering 401 to this
+    // one's customers): refuse to start when anything listens there already.
+    else await portIsFree(this.opts.host, port);
+    try {
+      for (let i = 0; i < this.opts.threads; i++) {
+        const slot: Slot = { index: i, worker: null, live: false, startedAt: 0, failures: 0, restartTimer: null, warmUpMs: 0 };
+        this.slots.push(slot);
+        port = await this.launch(slot, port);
+      }
+    } catch (e) {
+      await this.stop().catch(() => undefined);
+      throw e;
+    }
+    this.port = port;
+    this.listening = true;
+    return port;
+  }
+
+  /** Lookup threads listening now. */
+  get liveThreads(): number {
+    let n = 0;
+    for (const s of this.slots) if (s.live) n++;
+    return n;
+  }
+
+  get threads(): number {
+    return this.slots.length;
+  }
+
+  /** Each thread's warm-up before its first lookup, whole ms (0: not warmed yet). */
+  get warmUpMs(): number[] {
+    return this.slots.map((s) => s.warmUpMs);
+  }
+
+  private launch(slot: Slot, port: number): Promise<number> {
+    const init: LookupWorkerInit = {
+      index: slot.index,
+      host: this.opts.host,
+      port,
+      keys: this.keys,
+      keysKnown: this.keysKnown,
+      policies: [...this.policies.values()].filter((u) => u.buffer !== null),
+      memory: this.opts.memory,
+      trackBotIps: this.opts.onBotIps !== undefined,
+      countsIntervalMs: this.opts.countsIntervalMs ?? 1000,
+      seenSample: this.opts.onSeen ? SEEN_SAMPLE_PER_FLUSH : 0,
+      versionFloorMs: this.opts.versionFloorMs ?? 0,
+      ...(this.opts.beacon ? { beacon: this.opts.beacon } : {}),
+    };
+    // The same way from a checkout and inside the binary (src/runtime/worker-entry.ts).
+    const worker = startWorker('lookup', init, { resourceLimits: lookupHeapLimits(this.opts.memory) });
+    slot.worker = worker;
+    slot.startedAt = Date.now();
+    return new Promise((resolve, reject) => {
+      const onFirst = (m: FromWorker) => {
+        if (m.type === 'listening') {
+          slot.live = true;
+          this.closeFallback();
+          resolve(m.port);
+        } else if (m.type === 'listen-failed') {
+          // It holds no socket: ending it is safe, and a replacement is then scheduled.
+          void worker.terminate();
+          reject(new ListenError(`lookup thread ${slot.index}: ${m.message}`));
+        } else return;
+        worker.off('message', onFirst);
+      };
+      worker.on('message', onFirst);
+      worker.on('message', (m: FromWorker) => this.onMessage(m));
+      worker.once('error', (e) => {
+        reject(e);
+        this.opts.onWorkerError?.(slot.index, e);
+      });
+      worker.once('exit', (code) => {
+        reject(new Error(`lookup thread ${slot.index} exited with code ${code} before listening`));
+        this.onExit(slot, worker, code);
+      });
+    });
+  }
+
+  private onExit(slot: Slot, worker: Worker, code: number): void {
+    if (slot.worker !== worker) return;
+    slot.worker = null;
+    slot.live = false;
+    if (!this.listening) return; // stopping, or still starting (start() fails instead)
+    this.opts.onWorkerError?.(slot.index, new Error(`lookup thread ${slot.index} ended (exit code ${code}); starting a new one`));
+    if (this.liveThreads === 0) this.openFallback();
+    this.scheduleRestart(slot);
+  }
+
+  private scheduleRestart(slot: Slot): void {
+    const { min, max } = this.opts.restartDelayMs ?? RESTART_DELAY;
+    if (Date.now() - slot.startedAt > STABLE_MS) slot.failures = 0;
+    const delay = Math.min(max, min * 2 ** slot.failures);
+    slot.failures++;
+    slot.restartTimer = setTimeout(() => void this.restart(slot), delay);
+  }
+
+  private async restart(slot: Slot): Promise<void> {
+    slot.restartTimer = null;
+    if (!this.listening) return;
+    try {
+      await this.launch(slot, this.port);
+      if (this.data) {
+        const a = await this.ask(slot, { type: 'data', id: this.data.id, bundle: forThreads(this.data.bundle) }, `data:${this.data.id}:${slot.index}`, 30_000);
+        if (a === null || a.type !== 'data-ok') throw new Error(`lookup thread ${slot.index} could not load the data again: ${a && a.type === 'data-failed' ? a.message : 'no answer'}`);
+        this.noteWarmUp(slot, a);
+      }
+      this.restarts++;
+      this.opts.onRestart?.(slot.index, this.restarts, slot.warmUpMs);
+    } catch (e) {
+      this.opts.onWorkerError?.(slot.index, e as Error);
+      // A thread that started and failed again has its own exit handler; one that never
+      // started needs the next attempt scheduled here.
+      if (slot.worker === null && this.listening && slot.restartTimer === null) this.scheduleRestart(slot);
+    }
+  }
+
+  /**
+   * A thread is failing and holds its port until told to let go: when it is the last one
+   * alive, the 503 listener opens first, then the thread closes; either way it is told to go.
+   * The port never refuses a connection in between.
+   */
+  private takeOver(index: number): void {
+    const slot = this.slots[index];
+    const worker = slot?.worker;
+    if (!slot || !worker) return;
+    const letGo = () => worker.postMessage({ type: 'handover' } satisfies ToWorker);
+    const othersLive = this.slots.some((s) => s !== slot && s.live);
+    if (othersLive || !this.listening) letGo();
+    else this.openFallback(letGo);
+  }
+
+  /** While no thread is alive, the main thread keeps the port and answers 503. */
+  private openFallback(onListening?: () => void): void {
+    if (this.fallback !== null || this.port === 0) {
+      onListening?.();
+      return;
+    }
+    const app = uWS.App().any('/*', (res, req) => {
+      const health = req.getUrl() === HEALTH_PATH;
+      const head = req.getMethod() === 'head'; // the headers without the body (RFC 9110 9.3.2)
+      if (!health) this.opts.onUnavailable?.();
+      res.cork(() => {
+        res.writeStatus(STATUS_TEXT[503]!);
+        if (health || head) res.end(undefined, true);
+        else res.writeHeader('Content-Type', 'application/json').end(errorJson(NO_THREAD), true);
+      });
+    });
+    const fb: { app: uWS.TemplatedApp; socket: uWS.us_listen_socket | null } = { app, socket: null };
+    this.fallback = fb;
+    // The failed thread may not have let go of the port yet: try again until it has.
+    const listen = () => {
+      if (this.fallback !== fb) return;
+      app.listen(this.opts.host, this.port, (ls) => {
+        if (this.fallback === fb && ls) {
+          fb.socket = ls;
+          onListening?.();
+        } else if (ls) uWS.us_listen_socket_close(ls);
+        else setTimeout(listen, 50);
+      });
+    };
+    listen();
+  }
+
+  private closeFallback(): void {
+    const fb = this.fallback;
+    if (fb === null) return;
+    this.fallback = null;
+    if (fb.socket) uWS.us_listen_socket_close(fb.socket);
+    // Then closes kept-alive connections too (exists in v20.30, missing from its typings),
+    // once the requests already on them are answered.
+    setTimeout(() => (fb.app as unknown as { close(): void }).close(), LINGER_MS);
+  }
+
+  private onMessage(m: FromWorker): void {
+    if (m.type === 'counts' || m.type === 'stopped') {
+      this.opts.onTuples?.(m.announced);
+      const imp = m.impressions;
+      if (imp.announced.length > 0 || imp.rows.length > 0 || imp.firstSeen !== undefined || imp.badIps !== undefined) this.opts.onImpressions?.(imp);
+      if (m.botIps.length > 0) this.opts.onBotIps?.(m.botIps);
+      if (m.seen !== null) this.opts.onSeen?.(m.seen);
+    }
+    if (m.type === 'counts') this.opts.onCounts(m.rows, m.stats);
+    else if (m.type === 'fatal') {
+      this.opts.onWorkerError?.(m.index, new Error(`lookup thread ${m.index} failed: ${m.message}`));
+      this.takeOver(m.index);
+    }
+    const key =
+      m.type === 'data-ok' || m.type === 'data-failed' ? `data:${m.id}:${m.index}` : m.type === 'policy-ok' ? `policy:${m.id}:${m.index}` : m.type === 'stopped' ? `stop:${m.index}` : m.type === 'gc-done' ? `gc:${m.index}` : '';
+    if (key) {
+      const p = this.pending.get(key);
+      if (p) {
+        this.pending.delete(key);
+        p.resolve(m);
+      }
+    }
+  }
+
+  private ask(slot: Slot, msg: ToWorker, key: string, timeoutMs: number): Promise<FromWorker | null> {
+    return new Promise((resolve) => {
+      if (slot.worker === null) return resolve(null);
+      const entry = {
+        resolve: (v: FromWorker) => {
+          clearTimeout(timer);
+          resolve(v);
+        },
+      };
+      const timer = setTimeout(() => {
+        // (Only this question's own entry: another may have taken the key since.)
+        if (this.pending.get(key) === entry) this.pending.delete(key);
+        resolve(null);
+      }, timeoutMs);
+      this.pending.set(key, entry);
+      slot.worker.postMessage(msg);
+    });
+  }
+
+  /**
+   * Customers' policies changed: every thread swaps them in (buffers are shared, never
+   * copied). Resolves once every running thread has them in force, so a lookup that starts
+   * after it applies them; a thread that does not answer within POLICY_ACK_MS (stuck, or being
+   * replaced: a new thread starts with every policy) is not waited for longer.
+   */
+  async pushPolicies(updates: PolicyUpdate[]): Promise<void> {
+    for (const u of updates) this.policies.set(u.customerId, u);
+    const id = ++this.policyPushes;
+    await Promise.all(this.slots.map((s) => this.ask(s, { type: 'policy', id, updates }, `policy:${id}:${s.index}`, POLICY_ACK_MS)));
+  }
+
+  /**
+   * A full garbage collection on every lookup thread (for tests and benchmarks that measure
+   * memory: RSS after it says what is kept, not what is merely not collected yet). Resolves
+   * to the threads' V8 heap in use after it (bytes, summed over the threads that answered).
+   */
+  async collectGarbage(): Promise<number> {
+    const done = await Promise.all(this.slots.map((s) => this.ask(s, { type: 'gc' }, `gc:${s.index}`, 10_000)));
+    let heap = 0;
+    for (const m of done) if (m?.type === 'gc-done') heap += m.heapUsed;
+    return heap;
+  }
+
+  pushKeys(keys: LiveKey[], known = true): void {
+    this.keys = keys;
+    this.keysKnown = known;
+    for (const s of this.slots) s.worker?.postMessage({ type: 'keys', keys, known } satisfies ToWorker);
+  }
+
+  /**
+   * Sends data to every thread (first load or reload) as load number `id` (the data
+   * generation); resolves with the failures (empty when all swapped). A thread started
+   * later is given the last data every thread accepted.
+   */
+  async reload(bundle: DataBundle, id: number): Promise<string[]> {
+    const live = this.slots.filter((s) => s.worker !== null);
+    const posted = forThreads(bundle);
+    const answers = await Promise.all(live.map((s) => this.ask(s, { type: 'data', id, bundle: posted }, `data:${id}:${s.index}`, 30_000)));
+    const failures: string[] = [];
+    answers.forEach((a, i) => {
+      const index = live[i]!.index;
+      if (a === null) failures.push(`lookup thread ${index} did not answer the reload`);
+      else if (a.type === 'data-failed') failures.push(`lookup thread ${index}: ${a.message}`);
+      else this.noteWarmUp(live[i]!, a);
+    });
+    if (failures.length === 0) this.data = { bundle, id };
+    return failures;
+  }
+
+  /** A thread's first data answer carries its warm-up. */
+  private noteWarmUp(slot: Slot, a: FromWorker): void {
+    if (a.type !== 'data-ok' || a.warmUp === undefined) return;
+    slot.warmUpMs = Math.max(1, Math.round(a.warmUp.ms));
+    if (a.warmUp.error !== undefined) this.opts.onWarmUpFailed?.(slot.index, a.warmUp.error);
+  }
+
+  /** Fault injection for tests: thread `index` fails as an uncaught bug would. */
+  crashThread(index: number): void {
+    this.slots[index]?.worker?.postMessage({ type: 'crash' } satisfies ToWorker);
+  }
+
+  /**
+   * Closes the listen sockets and connections, collects the last counts, then waits for
+   * each thread to exit by itself (terminating a thread that still holds uWS sockets would
+   * abort the whole process; terminate is only the fallback).
+   */
+  async stop(timeoutMs = 5000, exitWaitMs = 5000): Promise<void> {
+    this.listening = false;
+    this.closeFallback();
+    for (const s of this.slots) if (s.restartTimer) clearTimeout(s.restartTimer);
+    const running = this.slots.filter((s): s is Slot & { worker: Worker } => s.worker !== null);
+    const exits = running.map((s) => new Promise<void>((r) => {
+      if (s.worker.threadId === -1) r();
+      else s.worker.once('exit', () => r());
+    }));
+    const answers = await Promise.all(running.map((s) => this.ask(s, { type: 'stop' }, `stop:${s.index}`, timeoutMs)));
+    for (const a of answers) if (a && a.type === 'stopped') this.opts.onCounts(a.rows, a.stats);
+    await Promise.all(
+      exits.map((exited, i) => {
+        const s = running[i]!;
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<void>((r) => {
+          timer = setTimeout(() => {
+            this.opts.onWorkerError?.(s.index, new Error(`lookup thread ${s.index} still had open connections after ${exitWaitMs} ms; terminating it`));
+            void s.worker.terminate();
+            r();
+          }, exitWaitMs);
+        });
+        return Promise.race([exited, late]).finally(() => clearTimeout(timer));
+      }),
+    );
+    this.slots = [];
+  }
+}
+
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, host, () => {
+      const { port } = srv.address() as AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Resolves when nothing listens on host:port. The probe binds without SO_REUSEPORT, so a
+ * listener that set it (another uWebSockets.js process) makes the bind fail too.
+ */
+function portIsFree(host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EADDRINUSE') {
+        reject(new ListenError(`the pre-bid port ${host}:${port} is already in use (another ivtd, or another program): stop it, or choose another port with --prebid-port`));
+      } else reject(new ListenError(`pre-bid lookups: cannot listen on ${host}:${port}: ${e.message}${listenHint(e.code)}`));
+    });
+    srv.listen({ host, port, exclusive: true }, () => srv.close(() => resolve()));
+  });
+}
