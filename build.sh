@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds dist/ivtd: one Linux x86-64 executable (Node 20 SEA) carrying the bundled app,
 # its native addons and its data. No network; needs only `npm install` having run (not
-# `npm ci`, which refuses this lock: README, "Two commands"; CI runs the same, .ci/run).
+# `npm ci`, which refuses this lock: docs/development.md, "Installing"; CI runs the same, .ci/run).
 #   ./build.sh                              # entry src/cli/main.ts -> dist/ivtd
 #   IVTD_ENTRY=tools/probe.ts IVTD_OUT=dist/probe/ivtd-probe ./build.sh
 #   IVTD_ROLES=lookup,other ./build.sh        # worker roles to bundle (src/runtime/asset-table.ts)

@@ -1,4 +1,4 @@
-// Where a server's memory goes under the flood: the figures behind README "Memory" and the
+// Where a server's memory goes under the flood: the figures behind docs/memory.md and the
 // budget's V8-heap floor (src/memory/budget.ts). One server (`--ivtd PATH`, default
 // dist/ivtd; or `--checkout DIR`), `--threads 2`, the flood of bench/flood.ts (a new IP,
 // uid and IFA on every request) for `--seconds` (40); at start-up and near the flood's end it

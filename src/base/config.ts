@@ -1,6 +1,6 @@
 // Service configuration. Precedence: command-line flag > IVTD_* environment variable >
 // JSON config file (--config / IVTD_CONFIG) > default. OPTIONS is the one table that
-// the flag parser, the environment reader, `ivtd --help` and README all follow.
+// the flag parser, the environment reader, `ivtd --help` and docs/configuration.md all follow.
 import { readFileSync, statSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { isIP } from 'node:net';
@@ -78,7 +78,7 @@ export const OPTIONS = {
   metricsHost: { flag: 'metrics-host', kind: 'string', default: '127.0.0.1', help: 'Bind address of GET /metrics (Prometheus); loopback unless set, whatever --host is.', check: checkHost },
   metricsPort: { flag: 'metrics-port', kind: 'int', default: METRICS_PORT, help: 'GET /metrics port (every role; nothing else is served there).', min: 0, max: 65535 },
   threads: { flag: 'threads', kind: 'int', default: 1, help: 'Lookup worker threads sharing the pre-bid port.', min: 1, max: 64 },
-  memoryBudget: { flag: 'memory-budget', kind: 'int', default: 256, help: 'MB that the JS heaps, lookup history, verdict caches, reporting counts and DuckDB\'s buffer pool take together, whatever the traffic (split in README); at least 184 + 36 per lookup thread, the default rising to that with --threads 3 and up.', min: 32, max: 1048576 },
+  memoryBudget: { flag: 'memory-budget', kind: 'int', default: 256, help: 'MB that the JS heaps, lookup history, verdict caches, reporting counts and DuckDB\'s buffer pool take together, whatever the traffic (split in docs/memory.md); at least 184 + 36 per lookup thread, the default rising to that with --threads 3 and up.', min: 32, max: 1048576 },
   config: { flag: 'config', kind: 'path', default: undefined, help: 'JSON config file (keys are the camelCase option names).' },
   mmdbCountry: { flag: 'mmdb-country', kind: 'path', default: undefined, help: 'MaxMind GeoIP2/GeoLite2-Country (or compatible) MMDB instead of the embedded country db.' },
   mmdbAsn: { flag: 'mmdb-asn', kind: 'path', default: undefined, help: 'MaxMind GeoIP2/GeoLite2-ASN MMDB instead of the embedded ASN range table.' },
@@ -92,10 +92,10 @@ export const OPTIONS = {
   reportBurst: { flag: 'report-burst', kind: 'int', default: 20, help: 'Reporting API burst size per customer (token bucket capacity).', min: 1, max: 100000 },
   logLevel: { flag: 'log-level', kind: 'string', default: 'info', help: `Log level: ${LOG_LEVELS.join(', ')}.`, choices: LOG_LEVELS },
   dataRefresh: { flag: 'data-refresh', kind: 'duration', default: 'off', help: 'While serving, refresh the --data-sources every INTERVAL (e.g. 6h; at least 5m) and crawl ads.txt; off by default.', min: 300, max: 30 * 86400 },
-  dataSources: { flag: 'data-sources', kind: 'path', default: undefined, help: 'JSON file naming the data sources to refresh (default <data-dir>/sources.json; see README).' },
+  dataSources: { flag: 'data-sources', kind: 'path', default: undefined, help: 'JSON file naming the data sources to refresh (default <data-dir>/sources.json; see docs/data-sources.md).' },
   maxmindAccountId: { flag: 'maxmind-account-id', kind: 'string', default: undefined, help: 'MaxMind account ID for GeoIP2/GeoLite2 downloads by the data refresh.' },
   maxmindLicenseKey: { flag: 'maxmind-license-key', kind: 'string', default: undefined, secret: true, help: 'MaxMind licence key for those downloads; prefer the environment or config file (a flag shows in ps).' },
-  clickhouseUrl: { flag: 'clickhouse-url', kind: 'string', default: undefined, help: 'Fleet mode: http(s)://[user[:password]@]host:port[/database] of the ClickHouse shared by the fleet (database default ivtd, created if missing; https default port 8443). README "Fleet".', check: checkClickHouseUrl },
+  clickhouseUrl: { flag: 'clickhouse-url', kind: 'string', default: undefined, help: 'Fleet mode: http(s)://[user[:password]@]host:port[/database] of the ClickHouse shared by the fleet (database default ivtd, created if missing; https default port 8443). docs/fleet.md.', check: checkClickHouseUrl },
   tlsCert: { flag: 'tls-cert', kind: 'path', default: undefined, help: 'PEM certificate (chain) to serve HTTPS on the account and reporting ports; with --tls-key. Re-read on SIGHUP.' },
   tlsKey: { flag: 'tls-key', kind: 'path', default: undefined, help: 'PEM private key of --tls-cert. Re-read on SIGHUP.' },
   impTtl: { flag: 'imp-ttl', kind: 'duration', default: '1h', help: 'An impression beacon later than this after its lookup counts as expired (e.g. 30m, 1h; from 1m to 1d; off: none expires).', min: 60, max: 86400 },

@@ -58,15 +58,15 @@ const when = (ms: number | null): string => (ms === null ? 'never' : new Date(ms
 export function updateText(u: UpdateResult): string {
   const lines: string[] = [];
   if (u.sourcesFile === null) {
-    // Not a failure: without a sources file ivtd fetches nothing by design (README, "Refreshing the data").
+    // Not a failure: without a sources file ivtd fetches nothing by design (docs/data-sources.md, "Refreshing the data").
     return (
       'Nothing to refresh: there is no sources file (no --data-sources, and the data dir has no sources.json), so nothing was fetched\n' +
-      'and no running server was told to reload. To fetch data, write a sources file (README, "Refreshing the data");\n' +
+      'and no running server was told to reload. To fetch data, write a sources file (docs/data-sources.md, "Refreshing the data");\n' +
       'to make a running server re-read its config and data files, run "ivtd reload".\n'
     );
   }
   if (u.report.items.length === 0 && u.report.adsTxt.crawled === 0) {
-    lines.push(`Nothing to refresh: the sources file ${u.sourcesFile} names no source (see README, "Refreshing the data").`);
+    lines.push(`Nothing to refresh: the sources file ${u.sourcesFile} names no source (see docs/data-sources.md, "Refreshing the data").`);
   }
   for (const i of u.report.items) lines.push(`${i.result.padEnd(9)} ${i.kind.padEnd(8)} ${i.name}: ${i.detail}`);
   const a = u.report.adsTxt;

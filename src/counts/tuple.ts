@@ -14,7 +14,7 @@ export const OVERFLOW = '__overflow__';
 /** Joins a tuple's values wherever they travel as one string (joinDims, tupleKey, the writer's batch). */
 export const SEP = '\u001f';
 
-/** Longest dimension value kept, in characters; longer values are cut (README, reporting). */
+/** Longest dimension value kept, in characters; longer values are cut (docs/reporting-api.md). */
 export const DIM_VALUE_MAX = 256;
 
 /** Position of each dimension in a tuple's `dims` array. */

@@ -1,6 +1,6 @@
 // The sources file (`--data-sources`, default <data-dir>/sources.json): which published
 // lists `ivtd data update` and `serve --data-refresh` fetch, and how the sellers.json and
-// ads.txt crawls behave. Documented in README ("Refreshing the data"). Every mistake is
+// ads.txt crawls behave. Documented in docs/data-sources.md ("Refreshing the data"). Every mistake is
 // reported with the key that holds it.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -388,7 +388,7 @@ export function parseSources(text: string, file: string, creds: MaxmindCredentia
 export function loadSources(opts: { dataDir: string; path?: string | undefined; maxmind?: MaxmindCredentials }): SourcesConfig {
   const path = opts.path ?? join(opts.dataDir, SOURCES_FILE);
   if (!existsSync(path)) {
-    if (opts.path) throw new SourcesError(`sources file ${path} does not exist (see README, "Refreshing the data")`);
+    if (opts.path) throw new SourcesError(`sources file ${path} does not exist (see docs/data-sources.md, "Refreshing the data")`);
     return { ...parseSources('{}', path, opts.maxmind), path: null };
   }
   let text: string;

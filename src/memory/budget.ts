@@ -1,7 +1,7 @@
 // One memory budget (`--memory-budget`, MB) for everything that grows with traffic:
 // lookup history, the UA and IP verdict caches, the reporting counts waiting in the
 // lookup threads and on the main thread, and the small per-thread caches. The split is
-// fixed shares of the budget (SHARES, written in the startup log and README); each part
+// fixed shares of the budget (SHARES, written in the startup log and docs/memory.md); each part
 // is allocated once at that size, so memory stays flat whatever the traffic.
 // The tables in shared memory (history and caches) exist once per process, whatever
 // `--threads`; the per-thread parts are divided among the threads.

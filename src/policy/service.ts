@@ -62,7 +62,7 @@ export class PolicyService {
     if (others + c.bytes > this.budgetBytes) {
       throw new PolicyError(
         'entries',
-        `This policy compiles to ${c.bytes} bytes; with the other customers' policies that is past the ${this.budgetBytes} bytes the memory budget gives policies (README "Memory"). Remove entries, or raise --memory-budget.`,
+        `This policy compiles to ${c.bytes} bytes; with the other customers' policies that is past the ${this.budgetBytes} bytes the memory budget gives policies (docs/memory.md). Remove entries, or raise --memory-budget.`,
         true,
       );
     }

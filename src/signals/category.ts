@@ -28,7 +28,7 @@ export function categoryOf(valid: boolean, leadingReason: string): Category {
  * The MRC class of each reason code, as classifyTransaction (score.ts) counts it (a view of
  * reasons.ts): the hard and GIVT components are GIVT, the SIVT and history components SIVT,
  * and the customer's own allow/deny list is neither (POLICY). Shown to bidders beside each
- * reason (OpenRTB lookups, README "Lookups from an OpenRTB bid request").
+ * reason (OpenRTB lookups, docs/lookup.md "Lookups from an OpenRTB bid request").
  */
 export const REASON_CLASS: Readonly<Record<string, ReasonClass>> = Object.fromEntries(REASONS.map((r) => [r.code, r.class]));
 

@@ -46,7 +46,7 @@ function usagesIn(name: string, doc: string, wholeLines: boolean): Usage[] {
       if (!raw.startsWith('|')) optionTableOf = null;
       else {
         const cell = /^\|\s*`(--[a-z0-9-]+)( [^`]*)?`/.exec(raw);
-        // A row that shows no value (the README's table has a Default column) is an option taking one.
+        // A row that shows no value (docs/configuration.md's table has a Default column) is an option taking one.
         if (cell) out.push({ where, text: ` ${optionTableOf} ${cell[1]}${cell[2] ?? '=VALUE'}` });
         return;
       }

@@ -69,7 +69,7 @@ t.test('the boundary is the same on the OpenRTB POST, the beacon and a refused m
 
 // uWebSockets.js's parser holds at most 48 header lines: past them it never finds the request's
 // end, waits for more and lets its idle timeout (~10 s) close the connection, before any
-// handler runs (README says so). This pins the documented figure to the library.
+// handler runs (docs/lookup.md says so). This pins the documented figure to the library.
 t.test('48 header lines are answered; 49 are left unanswered', async (t) => {
   const srv = await startTestServer();
   t.teardown(() => srv.stop());

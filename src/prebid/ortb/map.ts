@@ -1,6 +1,6 @@
 // An OpenRTB 2.4–2.6 BidRequest (already parsed by bounded-json.ts) mapped onto the GET
 // lookup's parameter slots (params.ts), so the same validation (validate.ts, with errors
-// naming the OpenRTB field), signals and score run on it. README "Lookups from an OpenRTB
+// naming the OpenRTB field), signals and score run on it. docs/lookup.md "Lookups from an OpenRTB
 // bid request" documents the table below. Synchronous, no I/O; allocation is bounded by
 // the body limits of body.ts.
 import { CTV_DEVICE_TYPES } from '../../base/enums.ts';
@@ -413,7 +413,7 @@ export function noteMissing(req: LookupRequest, extra: OrtbExtra): void {
   for (let i = 0; i < u.length; i += 2) if (!m.includes(u[i]!)) m.push(u[i]!);
 }
 
-/** How much of the verdict's basis each absent value takes away (docs: README "Lookups from an OpenRTB bid request"). */
+/** How much of the verdict's basis each absent value takes away (docs/lookup.md, "Lookups from an OpenRTB bid request"). */
 export const MISSING_WEIGHTS = {
   ip: 0.4,
   /** No UA string and no `device.sua` either. */
