@@ -194,6 +194,58 @@ function typed<T extends Int32Array | Uint32Array | Uint16Array | Uint8Array>(
   return out;
 }
 
+/** Strings go to one pool; offsets are assigned as they are added. */
+class StringPool {
+  private readonly strings: string[] = [];
+  private length = 0;
+
+  add(s: string): number {
+    const off = this.length;
+    this.strings.push(s);
+    this.length += s.length;
+    return off;
+  }
+
+  /** The pool's UTF-16 code units. */
+  toArray(shared: boolean): Uint16Array {
+    const out = typed(Uint16Array, this.length, shared);
+    let at = 0;
+    for (const s of this.strings) {
+      for (let i = 0; i < s.length; i++) out[at + i] = s.charCodeAt(i);
+      at += s.length;
+    }
+    return out;
+  }
+}
+
+interface HostEntry {
+  kind: number;
+  host: string;
+  status: number;
+  parsed: ParsedAdsTxt | null;
+}
+
+/** The files' hosts, each once (`hostIndex`: `${kind}:${host}` → its index). */
+interface Hosts {
+  hosts: HostEntry[];
+  hostIndex: Map<string, number>;
+}
+
+/** The seller keys ("system", "account") and each host's pairs: host → seller key → PAIR code. */
+interface Pairs {
+  sellerKeys: Array<{ system: string; account: string }>;
+  pairIndex: Map<number, Map<number, number>>;
+}
+
+type Apps = Array<{ app: string; host: number }>;
+
+function emptyBuildStats(): AdsTxtBuildStats {
+  return {
+    files: 0, ok: 0, noSellerAuthorized: 0, noFile: 0, unavailable: 0, records: 0, pairs: 0, sellerKeys: 0, apps: 0,
+    malformedLines: 0, truncatedFiles: 0, overCap: 0, bytes: 0,
+  };
+}
+
 /** Builds the lookup arrays. Never throws on file contents: bad lines and files become warnings. */
 export function buildAdsTxtIndex(input: {
   files: ReadonlyArray<AdsTxtFileInput>;
@@ -210,28 +262,33 @@ export function buildAdsTxtIndex(input: {
 }): AdsTxtBuild {
   const shared = input.shared ?? false;
   const warnings: string[] = [];
-  const stats: AdsTxtBuildStats = {
-    files: 0, ok: 0, noSellerAuthorized: 0, noFile: 0, unavailable: 0, records: 0, pairs: 0, sellerKeys: 0, apps: 0,
-    malformedLines: 0, truncatedFiles: 0, overCap: 0, bytes: 0,
-  };
+  const stats = emptyBuildStats();
+  const hosts = readHosts(input.files, input.maxRecords ?? Infinity, stats, warnings);
+  const pairs = sellerPairs(hosts.hosts, input.sellers ?? [], stats, warnings);
+  const apps = appHosts(input.appDevelopers, hosts.hostIndex, warnings);
+  stats.apps = apps.length;
 
-  // Strings go to one pool; offsets are assigned as they are added.
-  const pool: string[] = [];
-  let poolLen = 0;
-  const addString = (s: string): number => {
-    const off = poolLen;
-    pool.push(s);
-    poolLen += s.length;
-    return off;
-  };
+  // The arrays, their strings pooled in this order: hosts, seller keys, apps.
+  const pool = new StringPool();
+  const hostPart = hostArrays(hosts, pool, stats, shared);
+  const sellerPart = sellerArrays(pairs.sellerKeys, pool, stats, shared);
+  const pairPart = pairArrays(pairs.pairIndex, stats, shared);
+  const appPart = appArrays(apps, pool, shared);
+  const compiled: CompiledAdsTxt = { pool: pool.toArray(shared), ...hostPart, ...sellerPart, ...pairPart, ...appPart };
+  stats.bytes = Object.values(compiled).reduce((n, a: ArrayBufferView) => n + a.byteLength, 0);
+  return { compiled, stats, warnings };
+}
 
-  // Hosts
+/**
+ * Each file's host once (the first file of a kind and host wins), its text parsed: its
+ * status, and its records unless the index is full (`maxRecords`: then unknown).
+ */
+function readHosts(files: ReadonlyArray<AdsTxtFileInput>, maxRecords: number, stats: AdsTxtBuildStats, warnings: string[]): Hosts {
   const hostIndex = new Map<string, number>(); // `${kind}:${host}`
-  const hosts: Array<{ kind: number; host: string; status: number; parsed: ParsedAdsTxt | null }> = [];
-  const maxRecords = input.maxRecords ?? Infinity;
+  const hosts: HostEntry[] = [];
   let loaded = 0;
   let overCap = 0;
-  for (const f of input.files) {
+  for (const f of files) {
     const host = f.host.toLowerCase();
     if (!isDomainName(host)) {
       warnings.push(`ads.txt: "${f.host.slice(0, 80)}" is not a host name; skipped`);
@@ -243,21 +300,7 @@ export function buildAdsTxtIndex(input: {
     let parsed: ParsedAdsTxt | null = null;
     if (status === HOST_STATUS.ok) {
       parsed = parseAdsTxt(f.text ?? '');
-      stats.malformedLines += parsed.malformed;
-      if (parsed.truncated) {
-        stats.truncatedFiles++;
-        warnings.push(`${f.kind === 'app' ? 'app-ads.txt' : 'ads.txt'} of ${host}: longer than ${parsed.records.length} records; the rest is ignored`);
-      }
-      if (parsed.records.length === 0) {
-        // Only the placeholder line: the publisher authorises no seller. A file without any
-        // valid line is no statement at all (the spec deprecates empty files): unknown.
-        if (parsed.placeholder) {
-          status = HOST_STATUS.noSellerAuthorized;
-        } else {
-          status = HOST_STATUS.unavailable;
-          warnings.push(`${f.kind === 'app' ? 'app-ads.txt' : 'ads.txt'} of ${host}: no valid record; treated as unknown`);
-        }
-      }
+      status = parsedStatus(parsed, f.kind, host, stats, warnings);
     }
     if (parsed !== null && parsed.records.length > 0) {
       if (loaded + parsed.records.length > maxRecords) {
@@ -276,8 +319,26 @@ export function buildAdsTxtIndex(input: {
   if (overCap > 0) {
     warnings.push(`ads.txt index full at ${loaded} records (its share of --memory-budget holds ${maxRecords}): ${overCap} files not loaded, their sellers answer unknown; raise --memory-budget or lower adsTxt.fromTraffic`);
   }
+  return { hosts, hostIndex };
+}
 
-  // Seller keys and pairs. DIRECT lines wait for the sellers.json facts.
+/** The status of a file found (ok), from what it holds; its malformed lines and truncation counted. */
+function parsedStatus(parsed: ParsedAdsTxt, kind: AdsTxtKind, host: string, stats: AdsTxtBuildStats, warnings: string[]): number {
+  stats.malformedLines += parsed.malformed;
+  if (parsed.truncated) {
+    stats.truncatedFiles++;
+    warnings.push(`${kind === 'app' ? 'app-ads.txt' : 'ads.txt'} of ${host}: longer than ${parsed.records.length} records; the rest is ignored`);
+  }
+  if (parsed.records.length > 0) return HOST_STATUS.ok;
+  // Only the placeholder line: the publisher authorises no seller. A file without any
+  // valid line is no statement at all (the spec deprecates empty files): unknown.
+  if (parsed.placeholder) return HOST_STATUS.noSellerAuthorized;
+  warnings.push(`${kind === 'app' ? 'app-ads.txt' : 'ads.txt'} of ${host}: no valid record; treated as unknown`);
+  return HOST_STATUS.unavailable;
+}
+
+/** Seller keys and pairs. DIRECT lines wait for the sellers.json facts (sellerFacts, directCode). */
+function sellerPairs(hosts: HostEntry[], sellers: ReadonlyArray<{ name: string; text: () => string }>, stats: AdsTxtBuildStats, warnings: string[]): Pairs {
   const sellerIndex = new Map<string, Map<string, number>>(); // system -> account -> key
   const sellerKeys: Array<{ system: string; account: string }> = [];
   const pairIndex = new Map<number, Map<number, number>>(); // host -> seller -> code
@@ -309,7 +370,7 @@ export function buildAdsTxtIndex(input: {
       }
     }
   });
-  const facts = sellerFacts(input.sellers ?? [], wanted, warnings);
+  const facts = sellerFacts(sellers, wanted, warnings);
   for (const { h, k } of pendingDirect) {
     const hs = hosts[h]!;
     const p = hs.parsed!;
@@ -321,16 +382,21 @@ export function buildAdsTxtIndex(input: {
     const prev = codes.get(k);
     if (prev === undefined || code < prev) codes.set(k, code);
   }
+  return { sellerKeys, pairIndex };
+}
 
-  // Apps
-  const apps: Array<{ app: string; host: number }> = [];
-  if (input.appDevelopers) {
-    const map = parseAppDevelopers(input.appDevelopers.text, input.appDevelopers.name, warnings);
+/** The apps of app-developers.txt, each with its developer's app-ads.txt host (-1: none crawled). */
+function appHosts(appDevelopers: { text: string; name: string } | null | undefined, hostIndex: Map<string, number>, warnings: string[]): Apps {
+  const apps: Apps = [];
+  if (appDevelopers) {
+    const map = parseAppDevelopers(appDevelopers.text, appDevelopers.name, warnings);
     for (const [app, dev] of map) apps.push({ app, host: hostIndex.get(`app:${dev}`) ?? -1 });
   }
-  stats.apps = apps.length;
+  return apps;
+}
 
-  // Arrays
+/** The hosts' arrays: names, kinds, statuses (counted in `stats`), inventory partners, slots. */
+function hostArrays({ hosts, hostIndex }: Hosts, pool: StringPool, stats: AdsTxtBuildStats, shared: boolean) {
   const nh = hosts.length;
   const hostOff = new Uint32Array(nh);
   const hostLen = new Uint16Array(nh);
@@ -340,7 +406,7 @@ export function buildAdsTxtIndex(input: {
   const partners: number[] = [];
   const hostSlots = new Int32Array(slotsFor(nh));
   hosts.forEach((hs, h) => {
-    hostOff[h] = addString(hs.host);
+    hostOff[h] = pool.add(hs.host);
     hostLen[h] = hs.host.length;
     hostKind[h] = hs.kind;
     hostStatus[h] = hs.status;
@@ -357,21 +423,42 @@ export function buildAdsTxtIndex(input: {
     placeInSlots(hostSlots, hostKeyHash(hs.kind, hs.host, 0, hs.host.length), h);
   });
   partnerStart[nh] = partners.length;
+  return {
+    hostSlots: typed(Int32Array, hostSlots, shared),
+    hostOff: typed(Uint32Array, hostOff, shared),
+    hostLen: typed(Uint16Array, hostLen, shared),
+    hostKind: typed(Uint8Array, hostKind, shared),
+    hostStatus: typed(Uint8Array, hostStatus, shared),
+    partnerStart: typed(Uint32Array, partnerStart, shared),
+    partners: typed(Int32Array, partners, shared),
+  };
+}
 
+/** The seller keys' arrays: system and account (pooled one after the other) and slots. */
+function sellerArrays(sellerKeys: Pairs['sellerKeys'], pool: StringPool, stats: AdsTxtBuildStats, shared: boolean) {
   const ns = sellerKeys.length;
   const sellerOff = new Uint32Array(ns);
   const sellerSysLen = new Uint16Array(ns);
   const sellerAccLen = new Uint16Array(ns);
   const sellerSlots = new Int32Array(slotsFor(ns));
   sellerKeys.forEach((sk, k) => {
-    sellerOff[k] = addString(sk.system);
-    addString(sk.account);
+    sellerOff[k] = pool.add(sk.system);
+    pool.add(sk.account);
     sellerSysLen[k] = sk.system.length;
     sellerAccLen[k] = sk.account.length;
     placeInSlots(sellerSlots, sellerKeyHash(sk.system, 0, sk.system.length, sk.account, 0, sk.account.length), k);
   });
   stats.sellerKeys = ns;
+  return {
+    sellerSlots: typed(Int32Array, sellerSlots, shared),
+    sellerOff: typed(Uint32Array, sellerOff, shared),
+    sellerSysLen: typed(Uint16Array, sellerSysLen, shared),
+    sellerAccLen: typed(Uint16Array, sellerAccLen, shared),
+  };
+}
 
+/** The pairs' arrays: host, seller key and code of each, and slots. */
+function pairArrays(pairIndex: Pairs['pairIndex'], stats: AdsTxtBuildStats, shared: boolean) {
   let np = 0;
   for (const codes of pairIndex.values()) np += codes.size;
   const pairHost = new Int32Array(np);
@@ -389,48 +476,31 @@ export function buildAdsTxtIndex(input: {
     }
   }
   stats.pairs = np;
+  return {
+    pairSlots: typed(Int32Array, pairSlots, shared),
+    pairHost: typed(Int32Array, pairHost, shared),
+    pairSeller: typed(Int32Array, pairSeller, shared),
+    pairCode: typed(Uint8Array, pairCode, shared),
+  };
+}
 
+/** The apps' arrays: bundle IDs, their developer's host, and slots. */
+function appArrays(apps: Apps, pool: StringPool, shared: boolean) {
   const na = apps.length;
   const appOff = new Uint32Array(na);
   const appLen = new Uint16Array(na);
   const appHost = new Int32Array(na);
   const appSlots = new Int32Array(slotsFor(na));
   apps.forEach((a, j) => {
-    appOff[j] = addString(a.app);
+    appOff[j] = pool.add(a.app);
     appLen[j] = a.app.length;
     appHost[j] = a.host;
     placeInSlots(appSlots, appKeyHash(a.app), j);
   });
-
-  const poolArr = typed(Uint16Array, poolLen, shared);
-  let at = 0;
-  for (const s of pool) {
-    for (let i = 0; i < s.length; i++) poolArr[at + i] = s.charCodeAt(i);
-    at += s.length;
-  }
-
-  const compiled: CompiledAdsTxt = {
-    pool: poolArr,
-    hostSlots: typed(Int32Array, hostSlots, shared),
-    hostOff: typed(Uint32Array, hostOff, shared),
-    hostLen: typed(Uint16Array, hostLen, shared),
-    hostKind: typed(Uint8Array, hostKind, shared),
-    hostStatus: typed(Uint8Array, hostStatus, shared),
-    partnerStart: typed(Uint32Array, partnerStart, shared),
-    partners: typed(Int32Array, partners, shared),
-    sellerSlots: typed(Int32Array, sellerSlots, shared),
-    sellerOff: typed(Uint32Array, sellerOff, shared),
-    sellerSysLen: typed(Uint16Array, sellerSysLen, shared),
-    sellerAccLen: typed(Uint16Array, sellerAccLen, shared),
-    pairSlots: typed(Int32Array, pairSlots, shared),
-    pairHost: typed(Int32Array, pairHost, shared),
-    pairSeller: typed(Int32Array, pairSeller, shared),
-    pairCode: typed(Uint8Array, pairCode, shared),
+  return {
     appSlots: typed(Int32Array, appSlots, shared),
     appOff: typed(Uint32Array, appOff, shared),
     appLen: typed(Uint16Array, appLen, shared),
     appHost: typed(Int32Array, appHost, shared),
   };
-  stats.bytes = Object.values(compiled).reduce((n, a: ArrayBufferView) => n + a.byteLength, 0);
-  return { compiled, stats, warnings };
 }

@@ -1,6 +1,7 @@
 // Policy: the customer's own allow and deny lists and band thresholds (docs/policy.md).
 // Search, add, remove, import and export as CSV. The entries are checked by the same rules
 // as the API's (src/policy/model.ts) before they are sent, so a bad CSV line is named here.
+// The kinds' labels and the entries' table are in policy-parts.ts.
 import { parsePolicyCsv, policyToCsv } from '../../../policy/policy-csv.ts';
 import { ENTRY_KINDS, PolicyError } from '../../../policy/model.ts';
 import type { PolicyEntry, PolicyKind, PolicyView } from '../api-client.ts';
@@ -8,22 +9,9 @@ import { ApiError } from '../session.ts';
 import { confirmDialog, downloadCsvFile, field, h, setFieldError, statusBox } from '../dom.ts';
 import { countOf, formatInt } from '../format.ts';
 import type { Page, PageContext } from '../page.ts';
+import { KIND_HINT, KIND_LABEL, policyTable } from './policy-parts.ts';
 
 const PAGE_SIZE = 50;
-const KIND_LABEL: Record<PolicyKind, string> = {
-  ip: 'IP or CIDR', ua: 'User agent (exact)', ua_substring: 'User agent contains', app: 'App bundle', domain: 'Domain', publisher: 'Publisher ID', seller: 'Seller (asi:sid)',
-  ssai: 'SSAI provider IP or CIDR',
-};
-const KIND_HINT: Record<PolicyKind, string> = {
-  ip: '192.0.2.0/24, 2001:db8::/32 or one address',
-  ua: 'The whole user agent, exactly',
-  ua_substring: 'At least 3 characters; letters match in either case',
-  app: 'e.g. com.example.game',
-  domain: 'Covers its subdomains too',
-  publisher: 'The publisher ID (pub)',
-  seller: 'exchange.example:1234',
-  ssai: 'A server-side ad insertion provider\'s servers (allow only): their data centre is not held against stitched imps',
-};
 
 export function policyPage(ctx: PageContext): Page {
   const status = statusBox();
@@ -101,27 +89,7 @@ export function policyPage(ctx: PageContext): Page {
     if (v.entries.length === 0) {
       listWrap.replaceChildren(h('p', { class: 'empty' }, v.total === 0 ? 'No entries yet: every lookup is scored by the model alone.' : 'No entry matches the search.'));
     } else {
-      listWrap.replaceChildren(
-        h(
-          'table',
-          { class: 'policy-table' },
-          h('thead', {}, h('tr', {}, ...['Action', 'Kind', 'Value'].map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Remove')))),
-          h(
-            'tbody',
-            {},
-            ...v.entries.map((e) =>
-              h(
-                'tr',
-                { 'data-kind': e.kind, 'data-value': e.value },
-                h('td', { 'data-label': 'Action' }, h('span', { class: `badge ${e.action}` }, e.action)),
-                h('td', { 'data-label': 'Kind' }, KIND_LABEL[e.kind]),
-                h('th', { scope: 'row', class: 'policy-value' }, h('code', {}, e.value)),
-                h('td', { class: 'row-actions' }, h('button', { type: 'button', class: 'danger small', 'aria-label': `Remove ${e.kind} ${e.value}`, onclick: () => void remove(e) }, 'Remove')),
-              ),
-            ),
-          ),
-        ),
-      );
+      listWrap.replaceChildren(policyTable(v.entries, (e) => void remove(e)));
     }
     const to = offset + v.entries.length;
     pageInfo.textContent = v.matching ? `${formatInt(offset + 1)}–${formatInt(to)} of ${formatInt(v.matching)}` : '';

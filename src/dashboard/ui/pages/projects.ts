@@ -1,14 +1,14 @@
 // Projects: the customer's ad-verification scanning projects. A list with edit and delete,
 // and one form for create and edit; a 422 from the API is shown next to the field it names.
-import type { Project, ProjectInput } from '../api-client.ts';
+// The form's fields, the list's table and the API body are in projects-parts.ts.
+import type { Project } from '../api-client.ts';
 import { ApiError } from '../session.ts';
-import { confirmDialog, field, h, setFieldError, statusBox } from '../dom.ts';
-import { formatInt, formatUtc } from '../format.ts';
+import { confirmDialog, h, setFieldError, statusBox } from '../dom.ts';
+import { formatInt } from '../format.ts';
 import type { Page, PageContext } from '../page.ts';
+import { projectFields, projectPayload, projectsTable, type FieldName } from './projects-parts.ts';
 
 const PAGE_SIZE = 20;
-
-type FieldName = keyof ProjectInput;
 
 export function projectsPage(ctx: PageContext): Page {
   let offset = 0;
@@ -25,16 +25,7 @@ export function projectsPage(ctx: PageContext): Page {
   const notice = h('p', { class: 'notice', role: 'status', 'aria-live': 'polite', hidden: true });
 
   // ---- the form (create and edit)
-  const f = {
-    name: field('Name', h('input', { name: 'name', required: true, maxlength: 200, autocomplete: 'off' })),
-    demand_id: field('Demand ID', h('input', { name: 'demand_id', required: true, autocomplete: 'off', spellcheck: 'false' })),
-    tag: field('Tag', h('textarea', { name: 'tag', required: true, rows: 4, spellcheck: 'false' }), 'An https:// URL of the ad tag, or the tag\'s HTML.'),
-    scan_now: field('Scan now', h('select', { name: 'scan_now' }, h('option', { value: '0' }, 'No: scan on the schedule'), h('option', { value: '1' }, 'Yes: scan as soon as saved'))),
-    times_per_day: field('Scans per day', h('input', { name: 'times_per_day', type: 'number', min: 1, max: 96, step: 1, required: true, inputmode: 'numeric' })),
-    alert_pixel: field('Alert pixel', h('input', { name: 'alert_pixel', type: 'url', autocomplete: 'off', spellcheck: 'false', placeholder: 'https://' }), 'Optional. A URL called when a scan finds a problem.'),
-    locations: field('Locations', h('input', { name: 'locations', autocomplete: 'off', spellcheck: 'false', placeholder: 'US, GB' }), 'Optional. Two-letter ISO country codes to scan from, comma-separated; empty means anywhere.'),
-    creative_id: field('Creative ID', h('input', { name: 'creative_id', autocomplete: 'off', spellcheck: 'false' }), 'Optional.'),
-  } satisfies Record<FieldName, unknown>;
+  const f = projectFields();
   const formTitle = h('h2', { id: 'project-form-h', tabindex: -1 }, 'New project');
   const formError = h('p', { class: 'error-box', role: 'alert', hidden: true });
   const saveBtn = h('button', { type: 'submit' }, 'Create project');
@@ -96,35 +87,7 @@ export function projectsPage(ctx: PageContext): Page {
     if (projects.length === 0) {
       listWrap.replaceChildren(h('p', { class: 'empty' }, 'No projects yet. Create one to have an ad tag scanned on a schedule.'));
     } else {
-      listWrap.replaceChildren(
-        h(
-          'table',
-          { class: 'projects-table' },
-          h('thead', {}, h('tr', {}, ...['Name', 'Demand ID', 'Scans/day', 'Scan now', 'Locations', 'Updated'].map((c) => h('th', { scope: 'col', class: c === 'Scans/day' ? 'num' : null }, c)), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')))),
-          h(
-            'tbody',
-            {},
-            ...projects.map((p) =>
-              h(
-                'tr',
-                { 'data-project-id': p.project_id },
-                h('th', { scope: 'row' }, p.name),
-                h('td', { 'data-label': 'Demand ID' }, p.demand_id),
-                h('td', { class: 'num', 'data-label': 'Scans/day' }, formatInt(p.times_per_day)),
-                h('td', { 'data-label': 'Scan now' }, p.scan_now ? 'Yes' : 'No'),
-                h('td', { 'data-label': 'Locations' }, p.locations.length ? p.locations.join(', ') : h('span', { class: 'muted' }, 'anywhere')),
-                h('td', { class: 'nowrap', 'data-label': 'Updated' }, formatUtc(p.updated_at)),
-                h(
-                  'td',
-                  { class: 'row-actions' },
-                  h('button', { type: 'button', class: 'secondary small', 'aria-label': `Edit ${p.name}`, onclick: () => openForm(p) }, 'Edit'),
-                  h('button', { type: 'button', class: 'danger small', 'aria-label': `Delete ${p.name}`, onclick: () => void remove(p) }, 'Delete'),
-                ),
-              ),
-            ),
-          ),
-        ),
-      );
+      listWrap.replaceChildren(projectsTable(projects, (p) => openForm(p), (p) => void remove(p)));
     }
     const to = offset + projects.length;
     pageInfo.textContent = total ? `Projects ${formatInt(offset + 1)}–${formatInt(to)} of ${formatInt(total)}` : '';
@@ -164,29 +127,13 @@ export function projectsPage(ctx: PageContext): Page {
     newBtn.focus();
   }
 
-  function payload(): ProjectInput {
-    const opt = (s: string) => (s.trim() === '' ? null : s.trim());
-    const n = f.times_per_day.control.value.trim();
-    return {
-      name: f.name.control.value.trim(),
-      demand_id: f.demand_id.control.value.trim(),
-      tag: f.tag.control.value.trim(),
-      scan_now: f.scan_now.control.value === '1' ? 1 : 0,
-      // A non-number goes to the API as typed so its message names the field.
-      times_per_day: (/^\d+$/.test(n) ? Number(n) : n) as number,
-      alert_pixel: opt(f.alert_pixel.control.value),
-      locations: opt(f.locations.control.value)?.toUpperCase() ?? null,
-      creative_id: opt(f.creative_id.control.value),
-    };
-  }
-
   async function save(): Promise<void> {
     clearErrors();
     saveBtn.disabled = true;
     const was = saveBtn.textContent;
     saveBtn.textContent = 'Saving…';
     try {
-      const body = payload();
+      const body = projectPayload(f);
       const saved = editing ? await ctx.api.updateProject(editing.project_id, body) : await ctx.api.createProject(body);
       const verb = editing ? 'Saved' : 'Created';
       closeForm();
