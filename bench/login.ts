@@ -1,6 +1,6 @@
 // Login latency (POST /login with the right password) of this checkout against a baseline
 // build, both serving side by side, in alternating rounds from a client process of its own.
-// A login is one scrypt check of the stored hash (src/store/secrets.ts SCRYPT) plus a session
+// A login is one scrypt check of the stored hash (src/base/secrets.ts SCRYPT) plus a session
 // row: the figure that changes with the password-hashing cost. Reports p50/p99 of each and
 // the ratio (the machine is shared; the ratio moves less than the figures).
 //   node --import tsx bench/login.ts --baseline-checkout DIR [--rounds 5] [--logins 20]
