@@ -9,6 +9,7 @@ import { allocateSeenLids } from '../prebid/seen-lids.ts';
 import { TUPLE_SLOT_BYTES, allocateSharedCounts } from '../reporting/shared-counts.ts';
 import { TYPICAL_ENTRY_BYTES } from '../reporting/tuple-dictionary.ts';
 import { allocateFleetBotIps } from '../signals/fleet-bot-ips.ts';
+import { allocateCrawlerDns } from '../signals/crawler-dns.ts';
 import { allocateHistory } from '../signals/history.ts';
 import { allocateIpCache } from '../signals/ip-cache.ts';
 import { allocateUaCache } from '../signals/ua-cache.ts';
@@ -38,6 +39,7 @@ export function allocateLookupMemory(plan: MemoryPlan, opts: { seed?: number; ep
     uaCache: allocateUaCache(plan.uaCacheBytes, seed ^ 0x7a11ce, epoch),
     ipCache: allocateIpCache(plan.ipCacheBytes, seed ^ 0x1bad1dea),
     fleetBotIps: allocateFleetBotIps(),
+    crawlerDns: allocateCrawlerDns(),
     counts: allocateSharedCounts(plan.sharedCountsBytes, tupleSeed, tuplesPerCustomerHour(plan)),
     impressions: {
       seen: allocateSeenLids(plan.impSeenBytes),

@@ -9,6 +9,7 @@ import type { BotIpRow } from './bot-ip-tracker.ts';
 import type { LiveKey } from '../store/api-keys.ts';
 import type { PolicyUpdate } from '../policy/service.ts';
 import type { FleetBotIpMemory } from '../signals/fleet-bot-ips.ts';
+import type { CrawlerDnsMemory } from '../signals/crawler-dns.ts';
 import type { HistoryMemory } from '../signals/history.ts';
 import type { IpCacheMemory } from '../signals/ip-cache.ts';
 import type { WarmUp } from './warm-up.ts';
@@ -24,6 +25,8 @@ export interface LookupMemory {
   readonly impressions: { readonly seen: SharedTableMemory; readonly counts: SharedCountsMemory };
   /** The fleet's bot-heavy IPs (fixed size, about 1 MB; empty without a fleet). */
   readonly fleetBotIps: FleetBotIpMemory;
+  /** Reverse-DNS verdicts on crawlers of non-authoritative lists, and the requests for them (fixed, about 270 KB). */
+  readonly crawlerDns: CrawlerDnsMemory;
   readonly threadCountsBytes: number;
   readonly keyMemoEntries: number;
   /** This thread's UA memos, in bytes (the scanner's and the UA cache's, half each). */

@@ -16,7 +16,7 @@ const analyzer = new UaAnalyzer({ now: Date.UTC(2026, 10, 1) });
 function inputs(over: Partial<ScoreInputs>): ScoreInputs {
   return {
     ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false, declaredBot: false,
-    aiAgent: false, crawlerSpoofed: false, automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false,
+    aiAgent: false, monitor: false, crawlerSpoofed: false, automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false,
     ipRelay: false, uaInconsistent: false, suaMismatch: false, ifaTypeMismatch: false, ssaiSpoof: false, geoMismatch: false, schainPresent: false, schainValid: false,
     schainVerified: false, schainComplete: false, sellerUnauthorized: false, appBundleMalformed: false, zeroIfa: false,
     history: NO_HISTORY, ...over,
