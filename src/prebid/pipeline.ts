@@ -7,6 +7,7 @@
 // counted for reporting. The admin explain runs steps 1-4 over the same state and data in
 // 'peek' mode: it reads what the lookup threads have and writes nothing.
 // One LookupEngine per lookup thread (and one on the main thread, for explain).
+import { explainBotCheck, type BotCheckExplained } from '../signals/bot-services.ts';
 import { TUPLE_DIMENSIONS, type Band, type TransactionClass } from '../enums.ts';
 import { errorJson, type ErrorAnswer } from '../errors.ts';
 import { ThreadCounts } from '../reporting/thread-counts.ts';
@@ -59,6 +60,8 @@ export interface Explanation {
         ua: UaInfo;
         /** LookupSignals.ipFleetBot. */
         fleetBotIp: LookupSignals['ipFleetBot'];
+        /** Who a declared bot really is: the crawler or monitor service its UA names, judged by its ranges (null when it names none). */
+        crawler: BotCheckExplained | null;
       })
     | null;
   /** The customer's policy: its thresholds, every kind that matched, and the model's own verdict. Null when it has none. */
@@ -243,6 +246,7 @@ export class LookupEngine {
         uaConsistency: s.uaConsistency,
         schainError: s.schainError,
         fleetBotIp: s.ipFleetBot,
+        crawler: explainBotCheck(this.data.bots, s.botCheck, s.botService),
         adsTxt: s.adsTxt,
         history: { ...s.history },
       };

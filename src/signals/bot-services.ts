@@ -311,3 +311,40 @@ export class BotServices {
     out[1] = bestAt;
   }
 }
+
+/** What explain says of a declared bot's check (src/prebid/pipeline.ts). */
+export interface BotCheckExplained {
+  /** The service its UA names, as its list writes it (e.g. `Googlebot`, `Pingdom`). */
+  service: string;
+  /** `crawlers` or `monitoring`. */
+  list: BotListName;
+  /** Where the list came from (`embedded:data/bot-ip-blocks/crawlers.json` or a refreshed file) and its date. */
+  listSource: string;
+  listDate: string;
+  /** When the list last saw this service's ranges change. */
+  serviceChangedAt: string;
+  /** The operator's own URL the ranges are published at. */
+  publishedAt: string;
+  /** An operator's ranges file that replaced the list's ranges for this service, '' when none did. */
+  rangesFrom: string;
+  /** The check (BOT_CHECKS): inside, outside, dns_confirmed… */
+  check: Exclude<BotCheck, ''>;
+  /** Whether the list's ranges decide alone (else they are a prefilter and reverse DNS decides). */
+  authoritative: boolean;
+  /** Forward-confirmed reverse DNS: `not needed` (an authoritative list, or outside the prefilter), `confirmed`, `refuted`, `pending`, `off`. */
+  dns: 'not needed' | 'confirmed' | 'refuted' | 'pending' | 'off';
+  /** The verdict: `genuine` (that crawler, agent or monitor), `impersonator`, or `unverified` (a declared crawler). */
+  verdict: 'genuine' | 'impersonator' | 'unverified';
+}
+
+export function explainBotCheck(bots: BotServices, check: number, service: number): BotCheckExplained | null {
+  const spec = bots.specs[service];
+  if (check === CHECK.none || spec === undefined) return null;
+  const name = BOT_CHECKS[check] as Exclude<BotCheck, ''>;
+  const dns = check === CHECK.dns_confirmed ? 'confirmed' : check === CHECK.dns_refuted ? 'refuted' : check === CHECK.dns_pending ? 'pending' : check === CHECK.dns_off ? 'off' : 'not needed';
+  return {
+    service: spec.name, list: spec.list, listSource: spec.listSource, listDate: spec.listDate, serviceChangedAt: spec.changedAt,
+    publishedAt: spec.sourceUrl, rangesFrom: spec.rangesFrom, check: name, authoritative: spec.authoritative, dns,
+    verdict: isGenuine(check) ? 'genuine' : isSpoofed(check) ? 'impersonator' : 'unverified',
+  };
+}
