@@ -99,7 +99,7 @@ t.test('the table of reasons: class follows the component, nbr the category', as
   const classOf = { hard: 'GIVT', givt: 'GIVT', sivt: 'SIVT', hist: 'SIVT', policy: 'POLICY' } as const;
   // Two supply-chain reasons have OpenRTB codes of their own: 12 ads.txt violation, 16 incomplete chain.
   const own: Record<string, number> = { seller_unauthorized: NBR_ADS_TXT_VIOLATION, schain_incomplete: NBR_SCHAIN_INCOMPLETE };
-  const nbrOf = (code: string, c: string) => own[code] ?? (c === 'declared_crawler' || c === 'ai_agent' ? NBR_SPIDER : c === 'data_center' || c === 'anonymizing_proxy' ? NBR_CLOUD_PROXY : NBR_NON_HUMAN);
+  const nbrOf = (code: string, c: string) => own[code] ?? (c === 'declared_crawler' || c === 'ai_agent' || c === 'monitoring' ? NBR_SPIDER : c === 'data_center' || c === 'anonymizing_proxy' ? NBR_CLOUD_PROXY : NBR_NON_HUMAN);
   t.equal(new Set(REASONS.map((r) => r.code)).size, REASONS.length, 'one row per code');
   for (const r of REASONS) {
     t.equal(r.class, classOf[r.component], `${r.code}: class of its component`);
