@@ -24,7 +24,7 @@ export const RESIDENTIAL = '81.2.69.142';
 const snapshot = (f: string) => readFileSync(new URL(`../../data/bot-ip-blocks/${f}`, import.meta.url), 'utf8');
 const analyzer = new UaAnalyzer();
 
-function tempDir(t: Tap.Test): string {
+function tempDir(t: { teardown(fn: () => void): void }): string {
   const dir = mkdtempSync(join(tmpdir(), 'ivtd-bots-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
