@@ -28,6 +28,7 @@ import { lookupThreads, openPrebidPort, type CountSink } from './server/lookups.
 import { logMemoryPlan, planServerMemory } from './server/memory.ts';
 import { serverMetrics } from './server/metrics.ts';
 import { Pushes } from './server/pushes.ts';
+import { startCrawlerDns } from './server/crawler-dns.ts';
 import { reloadAll } from './server/reload.ts';
 import type { RunningServer, StartOptions } from './server/running.ts';
 
@@ -118,6 +119,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     const engine = (later.engine = new LookupEngine(data.data, memory.lookup));
     pushes.attach(engine);
     logMemoryPlan(memory, engine);
+    cleanup.add(startCrawlerDns(config, memory.lookup.crawlerDns, () => data.bundle.bots.specs));
     cleanup.add(pushes.startTimer());
 
     const { ports, tls } = await openListeners({

@@ -9,10 +9,11 @@
 // checks (more are dropped, to be asked again), at most CONCURRENCY at once, and queries
 // paced to `qps` per second over all of them.
 import { Resolver } from 'node:dns/promises';
-import { DNS_CONFIRMED, DNS_PENDING, DNS_REFUTED, DNS_UNKNOWN, hostnameMatcher, serviceKey, type BotServiceSpec } from '../signals/bot-services.ts';
+import { DNS_CONFIRMED, DNS_PENDING, DNS_REFUTED, hostnameMatcher, serviceKey, type BotServiceSpec } from '../signals/bot-services.ts';
 import type { CrawlerDns } from '../signals/crawler-dns.ts';
 import { addressWords } from '../signals/crawler-dns.ts';
-import { formatIp, parseIp, type ParsedIp } from '../signals/ip-address.ts';
+import { parseIp, type ParsedIp } from '../signals/ip-address.ts';
+export { checkCrawlerDns, crawlerDnsServers } from '../signals/crawler-dns.ts';
 
 export const DRAIN_MS = 100;
 export const POSITIVE_TTL_S = 6 * 3600;
@@ -48,25 +49,6 @@ type Outcome = 'confirmed' | 'refuted' | 'error';
 
 const NO_RECORD = new Set(['ENOTFOUND', 'ENODATA', 'NXDOMAIN', 'ENONAME']);
 
-/** `--crawler-dns`: `off`, `system`, or a comma-separated list of resolvers. Returns an error sentence or null. */
-export function checkCrawlerDns(v: string): string | null {
-  if (v === 'off' || v === 'system') return null;
-  for (const s of v.split(',').map((x) => x.trim())) {
-    const m = /^\[([0-9a-fA-F:.]+)\](?::(\d{1,5}))?$/.exec(s) ?? /^([0-9.]+)(?::(\d{1,5}))?$/.exec(s) ?? /^([0-9a-fA-F:]+)()$/.exec(s);
-    if (!m || parseIp(m[1]!) === null || (m[2] && (Number(m[2]) < 1 || Number(m[2]) > 65535))) {
-      return `"${s.slice(0, 60)}" is not a resolver address (ip, ip:port or [ipv6]:port); or use off or system`;
-    }
-  }
-  return null;
-}
-
-/** The servers of a `--crawler-dns` value (null: the system's), or 'off'. */
-export function crawlerDnsServers(v: string): string[] | null | 'off' {
-  if (v === 'off') return 'off';
-  if (v === 'system') return null;
-  return v.split(',').map((x) => x.trim());
-}
-
 export class CrawlerDnsResolver {
   private readonly resolver: Resolver;
   private readonly waiting: Array<{ words: [number, number, number, number]; service: number }> = [];
@@ -74,7 +56,7 @@ export class CrawlerDnsResolver {
   private running = 0;
   private timer: NodeJS.Timeout | null = null;
   private tokens: number;
-  private lastRefill = Date.now();
+  private lastRefill: number;
   private readonly waiters: Array<() => void> = [];
   private pacer: NodeJS.Timeout | null = null;
   readonly counters: CrawlerDnsCounters = { asked: 0, dropped: 0, confirmed: 0, refuted: 0, errors: 0, queries: 0 };
@@ -89,6 +71,7 @@ export class CrawlerDnsResolver {
     this.resolver = new Resolver({ timeout: settings.timeoutMs ?? 2000, tries: settings.tries ?? 2 });
     if (settings.servers !== null) this.resolver.setServers(settings.servers);
     this.tokens = Math.max(1, settings.qps);
+    this.lastRefill = this.now();
   }
 
   start(): void {
@@ -168,12 +151,12 @@ export class CrawlerDnsResolver {
 
   /** Forward-confirmed reverse DNS of one address against hostname patterns. */
   async check(ip: ParsedIp, patterns: readonly string[]): Promise<Outcome> {
-    const text = formatIp(ip);
     const matches = hostnameMatcher(patterns);
     let names: string[];
     try {
       await this.token();
-      names = await this.resolver.reverse(text);
+      // resolvePtr on the reverse name, not reverse(): that one reports a timeout or SERVFAIL as ENOTFOUND.
+      names = await this.resolver.resolvePtr(reverseName(ip));
     } catch (e) {
       return NO_RECORD.has((e as NodeJS.ErrnoException).code ?? '') ? 'refuted' : 'error';
     }
@@ -222,7 +205,7 @@ export class CrawlerDnsResolver {
   private refill(): void {
     const t = this.now();
     const qps = Math.max(1, this.settings.qps);
-    this.tokens = Math.min(qps, this.tokens + ((t - this.lastRefill) / 1000) * qps);
+    this.tokens = Math.min(qps, this.tokens + (Math.max(0, t - this.lastRefill) / 1000) * qps);
     this.lastRefill = t;
   }
 
@@ -242,7 +225,10 @@ export class CrawlerDnsResolver {
   }
 }
 
-/** What a verdict state means, for explain. */
-export function dnsStateName(state: number): string {
-  return state === DNS_CONFIRMED ? 'confirmed' : state === DNS_REFUTED ? 'refuted' : state === DNS_PENDING ? 'pending' : state === DNS_UNKNOWN ? 'unknown' : 'unknown';
+/** The PTR name of an address: `4.3.2.1.in-addr.arpa`, or IPv6's nibbles under `ip6.arpa`. */
+export function reverseName(ip: ParsedIp): string {
+  if (ip.v === 4) return `${ip.n & 255}.${(ip.n >>> 8) & 255}.${(ip.n >>> 16) & 255}.${ip.n >>> 24}.in-addr.arpa`;
+  const nibbles: string[] = [];
+  for (let k = 3; k >= 0; k--) for (let i = 0; i < 8; i++) nibbles.push(((ip.w[k]! >>> (4 * i)) & 15).toString(16));
+  return `${nibbles.join('.')}.ip6.arpa`;
 }

@@ -220,7 +220,7 @@ export interface DnsVerdicts {
 export function serviceKey(slug: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < slug.length; i++) h = Math.imul(h ^ slug.charCodeAt(i), 0x01000193);
-  return (h >>> 0) || 1;
+  return h | 0 || 1; // a signed 32-bit word, as the shared table stores it
 }
 
 /** The services of the loaded lists, with their ranges: one per data load, one per thread. */
@@ -228,7 +228,7 @@ export class BotServices {
   /** Any pattern of any service: the one test a declared bot pays when it names none. */
   private readonly any: RegExp | null;
   private readonly each: RegExp[];
-  readonly keys: Uint32Array;
+  readonly keys: Int32Array;
   private readonly hasRanges: boolean[];
   private readonly canConfirm: boolean[];
   private readonly monitors: Uint8Array;
@@ -241,7 +241,7 @@ export class BotServices {
     this.each = specs.map((s) => new RegExp(s.uaPatterns.length ? s.uaPatterns.map(globSource).join('|') : '(?!)'));
     const all = specs.flatMap((s) => s.uaPatterns.map(globSource));
     this.any = all.length ? new RegExp([...new Set(all)].join('|')) : null;
-    this.keys = Uint32Array.from(specs.map((s) => serviceKey(s.slug)));
+    this.keys = Int32Array.from(specs.map((s) => serviceKey(s.slug)));
     this.hasRanges = specs.map((s) => s.ranges > 0);
     this.canConfirm = specs.map((s) => s.rdnsPatterns.length > 0);
     this.monitors = Uint8Array.from(specs.map((s) => (s.list === 'monitoring' ? 1 : 0)));

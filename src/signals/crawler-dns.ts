@@ -5,7 +5,7 @@
 // drains the queue, resolves, and writes the verdicts with their expiry. Both structures
 // are fixed-size: a full queue drops the request (asked again by a later lookup), a full
 // neighbourhood of the table gives up its entry that expires first.
-import type { ParsedIp } from './ip-address.ts';
+import { parseIp, type ParsedIp } from './ip-address.ts';
 import { DNS_UNKNOWN, type DnsVerdicts } from './bot-services.ts';
 
 /** Verdict slots (8 words each: seq, 4 address words, service key, state, expiry second). */
@@ -144,3 +144,23 @@ export class CrawlerDns implements DnsVerdicts {
     Atomics.add(t, pick, 1); // even again
   }
 }
+
+/** `--crawler-dns`: `off`, `system`, or a comma-separated list of resolvers. Returns an error sentence or null. */
+export function checkCrawlerDns(v: string): string | undefined {
+  if (v === 'off' || v === 'system') return undefined;
+  for (const s of v.split(',').map((x) => x.trim())) {
+    const m = /^\[([0-9a-fA-F:.]+)\](?::(\d{1,5}))?$/.exec(s) ?? /^([0-9.]+)(?::(\d{1,5}))?$/.exec(s) ?? /^([0-9a-fA-F:]+)()$/.exec(s);
+    if (!m || parseIp(m[1]!) === null || (m[2] && (Number(m[2]) < 1 || Number(m[2]) > 65535))) {
+      return `"${s.slice(0, 60)}" is not a resolver address (ip, ip:port or [ipv6]:port); or use off or system`;
+    }
+  }
+  return undefined;
+}
+
+/** The servers of a `--crawler-dns` value (null: the system's), or 'off'. */
+export function crawlerDnsServers(v: string): string[] | null | 'off' {
+  if (v === 'off') return 'off';
+  if (v === 'system') return null;
+  return v.split(',').map((x) => x.trim());
+}
+
