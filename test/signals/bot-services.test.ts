@@ -189,3 +189,23 @@ t.test('a refreshed list in <data-dir>/bot-ip-blocks/ replaces the embedded one'
   writeFileSync(join(dir, 'bot-ip-blocks', 'monitoring.json'), '{"services": 1}');
   t.throws(() => loadBundle({ dataDir: dir, mmdbCountry: undefined, mmdbAsn: undefined, mmdbAnonymousIp: undefined }), /monitoring\.json: no "services" object.*fix or delete the file/);
 });
+
+t.test("docs/scoring.md's example sources keep the lists current: upstream URLs, each list and service named", async (t) => {
+  const doc = readFileSync(new URL('../../docs/scoring.md', import.meta.url), 'utf8');
+  const section = doc.slice(doc.indexOf('## Who is really asking'));
+  const block = /```json\n([\s\S]*?)```/.exec(section)?.[1];
+  t.ok(block, 'the example is there');
+  const { parseSources } = await import('../../src/data/sources.ts');
+  const parsed = parseSources(block!, 'docs/scoring.md');
+  const meta = botSnapshotMeta()!;
+  t.match(parsed.sources, [
+    { kind: 'bots', list: 'crawlers', url: meta.upstream.crawlers },
+    { kind: 'bots', list: 'monitoring', url: meta.upstream.monitoring },
+    { kind: 'ranges', format: 'crawler-ipranges', category: 'crawler' },
+    { kind: 'ranges', format: 'crawler-ipranges', service: 'perplexitybot' },
+  ]);
+  const specs = engineOver(tempDir(t)).data.bots.specs;
+  const google = parsed.sources[2]!;
+  t.ok(specs.some((s) => s.slug === 'googlebot' && s.sourceUrl === google.url), "Googlebot's list names the example's URL: its ranges go to Googlebot");
+  t.ok(specs.some((s) => s.slug === 'perplexitybot'), 'the service the example names exists');
+});
