@@ -6,6 +6,9 @@
 // common browser UAs) and `top-crawler-agents` (common crawler UAs); and
 // /work/shared/corpora (or --corpora DIR) when present: ua-device (device-detector's
 // labelled device classes), bots, schain. Corpus strings are read at run time, never copied.
+// Per crawler and uptime-monitor service of the published lists the checkout carries
+// (data/bot-ip-blocks/, read as data): its UA from addresses inside its ranges and from a
+// residential address, and the share judged right (not an impersonator; an impersonator).
 //
 // Every lookup carries its own residential-looking IPv4 (73.0.0.0/8), uid and IFA, so
 // history and IP reputation stay out of the verdicts: a clean modern Chrome through the same
@@ -39,6 +42,9 @@ const require = createRequire(import.meta.url);
 interface Verdict {
   status: number;
   band?: string;
+  /** The response's GIVT and SIVT components: an impersonator is SIVT (ua_crawler_spoofed, 0.95), a real crawler GIVT. */
+  pGivt?: number;
+  pSivt?: number;
   uaValid?: boolean;
   schainValid?: boolean;
   schainComplete?: number;
@@ -50,6 +56,8 @@ interface Probe {
   /** In-app: carries app + ifa; else web (dmn). CTV and connected devices are always in-app. */
   app: boolean;
   schain?: string;
+  /** The client IP; default a fresh residential-looking one. */
+  ip?: string;
 }
 
 /** One test row: a set of probes and how to count a success. */
@@ -58,7 +66,7 @@ interface Test {
   what: string;
   probes: Probe[];
   /** What the figure counts, over scored (HTTP 200) probes. */
-  count: 'high' | 'flagged' | 'uaInvalid' | 'schainAgrees';
+  count: 'high' | 'flagged' | 'uaInvalid' | 'schainAgrees' | 'impersonator' | 'notImpersonator';
   /** Whether a higher share is better (detection) or worse (false positives). */
   goal: string;
   expected?: (p: Probe) => boolean;
@@ -200,6 +208,8 @@ function buildTests(): { tests: Test[]; notes: string[] } {
     if (existsSync(dd)) tests.push({ id: 'dd_bots_high', what: 'device-detector bots, band high', probes: readJsonl<{ ua: string }>(dd).map((r) => web(r.ua)), count: 'high', goal: 'higher' });
   } else notes.push(`no ${deviceFile}: device and mismatch rows skipped`);
 
+  tests.push(...serviceTests(web));
+
   const schainFile = join(CORPORA, 'schain/schain-strings.jsonl');
   if (existsSync(schainFile)) {
     const ua = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36';
@@ -213,18 +223,68 @@ function buildTests(): { tests: Test[]; notes: string[] } {
   return { tests, notes };
 }
 
+/** Addresses per service taken from its ranges (spread over them). */
+const PER_SERVICE = numArg('per-service', 20);
+
+/**
+ * For each service of the checkout's crawler and monitor lists (data read as data): its UA
+ * (the first plain token of its patterns, in a crawler's usual form) from inside its
+ * ranges — judged right when not an impersonator — and from residential addresses —
+ * judged right when an impersonator.
+ */
+function serviceTests(web: (ua: string, dvt?: number) => Probe): Test[] {
+  const dir = join(import.meta.dirname, '..', 'data', 'bot-ip-blocks');
+  const tests: Test[] = [];
+  const allIn: Probe[] = [];
+  const allOut: Probe[] = [];
+  for (const list of ['crawlers', 'monitoring']) {
+    const file = join(dir, `${list}.json`);
+    if (!existsSync(file)) continue;
+    const doc = JSON.parse(readFileSync(file, 'utf8')) as { services: Record<string, { user_agent_patterns: string[]; ipv4?: string[]; ipv6?: string[]; ip_list_authoritative?: boolean }> };
+    for (const [name, s] of Object.entries(doc.services)) {
+      const token = s.user_agent_patterns.map((p) => p.replace(/^\*+|\*+$/g, '')).find((p) => !/[*?]/.test(p));
+      if (!token) continue;
+      const ua = `Mozilla/5.0 (compatible; ${token}/1.0; +https://example.com/bot)`;
+      const cidrs = spread([...(s.ipv4 ?? []), ...(s.ipv6 ?? [])], PER_SERVICE);
+      const inside = cidrs.map((c) => ({ ...web(ua), ip: firstHost(c) }));
+      const outside = cidrs.map(() => web(ua));
+      const dns = s.ip_list_authoritative === false ? ' (a whole network: reverse DNS decides, off here)' : '';
+      tests.push({ id: `svc_${list}_${name}_inside`, what: `${name}: its UA from inside its ranges${dns}, not an impersonator`, probes: inside, count: 'notImpersonator', goal: 'higher' });
+      tests.push({ id: `svc_${list}_${name}_outside`, what: `${name}: its UA from a residential address, an impersonator`, probes: outside, count: 'impersonator', goal: 'higher' });
+      allIn.push(...inside);
+      allOut.push(...outside);
+    }
+  }
+  if (allIn.length) {
+    tests.push({ id: 'svc_all_inside', what: 'every service, from inside its ranges, not an impersonator', probes: allIn, count: 'notImpersonator', goal: 'higher' });
+    tests.push({ id: 'svc_all_outside', what: 'every service, from a residential address, an impersonator', probes: allOut, count: 'impersonator', goal: 'higher' });
+  }
+  return tests;
+}
+
+/** The first host of a CIDR (its only address for a /32 or /128), as text. */
+function firstHost(cidr: string): string {
+  const [addr, bits] = cidr.split('/') as [string, string];
+  if (!addr.includes(':')) {
+    const n = addr.split('.').reduce((a, o) => a * 256 + Number(o), 0);
+    const h = Number(bits) < 32 ? n + 1 : n;
+    return [24, 16, 8, 0].map((s) => Math.floor(h / 2 ** s) % 256).join('.');
+  }
+  return Number(bits) < 128 ? addr.replace(/::$/, '::1').replace(/:0$/, ':1') : addr;
+}
+
 // ---------------------------------------------------------------- lookups
 
 const DEFAULT_SCHAIN = '1.0,1!exchange1.example,1234,1,,,';
 
 function lookupPath(server: IvtdServer, p: Probe, n: number): string {
   // A fresh residential-looking IP, uid and IFA per lookup: no history, no IP reputation.
-  const ip = `73.${(n >> 16) & 255}.${(n >> 8) & 255}.${1 + (n % 254)}`;
+  const ip = p.ip ?? `73.${(n >> 16) & 255}.${(n >> 8) & 255}.${1 + (n % 254)}`;
   const hex = (n * 2654435761 >>> 0).toString(16).padStart(8, '0');
   const ifa = `${hex}-${hex.slice(0, 4)}-4${hex.slice(4, 7)}-a${hex.slice(1, 4)}-${n.toString(16).padStart(12, '0')}`;
   const q = [
     `schain=${encodeURIComponent(p.schain ?? DEFAULT_SCHAIN)}`,
-    `p=${server.partnerId}`, `k=${server.key}`, `pub=pub-${n % 97}`, 'node=bidder-1', `ip=${ip}`,
+    `p=${server.partnerId}`, `k=${server.key}`, `pub=pub-${n % 97}`, 'node=bidder-1', `ip=${encodeURIComponent(ip)}`,
     `ua=${encodeURIComponent(p.ua)}`, `uid=d${hex}${n.toString(36)}`, 'sid=exchange1.example', 'adt=1', `dvt=${p.dvt}`, 'geo=us',
     p.app ? `app=com.example.app${n % 50}&ifa=${ifa}` : `dmn=site${n % 97}.example`,
   ];
@@ -235,8 +295,8 @@ async function lookup(server: IvtdServer, p: Probe, n: number): Promise<Verdict>
   const res = await fetch(`http://127.0.0.1:${server.prebidPort}${lookupPath(server, p, n)}`);
   const text = await res.text();
   if (res.status !== 200) return { status: res.status };
-  const b = JSON.parse(text) as { botRisk?: { band?: string }; uaValid?: boolean; schain?: { valid?: boolean; complete?: number } };
-  return { status: 200, band: b.botRisk?.band, uaValid: b.uaValid, schainValid: b.schain?.valid, schainComplete: b.schain?.complete };
+  const b = JSON.parse(text) as { botRisk?: { band?: string }; components?: { p_givt?: number; p_sivt?: number }; uaValid?: boolean; schain?: { valid?: boolean; complete?: number } };
+  return { status: 200, band: b.botRisk?.band, pGivt: b.components?.p_givt, pSivt: b.components?.p_sivt, uaValid: b.uaValid, schainValid: b.schain?.valid, schainComplete: b.schain?.complete };
 }
 
 async function pool<T, R>(items: T[], n: number, fn: (x: T, i: number) => Promise<R>): Promise<R[]> {
@@ -287,7 +347,14 @@ async function score(server: IvtdServer, tests: Test[]): Promise<Row[]> {
       const isInvalid = v.uaValid === false;
       high += isHigh ? 1 : 0;
       uaInvalid += isInvalid ? 1 : 0;
-      const hit = t.count === 'high' ? isHigh : t.count === 'uaInvalid' ? isInvalid : isHigh || isInvalid;
+      // An impersonator: high on the SIVT side alone (ua_crawler_spoofed); the real one: GIVT high, no SIVT of its own.
+      const impersonator = isHigh && (v.pSivt ?? 0) >= 0.9 && (v.pGivt ?? 0) < 0.9;
+      const hit =
+        t.count === 'high' ? isHigh
+        : t.count === 'uaInvalid' ? isInvalid
+        : t.count === 'impersonator' ? impersonator
+        : t.count === 'notImpersonator' ? isHigh && !impersonator && (v.pGivt ?? 0) >= 0.9
+        : isHigh || isInvalid;
       hits += +hit;
       if (wrongWay(hit) && examples.length < EXAMPLES) examples.push(`[dvt=${t.probes[i]!.dvt} ${v.band} uaValid=${v.uaValid}] ${t.probes[i]!.ua}`);
     });
@@ -298,7 +365,9 @@ async function score(server: IvtdServer, tests: Test[]): Promise<Row[]> {
 }
 
 async function measure(target: IvtdTarget, tests: Test[]): Promise<Row[]> {
-  const server = await startIvtd(target, { threads: 1 });
+  // No crawler reverse DNS: the bench has no DNS egress, and a resolver answering NXDOMAIN to
+  // everything (as sandboxes do) would refute every check of Yandex's and Meta's crawlers.
+  const server = await startIvtd(target, { threads: 1, env: { IVTD_CRAWLER_DNS: 'off' } });
   try {
     return await score(server, tests);
   } finally {

@@ -41,6 +41,8 @@ const CASES: Record<OptionKey, { bad: string[]; good: string }> = {
   tlsKey: { bad: [''], good: '/x/key.pem' },
   impTtl: { bad: ['', '30s', '2d', 'soon'], good: '30m' },
   trustedProxies: { bad: ['', 'proxy.example', '10.0.0.0/33', '::1/129', '10.0.0.1,', '10.0.0.0/x'], good: '10.0.0.0/8, ::1,192.168.1.7' },
+  crawlerDns: { bad: ['', 'dns.example', '10.0.0.1:99999', 'on', '10.0.0.1,', '[::1'], good: '127.0.0.1:5353,[::1]:53,9.9.9.9' },
+  crawlerDnsQps: { bad: ['0', '-1', '1.5', '10001'], good: '50' },
 };
 
 t.test('every option has cases here (a new option needs its rule and a test)', async (t) => {

@@ -89,6 +89,7 @@ VERSION_OUT="$(env -i ./ivtd --version)" || fail "ivtd --version exited non-zero
 grep -q '^ivtd [0-9]' <<<"$VERSION_OUT" || fail "--version: no 'ivtd <version>' line: $VERSION_OUT"
 grep -Eq '^  built +[0-9]{4}-[0-9]{2}-[0-9]{2}T' <<<"$VERSION_OUT" || fail "--version: no build date: $VERSION_OUT"
 grep -Eq '^  asn table +built [0-9]{4}-' <<<"$VERSION_OUT" || fail "--version: the embedded ASN table has no date: $VERSION_OUT"
+grep -Eq '^  bot lists +crawlers [0-9]+ services, monitoring [0-9]+ services; .*licence CC0-1\.0$' <<<"$VERSION_OUT" || fail "--version: the embedded crawler and monitor lists have no source, date or licence: $VERSION_OUT"
 say "version: $(head -1 <<<"$VERSION_OUT"), $(sed -n 2p <<<"$VERSION_OUT" | awk '{print $2}')"
 
 # start: launches the server in the background (stdout+stderr to LOG, appended); sets PID and HEALTHY_MS.

@@ -1,6 +1,8 @@
 // Service configuration. Precedence: command-line flag > IVTD_* environment variable >
 // JSON config file (--config / IVTD_CONFIG) > default. OPTIONS is the one table that
 // the flag parser, the environment reader, `ivtd --help` and docs/configuration.md all follow.
+// the flag parser, the environment reader, `ivtd --help` and README all follow.
+import { checkCrawlerDns } from './crawler-dns-option.ts';
 import { readFileSync, statSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { isIP } from 'node:net';
@@ -100,6 +102,8 @@ export const OPTIONS = {
   tlsKey: { flag: 'tls-key', kind: 'path', default: undefined, help: 'PEM private key of --tls-cert. Re-read on SIGHUP.' },
   impTtl: { flag: 'imp-ttl', kind: 'duration', default: '1h', help: 'An impression beacon later than this after its lookup counts as expired (e.g. 30m, 1h; from 1m to 1d; off: none expires).', min: 60, max: 86400 },
   trustedProxies: { flag: 'trusted-proxies', kind: 'string', default: '127.0.0.0/8,::1', help: 'Peers (addresses, CIDR blocks, comma-separated) whose X-Device-IP, X-Forwarded-For and X-Device-User-Agent name the device of an impression beacon.', check: checkCidrList },
+  crawlerDns: { flag: 'crawler-dns', kind: 'string', default: 'system', help: 'Reverse DNS that confirms crawlers whose published list is a whole network (Yandex, Meta): system (the resolvers of /etc/resolv.conf), off, or resolver addresses (ip, ip:port, [ipv6]:port; comma-separated). docs/scoring.md "Who is really asking".', check: checkCrawlerDns },
+  crawlerDnsQps: { flag: 'crawler-dns-qps', kind: 'int', default: 20, help: 'Most DNS queries per second that reverse DNS check sends, over all checks.', min: 1, max: 10000 },
   role: { flag: 'role', kind: 'string', default: 'all', help: 'all: lookups, accounts, dashboard and reporting; edge: lookups only (and /metrics), keys from ClickHouse; needs --clickhouse-url.', choices: ROLES },
 } as const satisfies Record<string, OptionSpec>;
 
@@ -139,6 +143,9 @@ export interface Config {
   /** Seconds after its lookup an impression beacon is still on time. */
   impTtl: number;
   trustedProxies: string;
+  /** `system`, `off`, or resolver addresses: src/data/crawler-dns-resolver.ts. */
+  crawlerDns: string;
+  crawlerDnsQps: number;
   role: string;
 }
 

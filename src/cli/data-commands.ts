@@ -1,12 +1,14 @@
 // `ivtd data update` and `ivtd data status`: the data refresher run once from the command
 // line (cron, first setup), and what it last did per source. A server running on the data
 // dir is told to reload afterwards over the control socket.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../base/config.ts';
 import { SOURCES_FILE } from '../data/sources.ts';
 import { refresherFor, type RefreshReport, type RefreshStatus } from '../data/refresh.ts';
 import { ControlUnavailableError, sendControl } from '../provisioning/control.ts';
+import { botSnapshotMeta, loadBotLists, type BotListInfo, type BotSnapshotMeta, type ServiceOverrides } from '../data/bot-lists.ts';
+import { addRangeList, RangeSetBuilder } from '../signals/ip-ranges.ts';
 
 export const DATA_USAGE = {
   update: {
@@ -17,7 +19,7 @@ export const DATA_USAGE = {
   },
   status: {
     usage: 'data status [--json]',
-    summary: 'When each data source last succeeded, how many entries it gave, and its last error.',
+    summary: 'When each data source last succeeded, how many entries it gave, and its last error; the crawler and monitor lists in use (source, licence, date).',
   },
 } as const;
 
@@ -49,8 +51,55 @@ export async function dataUpdate(config: Config): Promise<UpdateResult> {
   return { sourcesFile, report, server };
 }
 
-export function dataStatus(config: Config): RefreshStatus {
-  return refresherFor(config).status();
+/** `ivtd data status`: the refresher's sources, and the crawler and monitor lists the next load uses. */
+export interface DataStatus extends RefreshStatus {
+  botLists: {
+    /** The embedded snapshot's origin (data/bot-ip-blocks/snapshot.json). */
+    snapshot: BotSnapshotMeta | null;
+    lists: BotListInfo[];
+    /** Services, each with its list and where its ranges come from. */
+    services: Array<{ name: string; slug: string; list: string; ranges: number; authoritative: boolean; rangesFrom: string }>;
+    /** The list could not be read: why (the server refuses to load it too). */
+    error: string | null;
+  };
+}
+
+/** The services' ranges as the data dir's ranges files replace them (as the loader reads them; errors left to it). */
+function ownRanges(dataDir: string): ServiceOverrides {
+  const out: ServiceOverrides = new Map();
+  const dir = join(dataDir, 'ranges');
+  let names: string[] = [];
+  try {
+    names = readdirSync(dir).filter((n) => n.endsWith('.txt')).sort();
+  } catch {
+    return out;
+  }
+  for (const f of names) {
+    try {
+      addRangeList(new RangeSetBuilder(), readFileSync(join(dir, f), 'utf8'), `ranges/${f}`, undefined, (c, s) => {
+        let o = out.get(s);
+        if (!o) out.set(s, (o = { cidrs: [], files: [] }));
+        o.cidrs.push(c);
+        if (!o.files.includes(`ranges/${f}`)) o.files.push(`ranges/${f}`);
+      });
+    } catch {
+      // A bad file: the server refuses it with its line; status shows the lists without it.
+    }
+  }
+  return out;
+}
+
+export function dataStatus(config: Config): DataStatus {
+  const st = refresherFor(config).status();
+  const botLists: DataStatus['botLists'] = { snapshot: botSnapshotMeta(), lists: [], services: [], error: null };
+  try {
+    const b = loadBotLists(config.dataDir, ownRanges(config.dataDir), []);
+    botLists.lists = b.lists;
+    botLists.services = b.specs.map((s) => ({ name: s.name, slug: s.slug, list: s.list, ranges: s.ranges, authoritative: s.authoritative, rangesFrom: s.rangesFrom }));
+  } catch (e) {
+    botLists.error = (e as Error).message;
+  }
+  return { ...st, botLists };
 }
 
 const when = (ms: number | null): string => (ms === null ? 'never' : new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z'));
@@ -81,7 +130,7 @@ export function updateText(u: UpdateResult): string {
   return `${lines.join('\n')}\n`;
 }
 
-export function statusText(s: RefreshStatus): string {
+export function statusText(s: DataStatus): string {
   const lines: string[] = [];
   if (s.sources.length === 0) lines.push('No sources configured.');
   for (const src of s.sources) {
@@ -96,5 +145,15 @@ export function statusText(s: RefreshStatus): string {
     const c = (k: Record<string, number>) => `${k.ok ?? 0} ok, ${k.no_file ?? 0} no file, ${k.failed ?? 0} failed, ${k.new ?? 0} not crawled yet`;
     lines.push(`ads.txt: ${c(s.adsTxt.site)}`, `app-ads.txt: ${c(s.adsTxt.app)}`);
   }
+  const b = s.botLists;
+  const snap = b.snapshot;
+  if (snap) lines.push(`crawler and monitor lists: embedded snapshot of ${snap.source}${snap.commit ? ` @ ${snap.commit.slice(0, 12)}` : ''} (${snap.date}, licence ${snap.licence})`);
+  for (const l of b.lists) {
+    lines.push(`  ${l.list}: ${l.services} services, ${l.ranges} ranges, from ${l.source}${l.source.startsWith('embedded:') ? '' : ` (refreshed ${l.date})`}`);
+  }
+  const own = b.services.filter((x) => x.rangesFrom !== '');
+  if (own.length) lines.push(`  services whose ranges your files give: ${own.map((x) => `${x.slug} (${x.rangesFrom})`).join(', ')}`);
+  if (b.services.length) lines.push(`  services: ${b.services.map((x) => x.slug + (x.authoritative ? '' : ' (reverse DNS)')).join(', ')}`);
+  if (b.error) lines.push(`  unusable: ${b.error}`);
   return `${lines.join('\n')}\n`;
 }

@@ -9,6 +9,8 @@ import { OPTIONS, type Config } from '../base/config.ts';
 import { planMemory } from '../memory/budget.ts';
 import { listAssets, readAsset, readAssetInPlace } from '../runtime/assets.ts';
 import { RangeSetBuilder, addRangeList } from '../signals/ip-ranges.ts';
+import { loadBotLists, type ServiceOverrides } from './bot-lists.ts';
+import { BotListError } from '../signals/bot-services.ts';
 import { buildAdsTxtIndex } from '../signals/ads-txt-build.ts';
 import { ADS_TXT_DIR, readAdsTxtFiles } from './ads-txt-crawl.ts';
 import type { DataBundle, DataFile, DataFileInfo } from '../prebid/thread-bundle.ts';
@@ -26,8 +28,6 @@ export const EMBEDDED = {
   hostingOrgPatterns: 'data/hosting-org-patterns.txt',
   badIfas: 'data/bad-ifas.txt',
   aiAgents: 'data/ai-agents.txt',
-  /** Crawler operators' published addresses, dated: used until a refresh writes ranges of category `crawler`. */
-  crawlerRanges: 'data/crawler-ranges.txt',
   sellersDir: 'data/sellers/',
 } as const;
 
@@ -79,15 +79,14 @@ function optional(dataDir: string, name: string, flag: string | undefined): Data
 const text = (f: DataFile): string => Buffer.from(f.bytes.buffer, f.bytes.byteOffset, f.bytes.byteLength).toString('utf8');
 
 /**
- * Every <data-dir>/ranges/*.txt, in name order, into one shared range set; and the embedded
- * crawler-range snapshot unless those files already hold `crawler` ranges (a refresh's
- * current lists replace the snapshot).
+ * Every <data-dir>/ranges/*.txt, in name order, into one shared range set; lines that name a
+ * crawler service (`<cidr> crawler <service>`) into `overrides`, which replace that service's
+ * ranges in the published lists (bot-lists.ts).
  */
-function loadRanges(dataDir: string): DataBundle['ipRanges'] {
+function loadRanges(dataDir: string, overrides: ServiceOverrides): DataBundle['ipRanges'] {
   const dir = join(dataDir, 'ranges');
   const builder = new RangeSetBuilder();
   const files: DataFileInfo[] = [];
-  const counts: Partial<Record<'crawler', number>> = {};
   if (existsSync(dir)) {
     for (const f of readdirSync(dir).filter((n) => n.endsWith('.txt')).sort()) {
       const path = join(dir, f);
@@ -102,21 +101,30 @@ function loadRanges(dataDir: string): DataBundle['ipRanges'] {
         throw new DataLoadError(`cannot read ranges/${f}: ${(e as Error).message}`);
       }
       let entries: number;
+      const name = `ranges/${f}`;
       try {
-        entries = addRangeList(builder, body, `ranges/${f}`, counts);
+        entries = addRangeList(builder, body, name, undefined, (cidr, service) => {
+          let o = overrides.get(service);
+          if (!o) overrides.set(service, (o = { cidrs: [], files: [] }));
+          o.cidrs.push(cidr);
+          if (!o.files.includes(name)) o.files.push(name);
+        });
       } catch (e) {
         throw new DataLoadError(`${(e as Error).message} (${path}; fix or delete the file)`);
       }
-      files.push({ name: `ranges/${f}`, source: path, bytes: Buffer.byteLength(body), modified, entries });
+      files.push({ name, source: path, bytes: Buffer.byteLength(body), modified, entries });
     }
   }
-  if (!counts.crawler) {
-    const snapshot = fromAsset('crawler-ranges.txt', EMBEDDED.crawlerRanges);
-    const body = text(snapshot);
-    const entries = addRangeList(builder, body, EMBEDDED.crawlerRanges);
-    files.push({ name: 'ranges/crawler-ranges.txt', source: snapshot.source, bytes: snapshot.bytes.byteLength, modified: null, entries });
-  }
   return { compiled: builder.build({ shared: true }), files };
+}
+
+function loadBots(dataDir: string, overrides: ServiceOverrides, warnings: string[]): DataBundle['bots'] {
+  try {
+    return loadBotLists(dataDir, overrides, warnings);
+  } catch (e) {
+    if (e instanceof BotListError) throw new DataLoadError(e.message);
+    throw e;
+  }
 }
 
 function loadAdsTxt(dataDir: string, sellers: DataFile[], warnings: string[], maxRecords: number): DataBundle['adsTxt'] {
@@ -152,6 +160,8 @@ export function loadBundle(cfg: Pick<Config, 'dataDir' | 'mmdbCountry' | 'mmdbAs
   }
   const sellerFiles = [...sellers.values()];
   const warnings: string[] = [];
+  const overrides: ServiceOverrides = new Map();
+  const ipRanges = loadRanges(dd, overrides);
   return {
     asnBin: asnMmdb ? null : overridable(dd, 'asn.bin', EMBEDDED.asnBin),
     asnMmdb,
@@ -163,7 +173,8 @@ export function loadBundle(cfg: Pick<Config, 'dataDir' | 'mmdbCountry' | 'mmdbAs
     badIfas: overridable(dd, 'bad-ifas.txt', EMBEDDED.badIfas),
     aiAgents: overridable(dd, 'ai-agents.txt', EMBEDDED.aiAgents),
     sellers: sellerFiles,
-    ipRanges: loadRanges(dd),
+    ipRanges,
+    bots: loadBots(dd, overrides, warnings),
     // Capped by the memory budget's share (of what the heaps' floor leaves, so the threads count).
     adsTxt: loadAdsTxt(dd, sellerFiles, warnings, planMemory(cfg.memoryBudget ?? OPTIONS.memoryBudget.default, cfg.threads ?? OPTIONS.threads.default).adsTxtRecords),
     warnings,
@@ -181,6 +192,7 @@ export function describeBundle(b: DataBundle): Array<{ name: string; source: str
     out.push({ name: 'sellers', source: b.sellers.map((s) => s.source).join(', '), bytes: b.sellers.reduce((n, s) => n + s.bytes.byteLength, 0), modified: null });
   }
   for (const f of b.ipRanges.files) out.push({ name: f.name, source: f.source, bytes: f.bytes, modified: f.modified, entries: f.entries });
+  for (const l of b.bots.lists) out.push({ name: `bot-ip-blocks/${l.list}.json`, source: l.source, bytes: l.bytes, modified: l.date, entries: l.ranges, services: l.services, licence: l.licence });
   const a = b.adsTxt.stats;
   if (a.files > 0 || a.apps > 0) {
     out.push({

@@ -23,9 +23,11 @@ import { LockBusyError, acquireLock, keepOwnerOf, mtimeOf, readJson, writeAtomic
 import { HttpGetError, httpGet, type HttpGetOptions, type HttpGetResult } from './http-get.ts';
 import { findServiceTagsLink, parseRangeSource } from './range-formats.ts';
 import { shownUrl } from './shown-url.ts';
-import { loadSources, type AgentsSource, type MaxmindSource, type MmdbTarget, type RangeSource, type Source, type SourcesConfig } from './sources.ts';
+import { loadSources, type AgentsSource, type BotsSource, type MaxmindSource, type MmdbTarget, type RangeSource, type Source, type SourcesConfig } from './sources.ts';
 import { aiAgentsFromRobotsJson } from '../signals/crawlers.ts';
 import type { Config } from '../base/config.ts';
+import { BotListError, parseBotList } from '../signals/bot-services.ts';
+import { BOT_LISTS_DIR, loadBotLists } from './bot-lists.ts';
 import { extractFromTar, gunzipLimited } from './tar.ts';
 import { withoutBom } from '../base/text.ts';
 
@@ -49,7 +51,7 @@ export interface LogLike {
 
 const SILENT: LogLike = { info() {}, warn() {}, error() {}, debug() {} };
 
-export type SourceKind = 'ranges' | 'maxmind' | 'agents' | 'sellers';
+export type SourceKind = 'ranges' | 'maxmind' | 'agents' | 'bots' | 'sellers';
 
 /** What is remembered per source (and per sellers.json domain) between passes. */
 export interface SourceState {
@@ -437,7 +439,10 @@ export class DataRefresher {
     const item = (result: ItemResult, detail: string): RefreshItem => ({ kind: src.kind, name: src.name, result, detail });
     try {
       const detail =
-        src.kind === 'ranges' ? await this.refreshRanges(src, st) : src.kind === 'agents' ? await this.refreshAgents(src, st) : await this.refreshMaxmind(src, st);
+        src.kind === 'ranges' ? await this.refreshRanges(src, st)
+        : src.kind === 'agents' ? await this.refreshAgents(src, st)
+        : src.kind === 'bots' ? await this.refreshBots(src, st)
+        : await this.refreshMaxmind(src, st);
       st.status = 'ok';
       st.successAt = now;
       st.failures = 0;
@@ -494,8 +499,14 @@ export class DataRefresher {
     if (have && st.entries !== null && n < st.entries * src.minKeep) {
       throw new RefreshFailure(`only ${n} ranges where the last good copy had ${st.entries} (below minKeep ${src.minKeep}): looks truncated`);
     }
-    const lines = [`# ivtd ranges from source "${src.name}" (${src.format}, category ${src.category}): ${shownUrl(src.url)}`, `# ${n} ranges; fetched by ivtd data update, replaced on the next refresh`];
-    for (const c of parsed.cidrs) lines.push(`${formatCidr(c)} ${src.category}`);
+    // A crawler operator's list is of one service: its lines name it, and replace that service's ranges in the published lists.
+    const service = src.category === 'crawler' ? (src.service ?? this.serviceOfUrl(src.url)) : '';
+    const tail = service ? ` ${service}` : '';
+    const lines = [
+      `# ivtd ranges from source "${src.name}" (${src.format}, category ${src.category}${service ? `, service ${service}` : ''}): ${shownUrl(src.url)}`,
+      `# ${n} ranges; fetched by ivtd data update, replaced on the next refresh`,
+    ];
+    for (const c of parsed.cidrs) lines.push(`${formatCidr(c)} ${src.category}${tail}`);
     const text = `${lines.join('\n')}\n`;
     const same = have && readFileSync(out, 'utf8') === text;
     if (!same) writeAtomic(out, text);
@@ -504,6 +515,45 @@ export class DataRefresher {
     st.entries = n;
     const skipped = parsed.bad ? `, ${parsed.bad} unreadable entries skipped` : '';
     return { changed: !same, text: `${n} ranges${skipped}${same ? ', unchanged' : ` written to ${out}`}` };
+  }
+
+  /** The slug of the service whose list names `url` as where its ranges are published, '' when none does. */
+  private serviceOfUrl(url: string): string {
+    const norm = (u: string) => u.replace(/\/+$/, '').replace(/^http:/, 'https:');
+    try {
+      const specs = loadBotLists(this.opts.dataDir, new Map(), []).specs;
+      return specs.find((s) => s.sourceUrl !== '' && norm(s.sourceUrl) === norm(url))?.slug ?? '';
+    } catch {
+      return ''; // an unreadable list: the ranges name no service, and count for every one
+    }
+  }
+
+  /** A bot-ip-blocks list → <data-dir>/bot-ip-blocks/<list>.json (which replaces the embedded snapshot's list). */
+  private async refreshBots(src: BotsSource, st: SourceState): Promise<{ changed: boolean; text: string }> {
+    const out = this.path(BOT_LISTS_DIR, `${src.list}.json`);
+    const have = existsSync(out);
+    const r = await this.fetchSource(src.url, st, have, src.maxBytes);
+    if (r.kind === 'not-modified') return { changed: false, text: 'not modified (304)' };
+    const body = r.body.toString('utf8');
+    let n: number;
+    let services: number;
+    try {
+      const parsed = parseBotList(body, shownUrl(src.url));
+      n = parsed.entries - parsed.bad;
+      services = parsed.services.length;
+    } catch (e) {
+      if (e instanceof BotListError) throw new RefreshFailure(e.message);
+      throw e;
+    }
+    if (have && st.entries !== null && n < st.entries * src.minKeep) {
+      throw new RefreshFailure(`only ${n} ranges where the last good copy had ${st.entries} (below minKeep ${src.minKeep}): looks truncated`);
+    }
+    const same = have && readFileSync(out, 'utf8') === body;
+    if (!same) writeAtomic(out, body);
+    st.etag = r.etag;
+    st.lastModified = r.lastModified;
+    st.entries = n;
+    return { changed: !same, text: `${services} services, ${n} ranges${same ? ', unchanged' : ` written to ${out}`}` };
   }
 
   /** ai.robots.txt's robots.json → <data-dir>/ai-agents.txt (which replaces the embedded list). */

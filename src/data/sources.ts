@@ -11,6 +11,7 @@ import { FORMAT_CATEGORY, RANGE_FORMATS, type RangeFilter, type RangeFormat } fr
 import { shownUrl } from './shown-url.ts';
 import { withoutBom } from '../base/text.ts';
 import { DOCUMENT_LIMITS, jsonFault, type JsonValue } from '../base/bounded-json.ts';
+import { BOT_LISTS, isBotList, serviceSlug, type BotListName } from '../signals/bot-services.ts';
 
 export const SOURCES_FILE = 'sources.json';
 
@@ -30,6 +31,12 @@ export interface RangeSource {
   everyMs: number | null;
   /** A new list with fewer than this share of the previous entries is refused as truncated. */
   minKeep: number;
+  /**
+   * crawler-ipranges: the crawler service whose ranges these are (its slug, as `ivtd data
+   * status` lists the services): they replace that service's ranges in the published lists.
+   * Unset: the service whose list names this URL as its source, if any (src/data/refresh.ts).
+   */
+  service?: string;
 }
 
 export type MmdbTarget = 'country.mmdb' | 'asn.mmdb' | 'anonymous-ip.mmdb';
@@ -59,7 +66,19 @@ export interface AgentsSource {
   minKeep: number;
 }
 
-export type Source = RangeSource | MaxmindSource | AgentsSource;
+/** A bot-ip-blocks list (crawlers.json or monitoring.json): written to <data-dir>/bot-ip-blocks/<list>.json (src/data/bot-lists.ts). */
+export interface BotsSource {
+  kind: 'bots';
+  name: string;
+  format: 'bot-ip-blocks';
+  url: string;
+  list: BotListName;
+  maxBytes: number;
+  everyMs: number | null;
+  minKeep: number;
+}
+
+export type Source = RangeSource | MaxmindSource | AgentsSource | BotsSource;
 
 export interface SellersCrawl {
   /** sellers.json of these advertising-system domains is fetched. */
@@ -320,9 +339,21 @@ export function parseSources(text: string, file: string, creds: MaxmindCredentia
       sources.push({ kind: 'agents', name, format: 'ai-robots-json', url: r.url(s, 'url', at, true)!, maxBytes: r.int(s, 'maxBytes', at, DEFAULTS.rangeMaxBytes, 1024, 64 * 1024 * 1024), everyMs, minKeep });
       return;
     }
-    if (!(RANGE_FORMATS as readonly string[]).includes(format)) r.fail(`${at}.format`, `"${format}" is not one of ${[...RANGE_FORMATS, 'maxmind', 'ai-robots-json'].join(', ')}`);
+    if (format === 'bot-ip-blocks') {
+      r.keys(s, at, ['name', 'format', 'url', 'list', 'every', 'maxBytes', 'minKeep']);
+      const url = r.url(s, 'url', at, true)!;
+      // The list is named, or the file's own name says it (crawlers.json, monitoring.json).
+      const stem = /\/([a-z]+)\.json(?:[?#].*)?$/.exec(url)?.[1] ?? '';
+      const list = r.str(s, 'list', at) ?? (isBotList(stem) ? stem : undefined);
+      if (list === undefined) r.fail(`${at}.list`, `the URL's file name does not say which list it is: add "list": ${BOT_LISTS.map((l) => `"${l}"`).join(' or ')}`);
+      if (!isBotList(list)) r.fail(`${at}.list`, `"${list}" is not one of ${BOT_LISTS.join(', ')}`);
+      if (sources.some((x) => x.kind === 'bots' && x.list === list)) r.fail(`${at}.list`, `only one bot-ip-blocks source per list: another already writes bot-ip-blocks/${list}.json`);
+      sources.push({ kind: 'bots', name, format: 'bot-ip-blocks', url, list, maxBytes: r.int(s, 'maxBytes', at, DEFAULTS.rangeMaxBytes, 1024, 64 * 1024 * 1024), everyMs, minKeep });
+      return;
+    }
+    if (!(RANGE_FORMATS as readonly string[]).includes(format)) r.fail(`${at}.format`, `"${format}" is not one of ${[...RANGE_FORMATS, 'bot-ip-blocks', 'maxmind', 'ai-robots-json'].join(', ')}`);
     const fmt = format as RangeFormat;
-    r.keys(s, at, ['name', 'format', 'url', 'category', 'every', 'maxBytes', 'minKeep', 'services', 'tags']);
+    r.keys(s, at, ['name', 'format', 'url', 'category', 'every', 'maxBytes', 'minKeep', 'services', 'tags', 'service']);
     const cat = r.str(s, 'category', at)?.toLowerCase() ?? FORMAT_CATEGORY[fmt];
     if (cat === null) r.fail(`${at}.category`, `a ${fmt} source needs a category: ${RANGE_CATEGORIES.join(', ')}`);
     if (!isRangeCategory(cat)) r.fail(`${at}.category`, `"${cat}" is not one of ${RANGE_CATEGORIES.join(', ')}`);
@@ -337,10 +368,15 @@ export function parseSources(text: string, file: string, creds: MaxmindCredentia
       if (fmt !== 'azure-service-tags') r.fail(`${at}.tags`, 'only applies to azure-service-tags');
       filter.tags = tags;
     }
+    const service = r.str(s, 'service', at);
+    if (service !== undefined) {
+      if (cat !== 'crawler') r.fail(`${at}.service`, 'only crawler ranges name a service');
+      if (serviceSlug(service) === '') r.fail(`${at}.service`, `"${service.slice(0, 60)}" is not a service name`);
+    }
     sources.push({
       kind: 'ranges', name, format: fmt, url: r.url(s, 'url', at, true)!, category: cat, filter,
       maxBytes: r.int(s, 'maxBytes', at, DEFAULTS.rangeMaxBytes, 1024, 1024 * 1024 * 1024),
-      everyMs, minKeep,
+      everyMs, minKeep, ...(service !== undefined ? { service: serviceSlug(service) } : {}),
     });
   });
 

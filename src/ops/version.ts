@@ -4,6 +4,8 @@
 import { isSea, listAssets, readAsset, seaManifest } from '../runtime/assets.ts';
 import { EMBEDDED } from '../data/bundle.ts';
 import pkg from '../../package.json' with { type: 'json' };
+import { BOT_LISTS_ASSET_DIR, botSnapshotMeta, type BotSnapshotMeta } from '../data/bot-lists.ts';
+import { BOT_LISTS } from '../signals/bot-services.ts';
 
 /** Asset key of the country MMDB package's package.json (src/runtime/asset-table.ts). */
 export const COUNTRY_MMDB_PACKAGE_KEY = 'meta/country-mmdb.package.json';
@@ -20,6 +22,8 @@ export interface VersionInfo {
     countryMmdb: { package: string; version: string } | null;
     /** Embedded sellers.json files and the seller records in them. */
     sellers: { files: number; records: number };
+    /** The embedded crawler and uptime-monitor lists (data/bot-ip-blocks/): where from, licence, date, services. Null when not embedded. */
+    botLists: (BotSnapshotMeta & { services: Record<string, number> }) | null;
   };
 }
 
@@ -61,24 +65,36 @@ function sellersInfo(): VersionInfo['data']['sellers'] {
   return { files, records };
 }
 
+function botListsInfo(): VersionInfo['data']['botLists'] {
+  const meta = botSnapshotMeta();
+  if (!meta) return null;
+  const services: Record<string, number> = {};
+  for (const list of BOT_LISTS) {
+    const doc = json(`${BOT_LISTS_ASSET_DIR}${list}.json`)?.services;
+    services[list] = doc !== null && typeof doc === 'object' ? Object.keys(doc).length : 0;
+  }
+  return { ...meta, services };
+}
+
 export function versionInfo(): VersionInfo {
   return {
     version: pkg.version,
     builtAt: isSea() ? (seaManifest().builtAt ?? 'unknown') : 'dev',
     node: process.version,
-    data: { asn: asnInfo(), countryMmdb: countryInfo(), sellers: sellersInfo() },
+    data: { asn: asnInfo(), countryMmdb: countryInfo(), sellers: sellersInfo(), botLists: botListsInfo() },
   };
 }
 
 /** The text `ivtd --version` prints: the first line is `ivtd <version>`. */
 export function formatVersion(v: VersionInfo): string {
-  const { asn, countryMmdb, sellers } = v.data;
+  const { asn, countryMmdb, sellers, botLists } = v.data;
   return [
     `ivtd ${v.version}`,
     `  built          ${v.builtAt} (node ${v.node})`,
     `  asn table      ${asn ? `built ${asn.builtAt} from ${asn.source}, ${asn.ranges} ranges` : 'not built (npm run build:data)'}`,
     `  country mmdb   ${countryMmdb ? `${countryMmdb.package}@${countryMmdb.version}` : 'unknown'}`,
     `  sellers.json   ${sellers.files} files, ${sellers.records} sellers (embedded; <data-dir>/sellers/ adds to them)`,
+    `  bot lists      ${botLists ? `${Object.entries(botLists.services).map(([l, n]) => `${l} ${n} services`).join(', ')}; ${botLists.source}${botLists.commit ? ` @ ${botLists.commit.slice(0, 12)}` : ''}, ${botLists.date}, licence ${botLists.licence}` : 'not embedded'}`,
     '',
   ].join('\n');
 }
@@ -91,12 +107,13 @@ function dateMs(s: string | undefined): number {
 
 /**
  * The latest time this program provably exists at (ms): the binary's build date, the
- * embedded ASN table's build date, the embedded country database's date (its package
+ * embedded ASN table's build date, the embedded crawler lists' snapshot date, the embedded country database's date (its package
  * version ends in YYYYMMDDHH). A clock earlier than this runs behind.
  */
 export function knownCurrentMs(v: VersionInfo = versionInfo()): number {
   let ms = dateMs(v.builtAt === 'dev' ? undefined : v.builtAt);
   ms = Math.max(ms, dateMs(v.data.asn?.builtAt));
+  ms = Math.max(ms, dateMs(v.data.botLists?.date));
   const stamp = /(\d{4})(\d{2})(\d{2})\d{2}$/.exec(v.data.countryMmdb?.version ?? '');
   if (stamp) ms = Math.max(ms, dateMs(`${stamp[1]}-${stamp[2]}-${stamp[3]}T00:00:00Z`));
   return ms;

@@ -13,7 +13,8 @@ import { emptyIpVerdict, type IpVerdict } from '../signals/ip-intel.ts';
 import { parseSchain, type SupplyChain } from '../signals/schain.ts';
 import { ADS_TXT_RESULT, type AdsTxtVerdict } from '../signals/ads-txt.ts';
 import { suaConflict, suaDevice } from '../signals/sua.ts';
-import { VERIFIABLE_CRAWLER } from '../signals/crawlers.ts';
+import { isGenuine, isSpoofed } from '../signals/bot-services.ts';
+import { CrawlerDns } from '../signals/crawler-dns.ts';
 import { bundleProblem } from '../signals/app-bundle.ts';
 import type { ScoreInputs } from '../signals/score.ts';
 import { UaAnalyzer, emptyVerdict, type UaVerdict } from '../signals/ua-analysis.ts';
@@ -44,6 +45,9 @@ export interface LookupSignals extends ScoreInputs {
   adsTxt: AdsTxtVerdict;
   /** A server-side stitched imp with an HTTP library's UA (one half of ssaiSpoof; the other is a data-centre IP). */
   ssaiServerUa: boolean;
+  /** Who a declared bot really is (src/signals/bot-services.ts): the check (CHECK, 0 when not asked) and the service's index (-1: none). */
+  botCheck: number;
+  botService: number;
 }
 
 /**
@@ -74,6 +78,7 @@ export function emptySignals(): LookupSignals {
     schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, history: undefined as unknown as HistoryFacts,
     ip: emptyIpVerdict(), ua: emptyVerdict(), uaConsistency: '', schainCompleteFlag: 0, schainError: '', schain: null, suaConflict: '', suaMismatch: false, ifaTypeMismatch: false, ssaiSpoof: false,
     ipBotActivity: false, ipFleetBot: false, adsTxt: ADS_TXT_RESULT.no_domain, ssaiServerUa: false, appBundle: '', appBundleMalformed: false,
+    monitor: false, botCheck: 0, botService: -1,
   };
 }
 
@@ -89,6 +94,8 @@ export class SignalSources {
   readonly uaCache: UaCache;
   readonly ipCache: IpCache;
   readonly fleetBotIps: FleetBotIps;
+  readonly crawlerDns: CrawlerDns;
+  private readonly botCheck = new Int32Array(2);
   readonly analyzer = new UaAnalyzer();
   private readonly ipAddr: IpScratch = ipScratch();
   private readonly keys: HistoryKeys = emptyKeys();
@@ -102,6 +109,7 @@ export class SignalSources {
     this.uaCache = new UaCache(memory.uaCache, this.analyzer, memory.uaMemoBytes / 2);
     this.ipCache = new IpCache(memory.ipCache);
     this.fleetBotIps = new FleetBotIps(memory.fleetBotIps);
+    this.crawlerDns = new CrawlerDns(memory.crawlerDns);
   }
 
   /** The history keys of the last gather() (valid until the next one): the lookup id carries them. */
@@ -188,15 +196,24 @@ export class SignalSources {
     // A desktop browser UA cannot be an in-app or CTV device with an advertising ID.
     s.deviceImpossible = ua.device === 'desktop' && hasIfa && req.app !== '' && req.dvt !== 2;
     // Under an SSAI spoof the data centre and the library UA are that one reason (SIVT), not
-    // GIVT ones. Who a declared bot really is (src/signals/crawlers.ts), asked of declared
-    // bots only: a UA claiming a crawler whose operator publishes its addresses, from
-    // elsewhere, is an impersonator (without an address, or without the operators' ranges
-    // loaded, nothing says where it came from: it stays a declared crawler); one naming an
-    // AI agent is an AI agent.
+    // GIVT ones. Who a declared bot really is (src/signals/bot-services.ts), asked of declared
+    // bots only: a UA naming a crawler or monitor service is judged by that service's own
+    // ranges (a non-authoritative list by reverse DNS, done off this thread): from outside
+    // them it is an impersonator; from inside, a monitor is `monitoring`, a crawler stays a
+    // declared crawler or an AI agent (one naming an AI agent's token).
     const declared = ua.declaredBot && !serverUa;
-    s.crawlerSpoofed = declared && hasIp && data.crawlerRanges && !ip.crawler && VERIFIABLE_CRAWLER.test(req.ua);
-    s.aiAgent = declared && !s.crawlerSpoofed && data.aiAgents.test(req.ua);
-    s.declaredBot = declared && !s.crawlerSpoofed && !s.aiAgent;
+    const check = this.botCheck;
+    if (declared) data.bots.judge(req.ua, hasIp ? asParsed(ipAddr) : null, ip.crawler, this.crawlerDns, Math.floor(now / 1000), check);
+    else {
+      check[0] = 0;
+      check[1] = -1;
+    }
+    s.botCheck = check[0]!;
+    s.botService = check[1]!;
+    s.crawlerSpoofed = declared && isSpoofed(s.botCheck);
+    s.monitor = declared && isGenuine(s.botCheck) && data.bots.isMonitor(s.botService);
+    s.aiAgent = declared && !s.crawlerSpoofed && !s.monitor && data.aiAgents.test(req.ua);
+    s.declaredBot = declared && !s.crawlerSpoofed && !s.aiAgent && !s.monitor;
     s.automation = ua.automation;
     s.ipHosting = ip.hosting && !s.ssaiSpoof;
     s.ipVpn = ip.vpn;

@@ -12,7 +12,9 @@ import { openMmdb, verifyMmdb } from '../signals/mmdb.ts';
 import { AsnTable } from '../signals/asn-table.ts';
 import { AsnList } from '../signals/asn-list.ts';
 import { parseOrgPatterns } from '../signals/org-patterns.ts';
-import { IpRanges, RANGE_BIT } from '../signals/ip-ranges.ts';
+import { IpRanges } from '../signals/ip-ranges.ts';
+import { BotServices } from '../signals/bot-services.ts';
+import { ServiceRanges } from '../signals/service-ranges.ts';
 import { AdsTxtIndex } from '../signals/ads-txt.ts';
 import { AiAgentList } from '../signals/crawlers.ts';
 
@@ -28,10 +30,10 @@ export interface LookupData {
   /** ads.txt / app-ads.txt authorisation of the seller (the crawl's result, compiled on the main thread). */
   adsTxt: AdsTxtIndex;
   /**
-   * Whether any crawler operator's published ranges are loaded (range category `crawler`):
-   * only then can a UA claiming such a crawler be judged by its address (crawlers.ts).
+   * The published crawler and uptime-monitor services, each with its UA patterns and its own
+   * ranges (src/signals/bot-services.ts): a declared bot naming one is judged by them.
    */
-  crawlerRanges: boolean;
+  bots: BotServices;
   /** Which load this is (the main thread numbers them); shared caches key on it. */
   generation: number;
 }
@@ -83,7 +85,7 @@ export function buildLookupData(b: DataBundle, generation: number, opts: { verif
   const warnings: string[] = [];
   if (opts.verify) verifyIpFiles(b);
   const ranges = IpRanges.fromCompiled(b.ipRanges.compiled);
-  const crawlerRanges = ranges.hasAny(RANGE_BIT.crawler);
+  const bots = step(null, () => new BotServices(b.bots.specs, ServiceRanges.fromCompiled(b.bots.compiled)));
   const ip = step(null, () =>
     loadIpIntel({
       ...(b.asnBin ? { asnBin: b.asnBin.bytes } : {}),
@@ -108,5 +110,5 @@ export function buildLookupData(b: DataBundle, generation: number, opts: { verif
     registry = parsed.registry;
     for (const e of parsed.errors) warnings.push(`sellers: ${e}`);
   }
-  return { data: { ip, sellers: registry, badIfas, aiAgents, adsTxt, crawlerRanges, generation }, warnings };
+  return { data: { ip, sellers: registry, badIfas, aiAgents, adsTxt, bots, generation }, warnings };
 }

@@ -7,6 +7,7 @@
 import type { SharedCountsMemory } from '../counts/shared-counts.ts';
 import type { SharedTableMemory } from '../memory/shared-table.ts';
 import type { FleetBotIpMemory } from '../signals/fleet-bot-ips.ts';
+import type { CrawlerDnsMemory } from '../signals/crawler-dns.ts';
 import type { HistoryMemory } from '../signals/history.ts';
 import type { IpCacheMemory } from '../signals/ip-cache.ts';
 import type { UaCacheMemory } from '../signals/ua-cache.ts';
@@ -14,6 +15,7 @@ import { allocateSeenLids } from './seen-lids.ts';
 import { TUPLE_SLOT_BYTES, allocateSharedCounts } from '../counts/shared-counts.ts';
 import { TYPICAL_ENTRY_BYTES } from '../counts/tuple-dictionary.ts';
 import { allocateFleetBotIps } from '../signals/fleet-bot-ips.ts';
+import { allocateCrawlerDns } from '../signals/crawler-dns.ts';
 import { allocateHistory } from '../signals/history.ts';
 import { allocateIpCache } from '../signals/ip-cache.ts';
 import { allocateUaCache } from '../signals/ua-cache.ts';
@@ -31,6 +33,8 @@ export interface LookupMemory {
   readonly impressions: { readonly seen: SharedTableMemory; readonly counts: SharedCountsMemory };
   /** The fleet's bot-heavy IPs (fixed size, about 1 MB; empty without a fleet). */
   readonly fleetBotIps: FleetBotIpMemory;
+  /** Reverse-DNS verdicts on crawlers of non-authoritative lists, and the requests for them (fixed, about 270 KB). */
+  readonly crawlerDns: CrawlerDnsMemory;
   readonly threadCountsBytes: number;
   readonly keyMemoEntries: number;
   /** This thread's UA memos, in bytes (the scanner's and the UA cache's, half each). */
@@ -60,6 +64,7 @@ export function allocateLookupMemory(plan: MemoryPlan, opts: { seed?: number; ep
     uaCache: allocateUaCache(plan.uaCacheBytes, seed ^ 0x7a11ce, epoch),
     ipCache: allocateIpCache(plan.ipCacheBytes, seed ^ 0x1bad1dea),
     fleetBotIps: allocateFleetBotIps(),
+    crawlerDns: allocateCrawlerDns(),
     counts: allocateSharedCounts(plan.sharedCountsBytes, tupleSeed, tuplesPerCustomerHour(plan)),
     impressions: {
       seen: allocateSeenLids(plan.impSeenBytes),

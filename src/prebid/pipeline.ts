@@ -10,6 +10,7 @@
 import { TUPLE_DIMENSIONS, type Band, type TransactionClass } from '../base/enums.ts';
 import { errorJson, type ErrorAnswer } from '../base/errors.ts';
 import { ThreadCounts } from '../counts/thread-counts.ts';
+import { explainBotCheck, type BotCheckExplained } from '../signals/bot-services.ts';
 import { categoryOf, noBidReason, type Category } from '../signals/category.ts';
 import type { HistoryFacts } from '../signals/history.ts';
 import { asParsed } from '../signals/ip-address.ts';
@@ -59,6 +60,8 @@ export interface Explanation {
         ua: UaInfo;
         /** LookupSignals.ipFleetBot. */
         fleetBotIp: LookupSignals['ipFleetBot'];
+        /** Who a declared bot really is: the crawler or monitor service its UA names, judged by its ranges (null when it names none). */
+        crawler: BotCheckExplained | null;
       })
     | null;
   /** The customer's policy: its thresholds, every kind that matched, and the model's own verdict. Null when it has none. */
@@ -243,6 +246,7 @@ export class LookupEngine {
         uaConsistency: s.uaConsistency,
         schainError: s.schainError,
         fleetBotIp: s.ipFleetBot,
+        crawler: explainBotCheck(this.data.bots, s.botCheck, s.botService),
         adsTxt: s.adsTxt,
         history: { ...s.history },
       };

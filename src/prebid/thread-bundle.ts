@@ -6,6 +6,7 @@ import { readAssetInPlace } from '../runtime/assets.ts';
 import type { AdsTxtBuildStats } from '../signals/ads-txt-build.ts';
 import type { CompiledAdsTxt } from '../signals/ads-txt.ts';
 import type { CompiledRanges } from '../signals/ip-ranges.ts';
+import type { BotListsBundle } from '../signals/bot-services.ts';
 
 export interface DataFile {
   /** Logical name, e.g. 'hosting-asns.txt'. */
@@ -46,6 +47,11 @@ export interface DataBundle {
    * iCloud Private Relay), built here once into shared arrays: IpRanges.fromCompiled().
    */
   ipRanges: { compiled: CompiledRanges; files: DataFileInfo[] };
+  /**
+   * The published crawler and uptime-monitor lists (src/data/bot-lists.ts): each service's
+   * patterns and its ranges, compiled here into shared arrays: ServiceRanges.fromCompiled().
+   */
+  bots: BotListsBundle;
   /**
    * ads.txt / app-ads.txt authorisation (<data-dir>/ads-txt/, the sellers files and
    * <data-dir>/app-developers.txt), built here into shared arrays: AdsTxtIndex.fromCompiled().

@@ -20,6 +20,8 @@ export const DATA_ASSETS: readonly DataAsset[] = [
   // Curated lists (hosting/VPN ASNs, org patterns, bad IFAs).
   { key: 'data/', match: /\.txt$/ },
   { key: 'data/sellers/', match: /\.json$/, optional: true },
+  // The published crawler and uptime-monitor ranges (ipverse/bot-ip-blocks, CC0), with their source and licence.
+  { key: 'data/bot-ip-blocks/', match: /^(?:[a-z]+\.json|SOURCE\.md|LICENSE)$/ },
   // Output of `npm run build:data` (asn.bin, asn.meta.json, country.mmdb ...).
   { key: 'data/generated/', match: /\.(bin|json|mmdb)$/, optional: true },
   { key: 'mmdb/country.mmdb', from: 'node_modules/@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb' },

@@ -30,6 +30,7 @@ import { serverMetrics } from './metric-sources.ts';
 import { Pushes } from './pushes.ts';
 import { reloadAll } from './reload.ts';
 import type { RunningServer, StartOptions } from './running.ts';
+import { startCrawlerDns } from './start-crawler-dns.ts';
 
 export type { RunningServer, StartOptions } from './running.ts';
 
@@ -118,6 +119,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     const engine = (later.engine = new LookupEngine(data.data, memory.lookup));
     pushes.attach(engine);
     logMemoryPlan(memory, engine);
+    cleanup.add(startCrawlerDns(config, memory.lookup.crawlerDns, () => data.bundle.bots.specs));
     cleanup.add(pushes.startTimer());
 
     const { ports, tls } = await openListeners({

@@ -7,6 +7,8 @@ export const CATEGORIES = [
   'declared_crawler',
   /** AI agents and AI crawlers (data/ai-agents.txt). */
   'ai_agent',
+  /** Uptime monitors and synthetic checks from their published probe addresses (src/signals/bot-services.ts). */
+  'monitoring',
   'automation',
   'data_center',
   'non_routable_ip',

@@ -34,7 +34,7 @@ export const REASON_CLASS: Readonly<Record<string, ReasonClass>> = Object.fromEn
 
 /**
  * The OpenRTB 2.x no-bid reason (`nbr`) an invalid transaction implies: its leading reason's
- * (reasons.ts) — 3 known web spider for a declared crawler or an AI agent, 5 cloud,
+ * (reasons.ts) — 3 known web spider for a declared crawler, an AI agent or an uptime monitor, 5 cloud,
  * data-center or proxy IP, 12 a seller the publisher's ads.txt / app-ads.txt does not
  * authorise, 16 an incomplete supply chain, else 4 suspected non-human traffic — and 17
  * when the customer's deny list blocked a supply-chain node (`sellerDenied`: the deny came

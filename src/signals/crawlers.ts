@@ -1,27 +1,7 @@
-// Who a declared bot really is: an AI agent (data/ai-agents.txt), and
-// whether a UA that claims a crawler whose operator publishes its addresses comes from
-// them. Both are asked only of UAs isbot already calls bots (the cached `declaredBot`
-// trait), so a person's lookup never pays for them.
-//
-// Crawlers whose operators publish their addresses (range category `crawler`, fetched by
-// `crawler-ipranges` sources; the build ships none: data/crawler-ranges.txt says why):
-// Google (Googlebot and its special crawlers and user-triggered fetchers), Bing, OpenAI,
-// Apple, DuckDuckGo, Perplexity and Anthropic. Once their ranges are loaded, a UA naming
-// one of them from an address outside every published crawler range is an impersonator.
-// Operators that publish nothing stay declared crawlers, whatever the address.
-
-/**
- * UA tokens of crawlers and fetchers whose operators publish their addresses. Word-bounded
- * and case-sensitive as the operators write them; Google's generic tokens (`Google-Extended`,
- * a robots.txt name only) are not UAs.
- */
-export const VERIFIABLE_CRAWLER =
-  /\b(?:Googlebot(?:-Image|-News|-Video)?|Google-InspectionTool|GoogleOther(?:-Image|-Video)?|Storebot-Google|AdsBot-Google(?:-Mobile)?|Mediapartners-Google|APIs-Google|FeedFetcher-Google|Google-Read-Aloud|Google-Site-Verification|Google-CloudVertexBot|Google-Safety|bingbot|BingPreview|msnbot|adidxbot|GPTBot|ChatGPT-User|OAI-SearchBot|Applebot|DuckDuckBot|DuckAssistBot|PerplexityBot|Perplexity-User|ClaudeBot|Claude-User|Claude-SearchBot)\b/;
-
-/** The verifiable crawler a UA claims ('' when none): the explain tool shows it. */
-export function claimedCrawler(ua: string): string {
-  return VERIFIABLE_CRAWLER.exec(ua)?.[0] ?? '';
-}
+// AI agents (data/ai-agents.txt): a declared bot naming one of their tokens is an AI agent.
+// Asked only of UAs isbot already calls bots (the cached `declaredBot` trait), so a
+// person's lookup never pays for it. Whether a crawler's, agent's or monitor's UA is really
+// theirs (their published ranges) is src/signals/bot-services.ts.
 
 /**
  * Names ai.robots.txt lists that are generic words or name something other than an AI

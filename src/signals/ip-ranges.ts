@@ -9,7 +9,10 @@
 import { parseIp, type ParsedIp } from './ip-address.ts';
 import { cmp128, lastStartV4, lastStartV6 } from './ip-intervals.ts';
 
-/** `crawler`: an address a crawler operator publishes for its crawlers (crawlers.ts). */
+/**
+ * `crawler`: an address a crawler operator publishes for its crawlers (src/signals/bot-services.ts).
+ * Only lines that name no service carry it: a service's own ranges are in service-ranges.ts.
+ */
 export const RANGE_CATEGORIES = ['hosting', 'vpn', 'proxy', 'tor', 'relay', 'crawler'] as const;
 export type RangeCategory = (typeof RANGE_CATEGORIES)[number];
 
@@ -264,11 +267,22 @@ export function rangeCategoryNames(bits: number): RangeCategory[] {
 /** Longest line considered; anything longer is an error, not a slow parse. */
 const MAX_LINE = 200;
 
+/** A service name in a ranges file's third field (`<cidr> crawler <service>`): src/signals/bot-services.ts serviceSlug. */
+const SERVICE_SLUG = /^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$/;
+
 /**
  * Adds every line of one ranges file to `into`; throws an Error naming file:line on the first
- * bad line. `counts`, when given, gains the entries added per category.
+ * bad line. `counts`, when given, gains the entries added per category. A `crawler` line may
+ * name the service its ranges are of (`<cidr> crawler <service>`, the service's slug): such
+ * a line goes to `onService` instead of `into` (without it, the line is an error).
  */
-export function addRangeList(into: RangeSetBuilder, text: string, fileName: string, counts?: Partial<Record<RangeCategory, number>>): number {
+export function addRangeList(
+  into: RangeSetBuilder,
+  text: string,
+  fileName: string,
+  counts?: Partial<Record<RangeCategory, number>>,
+  onService?: (cidr: Cidr, service: string) => void,
+): number {
   let added = 0;
   let lineNo = 0;
   let from = 0;
@@ -285,12 +299,16 @@ export function addRangeList(into: RangeSetBuilder, text: string, fileName: stri
     const where = `${fileName}:${lineNo}`;
     if (line.length > MAX_LINE) throw new Error(`${where}: line longer than ${MAX_LINE} characters`);
     const parts = line.split(/[ \t]+/);
-    if (parts.length !== 2) throw new Error(`${where}: expected "<cidr> <category>", got "${line.slice(0, 80)}"`);
+    const named = parts.length === 3 && onService !== undefined;
+    if (parts.length !== 2 && !named) throw new Error(`${where}: expected "<cidr> <category>"${onService ? ' or "<cidr> crawler <service>"' : ''}, got "${line.slice(0, 80)}"`);
     const cat = parts[1]!.toLowerCase();
     if (!isRangeCategory(cat)) throw new Error(`${where}: unknown category "${parts[1]}" (expected one of ${RANGE_CATEGORIES.join(', ')})`);
+    if (named && cat !== 'crawler') throw new Error(`${where}: only crawler ranges name a service (got "${line.slice(0, 80)}")`);
+    if (named && !SERVICE_SLUG.test(parts[2]!)) throw new Error(`${where}: "${parts[2]!.slice(0, 64)}" is not a service name (lowercase letters, digits and -, as \`ivtd data status\` lists them)`);
     const cidr = parseCidr(parts[0]!);
     if (typeof cidr === 'string') throw new Error(`${where}: ${cidr}`);
-    into.add(cidr, cat);
+    if (named) onService(cidr, parts[2]!);
+    else into.add(cidr, cat);
     if (counts !== undefined) counts[cat] = (counts[cat] ?? 0) + 1;
     added++;
   }

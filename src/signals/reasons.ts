@@ -126,10 +126,11 @@ export const REASONS = [
   // customer allows its own proxy or SSAI ranges through its policy.
   { code: 'ua_declared_bot', component: 'givt', weight: 0.98, when: ['declaredBot'], category: 'declared_crawler', class: 'GIVT', nbr: S },
   { code: 'ua_ai_agent', component: 'givt', weight: 0.98, when: ['aiAgent'], category: 'ai_agent', class: 'GIVT', nbr: S },
+  { code: 'ua_monitor', component: 'givt', weight: 0.98, when: ['monitor'], category: 'monitoring', class: 'GIVT', nbr: S },
   { code: 'ua_headless', component: 'givt', weight: 0.95, when: ['automation'], category: 'automation', class: 'GIVT', nbr: N },
   { code: 'asn_hosting', component: 'givt', weight: 0.75, when: ['ipHosting'], category: 'data_center', class: 'GIVT', nbr: C },
   // ---- sophisticated IVT: anonymised origin, spoofed or inconsistent identity, weak supply path
-  // A UA that claims a crawler whose operator publishes its addresses, from elsewhere.
+  // A UA that claims a crawler or monitor whose operator publishes its addresses, from elsewhere.
   { code: 'ua_crawler_spoofed', component: 'sivt', weight: 0.95, when: ['crawlerSpoofed'], category: 'device_spoofing', class: 'SIVT', nbr: N },
   { code: 'ip_tor', component: 'sivt', weight: 0.8, when: ['ipTor'], category: 'anonymizing_proxy', class: 'SIVT', nbr: C },
   { code: 'ip_proxy', component: 'sivt', weight: 0.55, when: ['ipProxy'], category: 'anonymizing_proxy', class: 'SIVT', nbr: C },

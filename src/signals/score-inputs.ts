@@ -14,6 +14,11 @@ export interface ScoreInputs {
   declaredBot: boolean;
   /** A declared bot naming an AI agent or AI crawler (crawlers.ts, data/ai-agents.txt); declaredBot is then false. */
   aiAgent: boolean;
+  /**
+   * A declared bot naming an uptime monitor (Pingdom, UptimeRobot, Datadog Synthetics…) from
+   * that monitor's published probe addresses (bot-services.ts); declaredBot and aiAgent are then false.
+   */
+  monitor: boolean;
   automation: boolean;
   ipHosting: boolean;
   // SIVT

@@ -49,9 +49,8 @@ t.test('ivtd data update beside a running server: files, reload, status, metrics
   const ts = await startTestServer({}, dir);
   t.teardown(() => ts.stop());
   t.ok(ts.server.refresher, 'a sources file gives the server a refresher (for status), without timers');
-  // The embedded crawler-range snapshot is always loaded when no source writes crawler ranges: the refreshed files are the others.
-  t.same(ts.server.bundle.ipRanges.files.filter(refreshed), [], 'no ranges yet');
-  t.same(ts.server.bundle.ipRanges.files.map((f) => f.name), ['ranges/crawler-ranges.txt'], 'only the embedded crawler ranges');
+  t.same(ts.server.bundle.ipRanges.files, [], 'no ranges yet');
+  t.same(ts.server.bundle.bots.lists.filter(refreshed), [], 'the embedded crawler and monitor lists');
 
   const metrics = async () => (await fetch(`${ts.metrics}/metrics`)).text();
   t.notMatch(await metrics(), /ivtd_data_source_up\{/, 'a source never fetched has no up/down series');
@@ -75,6 +74,10 @@ t.test('ivtd data update beside a running server: files, reload, status, metrics
   t.match(JSON.parse(st.stdout), { sources: [{ name: 'tor', kind: 'ranges', status: 'ok', entries: 2, error: null }], sellers: { listed: 1, ok: 1 } });
   const text = await runIvtd(['data', 'status', '--data-dir', dir]);
   t.match(text.stdout, /^tor \(ranges\): ok, last success \d{4}-\d\d-\d\dT[\d:]+Z, 2 entries$/m);
+  // The crawler and monitor lists in use: the embedded snapshot's source, licence and date.
+  t.match(JSON.parse(st.stdout), { botLists: { snapshot: { source: 'https://github.com/ipverse/bot-ip-blocks', licence: 'CC0-1.0' }, lists: [{ list: 'crawlers' }, { list: 'monitoring' }], error: null } });
+  t.match(text.stdout, /^crawler and monitor lists: embedded snapshot of https:\/\/github\.com\/ipverse\/bot-ip-blocks @ [0-9a-f]{12} \(\d{4}-\d\d-\d\d, licence CC0-1\.0\)$/m);
+  t.match(text.stdout, /^ {2}crawlers: \d+ services, \d+ ranges, from embedded:data\/bot-ip-blocks\/crawlers\.json$/m);
 
   // Garbage: the command fails, the server keeps its data and metrics say so.
   w.set('/torbulkexitlist', { body: '<html><body>Rate limited</body></html>', headers: { 'Content-Type': 'text/html' } });

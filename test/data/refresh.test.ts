@@ -94,9 +94,9 @@ t.test('every published format: fetched, written, loaded, looked up', async (t) 
   t.same(b.ipRanges.files.map((f) => [f.name, f.entries]), [
     ['ranges/aws.txt', 4], ['ranges/azure.txt', 4], ['ranges/cloudflare.txt', 3], ['ranges/digitalocean.txt', 3], ['ranges/gcp.txt', 2],
     ['ranges/icloud-relay.txt', 3], ['ranges/my-vpns.txt', 1], ['ranges/oracle.txt', 3], ['ranges/tor.txt', 3],
-    // No crawler source here: the embedded snapshot of the crawler operators' ranges is loaded.
-    ['ranges/crawler-ranges.txt', readFileSync(join(import.meta.dirname, '..', '..', 'data', 'crawler-ranges.txt'), 'utf8').split('\n').filter((l) => / crawler$/.test(l)).length],
   ]);
+  // No crawler source here: the embedded crawler and monitor lists are loaded.
+  t.same(b.bots.lists.map((l) => [l.list, l.source]), [['crawlers', 'embedded:data/bot-ip-blocks/crawlers.json'], ['monitoring', 'embedded:data/bot-ip-blocks/monitoring.json']]);
   const ranges = IpRanges.fromCompiled(b.ipRanges.compiled);
   for (const [ip, want] of [
     ['198.18.0.9', ['hosting']], // AWS
@@ -472,24 +472,68 @@ t.test('a pass that cannot write its files marks every source down (ivtd_data_so
   t.ok(log.lines.some((l) => l.level === 'error' && /data refresh failed/.test(l.msg)), 'and an error line');
 });
 
-t.test("crawler operators' lists: fetched as crawler ranges, and then the embedded snapshot is not loaded", async (t) => {
+t.test("crawler operators' lists: fetched as crawler ranges, of the service they name or whose list names their URL", async (t) => {
   const w = await web(t);
   // The form Google, Bing, OpenAI, Apple, DuckDuckGo and Perplexity publish (addresses of the test ranges).
-  w.set('/crawlers.json', { body: JSON.stringify({ creationTime: '2026-11-01T00:00:00.000000', prefixes: [{ ipv4Prefix: '198.18.30.0/27' }, { ipv6Prefix: '2001:db8:c000::/64' }] }), etag: '"c1"' });
+  const prefixes = (...p: string[]) => JSON.stringify({ creationTime: '2026-11-01T00:00:00.000000', prefixes: p.map((x) => (x.includes(':') ? { ipv6Prefix: x } : { ipv4Prefix: x })) });
+  w.set('/crawlers.json', { body: prefixes('198.18.30.0/27', '2001:db8:c000::/64'), etag: '"c1"' });
+  w.set('/bingbot.json', { body: prefixes('198.18.31.0/27') });
+  w.set('/examplebot.json', { body: prefixes('198.18.32.0/27') });
   const dir = tempDir(t);
-  const sources = parseSources(JSON.stringify({ contact: 'ops@bidder.example', sources: [{ name: 'examplebot', format: 'crawler-ipranges', url: `${w.base}/crawlers.json` }] }), 'sources.json');
+  // A refreshed crawlers list whose ExampleBot publishes at the URL below (as Google's list names Google's URL).
+  mkdirSync(join(dir, 'bot-ip-blocks'));
+  writeFileSync(join(dir, 'bot-ip-blocks', 'crawlers.json'), JSON.stringify({ services: {
+    ExampleBot: { user_agent_patterns: ['*ExampleBot*'], source_url: `${w.base}/examplebot.json/`, ip_list_authoritative: true, ipv4: ['192.0.2.0/24'] },
+    Bingbot: { user_agent_patterns: ['*bingbot*'], ip_list_authoritative: true, ipv4: ['192.0.3.0/24'] },
+  } }));
+  const sources = parseSources(JSON.stringify({ contact: 'ops@bidder.example', sources: [
+    { name: 'legacy', format: 'crawler-ipranges', url: `${w.base}/crawlers.json` },
+    { name: 'bing', format: 'crawler-ipranges', url: `${w.base}/bingbot.json`, service: 'Bingbot' },
+    { name: 'example', format: 'crawler-ipranges', url: `${w.base}/examplebot.json` },
+  ] }), 'sources.json');
   t.equal(sources.sources[0]!.kind === 'ranges' && sources.sources[0]!.category, 'crawler', 'the format\'s default category');
-  const before = bundleOf(dir);
-  t.same(before.ipRanges.files.map((f) => f.name), ['ranges/crawler-ranges.txt'], 'before: the snapshot');
+  t.equal(bundleOf(dir).ipRanges.files.length, 0, 'before: no ranges file');
   const report = await new DataRefresher({ dataDir: dir, sources, log: collectLog() }).runOnce({ all: true });
   t.equal(report.changed, true);
-  t.match(readFileSync(join(dir, 'ranges', 'examplebot.txt'), 'utf8'), /198\.18\.30\.0\/27 crawler\n/);
+  t.match(readFileSync(join(dir, 'ranges', 'legacy.txt'), 'utf8'), /\n198\.18\.30\.0\/27 crawler\n/, 'a list of no known service: plain crawler ranges');
+  t.match(readFileSync(join(dir, 'ranges', 'bing.txt'), 'utf8'), /service bingbot.*\n.*\n198\.18\.31\.0\/27 crawler bingbot\n/, 'the service named');
+  t.match(readFileSync(join(dir, 'ranges', 'example.txt'), 'utf8'), /\n198\.18\.32\.0\/27 crawler examplebot\n/, 'the service whose list names the URL');
   const b = bundleOf(dir);
-  t.same(b.ipRanges.files.map((f) => [f.name, f.entries]), [['ranges/examplebot.txt', 2]], 'the refreshed list replaces the snapshot');
+  t.same(b.ipRanges.files.map((f) => [f.name, f.entries]), [['ranges/bing.txt', 1], ['ranges/example.txt', 1], ['ranges/legacy.txt', 2]]);
   const ranges = IpRanges.fromCompiled(b.ipRanges.compiled);
   t.same(categoriesAt(ranges, '198.18.30.9'), ['crawler']);
   t.same(categoriesAt(ranges, '2001:db8:c000::1'), ['crawler']);
-  t.same(categoriesAt(ranges, '66.249.66.1'), [], 'the snapshot is not loaded');
+  t.same(categoriesAt(ranges, '198.18.31.9'), [], "a service's own ranges are not plain crawler ranges");
+  t.match(b.bots.specs.find((s) => s.slug === 'bingbot'), { rangesFrom: 'ranges/bing.txt', ranges: 1 }, "they replace the list's ranges of that service");
+  t.match(b.bots.specs.find((s) => s.slug === 'examplebot'), { rangesFrom: 'ranges/example.txt', ranges: 1 });
+  t.throws(() => parseSources(JSON.stringify({ sources: [{ name: 'x', format: 'cidr-list', category: 'hosting', url: 'https://a.example/x', service: 'googlebot' }] }), 's.json'), /sources\[0\]\.service: only crawler ranges name a service/);
+});
+
+t.test('bot-ip-blocks: the crawler and monitor lists refreshed like the cloud ranges, replacing the embedded snapshot', async (t) => {
+  const w = await web(t);
+  const embedded = readFileSync(join(import.meta.dirname, '..', '..', 'data', 'bot-ip-blocks', 'monitoring.json'), 'utf8');
+  w.set('/master/monitoring.json', { body: embedded, etag: '"m1"' });
+  w.set('/master/crawlers.json', { body: '{"services": {"X": {"ipv4": ["not a cidr", "also not"]}}}' });
+  const dir = tempDir(t);
+  const sources = parseSources(JSON.stringify({ sources: [
+    { name: 'monitors', format: 'bot-ip-blocks', url: `${w.base}/master/monitoring.json` },
+    { name: 'crawlers', format: 'bot-ip-blocks', url: `${w.base}/master/crawlers.json` },
+  ] }), 'sources.json');
+  t.match(sources.sources, [{ kind: 'bots', list: 'monitoring' }, { kind: 'bots', list: 'crawlers' }], 'the list from the file name');
+  const r = new DataRefresher({ dataDir: dir, sources, log: collectLog() });
+  const report = await r.runOnce({ all: true });
+  t.match(report.items, [{ name: 'monitors', kind: 'bots', result: 'changed' }, { name: 'crawlers', kind: 'bots', result: 'failed' }]);
+  t.match(report.items[1]!.detail, /2 of 2 prefixes are not CIDRs/, 'a list that is not one is refused');
+  t.equal(readFileSync(join(dir, 'bot-ip-blocks', 'monitoring.json'), 'utf8'), embedded);
+  t.notOk(existsSync(join(dir, 'bot-ip-blocks', 'crawlers.json')), 'nothing written for the refused one');
+  const b = bundleOf(dir);
+  t.same(b.bots.lists.map((l) => [l.list, l.source]), [['crawlers', 'embedded:data/bot-ip-blocks/crawlers.json'], ['monitoring', join(dir, 'bot-ip-blocks', 'monitoring.json')]]);
+  t.ok(r.status().sources.find((s) => s.name === 'monitors')!.entries! > 100, 'status counts its ranges');
+  // Again: 304 keeps it.
+  const again = await r.runOnce({ all: true });
+  t.match(again.items[0], { result: 'unchanged' });
+  t.throws(() => parseSources(JSON.stringify({ sources: [{ name: 'x', format: 'bot-ip-blocks', url: 'https://a.example/bots.json' }] }), 's.json'), /sources\[0\]\.list: the URL's file name does not say which list/);
+  t.throws(() => parseSources(JSON.stringify({ sources: [{ name: 'x', format: 'bot-ip-blocks', url: 'https://a.example/crawlers.json' }, { name: 'y', format: 'bot-ip-blocks', url: 'https://b.example/c.json', list: 'crawlers' }] }), 's.json'), /only one bot-ip-blocks source per list/);
 });
 
 t.test("ai.robots.txt's robots.json: written to ai-agents.txt, which then replaces the embedded list", async (t) => {

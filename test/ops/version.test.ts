@@ -22,14 +22,23 @@ t.test('versionInfo reads the embedded data descriptions', async (t) => {
   t.same(v.data.asn, { builtAt: meta.built_at, source: `${meta.source.package}@${meta.source.version}`, ranges: meta.v4_ranges + meta.v6_ranges });
   t.same(v.data.countryMmdb, { package: mmdb.name, version: mmdb.version });
   t.same(v.data.sellers, { files: sellerFiles.length, records: sellerRecords });
+  // The crawler and monitor lists: source, licence and date as data/bot-ip-blocks/snapshot.json says, services counted.
+  const snap = json('data/bot-ip-blocks/snapshot.json');
+  t.match(v.data.botLists, { source: snap.source, commit: snap.commit, date: snap.date, licence: 'CC0-1.0' });
+  t.same(v.data.botLists!.services, {
+    crawlers: Object.keys(json('data/bot-ip-blocks/crawlers.json').services).length,
+    monitoring: Object.keys(json('data/bot-ip-blocks/monitoring.json').services).length,
+  });
+  t.match(formatVersion(v), new RegExp(`bot lists +crawlers \\d+ services, monitoring \\d+ services; https://github\\.com/ipverse/bot-ip-blocks @ ${snap.commit.slice(0, 12)}, ${snap.date}, licence CC0-1\\.0`));
   t.ok(sellerRecords > 0, 'the example sellers files carry records');
 });
 
 t.test('formatVersion says what is unknown instead of failing', async (t) => {
-  const v: VersionInfo = { version: '9.9.9', builtAt: '2026-01-02T03:04:05.000Z', node: 'v20.0.0', data: { asn: null, countryMmdb: null, sellers: { files: 0, records: 0 } } };
+  const v: VersionInfo = { version: '9.9.9', builtAt: '2026-01-02T03:04:05.000Z', node: 'v20.0.0', data: { asn: null, countryMmdb: null, sellers: { files: 0, records: 0 }, botLists: null } };
   const text = formatVersion(v);
   t.match(text, /^ivtd 9\.9\.9\n/);
   t.match(text, /built +2026-01-02T03:04:05\.000Z/);
+  t.match(text, /bot lists +not embedded/);
   t.match(text, /asn table +not built \(npm run build:data\)/);
   t.match(text, /country mmdb +unknown/);
 });
@@ -43,6 +52,11 @@ t.test('ivtd --version and --version --json', async (t) => {
   const version = json('package.json').version as string;
   const ranges = (meta.v4_ranges as number) + (meta.v6_ranges as number);
   const source = `${meta.source.package}@${meta.source.version}`;
+  const snap = json('data/bot-ip-blocks/snapshot.json');
+  const services = {
+    crawlers: Object.keys(json('data/bot-ip-blocks/crawlers.json').services).length,
+    monitoring: Object.keys(json('data/bot-ip-blocks/monitoring.json').services).length,
+  };
 
   const text = await runIvtd(['--version']);
   t.equal(text.code, 0, text.stderr);
@@ -52,7 +66,8 @@ t.test('ivtd --version and --version --json', async (t) => {
       `  built          dev (node ${process.version})\n` +
       `  asn table      built ${meta.built_at} from ${source}, ${ranges} ranges\n` +
       `  country mmdb   ${mmdb.name}@${mmdb.version}\n` +
-      `  sellers.json   ${sellerFiles.length} files, ${sellerRecords} sellers (embedded; <data-dir>/sellers/ adds to them)\n`,
+      `  sellers.json   ${sellerFiles.length} files, ${sellerRecords} sellers (embedded; <data-dir>/sellers/ adds to them)\n` +
+      `  bot lists      crawlers ${services.crawlers} services, monitoring ${services.monitoring} services; ${snap.source} @ ${snap.commit.slice(0, 12)}, ${snap.date}, licence ${snap.licence}\n`,
   );
   const j = await runIvtd(['--version', '--json']);
   t.equal(j.code, 0, j.stderr);
@@ -64,6 +79,7 @@ t.test('ivtd --version and --version --json', async (t) => {
       asn: { builtAt: meta.built_at, source, ranges },
       countryMmdb: { package: mmdb.name, version: mmdb.version },
       sellers: { files: sellerFiles.length, records: sellerRecords },
+      botLists: { ...snap, services },
     },
   });
 });

@@ -7,7 +7,7 @@ const BASE_INPUTS: ScoreInputs = {
   ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false, declaredBot: false,
   automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, ifaTypeMismatch: false, ssaiSpoof: false, geoMismatch: false,
   schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false,
-  aiAgent: false, crawlerSpoofed: false, appBundleMalformed: false, history: NO_HISTORY,
+  aiAgent: false, monitor: false, crawlerSpoofed: false, appBundleMalformed: false, history: NO_HISTORY,
 };
 import { NO_HISTORY } from '../../src/signals/history.ts';
 import { NBR_ADS_TXT_VIOLATION, NBR_CLOUD_PROXY, NBR_NON_HUMAN, NBR_SCHAIN_INCOMPLETE, NBR_SPIDER, REASONS } from '../../src/signals/reasons.ts';
@@ -22,7 +22,7 @@ t.test("a transaction's category is its leading reason's", async (t) => {
   const base = {
     ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false, declaredBot: false,
     automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, ifaTypeMismatch: false, ssaiSpoof: false, geoMismatch: false,
-    schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, aiAgent: false, crawlerSpoofed: false, appBundleMalformed: false, history: NO_HISTORY,
+    schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, aiAgent: false, monitor: false, crawlerSpoofed: false, appBundleMalformed: false, history: NO_HISTORY,
   };
   const r = score({ ...base, ipHosting: true, geoMismatch: true, declaredBot: true });
   t.equal(r.leading, 'ua_declared_bot', 'the strongest signal leads');
@@ -37,7 +37,7 @@ t.test('every reason code has a class, the one classifyTransaction counts it und
   const base = {
     ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false, declaredBot: false,
     automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, ifaTypeMismatch: false, ssaiSpoof: false, geoMismatch: false,
-    schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, aiAgent: false, crawlerSpoofed: false, appBundleMalformed: false, history: NO_HISTORY,
+    schainPresent: false, schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false, ipRelay: false, sellerUnauthorized: false, aiAgent: false, monitor: false, crawlerSpoofed: false, appBundleMalformed: false, history: NO_HISTORY,
   };
   // One strong reason of each component: the transaction's class is the reason's.
   const cases: Array<[Partial<typeof base>, string]> = [
@@ -99,7 +99,7 @@ t.test('the table of reasons: class follows the component, nbr the category', as
   const classOf = { hard: 'GIVT', givt: 'GIVT', sivt: 'SIVT', hist: 'SIVT', policy: 'POLICY' } as const;
   // Two supply-chain reasons have OpenRTB codes of their own: 12 ads.txt violation, 16 incomplete chain.
   const own: Record<string, number> = { seller_unauthorized: NBR_ADS_TXT_VIOLATION, schain_incomplete: NBR_SCHAIN_INCOMPLETE };
-  const nbrOf = (code: string, c: string) => own[code] ?? (c === 'declared_crawler' || c === 'ai_agent' ? NBR_SPIDER : c === 'data_center' || c === 'anonymizing_proxy' ? NBR_CLOUD_PROXY : NBR_NON_HUMAN);
+  const nbrOf = (code: string, c: string) => own[code] ?? (c === 'declared_crawler' || c === 'ai_agent' || c === 'monitoring' ? NBR_SPIDER : c === 'data_center' || c === 'anonymizing_proxy' ? NBR_CLOUD_PROXY : NBR_NON_HUMAN);
   t.equal(new Set(REASONS.map((r) => r.code)).size, REASONS.length, 'one row per code');
   for (const r of REASONS) {
     t.equal(r.class, classOf[r.component], `${r.code}: class of its component`);

@@ -31,6 +31,7 @@ t.test('knownCurrentMs: the latest of the build date, the ASN table and the coun
       asn: asn ? { builtAt: asn, source: 'x', ranges: 1 } : null,
       countryMmdb: country ? { package: 'p', version: country } : null,
       sellers: { files: 0, records: 0 },
+      botLists: null,
     },
   });
   t.equal(knownCurrentMs(v('dev', null, '2.3.2026061719')), Date.UTC(2026, 5, 17), 'the country package version carries its date');

@@ -1,10 +1,7 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { bidRequestOf } from '../../src/prebid/ortb/body.ts';
-import { AI_AGENT_EXCLUSIONS, AiAgentList, VERIFIABLE_CRAWLER, aiAgentsFromRobotsJson, claimedCrawler } from '../../src/signals/crawlers.ts';
+import { AI_AGENT_EXCLUSIONS, AiAgentList, aiAgentsFromRobotsJson } from '../../src/signals/crawlers.ts';
 import { bundleForm, bundleProblem } from '../../src/signals/app-bundle.ts';
-import { parseIp } from '../../src/signals/ip-address.ts';
-import { IpRanges, RANGE_BIT, RangeSetBuilder, addRangeList } from '../../src/signals/ip-ranges.ts';
 import { UaAnalyzer } from '../../src/signals/ua-analysis.ts';
 import { NO_HISTORY } from '../../src/signals/history.ts';
 import { categoryOf, noBidReason } from '../../src/signals/category.ts';
@@ -16,7 +13,7 @@ const analyzer = new UaAnalyzer({ now: Date.UTC(2026, 10, 1) });
 function inputs(over: Partial<ScoreInputs>): ScoreInputs {
   return {
     ipBogon: false, uaMalformed: false, ifaMalformed: false, ifaKnownBad: false, deviceImpossible: false, declaredBot: false,
-    aiAgent: false, crawlerSpoofed: false, automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false,
+    aiAgent: false, monitor: false, crawlerSpoofed: false, automation: false, ipHosting: false, ipVpn: false, ipProxy: false, ipTor: false,
     ipRelay: false, uaInconsistent: false, suaMismatch: false, ifaTypeMismatch: false, ssaiSpoof: false, geoMismatch: false, schainPresent: false, schainValid: false,
     schainVerified: false, schainComplete: false, sellerUnauthorized: false, appBundleMalformed: false, zeroIfa: false,
     history: NO_HISTORY, ...over,
@@ -54,71 +51,6 @@ t.test('the embedded AI-agent list: the agents the issue names, none of the gene
   ]) t.notOk(list.test(ua), ua);
 });
 
-t.test('which UAs claim a crawler whose operator publishes its addresses', async (t) => {
-  t.equal(claimedCrawler('Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)'), 'Googlebot');
-  t.equal(claimedCrawler('Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm) Chrome/116.0.1938.76 Safari/537.36'), 'bingbot');
-  t.equal(claimedCrawler('Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/13.1.1 Safari/605.1.15 (Applebot/0.1; +http://www.apple.com/go/applebot)'), 'Applebot');
-  t.equal(claimedCrawler('DuckDuckBot/1.1; (+http://duckduckgo.com/duckduckbot.html)'), 'DuckDuckBot');
-  t.equal(claimedCrawler('Mozilla/5.0 (compatible; AhrefsBot/7.0; +http://ahrefs.com/robot/)'), '', 'Ahrefs is not in the list: stays a declared crawler');
-  t.notOk(VERIFIABLE_CRAWLER.test('Mozilla/5.0 (compatible; MyGooglebotClone/1.0)'), 'word-bounded');
-});
-
-t.test('the embedded crawler ranges: none shipped, and the file says why', async (t) => {
-  const text = data('crawler-ranges.txt');
-  const counts: Record<string, number> = {};
-  const n = addRangeList(new RangeSetBuilder(), text, 'data/crawler-ranges.txt', counts);
-  t.equal(n, 0, 'no ranges: the operators publish them, `ivtd data update` fetches them');
-  t.match(text, /crawler-ipranges/, 'it names the sources that fill it');
-});
-
-t.test('a crawler UA is judged by its address only once the operators\' ranges are loaded', async (t) => {
-  const { mkdtempSync, mkdirSync, writeFileSync, rmSync } = await import('node:fs');
-  const { tmpdir } = await import('node:os');
-  const { join } = await import('node:path');
-  const { createHash } = await import('node:crypto');
-  const { loadBundle } = await import('../../src/data/bundle.ts');
-  const { buildLookupData } = await import('../../src/prebid/lookup-data.ts');
-  const { planMemory } = await import('../../src/memory/budget.ts');
-  const { allocateLookupMemory } = await import('../../src/prebid/lookup-memory.ts');
-  const { LookupEngine } = await import('../../src/prebid/pipeline.ts');
-  const partner = '6f1c2f9e-8a4b-4c7d-9e2f-1a2b3c4d5e6f';
-  const googlebot = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)';
-  const engineOver = (dir: string) => {
-    const data = buildLookupData(loadBundle({ dataDir: dir, mmdbCountry: undefined, mmdbAsn: undefined, mmdbAnonymousIp: undefined }), 1).data;
-    const engine = new LookupEngine(data, allocateLookupMemory(planMemory(64, 1)));
-    engine.keys.replace([{ customer_id: 'c1', partner_id: partner, key_hash: createHash('sha256').update('key-1').digest('hex'), expires_at_ms: null }]);
-    return { engine, crawlerRanges: data.crawlerRanges };
-  };
-  const reasons = (engine: InstanceType<typeof LookupEngine>, ip: string, uid: string) => {
-    // The OpenRTB answer names its reasons.
-    const bid = { id: 'r', imp: [{ id: '1' }], device: { ip, ua: googlebot, devicetype: 2 }, user: { id: uid } };
-    const out = engine.lookupOrtb(`p=${partner}&k=key-1&node=n`, bidRequestOf(bid), Date.now());
-    t.equal(out.status, 200, out.body);
-    const codes = ((JSON.parse(out.body) as { reasons: Array<{ code: string }> }).reasons).map((r) => r.code);
-    t.ok(codes.length > 0, `reasons ${codes.join(',')}`);
-    return codes;
-  };
-  const bare = mkdtempSync(join(tmpdir(), 'ivtd-crawlers-'));
-  const withRanges = mkdtempSync(join(tmpdir(), 'ivtd-crawlers-'));
-  t.teardown(() => {
-    rmSync(bare, { recursive: true, force: true });
-    rmSync(withRanges, { recursive: true, force: true });
-  });
-  mkdirSync(join(withRanges, 'ranges'));
-  // An operator's list as `ivtd data update` writes it (Googlebot's long-published /19).
-  writeFileSync(join(withRanges, 'ranges', 'google.txt'), '66.249.64.0/19 crawler\n');
-
-  const none = engineOver(bare);
-  t.equal(none.crawlerRanges, false, 'no crawler ranges shipped or fetched');
-  const without = reasons(none.engine, '81.2.69.142', 'a');
-  t.ok(without.includes('ua_declared_bot') && !without.includes('ua_crawler_spoofed'), 'without the ranges a Googlebot UA stays a declared crawler');
-  const loaded = engineOver(withRanges);
-  t.equal(loaded.crawlerRanges, true);
-  const real = reasons(loaded.engine, '66.249.66.1', 'b');
-  t.ok(real.includes('ua_declared_bot') && !real.includes('ua_crawler_spoofed'), "from Google's range: the real crawler");
-  t.ok(reasons(loaded.engine, '81.2.69.142', 'c').includes('ua_crawler_spoofed'), 'from a residential address: an impersonator');
-});
-
 t.test('AI agents, impersonators and declared crawlers score as their own reasons', async (t) => {
   const agent = score(inputs({ aiAgent: true }));
   t.equal(agent.band, 'high');
@@ -131,6 +63,12 @@ t.test('AI agents, impersonators and declared crawlers score as their own reason
   t.equal(spoofed.leading, 'ua_crawler_spoofed');
   t.equal(classifyTransaction(spoofed), 'sivt', 'a bot masquerading is SIVT');
   t.equal(categoryOf(false, spoofed.leading), 'device_spoofing');
+  const monitor = score(inputs({ monitor: true }));
+  t.equal(monitor.band, 'high');
+  t.equal(monitor.leading, 'ua_monitor');
+  t.equal(categoryOf(false, monitor.leading), 'monitoring', 'an uptime monitor has its own category');
+  t.equal(classifyTransaction(monitor), 'givt', 'known, declared, not a person: GIVT');
+  t.equal(noBidReason(false, monitor.leading), 3);
   // Googlebot, isbot's verdict kept: a declared bot either way, which the lookup splits by address.
   t.ok(analyzer.analyze('Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)').declaredBot);
 });

@@ -32,7 +32,7 @@ function clean(over: Partial<ScoreInputs> = {}): ScoreInputs {
     deviceImpossible: false, declaredBot: false, automation: false, ipHosting: false, ipVpn: false,
     ipProxy: false, ipTor: false, uaInconsistent: false, suaMismatch: false, ifaTypeMismatch: false, ssaiSpoof: false, geoMismatch: false, schainPresent: false,
     schainValid: false, schainVerified: false, schainComplete: false, zeroIfa: false,
-    ipRelay: false, sellerUnauthorized: false, aiAgent: false, crawlerSpoofed: false, appBundleMalformed: false, history: NO_HISTORY,
+    ipRelay: false, sellerUnauthorized: false, aiAgent: false, monitor: false, crawlerSpoofed: false, appBundleMalformed: false, history: NO_HISTORY,
     ...over,
   };
 }

@@ -34,6 +34,7 @@ export const DIMENSION_LABELS: Readonly<Record<Dimension, string>> = {
 export const CATEGORY_LABELS: Readonly<Record<Category, string>> = {
   declared_crawler: 'Declared crawler or spider',
   ai_agent: 'AI agent or AI crawler',
+  monitoring: 'Uptime monitor or synthetic check',
   automation: 'Automated or headless browser',
   data_center: 'Data-center traffic',
   non_routable_ip: 'Non-routable IP address',
