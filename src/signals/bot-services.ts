@@ -224,11 +224,30 @@ export function serviceKey(slug: string): number {
   return h | 0 || 1; // a signed 32-bit word, as the shared table stores it
 }
 
+/** The literal of a `*literal*` glob (no other wildcard), or null. */
+function containsLiteral(glob: string): string | null {
+  const m = /^\*+([^*?]+)\*+$/.exec(glob);
+  return m ? m[1]! : null;
+}
+
 /** The services of the loaded lists, with their ranges: one per data load, one per thread. */
 export class BotServices {
-  /** Any pattern of any service: the one test a declared bot pays when it names none. */
+  /**
+   * Every `*literal*` UA pattern of every service, longest first, without capture groups
+   * (they cost a declared bot naming no service several times the scan): one pass over the
+   * UA, restarted one character after each match so that overlapping tokens of two services
+   * are both found; the matched text names its services (`byLiteral`). A declared bot that
+   * names none pays this one scan.
+   */
+  private readonly scan: RegExp | null;
+  /** The same, not global: the miss (a declared bot naming no service) tests it alone, which is faster than a global scan. */
   private readonly any: RegExp | null;
+  /** Per literal: its services, and those of the other literals it starts with (they match where it does, unseen by the scan). */
+  private readonly byLiteral: Map<string, number[]>;
+  /** Services with a pattern that is not `*literal*`: tested with their own expression. */
+  private readonly globServices: number[];
   private readonly each: RegExp[];
+  private readonly marked: Uint8Array;
   readonly keys: Int32Array;
   private readonly hasRanges: boolean[];
   private readonly canConfirm: boolean[];
@@ -240,8 +259,26 @@ export class BotServices {
   ) {
     if (ranges.services !== specs.length && specs.length > 0) throw new Error(`${specs.length} services but ranges for ${ranges.services}`);
     this.each = specs.map((s) => new RegExp(s.uaPatterns.length ? s.uaPatterns.map(globSource).join('|') : '(?!)'));
-    const all = specs.flatMap((s) => s.uaPatterns.map(globSource));
-    this.any = all.length ? new RegExp([...new Set(all)].join('|')) : null;
+    const literals: Array<{ lit: string; service: number }> = [];
+    const globs = new Set<number>();
+    specs.forEach((s, i) => {
+      for (const p of s.uaPatterns) {
+        const lit = containsLiteral(p);
+        if (lit === null) globs.add(i);
+        else if (!literals.some((l) => l.lit === lit && l.service === i)) literals.push({ lit, service: i });
+      }
+    });
+    literals.sort((a, b) => b.lit.length - a.lit.length);
+    const esc = (x: string) => x.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+    this.scan = literals.length ? new RegExp(literals.map((l) => esc(l.lit)).join('|'), 'g') : null;
+    this.any = literals.length ? new RegExp(literals.map((l) => esc(l.lit)).join('|')) : null;
+    this.byLiteral = new Map();
+    for (const l of literals) {
+      const services = new Set(literals.filter((o) => l.lit.startsWith(o.lit)).map((o) => o.service));
+      this.byLiteral.set(l.lit, [...services]);
+    }
+    this.globServices = [...globs];
+    this.marked = new Uint8Array(specs.length);
     this.keys = Int32Array.from(specs.map((s) => serviceKey(s.slug)));
     this.hasRanges = specs.map((s) => s.ranges > 0);
     this.canConfirm = specs.map((s) => s.rdnsPatterns.length > 0);
@@ -259,11 +296,38 @@ export class BotServices {
     return i >= 0 && this.monitors[i] === 1;
   }
 
-  /** Index of the first service whose patterns match the UA, or -1. */
-  matchUa(ua: string): number {
-    if (this.any === null || !this.any.test(ua)) return -1;
-    for (let i = 0; i < this.each.length; i++) if (this.each[i]!.test(ua)) return i;
-    return -1;
+  /** Marks the services whose patterns match the UA (this.marked); returns how many. */
+  private markServices(ua: string): number {
+    let n = 0;
+    const mark = (i: number) => {
+      if (this.marked[i] === 0) {
+        this.marked[i] = 1;
+        n++;
+      }
+    };
+    const re = this.scan;
+    if (re !== null && this.any!.test(ua)) {
+      re.lastIndex = 0;
+      let m: RegExpExecArray | null;
+      while ((m = re.exec(ua)) !== null) {
+        const services = this.byLiteral.get(m[0])!;
+        for (let j = 0; j < services.length; j++) mark(services[j]!);
+        re.lastIndex = m.index + 1;
+      }
+    }
+    for (let g = 0; g < this.globServices.length; g++) if (this.each[this.globServices[g]!]!.test(ua)) mark(this.globServices[g]!);
+    return n;
+  }
+
+  /** The services whose patterns match the UA, in list order (tests, explain). */
+  servicesOf(ua: string): number[] {
+    const out: number[] = [];
+    if (this.markServices(ua) === 0) return out;
+    for (let i = 0; i < this.marked.length; i++) {
+      if (this.marked[i] === 1) out.push(i);
+      this.marked[i] = 0;
+    }
+    return out;
   }
 
   /**
@@ -277,12 +341,13 @@ export class BotServices {
   judge(ua: string, ip: ParsedIp | null, unattributed: boolean, dns: DnsVerdicts | null, nowSec: number, out: Int32Array): void {
     out[0] = CHECK.none;
     out[1] = -1;
-    if (this.any === null || !this.any.test(ua)) return;
+    if (this.markServices(ua) === 0) return;
     let best: number = BOT_CHECKS.length;
     let bestAt = -1;
     let set = -2;
-    for (let i = 0; i < this.each.length; i++) {
-      if (!this.each[i]!.test(ua)) continue;
+    for (let i = 0; i < this.marked.length; i++) {
+      if (this.marked[i] === 0) continue;
+      this.marked[i] = 0;
       let check: number;
       const spec = this.specs[i]!;
       if (!this.hasRanges[i]) check = CHECK.no_ranges;

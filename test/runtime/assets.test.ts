@@ -35,9 +35,12 @@ t.test('collectDataAssets applies the table to a tree', async (t) => {
     writeFileSync(join(repo, rel), rel);
   };
   for (const f of ['data/a.txt', 'data/b.csv', 'data/sub/c.txt', 'data/sellers/x.json', 'data/sellers/y.txt']) put(f);
+  // The crawler and monitor lists are required: the lists, their licence and source note, nothing else.
+  t.throws(() => collectDataAssets(repo), /data\/bot-ip-blocks\/ .* is missing/, 'the crawler and monitor lists are required');
+  for (const f of ['data/bot-ip-blocks/crawlers.json', 'data/bot-ip-blocks/LICENSE', 'data/bot-ip-blocks/SOURCE.md', 'data/bot-ip-blocks/old.csv']) put(f);
   t.throws(() => collectDataAssets(repo), { name: 'AssetError' }, 'a required source (the country MMDB) is missing');
   put(mmdb);
   const found = collectDataAssets(repo);
-  t.same([...found.keys()].sort(), ['data/a.txt', 'data/sellers/x.json', 'mmdb/country.mmdb']);
+  t.same([...found.keys()].sort(), ['data/a.txt', 'data/bot-ip-blocks/LICENSE', 'data/bot-ip-blocks/SOURCE.md', 'data/bot-ip-blocks/crawlers.json', 'data/sellers/x.json', 'mmdb/country.mmdb']);
   t.equal(found.get('mmdb/country.mmdb'), join(repo, mmdb));
 });

@@ -209,3 +209,22 @@ t.test("docs/scoring.md's example sources keep the lists current: upstream URLs,
   t.ok(specs.some((s) => s.slug === 'googlebot' && s.sourceUrl === google.url), "Googlebot's list names the example's URL: its ranges go to Googlebot");
   t.ok(specs.some((s) => s.slug === 'perplexitybot'), 'the service the example names exists');
 });
+
+t.test('the one scan over the UA finds every service its patterns match, overlapping tokens included', async (t) => {
+  const { data } = engineOver(tempDir(t));
+  const bots = data.bots;
+  const names = (ua: string) => bots.servicesOf(ua).map((i) => bots.specs[i]!.name);
+  t.same(names('Datadog/Synthetics'), ['Datadog', 'New Relic'], "New Relic's *Synthetics* inside Datadog's token");
+  t.same(names('Mozilla/5.0 (compatible; AdsBot-Google-Mobile)'), ['Google (special)']);
+  t.same(names('Mozilla/5.0 (compatible; GPTBot/1.0) Googlebot/2.1'), ['GPTBot', 'Googlebot'], 'two services named');
+  t.same(names('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36'), []);
+  // The scan agrees with each service's own expression, for a UA made of every pattern's token.
+  for (const [i, s] of bots.specs.entries()) {
+    for (const p of s.uaPatterns) {
+      const ua = `Mozilla/5.0 (compatible; ${p.replace(/\*/g, '')}/1.0)`;
+      const want = bots.specs.flatMap((o, j) => (new RegExp(o.uaPatterns.map(globSource).join('|')).test(ua) ? [j] : []));
+      t.same(bots.servicesOf(ua), want, `${s.name}: ${p}`);
+      t.ok(want.includes(i));
+    }
+  }
+});
