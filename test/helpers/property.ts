@@ -28,7 +28,7 @@ export function checkProperty(t: Tap, name: string, property: fc.IRawProperty<un
   const seed = (PROPERTY_SEED ^ nameHash(name)) | 0;
   t.comment(`${name}: ${numRuns} cases, seed ${seed} (IVTD_PROP_SEED=${PROPERTY_SEED} repeats the run)`);
   try {
-    fc.assert(property, PATH !== undefined ? { seed, numRuns, path: PATH } : { seed, numRuns });
+    fc.assert(property, PATH !== undefined ? { seed, numRuns, path: PATH, includeErrorInReport: true } : { seed, numRuns, includeErrorInReport: true });
     t.pass(`${name}: ${numRuns} cases`);
   } catch (e) {
     t.fail(`${name}: ${(e as Error).message}`);
