@@ -18,10 +18,10 @@
 // Without --ivtd it runs dist/ivtd when built, else this checkout through tsx (npm start's way).
 import { connect, type Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { numArg, ROOT, rssMb, startProcess, stopProcess, targetFromArgs, type IvtdTarget } from './processes.ts';
+import { numArg, ROOT, rssMb, stopProcess } from './processes.ts';
+import { chooseTarget, startServer, type Server } from './hostile-server.ts';
 
 const SEED = numArg('seed', (Math.random() * 0x7fffffff) | 0);
 const SECONDS = numArg('seconds', 0);
@@ -42,43 +42,6 @@ function rand(): number {
 const int = (n: number) => Math.floor(rand() * n);
 const chance = (p: number) => rand() < p;
 const pick = <T>(a: readonly T[]): T => a[int(a.length)]!;
-
-// ---- the server --------------------------------------------------------------------------
-interface Server {
-  child: import('node:child_process').ChildProcess;
-  pid: number;
-  ports: { prebid: number; api: number; reporting: number; metrics: number };
-  creds: { customer: string; partner: string; key: string; reporting: string; username: string; password: string };
-  dataDir: string;
-}
-
-function chooseTarget(): IvtdTarget {
-  const named = targetFromArgs(process.argv);
-  if (named !== null) return named;
-  const dist = join(ROOT, 'dist/ivtd');
-  return existsSync(dist) ? { label: 'dist/ivtd', binary: dist } : { label: 'this checkout (tsx)', checkout: ROOT };
-}
-
-async function start(target: IvtdTarget): Promise<Server> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'ivtd-fuzz-'));
-  const serveArgs = ['serve', '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0', '--metrics-port', '0', '--threads', String(THREADS)];
-  const [cmd, args, cwd] = target.binary
-    ? [target.binary, serveArgs, tmpdir()]
-    : [process.execPath, ['--import', 'tsx', '--import', './tools/ensure-generated.ts', 'src/cli/main.ts', ...serveArgs], target.checkout ?? ROOT];
-  const field = (name: string) => new RegExp(`^ +${name} +(\\S+)$`, 'm');
-  const { child, matches } = await startProcess(cmd, args, [
-    /"ports":\{"prebid":(\d+),"api":(\d+),"reporting":(\d+),"metrics":(\d+)[^}]*\},"msg":"ivtd ready"/,
-    field('customer_id'), field('partner_id'), field('prebid_key'), field('reporting_key'), field('username'), field('password'),
-  ], { cwd, env: { IVTD_LOG_LEVEL: 'info' } });
-  const [p, customer, partner, key, reporting, username, password] = matches.map((m) => m);
-  return {
-    child,
-    pid: child.pid!,
-    ports: { prebid: Number(p![1]), api: Number(p![2]), reporting: Number(p![3]), metrics: Number(p![4]) },
-    creds: { customer: customer![1]!, partner: partner![1]!, key: key![1]!, reporting: reporting![1]!, username: username![1]!, password: password![1]! },
-    dataDir,
-  };
-}
 
 // ---- what to send --------------------------------------------------------------------------
 interface Req {
@@ -361,6 +324,7 @@ class Conn {
       s.setNoDelay(true);
       s.once('connect', () => resolve(s));
       s.on('data', (d) => {
+        this.bytesSinceAnswer += d.length;
         this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
         this.parse(false);
       });
@@ -382,6 +346,7 @@ class Conn {
     if (p === null) return;
     this.pending = null;
     clearTimeout(p.timer);
+    if (a !== null) this.answeredHere++;
     p.resolve(a);
   }
 
@@ -439,7 +404,29 @@ class Conn {
     this.settle({ status, body });
   }
 
+  /** Answers read on the current socket, and bytes since the last one. */
+  private answeredHere = 0;
+  /** Requests sent again on a fresh connection after a kept-alive one closed under them (below). */
+  static retries = 0;
+
+  /**
+   * A request on a kept-alive connection that the server closes (its idle timeout) as the
+   * request goes out is lost to the race every HTTP client meets: such a request, closed with
+   * no byte of an answer, is sent once more on a new connection (as browsers and Node's agent
+   * do), and only a request no fresh connection answers counts as unanswered.
+   */
   async send(r: Req): Promise<Answer | null> {
+    const reused = this.sock !== null && !this.sock.destroyed && !this.closing && this.answeredHere > 0;
+    const a = await this.sendOnce(r);
+    if (a !== null || !reused || this.bytesSinceAnswer > 0) return a;
+    Conn.retries++;
+    return this.sendOnce(r);
+  }
+
+  private bytesSinceAnswer = 0;
+
+  private async sendOnce(r: Req): Promise<Answer | null> {
+    this.bytesSinceAnswer = 0;
     if (this.closing) {
       this.closing = false;
       const old = this.sock;
@@ -451,6 +438,7 @@ class Conn {
       const s = await this.open();
       if (s.destroyed) return null;
       this.sock = s;
+      this.answeredHere = 0;
     }
     const sock = this.sock;
     return new Promise((resolve) => {
@@ -477,7 +465,7 @@ interface RouteStats {
 async function main(): Promise<void> {
   const target = chooseTarget();
   console.log(JSON.stringify({ bench: 'fuzz', target: target.label, seed: SEED, requests: SECONDS > 0 ? null : REQUESTS, seconds: SECONDS || null, connections: CONNECTIONS, threads: THREADS }));
-  const s = await start(target);
+  const s = await startServer(target, THREADS);
   const corpus = new Corpus(s);
   // A genuine session token, so part of the account calls go past authentication.
   try {
@@ -569,7 +557,7 @@ async function main(): Promise<void> {
   if (examplesUnanswered.length > 0) console.log(JSON.stringify({ examplesUnanswered }, null, 1));
   const summary = {
     seed: SEED, sent, answered, seconds: Math.round(seconds), per_second: Math.round(sent / seconds),
-    status_5xx: fivexx, unanswered: unansweredTotal, malformed_closed_without_answer: dropped, lived, exit: exited, health_after: health,
+    status_5xx: fivexx, unanswered: unansweredTotal, keepalive_close_retries: Conn.retries, malformed_closed_without_answer: dropped, lived, exit: exited, health_after: health,
     rss_mb: { start: rss0, after_first_third: rss[0], after_second_third: rss[1], after_last_third: rss[2] },
     last_third_growth_mb: rss[2]! - rss[1]!, lids_collected: corpus.lids.length,
     repeat: `node --import tsx bench/fuzz.ts ${SECONDS > 0 ? `--seconds ${SECONDS}` : `--requests ${REQUESTS}`} --connections ${CONNECTIONS} --threads ${THREADS} --seed ${SEED}${target.binary ? ` --ivtd ${target.label}` : ''}`,
