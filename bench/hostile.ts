@@ -123,9 +123,9 @@ function closeTimes(slows: Slow[]): Record<string, unknown> {
 async function slowPhase(s: Server): Promise<void> {
   const slows: Slow[] = [];
   const ports: Array<[string, number, string, string]> = [
-    ['prebid', s.ports.prebid, `POST /api/v1/ivt/ortb?p=${s.creds.partner}&k=${s.creds.key} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n`, '{"id":"x",   '],
-    ['api', s.ports.api, 'POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100000\r\n\r\n', 'username=a&'],
-    ['report', s.ports.reporting, 'POST /v1/report HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n', 'aaaaaaaaa'],
+    ['prebid', s.ports.prebid, `POST /api/v1/ivt/ortb?p=${s.creds.partner}&k=${s.creds.key} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n`, '{"id":"x",   '],
+    ['api', s.ports.api, 'POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 5000\r\n\r\n', 'username=a&'],
+    ['report', s.ports.reporting, 'POST /v1/report HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5000\r\n\r\n', 'aaaaaaaaa'],
   ];
   for (const [name, port, bodyHead, bodyDrip] of ports) {
     for (let i = 0; i < SLOW; i++) {
