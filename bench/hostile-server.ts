@@ -24,7 +24,7 @@ export function chooseTarget(): IvtdTarget {
   return existsSync(dist) ? { label: 'dist/ivtd', binary: dist } : { label: 'this checkout (tsx)', checkout: ROOT };
 }
 
-export async function startServer(target: IvtdTarget, threads: number, opts: { fdLimit?: number; dataDir?: string; args?: string[] } = {}): Promise<Server> {
+export async function startServer(target: IvtdTarget, threads: number, opts: { fdLimit?: number; dataDir?: string; args?: string[]; creds?: Server['creds'] } = {}): Promise<Server> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'ivtd-bench-'));
   const serveArgs = ['serve', '--data-dir', dataDir, '--prebid-port', '0', '--api-port', '0', '--reporting-port', '0', '--metrics-port', '0', '--threads', String(threads), ...(opts.args ?? [])];
   let [cmd, args, cwd] = target.binary
@@ -33,10 +33,10 @@ export async function startServer(target: IvtdTarget, threads: number, opts: { f
   // A lower limit of open files (prlimit, util-linux), to run out of them on purpose.
   if (opts.fdLimit !== undefined) [cmd, args] = ['prlimit', [`--nofile=${opts.fdLimit}:${opts.fdLimit}`, cmd, ...args]];
   const field = (name: string) => new RegExp(`^ +${name} +(\\S+)$`, 'm');
-  const { child, matches } = await startProcess(cmd, args, [
-    /"ports":\{"prebid":(\d+),"api":(\d+),"reporting":(\d+),"metrics":(\d+)[^}]*\},"msg":"ivtd ready"/,
-    field('customer_id'), field('partner_id'), field('prebid_key'), field('reporting_key'), field('username'), field('password'),
-  ], { cwd, env: { IVTD_LOG_LEVEL: 'info' } });
+  const ready = /"ports":\{"prebid":(\d+),"api":(\d+),"reporting":(\d+),"metrics":(\d+)[^}]*\},"msg":"ivtd ready"/;
+  // A data dir used before announces no customer: its credentials are the caller's (opts.creds).
+  const patterns = opts.creds ? [ready] : [ready, field('customer_id'), field('partner_id'), field('prebid_key'), field('reporting_key'), field('username'), field('password')];
+  const { child, matches } = await startProcess(cmd, args, patterns, { cwd, env: { IVTD_LOG_LEVEL: 'info' } });
   const [p, customer, partner, key, reporting, username, password] = matches.map((m) => m);
   const log: string[] = [];
   let rest = '';
@@ -51,7 +51,7 @@ export async function startServer(target: IvtdTarget, threads: number, opts: { f
     child,
     pid: child.pid!,
     ports: { prebid: Number(p![1]), api: Number(p![2]), reporting: Number(p![3]), metrics: Number(p![4]) },
-    creds: { customer: customer![1]!, partner: partner![1]!, key: key![1]!, reporting: reporting![1]!, username: username![1]!, password: password![1]! },
+    creds: opts.creds ?? { customer: customer![1]!, partner: partner![1]!, key: key![1]!, reporting: reporting![1]!, username: username![1]!, password: password![1]! },
     dataDir,
   };
 }
