@@ -298,7 +298,9 @@ export interface Listener {
  * close() stops accepting, lets in-flight requests end, then closes idle sockets.
  */
 export function listen(router: Router, host: string, port: number, name: string, tls?: TlsCredentials | null): Promise<Listener> {
-  const options = { requestTimeout: 30_000, headersTimeout: 10_000, maxHeaderSize: MAX_HEADER_BYTES };
+  // Headers within 10 s, the whole request within 30 s (checked each second: Node's default
+  // check every 30 s let a slow client hold a connection up to a minute; docs/reliability.md).
+  const options = { requestTimeout: 30_000, headersTimeout: 10_000, connectionsCheckingInterval: 1000, maxHeaderSize: MAX_HEADER_BYTES };
   const handler = (req: IncomingMessage, res: ServerResponse) => void router.handle(req, res);
   let server: Server;
   if (tls) {

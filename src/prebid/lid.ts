@@ -33,6 +33,8 @@ export const LID_BYTES = 80;
 const SIGNED_BYTES = 72;
 /** base64url without padding of LID_BYTES. */
 export const LID_CHARS = Math.ceil((LID_BYTES * 4) / 3);
+/** The bits of the last character past LID_BYTES (base64url carries 6 bits a character). */
+const SPARE_BITS = (1 << (LID_CHARS * 6 - LID_BYTES * 8)) - 1;
 /** Bytes of the shared secret (SipHash's 128-bit key). */
 export const LID_SECRET_BYTES = 16;
 
@@ -349,6 +351,9 @@ export class LidCodec {
       const c = lid.charCodeAt(i);
       if (c >= 128 || DECODE[c] === 255) return 'alphabet';
     }
+    // The last character's spare bits are not part of the bytes: only the text that was made
+    // (those bits 0) is the lid, so no other text reads as the same one.
+    if ((DECODE[lid.charCodeAt(LID_CHARS - 1)]! & SPARE_BITS) !== 0) return 'signature';
     const b = this.u8;
     this.buf.write(lid, 0, LID_BYTES, 'base64url');
     if (b[0] !== LID_VERSION) return 'version';

@@ -17,6 +17,7 @@ import { mountReportRoute } from '../reporting/api.ts';
 import type { Reporting } from '../reporting/service.ts';
 import type { Store } from '../store/db.ts';
 import type { Cleanup } from './cleanup.ts';
+import { watchOpenFiles } from './open-files.ts';
 import type { Pushes } from './pushes.ts';
 
 export interface Ports {
@@ -62,6 +63,10 @@ export async function openListeners(p: ListenerParts, cleanup: Cleanup): Promise
 
   const metricsListener = await startMetricsListener(config.metricsHost, config.metricsPort, p.metrics);
   cleanup.add(() => metricsListener.close());
+  // Out of file descriptors: logged once an episode, never an uncaught listener error (open-files.ts).
+  const files = watchOpenFiles();
+  cleanup.add(files.stop);
+  files.take(metricsListener.server);
   // The dashboard learns the bound ports at request time (ephemeral ports in tests).
   const ports: Ports = { prebid: p.prebidPort, api: edge ? 0 : config.apiPort, reporting: edge ? 0 : config.reportingPort, metrics: metricsListener.port };
   if (edge) return { ports, tls: null };
@@ -86,6 +91,7 @@ export async function openListeners(p: ListenerParts, cleanup: Cleanup): Promise
   const reportingApi = await p.reporting.listen(tls);
   cleanup.add(() => reportingApi.close());
   Object.assign(ports, { api: api.port, reporting: reportingApi.port });
+  files.take(api.server, reportingApi.server);
   return { ports, tls };
 }
 
