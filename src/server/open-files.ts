@@ -8,7 +8,7 @@
 // only, never a lookup thread.
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Server } from 'node:net';
-import { log } from '../log.ts';
+import { log } from '../base/log.ts';
 
 /** How often the descriptors are counted, and from what share of the limit that is "out of files". */
 const CHECK_MS = 5000;

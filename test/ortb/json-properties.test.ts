@@ -1,8 +1,8 @@
 // Properties of the bid request's JSON readers, drawn by fast-check (seeded:
 // test/helpers/property.ts), against JSON.parse as the reference:
-// - the WebAssembly scan (src/ortb/pruned-json.ts) accepts nothing the bounded reader refuses,
+// - the WebAssembly scan (src/prebid/ortb/pruned-json.ts) accepts nothing the bounded reader refuses,
 //   and builds what JSON.parse builds, read by the shape;
-// - the bounded reader (src/ortb/bounded-json.ts) and its JS parser give one verdict, and
+// - the bounded reader (src/base/bounded-json.ts) and its JS parser give one verdict, and
 //   what they accept is JSON.parse's value (lone surrogates read as U+FFFD);
 // - the limits (depth, array length, keys per object, duplicate and prototype keys) are
 //   exactly where they are said to be, in both readers.
@@ -12,11 +12,11 @@ import t from 'tap';
 import fc from 'fast-check';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { isJsonObject, parseBoundedJson, strictParse, type JsonLimits, type JsonValue } from '../../src/ortb/bounded-json.ts';
-import { parsePruned, jsonScanWasm } from '../../src/ortb/pruned-json.ts';
-import { compileShape, Fields, type Compiled, type Pruned } from '../../src/ortb/shape.ts';
-import { BID_REQUEST_SHAPE } from '../../src/ortb/map.ts';
-import { bidRequestFrom, ORTB_JSON_LIMITS } from '../../src/ortb/body.ts';
+import { isJsonObject, parseBoundedJson, strictParse, type JsonLimits, type JsonValue } from '../../src/base/bounded-json.ts';
+import { parsePruned, jsonScanWasm } from '../../src/prebid/ortb/pruned-json.ts';
+import { compileShape, Fields, type Compiled, type Pruned } from '../../src/base/shape.ts';
+import { BID_REQUEST_SHAPE } from '../../src/prebid/ortb/map.ts';
+import { bidRequestFrom, ORTB_JSON_LIMITS } from '../../src/prebid/ortb/body.ts';
 import { checkProperty } from '../helpers/property.ts';
 
 const BID_REQUEST = compileShape(BID_REQUEST_SHAPE);
