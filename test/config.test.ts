@@ -40,6 +40,13 @@ const CASES: Record<OptionKey, { bad: string[]; good: string }> = {
   tlsCert: { bad: [''], good: '/x/cert.pem' }, // the pair and its files: test/http/tls.test.ts
   tlsKey: { bad: [''], good: '/x/key.pem' },
   impTtl: { bad: ['', '30s', '2d', 'soon'], good: '30m' },
+  filterPort: { bad: ['-1', '65536', 'x'], good: '9902' },
+  filterUpstream: { bad: ['127.0.0.1:8000', 'https://pbs.example/openrtb2/auction', 'http://u:p@pbs.example/', 'ftp://x'], good: 'http://127.0.0.1:8000/openrtb2/auction' },
+  filterPartner: { bad: ['acme', '123e4567-e89b-12d3-a456-42661417400'], good: '123e4567-e89b-12d3-a456-426614174000' },
+  filterName: { bad: ['', 'two words', 'é'], good: 'pbs-eu' },
+  filterMode: { bad: ['Block', 'off'], good: 'monitor' },
+  filterNobid: { bad: ['200', 'NBR'], good: 'nbr' },
+  filterTimeout: { bad: ['0', '60001', '300ms'], good: '120' },
   trustedProxies: { bad: ['', 'proxy.example', '10.0.0.0/33', '::1/129', '10.0.0.1,', '10.0.0.0/x'], good: '10.0.0.0/8, ::1,192.168.1.7' },
 };
 
