@@ -13,6 +13,8 @@ import type { HistoryMemory } from '../signals/history.ts';
 import type { IpCacheMemory } from '../signals/ip-cache.ts';
 import type { WarmUp } from './warm-up.ts';
 import type { UaCacheMemory } from '../signals/ua-cache.ts';
+import type { FilterSettings } from '../filter/settings.ts';
+import type { FilterStats } from '../filter/stats.ts';
 
 /** The shared memory every lookup thread opens (allocated by src/memory/lookup-memory.ts on the main thread; posted to each thread; SharedArrayBuffers are shared, not copied). */
 export interface LookupMemory {
@@ -54,6 +56,8 @@ export interface LookupWorkerInit {
   versionFloorMs?: number;
   /** The lookup ids and the impression beacon (absent: answers carry no lid, the beacon answers 503). */
   beacon?: BeaconSettings;
+  /** A filter's thread (src/filter/): it listens on the filter's port instead of the pre-bid port. */
+  filter?: FilterSettings;
 }
 
 /** What a lookup thread needs for lookup ids and impression beacons. */
@@ -125,6 +129,8 @@ export interface LookupStats {
   beacons: Record<string, number>;
   /** Seen lids still on time given up for room (a replay of one would pass as a first sight). */
   seenEvictedLive: number;
+  /** A filter's thread: the filter's figures. */
+  filter?: FilterStats;
 }
 
 /** Upper bounds (µs) of the lookup latency histogram buckets; a last bucket is +Inf. */

@@ -96,7 +96,7 @@ export class LookupEngine {
   private readonly dims: string[] = new Array(TUPLE_DIMENSIONS.length).fill('');
   private customerId = '';
   /** The last OpenRTB verdict's fields (the filter, src/filter/, acts on them without reading the JSON back); nbr -1: none. */
-  readonly lastOrtb = { band: '' as Band | '', score: 0, nbr: -1, lid: '', id: '' };
+  readonly lastOrtb = { band: '' as Band | '', score: 0, nbr: -1, lid: '' };
   /** Makes the lookup ids of 200 answers (null: none, e.g. an engine without the fleet's secret). */
   readonly lids: LidCodec | null;
   private readonly lidInput: LidInput = emptyLidInput();
@@ -178,7 +178,6 @@ export class LookupEngine {
       v.score = r.score;
       v.nbr = nbr ?? -1;
       v.lid = lid;
-      v.id = this.ortb.id;
     }
     return { status: 200, body: responseJson(s, r, lid, tail), band: r.band };
   }

@@ -18,6 +18,7 @@ import type { CountRow } from '../reporting/tuple.ts';
 import type { NewTuple } from '../reporting/tuple-dictionary.ts';
 import type { BotIpRow } from './bot-ip-tracker.ts';
 import { BeaconJudge, IMP_PATH, emptyBeaconHeaders } from './beacon.ts';
+import { startFilter, type RunningFilter } from '../filter/proxy.ts';
 import { LATENCY_BUCKETS_US, type FromWorker, type ImpressionDeltas, type LookupStats, type LookupWorkerInit, type SeenValues, type ToWorker } from './messages.ts';
 
 export const LOOKUP_PATH = '/api/v1/ivt/lookup';
@@ -124,6 +125,8 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   let draining = false;
   let lastError = '';
   let listenSocket: uWS.us_listen_socket | null = null;
+  /** A filter's thread listens with its filter (src/filter/proxy.ts) instead of `app`. */
+  let filter: RunningFilter | null = null;
 
   // While draining, every response closes its connection so the thread can exit once
   // idle keep-alive sockets time out (terminating a thread that holds uWS sockets aborts).
@@ -456,6 +459,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     reportedEvicted = beacon === null ? 0 : beacon.seen.evictedLive;
     s.lastError = lastError;
     lastError = '';
+    if (filter !== null) s.filter = filter.take();
     const heap = getHeapStatistics();
     s.heapUsed = heap.used_heap_size;
     s.heapTotal = heap.total_heap_size;
@@ -487,6 +491,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       try {
         if (listenSocket) uWS.us_listen_socket_close(listenSocket);
         listenSocket = null;
+        filter?.close();
       } finally {
         // Requests already on accepted connections are answered before those close.
         setTimeout(() => {
@@ -567,6 +572,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       draining = true;
       if (listenSocket) uWS.us_listen_socket_close(listenSocket);
       listenSocket = null;
+      filter?.close();
       // Requests are answered synchronously, so none is in flight here. Close every kept-
       // alive connection too: a thread that still holds uWS sockets when it ends aborts the
       // whole process. TemplatedApp.close() exists in v20.30 but is missing from its typings.
@@ -578,7 +584,14 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
     }
   });
 
-  app.listen(init.host, init.port, (ls) => {
+  if (init.filter !== undefined) {
+    filter = startFilter(init.filter, init.host, { engine: () => (unavailable() === null ? engine : null), noteError: (m) => (lastError = m) },
+      (port) => post({ type: 'listening', index: init.index, port }),
+      (message) => {
+        post({ type: 'listen-failed', index: init.index, message });
+        clearInterval(timer);
+      });
+  } else app.listen(init.host, init.port, (ls) => {
     if (!ls) {
       post({ type: 'listen-failed', index: init.index, message: `cannot listen on ${init.host}:${init.port} (port in use or address not available)` });
       clearInterval(timer);
