@@ -84,6 +84,14 @@ export function verdictValue(v: Verdict): string {
   return 'band=' + v.band + '; score=' + v.score + (v.lid === '' ? '' : '; lid=' + v.lid) + (v.nbr >= 0 ? '; nbr=' + v.nbr : '');
 }
 
+const NO_DELAY = Symbol('noDelay');
+function noDelay(socket: import('node:net').Socket): void {
+  const s = socket as import('node:net').Socket & { [NO_DELAY]?: true };
+  if (s[NO_DELAY]) return;
+  s[NO_DELAY] = true;
+  s.setNoDelay(true);
+}
+
 export function startFilter(s: FilterSettings, host: string, from: FilterHost, onListening: (port: number) => void, onFailed: (message: string) => void): RunningFilter {
   const up = new URL(s.upstream);
   const upHost = up.hostname.startsWith('[') ? up.hostname.slice(1, -1) : up.hostname;
@@ -218,6 +226,8 @@ export function startFilter(s: FilterSettings, host: string, from: FilterHost, o
     const send = (retry: boolean) => {
       const r = http.request({ agent, host: upHost, port: upPort, method, path, headers, setHost: false });
       upReq = r;
+      // (Each socket once: the agent's noDelay option does not reach them all.)
+      r.once('socket', noDelay);
       r.on('response', (upRes) => {
         const chunks: Buffer[] = [];
         let size = 0;
@@ -285,6 +295,9 @@ export function startFilter(s: FilterSettings, host: string, from: FilterHost, o
 
   const server = http.createServer({ noDelay: true, keepAlive: true, maxHeaderSize: 16 * 1024 }, onRequest);
   server.keepAliveTimeout = 30_000;
+  // Nagle's algorithm off on both sides, set on the socket itself: with the server's own
+  // noDelay option alone this machine measured a fraction of the requests per second.
+  server.on('connection', noDelay);
   let port = 0;
   server.once('error', (e: NodeJS.ErrnoException) => onFailed(`filter ${s.name}: cannot listen on ${host}:${s.port}: ${e.code === 'EADDRINUSE' ? 'the port is in use' : e.message} (--filter-port, or the filter's "port")`));
   server.listen({ host, port: s.port }, () => {
