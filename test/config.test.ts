@@ -172,3 +172,29 @@ t.test('the config file: a key written twice is refused, not read as its last va
   writeFileSync(f, '{"dataDir": "/srv/a:b", "logLevel": "info"}');
   t.equal(resolveConfig({ config: f }, {}).dataDir, '/srv/a:b', 'a colon inside a value is no key');
 });
+
+t.test('filters: the --filter-* options make one, the config file\'s `filters` more; each checked', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'ivtd-config-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'ivtd.json');
+  const partner = '123e4567-E89B-12d3-a456-426614174000';
+  const load = (o: object, flags: Record<string, string> = {}) => {
+    writeFileSync(file, JSON.stringify(o));
+    return resolveConfig({ config: file, ...flags }, {});
+  };
+  t.same(resolveConfig({}, {}).filters, [], 'none by default');
+  const one = resolveConfig({ filterPort: '9902', filterUpstream: 'http://127.0.0.1:8000/openrtb2/auction', filterPartner: partner, filterMode: 'monitor' }, {}).filters;
+  t.same(one, [{ name: 'filter', port: 9902, upstream: 'http://127.0.0.1:8000/openrtb2/auction', partner: partner.toLowerCase(), mode: 'monitor', nobid: '204', timeoutMs: 300, maxSockets: 64 }], 'the flags: one filter, defaults filled, partner lowercased');
+  t.same(resolveConfig({ filterPort: '9902' }, {}).filters, [], 'one flag alone makes none (serve refuses it: test/filter/start.test.ts)');
+  const two = load({ filters: [{ name: 'pbs', port: 9903, upstream: 'http://10.0.0.1:8000/openrtb2/auction', partner, nobid: 'nbr', timeout: 150 }, { name: 'dsp', port: '9904', upstream: 'http://10.0.0.2/bid', partner, maxSockets: 8 }] }, { filterPort: '9902', filterUpstream: 'http://127.0.0.1:8000/', filterPartner: partner });
+  t.same(two.filters.map((f) => [f.name, f.port, f.nobid, f.timeoutMs, f.maxSockets]), [['filter', 9902, '204', 300, 64], ['pbs', 9903, 'nbr', 150, 64], ['dsp', 9904, '204', 300, 8]], 'the flags\' filter, then the file\'s');
+  t.throws(() => load({ filters: {} }), { constructor: ConfigError, message: /key filters must be an array/ });
+  t.throws(() => load({ filters: [{ port: 1, upstream: 'http://x/', partner, colour: 'red' }] }), /filters\[0\]: unknown key "colour"/);
+  t.throws(() => load({ filters: [{ port: 1, upstream: 'http://x/' }] }), /filters\[0\]: "partner" is required/);
+  t.throws(() => load({ filters: [{ port: 1, upstream: 'https://x/', partner }] }), /filters\[0\]: "upstream" must be an http:\/\/ URL/);
+  t.throws(() => load({ filters: [{ port: 1, upstream: 'http://x/', partner, mode: 'off' }] }), /"mode" must be one of block, monitor/);
+  t.throws(() => load({ filters: [{ port: 1, upstream: 'http://x/', partner, timeout: 0 }] }), /"timeout" must be a whole number from 1 to 60000/);
+  t.throws(() => load({ filters: [{ port: 70000, upstream: 'http://x/', partner }] }), /"port" must be a whole number from 0 to 65535/);
+  t.throws(() => load({ filters: [{ name: 'a', port: 9, upstream: 'http://x/', partner }, { name: 'a', port: 10, upstream: 'http://x/', partner }] }), /two filters are named "a"/);
+  t.throws(() => load({ filters: [{ name: 'a', port: 9, upstream: 'http://x/', partner }, { name: 'b', port: 9, upstream: 'http://x/', partner }] }), /both listen on port 9/);
+});
