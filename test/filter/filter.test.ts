@@ -313,3 +313,18 @@ t.test('filtered requests are transactions in reports, node = the filter\'s name
   t.equal(byNode.get('dsp')?.total_transactions, 1, "the dsp filter's one");
   t.ok(byNode.has('watch') && byNode.has('dead') && byNode.has('roomy'));
 });
+
+t.test("a filter's thread that fails is replaced on the same port; lookups go on meanwhile", async (t) => {
+  const names = Object.keys(s.server.lookups.filterPorts);
+  const index = 1 + names.indexOf('dsp'); // after the one lookup thread
+  s.server.lookups.crashThread(index);
+  await new Promise((r) => setTimeout(r, 100));
+  const lookup = await fetch(`${s.prebid}/health-check`);
+  t.equal(lookup.status, 200, 'the pre-bid port still healthy');
+  await until('the dsp filter serves again', async () => {
+    const r = await post(port.dsp!, '/', JSON.stringify(SPIDER)).catch(() => null);
+    return r !== null && r.status === 204 && r.headers.get('x-ivtd-nobid') === 'blocked';
+  }, 20_000);
+  t.equal(s.server.lookups.filterPorts.dsp, port.dsp, 'the same port');
+  t.ok(s.server.lookups.restarts >= 1, 'counted as a restart');
+});
