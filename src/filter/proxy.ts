@@ -7,8 +7,8 @@
 // It runs on a thread of its own (a lookup thread whose listener is this one instead of the
 // pre-bid port's: src/prebid/worker.ts), so waiting on an upstream never delays a lookup on
 // 9898. Node's http server (it answers pipelined requests in order, which uWebSockets.js does
-// not for answers given after the handler returns) and Node's http client, its connections to
-// the upstream kept alive and bounded (http.Agent maxSockets).
+// not for answers given after the handler returns) and a small HTTP/1.1 client of its own
+// (upstream-client.ts), its connections to the upstream kept alive and bounded (maxSockets).
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES } from '../ortb/body.ts';
@@ -16,6 +16,7 @@ import { BID_REQUEST_SHAPE } from '../ortb/map.ts';
 import { keysOf } from '../ortb/shape.ts';
 import type { LookupEngine } from '../prebid/pipeline.ts';
 import type { FilterSettings } from './settings.ts';
+import { UpstreamPool, type PendingRequest } from './upstream-client.ts';
 import { emptyFilterStats, UPSTREAM_BUCKETS_US, type FailOpenReason, type FilterStats } from './stats.ts';
 
 /** The header a forwarded request carries its verdict in (band, score, lid; nbr when it would block). */
@@ -101,7 +102,7 @@ export function startFilter(s: FilterSettings, host: string, from: FilterHost, o
   const baseQuery = up.search.startsWith('?') ? up.search.slice(1) : '';
   // The engine's query: the reporting node is the filter's name (no key: the filter acts for its partner).
   const engineQuery = 'node=' + encodeURIComponent(s.name);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: s.maxSockets, maxFreeSockets: s.maxSockets, scheduling: 'lifo', noDelay: true } as http.AgentOptions);
+  const pool = new UpstreamPool(upHost, upPort, s.maxSockets, MAX_ANSWER_BYTES);
   let stats = emptyFilterStats(s.name);
   const failOpen = (why: FailOpenReason): null => {
     stats.failOpen[why] = (stats.failOpen[why] ?? 0) + 1;
@@ -204,7 +205,7 @@ export function startFilter(s: FilterSettings, host: string, from: FilterHost, o
     const method = req.method ?? 'POST';
     const sentAt = performance.now();
     let done = false;
-    let upReq: http.ClientRequest | null = null;
+    let pending: PendingRequest | null = null;
     const finish = (): boolean => {
       if (done) return false;
       done = true;
@@ -215,46 +216,25 @@ export function startFilter(s: FilterSettings, host: string, from: FilterHost, o
       if (!finish()) return;
       if (why === 'upstream-timeout') stats.timeouts++;
       else stats.upstreamErrors++;
-      upReq?.destroy();
+      pending?.abort();
       if (!res.destroyed) noBid(res, NBR_TECHNICAL, facts.id, why, verdict);
     };
     const timer = setTimeout(() => fail('upstream-timeout'), budget);
     // The client left: nothing to answer, nothing to wait for.
     res.once('close', () => {
-      if (!res.writableFinished && finish()) upReq?.destroy();
+      if (!res.writableFinished && finish()) pending?.abort();
     });
-    const send = (retry: boolean) => {
-      const r = http.request({ agent, host: upHost, port: upPort, method, path, headers, setHost: false });
-      upReq = r;
-      // (Each socket once: the agent's noDelay option does not reach them all.)
-      r.once('socket', noDelay);
-      r.on('response', (upRes) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        upRes.on('data', (c: Buffer) => {
-          size += c.byteLength;
-          if (size > MAX_ANSWER_BYTES) fail('upstream-error');
-          else chunks.push(c);
-        });
-        upRes.on('end', () => {
-          if (!finish()) return;
-          noteLatency((performance.now() - sentAt) * 1000);
-          if (res.destroyed) return;
-          const answer = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
-          res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, answerHeaders(upRes.rawHeaders, size, upRes.headers['content-length'] !== undefined));
-          res.end(answer);
-        });
-        upRes.on('error', () => fail('upstream-error'));
-      });
-      r.on('error', (err: NodeJS.ErrnoException) => {
-        if (done) return;
-        // A kept-alive connection the upstream closed as this request went out: once more on a new one (Node's advice for reused sockets).
-        if (retry && r.reusedSocket && err.code === 'ECONNRESET') send(false);
-        else fail('upstream-error');
-      });
-      r.end(body.byteLength > 0 ? body : undefined);
-    };
-    send(true);
+    let head = method + ' ' + path + ' HTTP/1.1\r\n';
+    for (let i = 0; i < headers.length; i += 2) head += headers[i] + ': ' + headers[i + 1] + '\r\n';
+    head += '\r\n';
+    pending = pool.request(head, body, method === 'HEAD', (err, a) => {
+      if (err !== null || a === null) return fail('upstream-error');
+      if (!finish()) return;
+      noteLatency((performance.now() - sentAt) * 1000);
+      if (res.destroyed) return;
+      res.writeHead(a.status, a.reason, answerHeaders(a.rawHeaders, a.body.byteLength, a.hadLength));
+      res.end(a.body);
+    });
   }
 
   function onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -320,7 +300,7 @@ export function startFilter(s: FilterSettings, host: string, from: FilterHost, o
       server.closeIdleConnections();
       setTimeout(() => {
         server.closeAllConnections();
-        agent.destroy();
+        pool.destroy();
       }, s.timeoutMs + 50);
     },
   };
