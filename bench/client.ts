@@ -14,6 +14,8 @@ export interface ClientRequest {
   rate: number;
   seconds: number;
   connections: number;
+  /** POST these bodies (JSON, in turn) to the paths instead of GETs. */
+  bodies?: string[];
 }
 
 export interface AutocannonResult {
@@ -29,9 +31,11 @@ async function runAutocannon(req: ClientRequest): Promise<AutocannonResult> {
   const r = await autocannon({
     url: `http://127.0.0.1:${req.port}`,
     connections: req.connections,
-    overallRate: req.rate,
+    ...(req.rate > 0 ? { overallRate: req.rate } : {}),
     duration: req.seconds,
-    requests: req.paths.map((path) => ({ method: 'GET' as const, path })),
+    requests: req.bodies
+      ? req.bodies.map((body, i) => ({ method: 'POST' as const, path: req.paths[i % req.paths.length]!, body, headers: { 'content-type': 'application/json' } }))
+      : req.paths.map((path) => ({ method: 'GET' as const, path })),
   });
   return { rps: Math.round(r.requests.total / req.seconds), p50Ms: r.latency.p50, p99Ms: r.latency.p99, maxMs: r.latency.max, non2xx: r.non2xx };
 }

@@ -40,7 +40,8 @@ function percentile(sorted: Float64Array, q: number): number {
 
 const ms = (x: number) => +x.toFixed(3);
 
-export async function paced(opts: { port: number; paths: string[]; rate: number; seconds: number; connections: number }): Promise<PacedResult> {
+/** `bodies`: POST these (JSON, in turn) to the paths instead of GETs. */
+export async function paced(opts: { port: number; paths: string[]; rate: number; seconds: number; connections: number; bodies?: string[] }): Promise<PacedResult> {
   const { port, paths, rate, seconds, connections } = opts;
   const intervalMs = (1000 * connections) / rate;
   const latencies: number[] = [];
@@ -61,9 +62,12 @@ export async function paced(opts: { port: number; paths: string[]; rate: number;
         let inFlight = false;
         let pathIdx = c;
         const write = (from: number) => {
-          const p = paths[pathIdx++ % paths.length]!;
+          const i = pathIdx++;
+          const p = paths[i % paths.length]!;
           timedFrom = from;
-          sock.write(`GET ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+          const b = opts.bodies?.[i % opts.bodies.length];
+          if (b === undefined) sock.write(`GET ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+          else sock.write(`POST ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(b)}\r\n\r\n${b}`);
           inFlight = true;
           sent++;
         };

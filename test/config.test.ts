@@ -40,6 +40,13 @@ const CASES: Record<OptionKey, { bad: string[]; good: string }> = {
   tlsCert: { bad: [''], good: '/x/cert.pem' }, // the pair and its files: test/http/tls.test.ts
   tlsKey: { bad: [''], good: '/x/key.pem' },
   impTtl: { bad: ['', '30s', '2d', 'soon'], good: '30m' },
+  filterPort: { bad: ['-1', '65536', 'x'], good: '9902' },
+  filterUpstream: { bad: ['127.0.0.1:8000', 'https://pbs.example/openrtb2/auction', 'http://u:p@pbs.example/', 'ftp://x'], good: 'http://127.0.0.1:8000/openrtb2/auction' },
+  filterPartner: { bad: ['acme', '123e4567-e89b-12d3-a456-42661417400'], good: '123e4567-e89b-12d3-a456-426614174000' },
+  filterName: { bad: ['', 'two words', 'é'], good: 'pbs-eu' },
+  filterMode: { bad: ['Block', 'off'], good: 'monitor' },
+  filterNobid: { bad: ['200', 'NBR'], good: 'nbr' },
+  filterTimeout: { bad: ['0', '60001', '300ms'], good: '120' },
   trustedProxies: { bad: ['', 'proxy.example', '10.0.0.0/33', '::1/129', '10.0.0.1,', '10.0.0.0/x'], good: '10.0.0.0/8, ::1,192.168.1.7' },
   crawlerDns: { bad: ['', 'dns.example', '10.0.0.1:99999', 'on', '10.0.0.1,', '[::1'], good: '127.0.0.1:5353,[::1]:53,9.9.9.9' },
   crawlerDnsQps: { bad: ['0', '-1', '1.5', '10001'], good: '50' },
@@ -166,4 +173,30 @@ t.test('the config file: a key written twice is refused, not read as its last va
   t.throws(() => resolveConfig({ config: f }, {}), { message: /duplicate key "threads" at character 15$/ }, 'even with the same value; the character counted after a byte order mark');
   writeFileSync(f, '{"dataDir": "/srv/a:b", "logLevel": "info"}');
   t.equal(resolveConfig({ config: f }, {}).dataDir, '/srv/a:b', 'a colon inside a value is no key');
+});
+
+t.test('filters: the --filter-* options make one, the config file\'s `filters` more; each checked', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'ivtd-config-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'ivtd.json');
+  const partner = '123e4567-E89B-12d3-a456-426614174000';
+  const load = (o: object, flags: Record<string, string> = {}) => {
+    writeFileSync(file, JSON.stringify(o));
+    return resolveConfig({ config: file, ...flags }, {});
+  };
+  t.same(resolveConfig({}, {}).filters, [], 'none by default');
+  const one = resolveConfig({ filterPort: '9902', filterUpstream: 'http://127.0.0.1:8000/openrtb2/auction', filterPartner: partner, filterMode: 'monitor' }, {}).filters;
+  t.same(one, [{ name: 'filter', port: 9902, upstream: 'http://127.0.0.1:8000/openrtb2/auction', partner: partner.toLowerCase(), mode: 'monitor', nobid: '204', timeoutMs: 300, maxSockets: 64 }], 'the flags: one filter, defaults filled, partner lowercased');
+  t.same(resolveConfig({ filterPort: '9902' }, {}).filters, [], 'one flag alone makes none (serve refuses it: test/filter/start.test.ts)');
+  const two = load({ filters: [{ name: 'pbs', port: 9903, upstream: 'http://10.0.0.1:8000/openrtb2/auction', partner, nobid: 'nbr', timeout: 150 }, { name: 'dsp', port: '9904', upstream: 'http://10.0.0.2/bid', partner, maxSockets: 8 }] }, { filterPort: '9902', filterUpstream: 'http://127.0.0.1:8000/', filterPartner: partner });
+  t.same(two.filters.map((f) => [f.name, f.port, f.nobid, f.timeoutMs, f.maxSockets]), [['filter', 9902, '204', 300, 64], ['pbs', 9903, 'nbr', 150, 64], ['dsp', 9904, '204', 300, 8]], 'the flags\' filter, then the file\'s');
+  t.throws(() => load({ filters: {} }), { constructor: ConfigError, message: /key filters must be an array/ });
+  t.throws(() => load({ filters: [{ port: 1, upstream: 'http://x/', partner, colour: 'red' }] }), /filters\[0\]: unknown key "colour"/);
+  t.throws(() => load({ filters: [{ port: 1, upstream: 'http://x/' }] }), /filters\[0\]: "partner" is required/);
+  t.throws(() => load({ filters: [{ port: 1, upstream: 'https://x/', partner }] }), /filters\[0\]: "upstream" must be an http:\/\/ URL/);
+  t.throws(() => load({ filters: [{ port: 1, upstream: 'http://x/', partner, mode: 'off' }] }), /"mode" must be one of block, monitor/);
+  t.throws(() => load({ filters: [{ port: 1, upstream: 'http://x/', partner, timeout: 0 }] }), /"timeout" must be a whole number from 1 to 60000/);
+  t.throws(() => load({ filters: [{ port: 70000, upstream: 'http://x/', partner }] }), /"port" must be a whole number from 0 to 65535/);
+  t.throws(() => load({ filters: [{ name: 'a', port: 9, upstream: 'http://x/', partner }, { name: 'a', port: 10, upstream: 'http://x/', partner }] }), /two filters are named "a"/);
+  t.throws(() => load({ filters: [{ name: 'a', port: 9, upstream: 'http://x/', partner }, { name: 'b', port: 9, upstream: 'http://x/', partner }] }), /both listen on port 9/);
 });

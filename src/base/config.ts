@@ -16,6 +16,7 @@ import { parseWholeNumber } from './whole-number.ts';
 import { withoutBom } from './text.ts';
 import { DOCUMENT_LIMITS, jsonFault, type JsonValue } from './bounded-json.ts';
 import { minimumBudgetMb, NATIVE_MAIN_MB, NATIVE_THREAD_MB, RUNTIME_MAIN_MB, RUNTIME_THREAD_MB, STORE_MIN_MB, TABLES_MIN_MB } from '../memory/budget.ts';
+import { checkFilterName, checkPartner, checkUpstream, FILTER_DEFAULTS, FILTER_MODES, FILTER_NOBIDS, FILTER_TIMEOUT_MAX_MS, resolveFilters, type FilterSettings } from './filter-settings.ts';
 
 /** `duration`: `90s`, `30m`, `6h`, `1d` (a bare number is seconds) or `off`; held as seconds, 0 = off. */
 type Kind = 'string' | 'int' | 'path' | 'duration';
@@ -104,6 +105,13 @@ export const OPTIONS = {
   trustedProxies: { flag: 'trusted-proxies', kind: 'string', default: '127.0.0.0/8,::1', help: 'Peers (addresses, CIDR blocks, comma-separated) whose X-Device-IP, X-Forwarded-For and X-Device-User-Agent name the device of an impression beacon.', check: checkCidrList },
   crawlerDns: { flag: 'crawler-dns', kind: 'string', default: 'system', help: 'Reverse DNS that confirms crawlers whose published list is a whole network (Yandex, Meta): system (the resolvers of /etc/resolv.conf), off, or resolver addresses (ip, ip:port, [ipv6]:port; comma-separated). docs/scoring.md "Who is really asking".', check: checkCrawlerDns },
   crawlerDnsQps: { flag: 'crawler-dns-qps', kind: 'int', default: 20, help: 'Most DNS queries per second that reverse DNS check sends, over all checks.', min: 1, max: 10000 },
+  filterPort: { flag: 'filter-port', kind: 'int', default: undefined, help: 'Filter mode: the port of a filter in front of an OpenRTB endpoint (with --filter-upstream and --filter-partner; several filters: the config file\'s `filters`). docs/filter.md.', min: 0, max: 65535 },
+  filterUpstream: { flag: 'filter-upstream', kind: 'string', default: undefined, help: 'Filter mode: where clean bid requests go, e.g. http://127.0.0.1:8000/openrtb2/auction.', check: checkUpstream },
+  filterPartner: { flag: 'filter-partner', kind: 'string', default: undefined, help: 'Filter mode: the partner ID of the customer whose policy, thresholds, counts and reports apply.', check: checkPartner },
+  filterName: { flag: 'filter-name', kind: 'string', default: FILTER_DEFAULTS.name, help: 'Filter mode: the filter\'s name, its reporting node and /metrics label.', check: checkFilterName },
+  filterMode: { flag: 'filter-mode', kind: 'string', default: FILTER_DEFAULTS.mode, help: 'Filter mode: block (no-bid for the blocking band) or monitor (forward all, count what would be blocked).', choices: FILTER_MODES },
+  filterNobid: { flag: 'filter-nobid', kind: 'string', default: FILTER_DEFAULTS.nobid, help: 'Filter mode: a no-bid is 204 No Content, or nbr: 200 with {"id","nbr"} as Prebid Server answers.', choices: FILTER_NOBIDS },
+  filterTimeout: { flag: 'filter-timeout', kind: 'int', default: FILTER_DEFAULTS.timeoutMs, help: 'Filter mode: milliseconds the upstream has to answer (a bid request\'s smaller tmax wins); past it, a no-bid.', min: 1, max: FILTER_TIMEOUT_MAX_MS },
   role: { flag: 'role', kind: 'string', default: 'all', help: 'all: lookups, accounts, dashboard and reporting; edge: lookups only (and /metrics), keys from ClickHouse; needs --clickhouse-url.', choices: ROLES },
 } as const satisfies Record<string, OptionSpec>;
 
@@ -146,7 +154,16 @@ export interface Config {
   /** `system`, `off`, or resolver addresses: src/data/crawler-dns-resolver.ts. */
   crawlerDns: string;
   crawlerDnsQps: number;
+  filterPort: number | undefined;
+  filterUpstream: string | undefined;
+  filterPartner: string | undefined;
+  filterName: string;
+  filterMode: string;
+  filterNobid: string;
+  filterTimeout: number;
   role: string;
+  /** Every filter (src/filter/): the --filter-* options' and the config file's `filters`. */
+  filters: FilterSettings[];
 }
 
 export class ConfigError extends Error {}
@@ -215,6 +232,9 @@ export function parseOptionFlags(argv: string[]): { flags: Partial<Record<Option
   return { flags, rest };
 }
 
+/** The config file's one key that is no option: an array of filters (src/filter/settings.ts). */
+const FILTERS_KEY = 'filters';
+
 /** How long a reload waits for the config file to be read (a FIFO or a hung mount never answers). */
 export const CONFIG_READ_TIMEOUT_MS = 5000;
 
@@ -280,7 +300,7 @@ export function resolveConfig(
     }
     for (const k of Object.keys(file)) {
       // (Own keys only: `in` would take "constructor" or "__proto__" for an option.)
-      if (!Object.hasOwn(OPTIONS, k)) throw new ConfigError(`config file ${configPath}: unknown key "${k}" (known: ${Object.keys(OPTIONS).join(', ')})`);
+      if (!Object.hasOwn(OPTIONS, k) && k !== FILTERS_KEY) throw new ConfigError(`config file ${configPath}: unknown key "${k}" (known: ${Object.keys(OPTIONS).join(', ')})`);
     }
     // JSON.parse keeps the last of a key written twice: an edit made to the first would be ignored.
     const fault = jsonFault(text, file as JsonValue, DOCUMENT_LIMITS);
@@ -301,6 +321,11 @@ export function resolveConfig(
   // systemd's StateDirectory= sets STATE_DIRECTORY; use it when nothing else chose a data dir.
   if (flags.dataDir === undefined && !env[envName('dataDir')] && file.dataDir === undefined && env.STATE_DIRECTORY) {
     out.dataDir = resolve(env.STATE_DIRECTORY.split(':')[0]!);
+  }
+  try {
+    out.filters = resolveFilters(out as unknown as Config, file[FILTERS_KEY], configPath);
+  } catch (e) {
+    throw new ConfigError((e as Error).message);
   }
   checkFleet(out.role as string, out.clickhouseUrl as string | undefined);
   checkPorts(out as unknown as Config);

@@ -10,6 +10,7 @@ import { log } from '../base/log.ts';
 import { LATENCY_BUCKETS_US, type LookupStats } from '../prebid/messages.ts';
 import type { FlushStats } from '../reporting/service.ts';
 import { versionInfo } from './version.ts';
+import { UPSTREAM_BUCKETS_US, type FilterStats } from '../prebid/filter/filter-stats.ts';
 
 export const METRICS_PATH = '/metrics';
 
@@ -82,6 +83,10 @@ export class ServiceMetrics {
   private readonly reportBounds = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
   private readonly reportBuckets = new Array<number>(this.reportBounds.length + 1).fill(0);
   private reportSum = 0;
+  /** Filters (src/filter/): requests by outcome, fail-opens by reason, and the upstream's answer times (per-bucket counts, last +Inf), by filter. */
+  private readonly filterRequests: Counter<'filter' | 'outcome'>;
+  private readonly filterFailOpen: Counter<'filter' | 'reason'>;
+  private readonly filterLatency = new Map<string, { buckets: number[]; sumUs: number }>();
 
   constructor(private readonly sources: MetricsSources) {
     const r = this.registry;
@@ -134,6 +139,12 @@ export class ServiceMetrics {
     const latencyBounds = LATENCY_BUCKETS_US.map((us) => us / 1e6);
     register(r, 'ivtd_lookup_duration_seconds', 'Time to answer a request on the pre-bid port, measured in the lookup thread.', 'histogram', () =>
       bucketSamples('ivtd_lookup_duration_seconds', latencyBounds, this.latency, this.latencySumUs / 1e6),
+    );
+    this.filterRequests = new Counter({ name: 'ivtd_filter_requests_total', help: 'Requests through each filter (docs/filter.md) by outcome: forwarded, blocked (no-bid for the verdict), would_block (monitor mode: forwarded, counted), upstream_error and upstream_timeout (answered no-bid), refused (body over the limit, 413).', labelNames: ['filter', 'outcome'], registers: [r] });
+    this.filterFailOpen = new Counter({ name: 'ivtd_filter_fail_open_total', help: 'Requests a filter sent on without a verdict (fail open), by reason: not_ready, unknown_partner, media_type, unparseable, refused (the ortb lookup refused it), internal.', labelNames: ['filter', 'reason'], registers: [r] });
+    const upstreamBounds = UPSTREAM_BUCKETS_US.map((us) => us / 1e6);
+    register(r, 'ivtd_filter_upstream_duration_seconds', 'Time from a filter sending a request to the upstream to its whole answer.', 'histogram', () =>
+      [...this.filterLatency].flatMap(([filter, h]) => bucketSamples('ivtd_filter_upstream_duration_seconds', upstreamBounds, h.buckets, h.sumUs / 1e6).map((x) => ({ ...x, labels: { ...x.labels, filter } }))),
     );
     register(r, 'ivtd_report_query_duration_seconds', 'Time of a reporting query (reporting API and dashboard).', 'histogram', () =>
       bucketSamples('ivtd_report_query_duration_seconds', this.reportBounds, this.reportBuckets, this.reportSum),
@@ -251,6 +262,19 @@ export class ServiceMetrics {
     for (const outcome in stats.beacons) this.beacons.inc({ outcome }, stats.beacons[outcome]!);
     if (stats.seenEvictedLive > 0) this.seenEvictedLive.inc(stats.seenEvictedLive);
     if (stats.heapTotal > 0) this.threadHeaps.set(stats.thread, [stats.heapUsed, stats.heapTotal]);
+    if (stats.filter) this.recordFilter(stats.filter);
+  }
+
+  private recordFilter(f: FilterStats): void {
+    const filter = f.name;
+    const outcomes: Array<[string, number]> = [['forwarded', f.forwarded], ['blocked', f.blocked], ['would_block', f.wouldBlock], ['upstream_error', f.upstreamErrors], ['upstream_timeout', f.timeouts], ['refused', f.refused]];
+    // Every outcome appears from the first report on, at 0 when none happened (rate() needs the series).
+    for (const [outcome, n] of outcomes) this.filterRequests.inc({ filter, outcome }, n);
+    for (const reason in f.failOpen) this.filterFailOpen.inc({ filter, reason }, f.failOpen[reason]!);
+    let h = this.filterLatency.get(filter);
+    if (h === undefined) this.filterLatency.set(filter, (h = { buckets: new Array<number>(UPSTREAM_BUCKETS_US.length + 1).fill(0), sumUs: 0 }));
+    for (let i = 0; i < h.buckets.length; i++) h.buckets[i]! += f.upstreamLatency[i] ?? 0;
+    h.sumUs += f.upstreamLatencySumUs;
   }
 
   /** Hook for the reporting engine: one call per query. */

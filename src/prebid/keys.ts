@@ -19,6 +19,8 @@ export const MAX_KEY_LENGTH = 256;
 
 export class KeyTable {
   private byHash = new Map<string, Entry>();
+  /** Each partner's customer and the latest expiry among its live keys (an operator's filter acts for a partner: src/filter/). */
+  private byPartner = new Map<string, { customerId: string; expiresAt: number }>();
   private memo = new Map<string, Entry>();
   /**
    * The last key authorized and its entry: a host's lookups mostly carry one customer's key,
@@ -39,7 +41,13 @@ export class KeyTable {
         raw: '',
       });
     }
+    const partners = new Map<string, { customerId: string; expiresAt: number }>();
+    for (const e of next.values()) {
+      const p = partners.get(e.partnerId);
+      if (p === undefined || p.expiresAt < e.expiresAt) partners.set(e.partnerId, { customerId: e.customerId, expiresAt: e.expiresAt });
+    }
     this.byHash = next;
+    this.byPartner = partners;
     this.memo = new Map();
     this.lastKey = '';
     this.lastEntry = null;
@@ -63,6 +71,12 @@ export class KeyTable {
     }
     if (e.partnerId !== partnerId || e.expiresAt <= now) return null;
     return e.customerId;
+  }
+
+  /** The customer of `partnerId` (lowercase) while it has a live key, else null: what a keyed lookup of that partner would be counted for. */
+  customerOf(partnerId: string, now: number): string | null {
+    const p = this.byPartner.get(partnerId);
+    return p === undefined || p.expiresAt <= now ? null : p.customerId;
   }
 
   get size(): number {

@@ -7,6 +7,8 @@ import type { NewTuple } from '../counts/tuple-dictionary.ts';
 import type { BotIpRow } from './bot-ip-tracker.ts';
 import type { LiveKey } from '../store/api-keys.ts';
 import type { PolicyUpdate } from '../policy/service.ts';
+import type { FilterSettings } from '../base/filter-settings.ts';
+import type { FilterStats } from './filter/filter-stats.ts';
 
 
 export type { LookupMemory };
@@ -35,6 +37,8 @@ export interface LookupWorkerInit {
   versionFloorMs?: number;
   /** The lookup ids and the impression beacon (absent: answers carry no lid, the beacon answers 503). */
   beacon?: BeaconSettings;
+  /** A filter's thread (src/filter/): it listens on the filter's port instead of the pre-bid port. */
+  filter?: FilterSettings;
 }
 
 /** What a lookup thread needs for lookup ids and impression beacons. */
@@ -106,6 +110,8 @@ export interface LookupStats {
   beacons: Record<string, number>;
   /** Seen lids still on time given up for room (a replay of one would pass as a first sight). */
   seenEvictedLive: number;
+  /** A filter's thread: the filter's figures. */
+  filter?: FilterStats;
 }
 
 /** Upper bounds (µs) of the lookup latency histogram buckets; a last bucket is +Inf. */

@@ -98,6 +98,8 @@ export class LookupEngine {
   private readonly ortb: OrtbExtra = emptyOrtbExtra();
   private readonly dims: string[] = new Array(TUPLE_DIMENSIONS.length).fill('');
   private customerId = '';
+  /** The last OpenRTB verdict's fields (the filter, src/filter/, acts on them without reading the JSON back); nbr -1: none. */
+  readonly lastOrtb = { band: '' as Band | '', score: 0, nbr: -1, lid: '' };
   /** Makes the lookup ids of 200 answers (null: none, e.g. an engine without the fleet's secret). */
   readonly lids: LidCodec | null;
   private readonly lidInput: LidInput = emptyLidInput();
@@ -128,9 +130,11 @@ export class LookupEngine {
   /**
    * Answers one lookup from an OpenRTB bid request (`bid`, the parsed body; `query` holds
    * p, k and node): the same verdict, counted the same, plus `id`, `nbr` and `reasons`.
+   * `customerId`: the customer an operator's filter acts for (src/filter/), whose query
+   * carries no key; null for a request that must show its own.
    */
-  lookupOrtb(query: string, bid: Fields, now: number): LookupOutcome {
-    const refused = this.parse(query, now, bid);
+  lookupOrtb(query: string, bid: Fields, now: number, customerId: string | null = null): LookupOutcome {
+    const refused = this.parse(query, now, bid, customerId);
     if (refused !== null) return refused;
     return this.verdict(now, true);
   }
@@ -167,8 +171,18 @@ export class LookupEngine {
     // The category follows the policy: a denied transaction's leading reason is `denylisted`.
     const cls = classifyTransaction(r);
     this.counts.count(this.customerId, hourStart(now), fillDimensions(this.req, s, categoryOf(cls === 'valid', r.leading), this.dims), cls, now);
-    const tail = ortb ? ortbResponseTail(this.ortb, r, noBidReason(cls === 'valid', r.leading, sellerDenied)) : '';
-    return { status: 200, body: responseJson(s, r, this.lids === null ? '' : this.makeLid(r.band, now, s), tail), band: r.band };
+    const lid = this.lids === null ? '' : this.makeLid(r.band, now, s);
+    let tail = '';
+    if (ortb) {
+      const nbr = noBidReason(cls === 'valid', r.leading, sellerDenied);
+      tail = ortbResponseTail(this.ortb, r, nbr);
+      const v = this.lastOrtb;
+      v.band = r.band;
+      v.score = r.score;
+      v.nbr = nbr ?? -1;
+      v.lid = lid;
+    }
+    return { status: 200, body: responseJson(s, r, lid, tail), band: r.band };
   }
 
   /** The lookup id of the lookup just counted: digests and keys from this engine's scratch state, no allocation but the token. */
@@ -280,15 +294,18 @@ export class LookupEngine {
   }
 
   /** Step 1: scan, authenticate, validate. Null when the request is good (this.req, this.customerId set). */
-  private parse(query: string, now: number, bid: Fields | null): LookupOutcome | null {
+  private parse(query: string, now: number, bid: Fields | null, trusted: string | null = null): LookupOutcome | null {
     const scanErr = this.scanner.scan(query);
     if (scanErr) return refused(scanErr);
     const v = this.scanner.values;
     const req = this.req;
-    const authErr = validateAuth(v, req);
-    if (authErr) return refused(authErr);
-    const customerId = this.keys.authorize(req.partnerId, req.key, now);
-    if (customerId === null) return BAD_KEY;
+    let customerId = trusted;
+    if (customerId === null) {
+      const authErr = validateAuth(v, req);
+      if (authErr) return refused(authErr);
+      customerId = this.keys.authorize(req.partnerId, req.key, now);
+      if (customerId === null) return BAD_KEY;
+    }
     if (bid !== null) {
       this.scanner.slotsWritten();
       const mapErr = mapBidRequest(bid, v, this.scanner.raw, this.ortb);

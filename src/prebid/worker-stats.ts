@@ -11,6 +11,7 @@ import type { BotIpRow } from './bot-ip-tracker.ts';
 import type { LookupEngine } from './pipeline.ts';
 import { LATENCY_BUCKETS_US, type ImpressionDeltas, type LookupStats, type SeenValues } from './messages.ts';
 import { beacon, engine } from './worker-state.ts';
+import type { FilterStats } from './filter/filter-stats.ts';
 
 /** What a thread reports each interval (the counts message's body but its type and index). */
 export interface Flushed {
@@ -47,6 +48,13 @@ let bandLow = 0, bandMedium = 0, bandHigh = 0;
 let lastError = '';
 let reported = cumulative(null);
 let reportedEvicted = 0;
+/** A filter thread's own figures (src/prebid/filter/proxy.ts), taken with the stats. */
+let filterTake: (() => FilterStats) | null = null;
+
+/** A filter's thread reports its filter's figures with its stats. */
+export function statsOfFilter(take: () => FilterStats): void {
+  filterTake = take;
+}
 
 /** The stats of thread `index` start (once, as the thread starts). */
 export function startStats(index: number): void {
@@ -97,6 +105,7 @@ export function flush(): Flushed {
   reportedEvicted = beacon === null ? 0 : beacon.seen.evictedLive;
   s.lastError = lastError;
   lastError = '';
+  if (filterTake !== null) s.filter = filterTake();
   const heap = getHeapStatistics();
   s.heapUsed = heap.used_heap_size;
   s.heapTotal = heap.total_heap_size;

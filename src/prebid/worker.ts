@@ -18,8 +18,9 @@ import { LookupEngine } from './pipeline.ts';
 import { setVersionFloor } from '../signals/ua-analysis.ts';
 import { BeaconJudge } from './beacon.ts';
 import type { FromWorker, LookupWorkerInit, ToWorker } from './messages.ts';
-import { engine, serveWith, setBeacon, setKeysKnown, startDraining } from './worker-state.ts';
-import { flush, startStats } from './worker-stats.ts';
+import { engine, serveWith, setBeacon, setKeysKnown, startDraining, unavailable } from './worker-state.ts';
+import { flush, noteError, startStats, statsOfFilter } from './worker-stats.ts';
+import { startFilter, type RunningFilter } from './filter/proxy.ts';
 import { addRoutes } from './worker-routes.ts';
 
 export { LOOKUP_PATH, ORTB_PATH, HEALTH_PATH } from './worker-routes.ts';
@@ -40,6 +41,8 @@ let policies: Map<string, LookupWorkerInit['policies'][number]>;
 let app: uWS.TemplatedApp;
 let timer: ReturnType<typeof setInterval>;
 let listenSocket: uWS.us_listen_socket | null = null;
+/** A filter's thread listens with its filter (src/prebid/filter/proxy.ts) instead of `app`. */
+let filter: RunningFilter | null = null;
 
 export function runLookupWorker(workerInit: LookupWorkerInit, workerPort: MessagePort): void {
   init = workerInit;
@@ -54,7 +57,16 @@ export function runLookupWorker(workerInit: LookupWorkerInit, workerPort: Messag
   process.on('uncaughtException', fatal);
   process.on('unhandledRejection', fatal);
   port.on('message', onMessage);
-  app.listen(init.host, init.port, onListen);
+  if (init.filter !== undefined) {
+    filter = startFilter(init.filter, init.host, { engine: () => (unavailable() === null ? engine : null), noteError: (m) => noteError(new Error(m)) },
+      (listening) => post({ type: 'listening', index: init.index, port: listening }),
+      (message) => {
+        post({ type: 'listen-failed', index: init.index, message });
+        clearInterval(timer);
+      });
+    const running = filter;
+    statsOfFilter(() => running.take());
+  } else app.listen(init.host, init.port, onListen);
 }
 
 function post(m: FromWorker): void {
@@ -142,6 +154,7 @@ function stop(): void {
   startDraining();
   if (listenSocket) uWS.us_listen_socket_close(listenSocket);
   listenSocket = null;
+  filter?.close();
   // Requests are answered synchronously, so none is in flight here. Close every kept-
   // alive connection too: a thread that still holds uWS sockets when it ends aborts the
   // whole process. TemplatedApp.close() exists in v20.30 but is missing from its typings.
@@ -183,6 +196,7 @@ function closeAfterFatal(): void {
   try {
     if (listenSocket) uWS.us_listen_socket_close(listenSocket);
     listenSocket = null;
+    filter?.close();
   } finally {
     // Requests already on accepted connections are answered before those close.
     setTimeout(exitAfterLinger, LINGER_MS);

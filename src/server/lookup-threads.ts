@@ -21,6 +21,7 @@ import type { PolicyUpdate } from '../policy/service.ts';
 import type { BeaconSettings, FromWorker, ImpressionDeltas, LookupMemory, LookupStats, LookupWorkerInit, SeenValues, ToWorker } from '../prebid/messages.ts';
 import { HEALTH_PATH, LINGER_MS } from '../prebid/worker.ts';
 import { startWorker } from '../runtime/worker-entry.ts';
+import type { FilterSettings } from '../base/filter-settings.ts';
 
 export interface LookupServerOptions {
   host: string;
@@ -52,6 +53,11 @@ export interface LookupServerOptions {
   beacon?: BeaconSettings;
   /** First and longest wait before starting a replacement thread, ms. */
   restartDelayMs?: { min: number; max: number };
+  /**
+   * Filters (src/filter/): a thread each, supervised, fed and counted like a lookup thread,
+   * listening on its filter's port instead of the pre-bid port (never in the 503 fallback).
+   */
+  filters?: FilterSettings[];
 }
 
 /**
@@ -79,6 +85,9 @@ interface Slot {
   restartTimer: NodeJS.Timeout | null;
   /** Its warm-up before its first lookup (whole ms, at least 1; 0 until its first data). */
   warmUpMs: number;
+  /** A filter's thread: its filter, and the port it listens on (bound once, kept by its replacements). */
+  filter?: FilterSettings;
+  filterPort?: number;
 }
 
 /**
@@ -131,6 +140,11 @@ export class LookupServer {
         this.slots.push(slot);
         port = await this.launch(slot, port);
       }
+      for (const [i, filter] of (this.opts.filters ?? []).entries()) {
+        const slot: Slot = { index: this.opts.threads + i, worker: null, live: false, startedAt: 0, failures: 0, restartTimer: null, warmUpMs: 0, filter };
+        this.slots.push(slot);
+        slot.filterPort = await this.launch(slot, filter.port);
+      }
     } catch (e) {
       await this.stop().catch(() => undefined);
       throw e;
@@ -140,20 +154,27 @@ export class LookupServer {
     return port;
   }
 
-  /** Lookup threads listening now. */
+  /** Lookup threads listening now (filters' threads apart). */
   get liveThreads(): number {
     let n = 0;
-    for (const s of this.slots) if (s.live) n++;
+    for (const s of this.slots) if (s.live && s.filter === undefined) n++;
     return n;
   }
 
   get threads(): number {
-    return this.slots.length;
+    return this.slots.filter((s) => s.filter === undefined).length;
   }
 
-  /** Each thread's warm-up before its first lookup, whole ms (0: not warmed yet). */
+  /** Each lookup thread's warm-up before its first lookup, whole ms (0: not warmed yet). */
   get warmUpMs(): number[] {
-    return this.slots.map((s) => s.warmUpMs);
+    return this.slots.filter((s) => s.filter === undefined).map((s) => s.warmUpMs);
+  }
+
+  /** Each filter's port by its name (0 until it listens). */
+  get filterPorts(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const s of this.slots) if (s.filter !== undefined) out[s.filter.name] = s.filterPort ?? 0;
+    return out;
   }
 
   private launch(slot: Slot, port: number): Promise<number> {
@@ -170,6 +191,7 @@ export class LookupServer {
       seenSample: this.opts.onSeen ? SEEN_SAMPLE_PER_FLUSH : 0,
       versionFloorMs: this.opts.versionFloorMs ?? 0,
       ...(this.opts.beacon ? { beacon: this.opts.beacon } : {}),
+      ...(slot.filter ? { filter: { ...slot.filter, port } } : {}),
     };
     // The same way from a checkout and inside the binary (src/runtime/worker-entry.ts).
     const worker = startWorker('lookup', init, { resourceLimits: lookupHeapLimits(this.opts.memory) });
@@ -179,7 +201,7 @@ export class LookupServer {
       const onFirst = (m: FromWorker) => {
         if (m.type === 'listening') {
           slot.live = true;
-          this.closeFallback();
+          if (slot.filter === undefined) this.closeFallback();
           resolve(m.port);
         } else if (m.type === 'listen-failed') {
           // It holds no socket: ending it is safe, and a replacement is then scheduled.
@@ -207,7 +229,7 @@ export class LookupServer {
     slot.live = false;
     if (!this.listening) return; // stopping, or still starting (start() fails instead)
     this.opts.onWorkerError?.(slot.index, new Error(`lookup thread ${slot.index} ended (exit code ${code}); starting a new one`));
-    if (this.liveThreads === 0) this.openFallback();
+    if (this.liveThreads === 0 && slot.filter === undefined) this.openFallback();
     this.scheduleRestart(slot);
   }
 
@@ -223,7 +245,7 @@ export class LookupServer {
     slot.restartTimer = null;
     if (!this.listening) return;
     try {
-      await this.launch(slot, this.port);
+      await this.launch(slot, slot.filter ? slot.filterPort ?? slot.filter.port : this.port);
       if (this.data) {
         const a = await this.ask(slot, { type: 'data', id: this.data.id, bundle: forThreads(this.data.bundle) }, `data:${this.data.id}:${slot.index}`, 30_000);
         if (a === null || a.type !== 'data-ok') throw new Error(`lookup thread ${slot.index} could not load the data again: ${a && a.type === 'data-failed' ? a.message : 'no answer'}`);
@@ -249,8 +271,8 @@ export class LookupServer {
     const worker = slot?.worker;
     if (!slot || !worker) return;
     const letGo = () => worker.postMessage({ type: 'handover' } satisfies ToWorker);
-    const othersLive = this.slots.some((s) => s !== slot && s.live);
-    if (othersLive || !this.listening) letGo();
+    const othersLive = this.slots.some((s) => s !== slot && s.live && s.filter === undefined);
+    if (othersLive || !this.listening || slot.filter !== undefined) letGo();
     else this.openFallback(letGo);
   }
 

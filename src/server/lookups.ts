@@ -63,6 +63,7 @@ export function lookupThreads(
     onWarmUpFailed: (index, message) => log.warn({ thread: index, err: message }, 'lookup thread warm-up failed (a bug: please report it); the thread serves, its first lookups of each kind slower'),
     onUnavailable: () => metrics.recordUnavailable(),
     versionFloorMs,
+    filters: config.filters,
     beacon: {
       lidSecret,
       impTtlMs: config.impTtl * 1000,

@@ -31,6 +31,7 @@ import { Pushes } from './pushes.ts';
 import { reloadAll } from './reload.ts';
 import type { RunningServer, StartOptions } from './running.ts';
 import { startCrawlerDns } from './start-crawler-dns.ts';
+import { checkFilters } from './check-filters.ts';
 
 export type { RunningServer, StartOptions } from './running.ts';
 
@@ -44,6 +45,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     log.info({ path: store.path, schema: await store.schemaVersion() }, 'store opened');
     // A fleet edge has no customers of its own: its keys come from ClickHouse.
     const first = config.role === 'edge' ? null : await ensureFirstCustomer(store);
+    await checkFilters(config, store);
 
     // Reporting tuples hashed with a seed from lid.key (this host's copy; a fleet's agreed
     // secret replaces it from the next start on), the same in every run on this data dir: a
@@ -139,6 +141,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // Last: the data push is what turns /health-check to 200, so health means every listener is open.
     await data.pushTo(lookups);
     log.info({ host: config.host, port: prebidPort, threads: config.threads, warmUpMs: lookups.warmUpMs }, 'pre-bid lookups listening');
+    for (const f of config.filters) log.info({ filter: f.name, host: config.host, port: lookups.filterPorts[f.name], upstream: f.upstream, mode: f.mode, nobid: f.nobid, timeoutMs: f.timeoutMs }, 'filter listening');
 
     const running: RunningServer = (later.running = {
       config,

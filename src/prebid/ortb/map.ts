@@ -77,6 +77,8 @@ export const BID_REQUEST_SHAPE = {
   user: USER,
   source: SOURCE,
   ext: SCHAIN_HOLDER,
+  /** Not mapped: the filter (src/filter/) bounds its wait for the upstream by it. */
+  tmax: WHOLE,
 } as const satisfies { readonly [key: string]: JsonShape };
 
 // Each field's index in the Fields of its object (shape.ts keysOf).
