@@ -13,8 +13,8 @@ import type { LookupServer } from './prebid/lookup-threads.ts';
 import type { ReloadOutcome } from './provisioning/operations.ts';
 import { openReporting } from './reporting/service.ts';
 import { Store } from './store/db.ts';
-import { ensureFirstCustomer } from './store/customers.ts';
 import { announce } from './server/announce.ts';
+import { createFirstCustomer, markShown, printOnFailure, type FirstCustomer } from './server/first-customer.ts';
 import { Cleanup } from './server/cleanup.ts';
 import { holdClockFloor } from './server/clock.ts';
 import { ServedData, openRefresher, startRefresher } from './server/data.ts';
@@ -39,10 +39,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const cleanup = new Cleanup(() => store.close());
   // Made by later steps, read by earlier steps' callbacks (none runs before its step did).
   const later = {} as { lookups: LookupServer; pushes: Pushes; data: ServedData; engine: LookupEngine; running: RunningServer };
+  let first: FirstCustomer | null = null;
   try {
     log.info({ path: store.path, schema: await store.schemaVersion() }, 'store opened');
-    // A fleet edge has no customers of its own: its keys come from ClickHouse.
-    const first = config.role === 'edge' ? null : await ensureFirstCustomer(store);
 
     // Reporting tuples hashed with a seed from lid.key (this host's copy; a fleet's agreed
     // secret replaces it from the next start on), the same in every run on this data dir: a
@@ -134,6 +133,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       reload: () => (later.running ? reloadRequest(later.running, opts) : stillStarting()),
     }, cleanup);
 
+    // Only now that every listener is open: a start that fails before creates no customer
+    // whose credentials nobody sees. A fleet edge has none of its own (its keys come from ClickHouse).
+    first = config.role === 'edge' ? null : await createFirstCustomer(store, config.dataDir, opts.announceFirstCustomer === true);
+    if (first) await pushes.refreshKeys();
+
     // Last: the data push is what turns /health-check to 200, so health means every listener is open.
     await data.pushTo(lookups);
     log.info({ host: config.host, port: prebidPort, threads: config.threads, warmUpMs: lookups.warmUpMs }, 'pre-bid lookups listening');
@@ -167,9 +171,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     });
     startRefresher(config, refresher, cleanup);
 
-    if (first && opts.announceFirstCustomer) announce(first, running);
+    if (first && opts.announceFirstCustomer) {
+      announce(first, running);
+      markShown(config.dataDir);
+    }
     return running;
   } catch (e) {
+    if (first && opts.announceFirstCustomer) printOnFailure(first, config.dataDir);
     await cleanup.undo();
     throw e;
   }
