@@ -63,6 +63,8 @@ const TWO_LENGTHS: ErrorAnswer = { status: 400, code: 'invalid_request', message
 const NO_LENGTH: ErrorAnswer = { status: 411, code: 'length_required', message: 'The request has no Content-Length (nor Transfer-Encoding) header, so no body: send the BidRequest as JSON with its Content-Length.' };
 /** The 1×1 transparent GIF of `&fmt=gif` (43 bytes). */
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==', 'base64');
+/** Bytes of an oversized OpenRTB body read and dropped before its 413 and the close. */
+const ORTB_DISCARD_BYTES = 4 * 1024 * 1024;
 const INTERNAL: ErrorAnswer = { status: 500, code: 'internal', message: 'The lookup failed on an internal error; it has been counted. Retry, and report it if it persists.' };
 
 function codingNotImplemented(te: string): ErrorAnswer {
@@ -367,8 +369,8 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
   }
 
   // The OpenRTB lookup: headers read now (uWS's req is only valid in the handler), the body
-  // gathered chunk by chunk up to ORTB_MAX_BODY_BYTES (413 past it, answered at once and the
-  // rest ignored), then parsed with bounds and judged synchronously, like a GET lookup; a
+  // gathered chunk by chunk up to ORTB_MAX_BODY_BYTES (413 past it, answered once the rest
+  // is read and dropped), then parsed with bounds and judged synchronously, like a GET lookup; a
   // verdict is held to the turn's end (hold()), an error answered at once.
   function ortbRequest(res: uWS.HttpResponse, req: uWS.HttpRequest, query: string, t0: number): void {
     const enc = { gzip: false };
@@ -401,15 +403,24 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       // uWS reads every body with a Transfer-Encoding as chunked: another coding (gzip, chunked) would be misread.
       if (te.trim().toLowerCase() !== 'chunked') return no(codingNotImplemented(te), true);
     }
-    if (declared > ORTB_MAX_BODY_BYTES) return no(tooLarge(declared), true);
+    // A 413 answered and closed while the client still sends resets the connection, and a
+    // client that reads once its body is sent never sees it: the rest is read and dropped
+    // first, up to ORTB_DISCARD_BYTES (a lingering close, RFC 9112 9.6), then answered and closed.
+    if (declared > ORTB_DISCARD_BYTES) return no(tooLarge(declared), true);
+    let oversize = declared > ORTB_MAX_BODY_BYTES ? tooLarge(declared) : null;
     const chunks: Buffer[] = [];
     let size = 0;
     res.onData((chunk, isLast) => {
       if (done) return;
       size += chunk.byteLength;
-      if (size > ORTB_MAX_BODY_BYTES) {
-        // Answered before the body ends: close, so the unread rest is never taken for a request.
-        return no(tooLarge(null), true);
+      if (oversize === null && size > ORTB_MAX_BODY_BYTES) {
+        oversize = tooLarge(null);
+        chunks.length = 0;
+      }
+      if (oversize !== null) {
+        // Closed all the same: past the bound the rest is never taken for a request.
+        if (isLast || size > ORTB_DISCARD_BYTES) no(oversize, true);
+        return;
       }
       // uWS reuses the chunk's memory after this callback: a body in several chunks is
       // copied; one that comes whole (the usual case) is read in place, within the callback.
