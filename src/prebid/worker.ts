@@ -51,7 +51,10 @@ export const LINGER_MS = 100;
 // The port's own refusals (the lookup's are the pipeline's), each written once.
 const USE_GET: ErrorAnswer = { status: 405, code: 'method_not_allowed', message: 'Use GET for lookups.' };
 const USE_POST: ErrorAnswer = { status: 405, code: 'method_not_allowed', message: 'Use POST with the BidRequest JSON as the body.' };
-const LOWERCASE: ErrorAnswer = { status: 400, code: 'uppercase_not_allowed', message: `The request path must be lowercase: use ${LOOKUP_PATH}.` };
+/** A known path sent with capitals: the 400 names that path in lowercase (`/Health-Check` → `/health-check`). */
+const LOWERCASE = new Map<string, ErrorAnswer>(
+  [LOOKUP_PATH, HEALTH_PATH, IMP_PATH].map((p) => [p, { status: 400, code: 'uppercase_not_allowed', message: `The request path must be lowercase: use ${p}.` }]),
+);
 const DRAINING: ErrorAnswer = { status: 503, code: 'unavailable', message: 'This ivtd instance is shutting down; retry on another instance.' };
 const LOADING: ErrorAnswer = { status: 503, code: 'unavailable', message: 'Lookup data is still loading; retry in a moment.' };
 const NO_KEY_SET: ErrorAnswer = { status: 503, code: 'unavailable', message: 'This fleet edge has no key set yet: ClickHouse has not answered since it started (see its log), so it knows no API key. Retry on another host.' };
@@ -210,7 +213,7 @@ export function runLookupWorker(init: LookupWorkerInit, port: MessagePort): void
       if (oversized(res, req, req.getQuery() ?? '', t0, method)) return;
       const url = req.getUrl();
       const lower = url.toLowerCase();
-      const e = lower === LOOKUP_PATH || lower === HEALTH_PATH || lower === IMP_PATH ? LOWERCASE : notFound(url);
+      const e = LOWERCASE.get(lower) ?? notFound(url);
       refuse(res, e, false, method);
       record(e.status, t0);
     });
