@@ -269,24 +269,41 @@ t.test('the dashboard with a signed-in customer', async (t) => {
     t.same(csv[0], cols, 'CSV header: the API field names');
     t.same(csv.slice(1), p1Second.rows.map((r) => cols.map((c) => String(r[c]))), 'CSV rows: exactly the API rows of this page');
 
-    // After the bid: one lookup's impression beacon, shown by band and status, and in the
-    // calibration table (one labelled lookup in its band, the three bands listed).
+    // After the bid: one lookup's impression beacon, shown by band and status; in the
+    // calibration table the beacon stands apart (beaconed, none caught invalid) and is no
+    // label of the truth (it was counted as a valid label: a bot fires its own beacon);
+    // then the customer's feedback labels the lookup, and the share shows.
     const one = (await (await fetch(`${srv.prebid}/api/v1/ivt/lookup?${base[0]}`)).json()) as { lid: string; botRisk: { band: string } };
     t.equal((await fetch(`${srv.prebid}/api/v1/ivt/imp?lid=${one.lid}`)).status, 204, 'a beacon');
-    const cal = async () => (await (await fetch(`${srv.reporting}/v1/report/calibration?${range}`, { headers: { authorization: 'Basic ' + Buffer.from(`${srv.customer.customer_id}:${srv.customer.reporting_key}`).toString('base64') } })).json()) as { rows: Array<{ band: string; labelled_lookups: number }> };
-    for (let i = 0; i < 50 && ((await cal()).rows.find((r) => r.band === one.botRisk.band)?.labelled_lookups ?? 0) < 1; i++) {
+    type Cal = { rows: Array<{ band: string; labelled_lookups: number; by_beacon: { labelled: number } }> };
+    const cal = async () => (await (await fetch(`${srv.reporting}/v1/report/calibration?${range}`, { headers: { authorization: 'Basic ' + Buffer.from(`${srv.customer.customer_id}:${srv.customer.reporting_key}`).toString('base64') } })).json()) as Cal;
+    for (let i = 0; i < 50 && ((await cal()).rows.find((r) => r.band === one.botRisk.band)?.by_beacon.labelled ?? 0) < 1; i++) {
       await srv.server.reporting!.flushImpressions();
       await new Promise((r) => setTimeout(r, 200));
     }
+    const calCell = (col: string) => page.locator(`table.calibration tr[data-band=${one.botRisk.band}] td[data-col=${col}]`);
     await page.getByRole('button', { name: '7 days' }).click();
     // The tables of the first load are there already: wait for the new answer.
-    await page.locator(`table.calibration tr[data-band=${one.botRisk.band}] td`).first().filter({ hasText: /^1$/ }).waitFor({ timeout: 10_000 }).catch(() => undefined);
+    await calCell('beacon-labelled').filter({ hasText: /^1$/ }).waitFor({ timeout: 10_000 }).catch(() => undefined);
     t.same(await page.locator('table.calibration tbody tr').evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).dataset.band)), ['low', 'medium', 'high'], 'calibration: every band');
-    const labelled = await page.locator(`table.calibration tr[data-band=${one.botRisk.band}] td`).first().textContent();
-    t.equal(labelled, '1', 'the beacon labelled its lookup');
+    t.equal(await calCell('beacon-labelled').textContent(), '1', 'the beacon: one beaconed lookup, in the beacons\' columns');
+    t.equal(await calCell('beacon-invalid').textContent(), '0', 'none caught invalid');
+    t.equal(await calCell('feedback-labelled').textContent(), '0', 'a clean beacon is no label of the truth');
+    t.equal(await page.locator('table.calibration meter').count(), 0, 'no share without feedback');
     const impCells = await page.locator('table.impressions tbody td').allTextContents();
     t.equal(impCells.reduce((s, c) => s + Number(c.replace(/,/g, '')), 0), 1, 'one impression in the band × status table');
-    t.equal(await page.locator('table.calibration meter').count(), 1, 'a share bar where something was labelled');
+    const { login } = await import('../account/client.ts');
+    const bearer = (await login(srv.api, srv.customer.username, srv.customer.password)).access_token;
+    const fb = await fetch(`${srv.api}/v1/feedback`, { method: 'POST', headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' }, body: JSON.stringify({ labels: [{ lid: one.lid, label: 'invalid', source: 'chargeback' }] }) });
+    t.equal(fb.status, 200, 'feedback labels the lookup');
+    await page.getByRole('button', { name: '7 days' }).click();
+    await calCell('feedback-labelled').filter({ hasText: /^1$/ }).waitFor({ timeout: 10_000 }).catch(() => undefined);
+    t.equal(await calCell('feedback-labelled').textContent(), '1', 'the feedback label, in the feedback columns');
+    t.equal(await calCell('feedback-invalid').textContent(), '1');
+    t.equal(await page.locator('table.calibration meter').count(), 1, 'a share bar where feedback labelled something');
+    t.match(await calCell('feedback-share').textContent(), /100\.0 %/);
+    t.notMatch(await page.locator('section.post-bid').textContent(), /\(docs\/post-bid\.md\)/, 'no file path printed as text');
+    await screenshots(page, 'after-the-bid');
 
     // Error states: a range the form refuses, then one the API refuses.
     await page.getByLabel('Start date').fill(today);
