@@ -330,7 +330,12 @@ t.test('the dashboard with a signed-in customer', async (t) => {
   await t.test('projects: create, validation message, edit, delete', async (t) => {
     await page.getByRole('link', { name: 'Projects' }).click();
     await page.getByText('No projects yet').waitFor();
+    // Nothing in ivtd scans: the page promised "an ad tag scanned on a schedule".
+    const pageText = (await page.locator('section.projects').textContent()) ?? '';
+    t.notMatch(pageText, /scanned on a schedule/, 'no promise of a scanner ivtd does not have');
+    t.match(pageText, /ivtd does not scan tags, and calls no alert pixel/, 'says plainly what ivtd does with the scan settings');
     await page.getByRole('button', { name: 'New project' }).click();
+    t.match(await page.locator('form.project-form').textContent(), /Stored for your scanning tool; ivtd does not scan\..*ivtd calls nothing/s, 'the form says so beside the scan fields');
     await page.getByLabel('Name').fill('Homepage leaderboard');
     await page.getByLabel('Demand ID').fill('dsp-42');
     await page.getByLabel('Tag').fill('http://tags.example/leaderboard.js');

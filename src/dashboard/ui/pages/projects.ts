@@ -1,4 +1,5 @@
-// Projects: the customer's ad-verification scanning projects. A list with edit and delete,
+// Projects: ad tags with the scan settings the customer's own scanning tool reads from the
+// API (ivtd stores them; nothing in ivtd scans, or calls the alert pixel). A list with edit and delete,
 // and one form for create and edit; a 422 from the API is shown next to the field it names.
 import type { Project, ProjectInput } from '../api.ts';
 import { ApiError } from '../session.ts';
@@ -29,10 +30,10 @@ export function projectsPage(ctx: PageContext): Page {
     name: field('Name', h('input', { name: 'name', required: true, maxlength: 200, autocomplete: 'off' })),
     demand_id: field('Demand ID', h('input', { name: 'demand_id', required: true, autocomplete: 'off', spellcheck: 'false' })),
     tag: field('Tag', h('textarea', { name: 'tag', required: true, rows: 4, spellcheck: 'false' }), 'An https:// URL of the ad tag, or the tag\'s HTML.'),
-    scan_now: field('Scan now', h('select', { name: 'scan_now' }, h('option', { value: '0' }, 'No: scan on the schedule'), h('option', { value: '1' }, 'Yes: scan as soon as saved'))),
-    times_per_day: field('Scans per day', h('input', { name: 'times_per_day', type: 'number', min: 1, max: 96, step: 1, required: true, inputmode: 'numeric' })),
-    alert_pixel: field('Alert pixel', h('input', { name: 'alert_pixel', type: 'url', autocomplete: 'off', spellcheck: 'false', placeholder: 'https://' }), 'Optional. A URL called when a scan finds a problem.'),
-    locations: field('Locations', h('input', { name: 'locations', autocomplete: 'off', spellcheck: 'false', placeholder: 'US, GB' }), 'Optional. Two-letter ISO country codes to scan from, comma-separated; empty means anywhere.'),
+    scan_now: field('Scan now', h('select', { name: 'scan_now' }, h('option', { value: '0' }, 'No: on its schedule'), h('option', { value: '1' }, 'Yes: as soon as your tool reads it')), 'Stored for your scanning tool; ivtd does not scan.'),
+    times_per_day: field('Scans per day', h('input', { name: 'times_per_day', type: 'number', min: 1, max: 96, step: 1, required: true, inputmode: 'numeric' }), 'Stored for your scanning tool: how often it should scan the tag.'),
+    alert_pixel: field('Alert pixel', h('input', { name: 'alert_pixel', type: 'url', autocomplete: 'off', spellcheck: 'false', placeholder: 'https://' }), 'Optional. Stored for your scanning tool to call when it finds a problem; ivtd calls nothing.'),
+    locations: field('Locations', h('input', { name: 'locations', autocomplete: 'off', spellcheck: 'false', placeholder: 'US, GB' }), 'Optional. Two-letter ISO country codes your tool should scan from, comma-separated; empty means anywhere.'),
     creative_id: field('Creative ID', h('input', { name: 'creative_id', autocomplete: 'off', spellcheck: 'false' }), 'Optional.'),
   } satisfies Record<FieldName, unknown>;
   const formTitle = h('h2', { id: 'project-form-h', tabindex: -1 }, 'New project');
@@ -57,6 +58,7 @@ export function projectsPage(ctx: PageContext): Page {
     'section',
     { class: 'page projects' },
     h('div', { class: 'page-head' }, h('h1', { tabindex: -1 }, 'Projects'), newBtn),
+    h('p', { class: 'hint intro' }, 'ivtd stores each project’s tag and scan settings for your own scanning tool, which reads them from the account API. ivtd does not scan tags, and calls no alert pixel.'),
     notice,
     form,
     h('section', { class: 'card', 'aria-label': 'Project list' }, listStatus.el, listWrap, pager),
@@ -94,7 +96,7 @@ export function projectsPage(ctx: PageContext): Page {
 
   function render(projects: Project[]): void {
     if (projects.length === 0) {
-      listWrap.replaceChildren(h('p', { class: 'empty' }, 'No projects yet. Create one to have an ad tag scanned on a schedule.'));
+      listWrap.replaceChildren(h('p', { class: 'empty' }, 'No projects yet. A project keeps an ad tag and its scan settings for your own scanning tool to read (GET /v1/project/list); ivtd itself does not scan.'));
     } else {
       listWrap.replaceChildren(
         h(
