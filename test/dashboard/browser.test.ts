@@ -304,6 +304,13 @@ t.test('the dashboard with a signed-in customer', async (t) => {
     t.match(await calCell('feedback-share').textContent(), /100\.0 %/);
     t.notMatch(await page.locator('section.post-bid').textContent(), /\(docs\/post-bid\.md\)/, 'no file path printed as text');
     await screenshots(page, 'after-the-bid');
+    // At 420 px its tables stack as the report table does (they scrolled sideways).
+    await page.setViewportSize({ width: 420, height: 844 });
+    await page.waitForTimeout(150);
+    const sideways = await page.evaluate(() => Array.from(document.querySelectorAll('section.post-bid .table-wrap')).map((w) => w.scrollWidth - w.clientWidth));
+    t.ok(sideways.length === 2 && sideways.every((d) => d <= 1), `after the bid: no table scrolls sideways at 420 px (${sideways.join(', ')})`);
+    t.match(await calCell('feedback-labelled').evaluate((td) => getComputedStyle(td, '::before').content), /Feedback: labelled/, 'each cell says what it is');
+    await page.setViewportSize(DESKTOP);
 
     // Error states: a range the form refuses, then one the API refuses.
     await page.getByLabel('Start date').fill(today);
@@ -335,6 +342,13 @@ t.test('the dashboard with a signed-in customer', async (t) => {
     t.notMatch(pageText, /scanned on a schedule/, 'no promise of a scanner ivtd does not have');
     t.match(pageText, /ivtd does not scan tags, and calls no alert pixel/, 'says plainly what ivtd does with the scan settings');
     await page.getByRole('button', { name: 'New project' }).click();
+    // Saved empty: every required field marked at once (the form showed the API's first fault only), each labelled required.
+    await page.getByLabel('Scans per day').fill('');
+    await page.getByRole('button', { name: 'Create project' }).click();
+    const shown = await page.locator('form.project-form .field-error:not([hidden])').count();
+    t.equal(shown, 4, 'name, demand ID, tag and scans per day: four errors at once');
+    t.equal(await page.locator('form.project-form label', { hasText: '(required)' }).count(), 4, 'the required fields say so');
+    await page.getByLabel('Scans per day').fill('1');
     t.match(await page.locator('form.project-form').textContent(), /Stored for your scanning tool; ivtd does not scan\..*ivtd calls nothing/s, 'the form says so beside the scan fields');
     await page.getByLabel('Name').fill('Homepage leaderboard');
     await page.getByLabel('Demand ID').fill('dsp-42');

@@ -61,13 +61,20 @@ export function postBidCard(api: Api): { el: HTMLElement; load(q: ReportQuery): 
         'table',
         { class: 'impressions' },
         h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Band'), ...IMP_STATUSES.map((s) => h('th', { scope: 'col', class: 'num' }, STATUS_LABELS[s] ?? s)))),
-        h('tbody', {}, ...BANDS.map((b) => h('tr', {}, h('th', { scope: 'row' }, b), ...IMP_STATUSES.map((s) => h('td', { class: 'num', 'data-status': s }, formatInt(count(b, s))))))),
+        h('tbody', {}, ...BANDS.map((b) => h('tr', {}, h('th', { scope: 'row' }, b), ...IMP_STATUSES.map((s) => h('td', { class: 'num', 'data-status': s, 'data-label': STATUS_LABELS[s] ?? s }, formatInt(count(b, s))))))),
       ),
     );
   }
 
   function renderCalibration(c: CalibrationReport): void {
-    const cell = (col: string, value: number) => h('td', { class: 'num', 'data-col': col }, formatInt(value));
+    const LABELS: Record<string, string> = {
+      'feedback-labelled': 'Feedback: labelled',
+      'feedback-invalid': 'Feedback: invalid',
+      'feedback-share': 'Feedback: invalid share',
+      'beacon-labelled': 'Beacons: beaconed',
+      'beacon-invalid': 'Beacons: caught invalid',
+    };
+    const cell = (col: string, value: number) => h('td', { class: 'num', 'data-col': col, 'data-label': LABELS[col]! }, formatInt(value));
     calWrap.replaceChildren(
       h(
         'table',
@@ -90,7 +97,7 @@ export function postBidCard(api: Api): { el: HTMLElement; load(q: ReportQuery): 
               cell('feedback-invalid', r.by_feedback.invalid),
               h(
                 'td',
-                { class: 'num share', 'data-col': 'feedback-share' },
+                { class: 'num share', 'data-col': 'feedback-share', 'data-label': LABELS['feedback-share']! },
                 r.invalid_share === null ? '–' : h('meter', { min: 0, max: 1, value: r.invalid_share, title: `${(r.invalid_share * 100).toFixed(1)} %` }),
                 r.invalid_share === null ? '' : ` ${(r.invalid_share * 100).toFixed(1)} %`,
               ),
