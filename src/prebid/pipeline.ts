@@ -7,6 +7,7 @@
 // counted for reporting. The admin explain runs steps 1-4 over the same state and data in
 // 'peek' mode: it reads what the lookup threads have and writes nothing.
 // One LookupEngine per lookup thread (and one on the main thread, for explain).
+import { suaConflictText } from '../signals/sua.ts';
 import { TUPLE_DIMENSIONS, type Band, type TransactionClass } from '../enums.ts';
 import { errorJson, type ErrorAnswer } from '../errors.ts';
 import { ThreadCounts } from '../reporting/thread-counts.ts';
@@ -54,7 +55,7 @@ export interface Explanation {
   leadingReason: string;
   /** The gathered signals the lookup read (their types the hot path's), with the IP and UA in full. */
   signals:
-    | (Pick<LookupSignals, 'uaConsistency' | 'schainError' | 'adsTxt' | 'history'> & {
+    | (Pick<LookupSignals, 'uaConsistency' | 'suaConflict' | 'schainError' | 'adsTxt' | 'history'> & {
         ip: IpAssessment;
         ua: UaInfo;
         /** LookupSignals.ipFleetBot. */
@@ -240,7 +241,9 @@ export class LookupEngine {
         ip: this.req.ip === '' ? this.data.ip.assess('') : this.data.ip.assessParsed(asParsed(this.sources.lastIp)),
         // Without a UA string (an OpenRTB request), what the lookup used: the device its `sua` describes, or nothing.
         ua: this.req.ua === '' ? { ...this.sources.analyzer.analyze('', now), malformed: false, malformedReason: '', os: s.ua.os, device: s.ua.device, browser: s.ua.browser } : this.sources.analyzer.analyze(this.req.ua, now),
-        uaConsistency: s.uaConsistency,
+        // Why sua_mismatch fired, in words, when the UA string's own consistency found nothing (it was left empty).
+        uaConsistency: s.uaConsistency !== '' || this.req.sua === null ? s.uaConsistency : suaConflictText(s.suaConflict, this.req.sua, s.ua),
+        suaConflict: s.suaConflict,
         schainError: s.schainError,
         fleetBotIp: s.ipFleetBot,
         adsTxt: s.adsTxt,
