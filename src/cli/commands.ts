@@ -344,6 +344,12 @@ const SWITCHES = new Set(['password-stdin', 'replace']);
 const VALUE_FLAGS = new Set([...COMMANDS.flatMap((c) => c.flags).filter((f) => !SWITCHES.has(f)), ...SYSTEMD_UNIT_FLAGS]);
 
 /** `ivtd reload`: what SIGHUP does, asked over the control socket, with its outcome. */
+const EXPLAIN_USAGE = {
+  usage: "explain 'QUERY' [--file BIDREQUEST.json|-] [--json]",
+  summary: 'Why a lookup answers as it does (reason codes, categories, signals), judged by the running server:\n' +
+    "      QUERY is a lookup's query string (p=…&k=…&ip=…&ua=…); with --file the BidRequest of an OpenRTB lookup.",
+};
+
 const RELOAD_USAGE = {
   usage: 'reload [--json]',
   summary:
@@ -368,6 +374,8 @@ export interface CommandLine {
   options: ReturnType<typeof parseArgs>['options'];
   /** The table command, when it is one. */
   cmd: Command | undefined;
+  /** `ivtd explain QUERY`: the lookup's query string. */
+  query?: string;
 }
 
 /** Parses a command line and checks that each flag belongs to its command; UsageError otherwise. Runs nothing. */
@@ -380,6 +388,11 @@ export function parseCommandLine(argv: string[]): CommandLine {
     return { line: asked === '' ? 'help' : `help ${asked}`, flags, options, cmd: undefined };
   }
   const line = words.join(' ');
+  if (words[0] === 'explain') {
+    for (const f of flags.keys()) if (f !== 'json' && f !== 'file') throw new UsageError(`unknown flag --${f} for "explain"`);
+    if (words.length !== 2) throw new UsageError(`"explain" takes one lookup query string, quoted: ivtd ${EXPLAIN_USAGE.usage}`);
+    return { line: 'explain', flags, options, cmd: undefined, query: words[1]!.replace(/^\?/, '') };
+  }
   const own = OTHER_COMMANDS[line];
   if (own !== undefined) {
     for (const f of flags.keys()) if (!own.includes(f)) throw new UsageError(`unknown flag --${f} for "${line || 'serve'}"`);
@@ -412,6 +425,8 @@ ${cmds}
       ${DATA_USAGE.status.summary}
   ivtd ${RELOAD_USAGE.usage}
       ${RELOAD_USAGE.summary}
+  ivtd ${EXPLAIN_USAGE.usage}
+      ${EXPLAIN_USAGE.summary}
   ivtd help | --help
   ivtd --version [--json]
       Version, build date and the dates of the embedded data.
@@ -435,6 +450,7 @@ function usages(): Array<{ words: string; usage: string; summary: string }> {
     { words: 'data update', ...DATA_USAGE.update },
     { words: 'data status', ...DATA_USAGE.status },
     { words: 'reload', ...RELOAD_USAGE },
+    { words: 'explain', ...EXPLAIN_USAGE },
   ];
 }
 
@@ -501,7 +517,7 @@ function report(e: unknown, io: CliIO): number {
 export async function runCli(argv: string[], io: CliIO): Promise<number> {
   for (const w of unknownEnvWarnings(process.env)) io.stderr.write(`ivtd: ${w}\n`);
   try {
-    const { line, flags, options, cmd } = parseCommandLine(argv);
+    const { line, flags, options, cmd, query } = parseCommandLine(argv);
     const json = flags.get('json') === true;
     if (line === 'version') {
       const info = versionInfo();
@@ -558,6 +574,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
       return u.report.items.some((i) => i.result === 'failed') || (u.server !== null && !u.server.reloaded) ? 1 : 0;
     }
     if (line === 'reload') return await reloadServer(resolveConfig(options), json, io);
+    if (line === 'explain') return await explainCommand(resolveConfig(options), query ?? '', flags, io);
     if (!cmd) throw new UsageError(`unknown command "${line}"`);
     const config = resolveConfig(options);
     const ctx: Context = { words: cmd.words, flags, config, stdin: io.stdin };
@@ -568,6 +585,52 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
   } catch (e) {
     return report(e, io);
   }
+}
+
+/** `ivtd explain`: the running server judges the lookup with its data, keys and history; without one, that is said (exit 1). */
+async function explainCommand(config: Config, query: string, flags: Map<string, string | true>, io: CliIO): Promise<number> {
+  const file = flags.get('file');
+  let body: string | null = null;
+  if (typeof file === 'string') {
+    const limit = 64 * 1024;
+    body = file === '-' ? await readText(io.stdin, limit, 'standard input', 'more than a bid request (64 KB)') : await readText(fileChunks(file), limit, `--file ${file}`, 'more than a bid request (64 KB)').catch((e: Error) => {
+      if (e instanceof UsageError) throw e;
+      throw new UsageError(`cannot read --file ${file}: ${e.message}`);
+    });
+  }
+  let r: Explained;
+  try {
+    r = (await sendControl(config.dataDir, 'lookup.explain', { query, body })) as Explained;
+  } catch (e) {
+    if (!(e instanceof ControlUnavailableError)) throw e;
+    io.stderr.write(`ivtd: no ivtd server is running on ${config.dataDir} (${e.socketPath} does not answer): explain judges a lookup with the running server's data and keys; start it, or ask GET /v1/account/explain\n`);
+    return 1;
+  }
+  if (flags.get('json') === true) {
+    io.stdout.write(JSON.stringify(r) + '\n');
+    return 0;
+  }
+  const band = r.response?.botRisk;
+  const lines = [
+    `Answer ${r.status}${band ? `: band ${band.band} (score ${band.score})` : `: ${r.response?.error ?? ''} ${r.response?.message ?? ''}`.trimEnd()}`,
+  ];
+  if (r.transaction) lines.push(`  transaction   ${r.transaction}${r.category ? ` (category ${r.category})` : ''}`);
+  if (r.reasons?.length) lines.push(`  reasons       ${r.reasons.join(', ')}`);
+  for (const c of r.categories ?? []) lines.push(`    ${c.category.padEnd(18)} ${c.reasons.join(', ')}`);
+  if (r.signals?.uaConsistency) lines.push(`  UA            ${r.signals.uaConsistency}`);
+  if (r.signals?.schainError) lines.push(`  schain        ${r.signals.schainError}`);
+  io.stdout.write(lines.join('\n') + '\n');
+  return 0;
+}
+
+interface Explained {
+  status: number;
+  transaction?: string | null;
+  category?: string | null;
+  reasons?: string[];
+  categories?: Array<{ category: string; reasons: string[] }>;
+  signals?: { uaConsistency?: string; schainError?: string } | null;
+  response?: { botRisk?: { band: string; score: number }; error?: string; message?: string };
 }
 
 /** `ivtd reload`: only a running server can reload; without one there is nothing to do, and that is said (exit 1). */
