@@ -46,4 +46,8 @@ chmod u+w "$OUT.tmp"
 node_modules/.bin/postject "$OUT.tmp" NODE_SEA_BLOB "$WORK/sea-prep.blob" --sentinel-fuse "$FUSE" \
   >/dev/null 2> >(grep -v "Can't find string offset" >&2)
 mv "$OUT.tmp" "$OUT"
+# The work dir held the blob and copies of every asset (about 100 MB): only the bundle
+# stays, which `npm run bench:profile` reads to name the modules of a profiled binary.
+find "$WORK" -mindepth 1 -maxdepth 1 ! -name ivtd.cjs -exec rm -rf {} +
+echo "kept $WORK/ivtd.cjs ($(du -h "$WORK/ivtd.cjs" | cut -f1), the bundle bench:profile reads); removed the rest of $WORK" >&2
 ls -l "$OUT" >&2

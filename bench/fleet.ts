@@ -44,6 +44,8 @@ const DAYS = 31;
 const HOURS_PER_TUPLE = 8;
 const DAY_MS = 86_400_000;
 
+/** The rollup columns by name (a dimension added later is the table's last column, after the counters). */
+const COLUMN_LIST = ROLLUP_COLUMNS.map((c) => `"${c}"`).join(', ');
 const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 const today = Date.now() - (Date.now() % DAY_MS);
 const REPORT = { start_date: isoDay(today - 29 * DAY_MS), end_date: isoDay(today), group_by: 'pub,geo', limit: '100' };
@@ -58,23 +60,24 @@ function pct(xs: number[], q: number): number {
  * ((5k + 3j) mod 24 is distinct for j < 8), then daily rows summed from them.
  */
 async function generateDuckDb(store: Store, customerId: string): Promise<{ hourly: number; daily: number }> {
-  if (TUPLE_DIMENSIONS.length !== 18) throw new Error('the generator lists 18 tuple dimensions; update it');
+  if (TUPLE_DIMENSIONS.length !== 19) throw new Error(`the generator lists 19 tuple dimensions, the tuple has ${TUPLE_DIMENSIONS.length}: update it`);
   const k = Math.ceil(ROWS / (DAYS * HOURS_PER_TUPLE));
   const geos = "['US','DE','FR','GB','ES','IT','NL','BR','IN','JP','CA','AU','MX','PL','SE','NO','DK','FI','BE','AT']";
   await store.run(
-    `INSERT INTO ${ROLLUP_TABLES.hour}
+    `INSERT INTO ${ROLLUP_TABLES.hour} (${COLUMN_LIST})
      SELECT $cid, $from::TIMESTAMP + to_hours(d * 24 + (k * 5 + j * 3) % 24),
        'pub-' || (k * 7919 % 2000), 'ssp-' || (k % 30) || '.example',
        CASE WHEN k % 3 = 0 THEN 'com.example.app' || (k % 500) ELSE '' END, '', 'node-' || (k % 8),
        (1 + k % 4)::SMALLINT, ${geos}[1 + (k * 31 % 20)::INT], (1 + k % 8)::SMALLINT,
        ['windows','ios','android','mac os','linux'][1 + (k % 5)::INT], ['chrome','safari','firefox','edge'][1 + (k % 4)::INT],
        CASE WHEN k % 3 = 0 THEN 'app' ELSE 'site' END, '', 'adv-' || (k % 200), 'p1-' || k, '', '', '', '',
+       ['none','data_center','declared_crawler','anonymizing_proxy'][1 + (k % 4)::INT],
        1 + (k * 13 + d * 7 + j) % 200, (k + d + j) % 3, (k * 3 + d + j) % 4
      FROM range(${DAYS}) dd(d), range(${HOURS_PER_TUPLE}) jj(j), range(${k}) kk(k)`,
     { cid: customerId, from: new Date(today - (DAYS - 1) * DAY_MS).toISOString().replace('T', ' ').slice(0, 19) },
   );
   await store.run(
-    `INSERT INTO ${ROLLUP_TABLES.day} SELECT ${KEY_COLUMNS_SQL.replace('"period_start"', "date_trunc('day', period_start)")},
+    `INSERT INTO ${ROLLUP_TABLES.day} (${COLUMN_LIST}) SELECT ${KEY_COLUMNS_SQL.replace('"period_start"', "date_trunc('day', period_start)")},
        sum(total), sum(givt), sum(sivt) FROM ${ROLLUP_TABLES.hour} GROUP BY ALL`,
   );
   await store.run('CHECKPOINT');
@@ -85,7 +88,7 @@ async function generateDuckDb(store: Store, customerId: string): Promise<{ hourl
 /** The same hourly rows into ClickHouse, a day at a time as CSV; daily rows and merges done there. */
 async function loadClickHouse(store: Store, ch: ClickHouse, http: string, dir: string): Promise<{ hourly: number; daily: number }> {
   const cols = ROLLUP_COLUMNS.map((c) => (c === 'period_start' ? "strftime(period_start, '%Y-%m-%d %H:%M:%S')" : `"${c}"`)).join(', ');
-  const insert = `INSERT INTO ${ch.database}.${ROLLUP_TABLES.hour} FORMAT CSV`;
+  const insert = `INSERT INTO ${ch.database}.${ROLLUP_TABLES.hour} (${ROLLUP_COLUMNS.join(', ')}) FORMAT CSV`;
   const auth = { 'X-ClickHouse-User': ch.target.username, 'X-ClickHouse-Key': ch.target.password };
   for (let d = 0; d < DAYS; d++) {
     const file = join(dir, `day-${d}.csv`);
@@ -105,7 +108,7 @@ async function loadClickHouse(store: Store, ch: ClickHouse, http: string, dir: s
     rmSync(file);
   }
   const keys = ROLLUP_COLUMNS.slice(0, -3).map((c) => (c === 'period_start' ? 'toStartOfDay(period_start)' : c)).join(', ');
-  await ch.command(`INSERT INTO ${ROLLUP_TABLES.day} SELECT ${keys}, sum(total), sum(givt), sum(sivt) FROM ${ROLLUP_TABLES.hour} GROUP BY ${keys}`);
+  await ch.command(`INSERT INTO ${ROLLUP_TABLES.day} (${ROLLUP_COLUMNS.join(', ')}) SELECT ${keys}, sum(total), sum(givt), sum(sivt) FROM ${ROLLUP_TABLES.hour} GROUP BY ${keys}`);
   for (const t of Object.values(ROLLUP_TABLES)) await ch.command(`OPTIMIZE TABLE ${t} FINAL`);
   const n = async (t: string) => Number((await ch.rows<{ n: string }>(`SELECT count() AS n FROM ${t}`))[0]!.n);
   return { hourly: await n(ROLLUP_TABLES.hour), daily: await n(ROLLUP_TABLES.day) };

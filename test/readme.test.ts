@@ -28,3 +28,14 @@ t.test('README gives the two commands a newcomer needs', async (t) => {
   t.match(readme, 'npm install && npm start');
   t.match(readme, 'npm install && npm test');
 });
+
+t.test('the README does not contradict itself or the unit it installs (issue 58)', async (t) => {
+  const { systemdUnit } = await import('../src/ops/systemd.ts');
+  const header = /# {3}(sudo sh -c '\S+ systemd-unit > \S+')/.exec(systemdUnit({ binary: '/usr/local/bin/ivtd', options: {}, version: 'x' }))?.[1]?.replace('/usr/local/bin/ivtd', 'ivtd');
+  t.ok(header, "the unit's header says how to install it");
+  t.ok(readme.includes(header!), `the README installs it the same way: ${header}`);
+  t.notMatch(readme, /systemd-unit \| sudo tee/, 'not a second way');
+  t.notMatch(readme, /`(GET|POST) \/api\/v1\/ivt`/, 'no path without its endpoint (/lookup, /ortb, /imp)');
+  const now = [...readme.matchAll(/npm test[^\n]*?about (\d+) minutes/g)].map((m) => m[1]);
+  t.ok(now.length >= 1 && new Set(now).size === 1, `one figure for how long npm test takes (${now.join(', ')})`);
+});

@@ -8,6 +8,7 @@ import type { SessionGuard } from './session-guard.ts';
 import { HttpError } from '../base/errors.ts';
 import { readBody, sendJson, type Router } from '../http/router.ts';
 import type { Store } from '../store/db.ts';
+import { StoreError } from '../store/store-error.ts';
 import type { LookupEngine } from '../prebid/pipeline.ts';
 import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES } from '../prebid/ortb/body.ts';
 import { CATEGORIES, REASON_CATEGORY, type Category } from '../signals/category.ts';
@@ -36,6 +37,18 @@ export function reasonsByCategory(reasons: readonly string[]): CategoryReasons[]
     else by.set(cat, [reason]);
   }
   return CATEGORIES.filter((c) => by.has(c)).map((c) => ({ category: c, reasons: by.get(c)! }));
+}
+
+/** `ivtd explain` over the control socket: the lookup (a BidRequest's JSON with `body`) judged by `engine`, as the route answers. */
+export function explainLookup(engine: LookupEngine, query: string, body: string | null): object {
+  if (body === null) {
+    const ex = engine.explain(query, Date.now());
+    return { ...ex, categories: reasonsByCategory(ex.reasons) };
+  }
+  const bid = bidRequestFrom(Buffer.from(body, 'utf8'), false);
+  if (!bid.ok) throw new StoreError('invalid', `--file: ${bid.error.message}`);
+  const ex = engine.explain(query, Date.now(), bid.bid);
+  return { ...ex, categories: reasonsByCategory(ex.reasons) };
 }
 
 export function mountExplainRoute(router: Router, deps: { store: Store; sessions: SessionGuard; engine: () => LookupEngine }): void {

@@ -6,7 +6,7 @@
 // like a beacon: `invalid` is evidence against the lookup's IP, uid and IFA, `valid` for them.
 import { HttpError } from '../base/errors.ts';
 import { readJsonObject, sendJson, type Router } from '../http/router.ts';
-import { timestampValue } from '@duckdb/node-api';
+import { timestampValue, type DuckDBValue } from '@duckdb/node-api';
 import type { Store } from '../store/db.ts';
 import { oneAtATime, retryConflicts } from '../store/serial.ts';
 import { LidCodec, emptyLidFacts, type LidFacts } from '../prebid/lid.ts';
@@ -66,24 +66,44 @@ function parseLabels(body: Record<string, unknown>, customerId: string, codec: L
   return out;
 }
 
+/** The last label of each lid, in the order sent (one statement may not replace a row twice). */
+function latestPerLid(labels: Label[]): Label[] {
+  const byTag = new Map<string, Label>();
+  for (const l of labels) {
+    byTag.delete(l.tag);
+    byTag.set(l.tag, l);
+  }
+  return [...byTag.values()];
+}
+
 export function mountFeedbackRoutes(router: Router, opts: FeedbackOptions): void {
   const codec = new LidCodec(opts.lidSecret);
   const keys = emptyKeys();
   router.post(FEEDBACK_PATH, async (ctx) => {
     const s = await opts.sessions.requireSession(ctx);
-    const body = await readJsonObject(ctx.req, { limit: BODY_LIMIT });
+    const body = await readJsonObject(ctx.req, { limit: BODY_LIMIT }).catch((e: unknown) => {
+      if (e instanceof HttpError && e.code === 'payload_too_large') {
+        throw new HttpError('payload_too_large', `The feedback body is larger than it may be: at most ${BODY_LIMIT} bytes, and at most ${MAX_LABELS} labels per request; send the rest in another request.`);
+      }
+      throw e;
+    });
     const labels = parseLabels(body, s.customer_id, codec);
     // A customer's labels are stored one batch at a time: two batches labelling the same
     // lookup (a retry, a duplicate post) would replace the same row at once, a write conflict.
     const store = opts.store;
-    await oneAtATime(store, `feedback ${s.customer_id}`, () => retryConflicts(() => store.tx(async (q) => {
-      for (const l of labels) {
-        await q.run(
-          'INSERT OR REPLACE INTO feedback_labels (customer_id, lid_tag, lookup_at, band, label, source, received_at) VALUES ($1, $2, $3, $4, $5, $6, current_timestamp)',
-          [s.customer_id, l.tag, timestampValue(BigInt(l.facts.at) * 1000n), l.facts.band, l.label, l.source],
-        );
-      }
-    })));
+    // One statement for the whole batch: a statement per label inside one transaction ran
+    // DuckDB past its memory limit from about 200 labels at the 48 MB store budget.
+    const rows = latestPerLid(labels);
+    const params: DuckDBValue[] = [s.customer_id];
+    const values = rows.map((l) => {
+      const at = params.length;
+      params.push(l.tag, timestampValue(BigInt(l.facts.at) * 1000n), l.facts.band, l.label, l.source);
+      return `($1, $${at + 1}, $${at + 2}, $${at + 3}, $${at + 4}, $${at + 5}, current_timestamp)`;
+    });
+    await oneAtATime(store, `feedback ${s.customer_id}`, () => retryConflicts(() => store.run(
+      `INSERT OR REPLACE INTO feedback_labels (customer_id, lid_tag, lookup_at, band, label, source, received_at) VALUES ${values.join(', ')}`,
+      params,
+    )));
     // Stored first: a label the store refused teaches nothing.
     let invalid = 0;
     for (const l of labels) {

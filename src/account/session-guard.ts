@@ -16,9 +16,14 @@ export interface Session {
   session_id: string;
 }
 
-export function invalidSession(): HttpError {
-  return new HttpError('invalid_session', INVALID_SESSION_MESSAGE, 400, { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
+export function invalidSession(message = INVALID_SESSION_MESSAGE): HttpError {
+  return new HttpError('invalid_session', message, 400, { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
 }
+
+/** No Bearer token sent at all: not an expired session, a request that lacks its header. */
+export const NO_BEARER_MESSAGE = 'Invalid session: the request has no access token. Send Authorization: Bearer <access_token> (POST /login gives one).';
+/** Another scheme (Basic, a bare key): the header is there, the token is not. */
+export const NOT_BEARER_MESSAGE = 'Invalid session: the Authorization header is not a Bearer token. Send Authorization: Bearer <access_token> (POST /login gives one).';
 
 const BEARER_RE = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i;
 
@@ -42,8 +47,9 @@ export class SessionGuard {
   }
 
   private async check(ctx: Ctx): Promise<Session> {
-    const m = BEARER_RE.exec(ctx.req.headers.authorization ?? '');
-    if (!m) throw invalidSession();
+    const header = ctx.req.headers.authorization ?? '';
+    const m = BEARER_RE.exec(header);
+    if (!m) throw invalidSession(header.trim() === '' ? NO_BEARER_MESSAGE : /^Bearer\b/i.test(header) ? INVALID_SESSION_MESSAGE : NOT_BEARER_MESSAGE);
     const claims = await this.tokens.verify(m[1]!);
     if (!claims) throw invalidSession();
     const username = await liveSessionUser(this.store, claims);

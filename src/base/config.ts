@@ -35,6 +35,8 @@ interface OptionSpec {
   choices?: readonly string[];
   /** Why a (non-empty) string value is not acceptable, or undefined when it is. */
   check?: (value: string) => string | undefined;
+  /** An `int` held as seconds: also takes a duration (`90s`, `15m`, `1h`, `30d`), as --imp-ttl does. */
+  seconds?: true;
 }
 
 /** Default port of the /metrics listener (next to DEFAULT_PORTS' 9898-9900). */
@@ -86,11 +88,11 @@ export const OPTIONS = {
   mmdbCountry: { flag: 'mmdb-country', kind: 'path', default: undefined, help: 'MaxMind GeoIP2/GeoLite2-Country (or compatible) MMDB instead of the embedded country db.' },
   mmdbAsn: { flag: 'mmdb-asn', kind: 'path', default: undefined, help: 'MaxMind GeoIP2/GeoLite2-ASN MMDB instead of the embedded ASN range table.' },
   mmdbAnonymousIp: { flag: 'mmdb-anonymous-ip', kind: 'path', default: undefined, help: 'MaxMind GeoIP2-Anonymous-IP MMDB (hosting, VPN, proxy, Tor flags).' },
-  flushInterval: { flag: 'flush-interval', kind: 'int', default: 5, help: 'Seconds between writes of reporting rollups to the store.', min: 1, max: 3600 },
+  flushInterval: { flag: 'flush-interval', kind: 'int', default: 5, help: 'Seconds between writes of reporting rollups to the store (or a duration: 30s, 1m).', min: 1, max: 3600 , seconds: true },
   retentionDays: { flag: 'retention-days', kind: 'int', default: 400, help: 'Days of reporting rollups kept.', min: 1, max: 36500 },
-  accessTokenTtl: { flag: 'access-token-ttl', kind: 'int', default: 900, help: 'Access-token lifetime in seconds.', min: 1, max: 86400 },
-  refreshTokenTtl: { flag: 'refresh-token-ttl', kind: 'int', default: 30 * 86400, help: 'Refresh-token lifetime in seconds.', min: 60, max: 365 * 86400 },
-  keyGrace: { flag: 'key-grace', kind: 'int', default: 86400, help: 'Default seconds an old key keeps working after `ivtd key rotate`.', min: 0, max: 90 * 86400 },
+  accessTokenTtl: { flag: 'access-token-ttl', kind: 'int', default: 900, help: 'Access-token lifetime in seconds (or a duration: 15m, 1h).', min: 1, max: 86400 , seconds: true },
+  refreshTokenTtl: { flag: 'refresh-token-ttl', kind: 'int', default: 30 * 86400, help: 'Refresh-token lifetime in seconds (or a duration: 7d, 30d).', min: 60, max: 365 * 86400 , seconds: true },
+  keyGrace: { flag: 'key-grace', kind: 'int', default: 86400, help: 'Default seconds (or a duration: 12h, 1d) an old key keeps working after `ivtd key rotate`.', min: 0, max: 90 * 86400 , seconds: true },
   reportRate: { flag: 'report-rate', kind: 'int', default: 10, help: 'Reporting API requests per second per customer (token bucket refill).', min: 1, max: 100000 },
   reportBurst: { flag: 'report-burst', kind: 'int', default: 20, help: 'Reporting API burst size per customer (token bucket capacity).', min: 1, max: 100000 },
   logLevel: { flag: 'log-level', kind: 'string', default: 'info', help: `Log level: ${LOG_LEVELS.join(', ')}.`, choices: LOG_LEVELS },
@@ -180,8 +182,9 @@ function coerce(key: OptionKey, raw: unknown, from: string): string | number | u
   if (!fine) throw new ConfigError(`${from}: ${spec.flag} must be ${spec.kind === 'int' ? 'a whole number' : 'a string'}, got ${JSON.stringify(raw)}`);
   if (spec.kind === 'int') {
     const s = String(raw);
-    const n = parseWholeNumber(s);
-    if (n === undefined) throw new ConfigError(`${from}: ${spec.flag} must be a whole number, got "${s}"`);
+    const ms = spec.seconds && typeof raw === 'string' && /[smhd]$/i.test(s.trim()) ? parseDuration(s) : null;
+    const n = ms !== null && ms % 1000 === 0 ? ms / 1000 : parseWholeNumber(s);
+    if (n === undefined) throw new ConfigError(`${from}: ${spec.flag} must be a whole number${spec.seconds ? ' of seconds or a duration such as 90s, 15m, 1h or 30d' : ''}, got "${s}"`);
     if ((spec.min !== undefined && n < spec.min) || (spec.max !== undefined && n > spec.max)) {
       throw new ConfigError(`${from}: ${spec.flag} must be between ${spec.min} and ${spec.max}, got ${n}`);
     }

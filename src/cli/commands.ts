@@ -2,7 +2,7 @@
 // server's control socket when there is one, else on the store directly), print text or JSON.
 import { existsSync } from 'node:fs';
 import { parsePolicyCsv, policyToCsv } from '../policy/policy-csv.ts';
-import { DEFAULT_THRESHOLDS, MAX_ENTRIES, PolicyError } from '../policy/model.ts';
+import { DEFAULT_THRESHOLDS, MAX_ENTRIES, PolicyError, parseEntry } from '../policy/model.ts';
 import type { StoredPolicy } from '../store/policies.ts';
 import { join } from 'node:path';
 import { ConfigError, OPTIONS, optionsHelp, resolveConfig, resolveConfigAsync, type Config } from '../base/config.ts';
@@ -25,6 +25,8 @@ import { withoutBom } from '../base/text.ts';
 import { TlsError } from '../http/tls.ts';
 import { DATA_USAGE, dataStatus, dataUpdate, statusText, updateText } from './data-commands.ts';
 import { isWholeNumberIn, parseWholeNumber } from '../base/whole-number.ts';
+import { parseDuration } from '../base/time.ts';
+import { unknownEnvWarnings } from './env-check.ts';
 import pkg from '../../package.json' with { type: 'json' };
 import { limitMallocArenasAtStart } from '../runtime/malloc-arenas.ts';
 
@@ -89,9 +91,11 @@ function parseGrace(ctx: Context): number {
   const v = ctx.flags.get('grace');
   if (v === undefined) return ctx.config.keyGrace;
   const max = OPTIONS.keyGrace.max;
-  const n = typeof v === 'string' ? parseWholeNumber(v) : undefined;
+  // Seconds, or a duration as --imp-ttl takes (1h, 30m, 2d), like every other time flag.
+  const ms = typeof v === 'string' && /[smhd]$/i.test(v.trim()) ? parseDuration(v) : null;
+  const n = ms !== null && ms % 1000 === 0 ? ms / 1000 : typeof v === 'string' ? parseWholeNumber(v) : undefined;
   if (!isWholeNumberIn(n, 0, max)) {
-    throw new UsageError(`--grace must be a whole number of seconds from 0 to ${max}, got "${String(v)}"`);
+    throw new UsageError(`--grace must be a duration such as 1h, 30m or 2d, or whole seconds, from 0 to ${max / 86400}d, got "${String(v)}"`);
   }
   return n;
 }
@@ -115,9 +119,32 @@ function csvEntries(text: string): unknown[] {
     return parsePolicyCsv(text);
   } catch (e) {
     // The CSV's own faults already begin with where they are ("line 3: …"): said once.
-    if (e instanceof PolicyError) throw new UsageError(e.message.startsWith(`${e.field} `) || e.message.startsWith(`${e.field}:`) ? `--file, ${e.message}` : `--file, ${e.field}: ${e.message}`);
+    // "line 2.value" is the model's path: said as a person reads the file, "line 2, column value".
+    if (e instanceof PolicyError) {
+      const where = e.field.replace(/^(line \d+)\.(\w+)$/, '$1, column $2');
+      const own = e.message.startsWith(`${e.field} `) || e.message.startsWith(`${e.field}:`);
+      throw new UsageError(`--file ${where}${own ? e.message.slice(e.field.length) : `: ${e.message}`}`);
+    }
     throw e;
   }
+}
+
+/**
+ * The entry of `policy add` / `policy remove` from its flags, checked here so a fault names
+ * the flag (--kind), not the JSON API's path (entries[0].kind).
+ */
+function flagEntry(ctx: Context, withAction: boolean): Record<string, string> {
+  const raw: Record<string, string> = { kind: need(ctx, 'kind'), value: need(ctx, 'value') };
+  if (withAction) raw.action = need(ctx, 'action');
+  try {
+    parseEntry(raw, 'entry', { actionOptional: !withAction });
+  } catch (e) {
+    if (!(e instanceof PolicyError)) throw e;
+    const flag = `--${e.field.replace(/^entry\.?/, '') || 'value'}`;
+    const own = e.message.startsWith(`${e.field} `) || e.message.startsWith(`${e.field}:`);
+    throw new UsageError(own ? `${flag}${e.message.slice(e.field.length)}` : `${flag}: ${e.message}`);
+  }
+  return raw;
 }
 
 function policyText(p: StoredPolicy & { customer_id: string }): string {
@@ -190,8 +217,8 @@ const COMMANDS: Command[] = [
   }),
   command({
     words: 'key rotate',
-    usage: 'key rotate --customer REF --kind prebid|reporting [--grace SECONDS] [--json]',
-    summary: 'Issue a new key; the old one keeps working for --grace seconds (default --key-grace; 0 revokes it now).',
+    usage: 'key rotate --customer REF --kind prebid|reporting [--grace DURATION] [--json]',
+    summary: 'Issue a new key; the old one keeps working for --grace (1h, 2d or seconds; default --key-grace; 0 revokes it now).',
     flags: ['customer', 'kind', 'grace'],
     op: 'key.rotate',
     args: async (ctx) => ({ customer: need(ctx, 'customer'), kind: parseKind(ctx), graceSeconds: parseGrace(ctx) }),
@@ -277,7 +304,7 @@ const COMMANDS: Command[] = [
     summary: 'Add one entry (KIND: ip, ua, ua_substring, app, domain, publisher, seller, ssai), or change its action.',
     flags: ['customer', 'kind', 'value', 'action'],
     op: 'policy.add',
-    args: async (ctx) => ({ customer: need(ctx, 'customer'), entries: [{ kind: need(ctx, 'kind'), value: need(ctx, 'value'), action: need(ctx, 'action') }] }),
+    args: async (ctx) => ({ customer: need(ctx, 'customer'), entries: [flagEntry(ctx, true)] }),
     text: (r) => `${r.added === 1 ? 'Added the entry' : 'Changed the entry'}; the policy of ${r.customer_id} has ${entriesText(r.entries)}.\n`,
   }),
   command({
@@ -286,7 +313,7 @@ const COMMANDS: Command[] = [
     summary: 'Remove one entry.',
     flags: ['customer', 'kind', 'value'],
     op: 'policy.remove',
-    args: async (ctx) => ({ customer: need(ctx, 'customer'), entries: [{ kind: need(ctx, 'kind'), value: need(ctx, 'value') }] }),
+    args: async (ctx) => ({ customer: need(ctx, 'customer'), entries: [flagEntry(ctx, false)] }),
     text: (r) => `${r.removed === 1 ? 'Removed the entry' : 'No such entry (nothing changed)'}; the policy of ${r.customer_id} has ${entriesText(r.entries)}.\n`,
   }),
   command({
@@ -317,6 +344,12 @@ const SWITCHES = new Set(['password-stdin', 'replace']);
 const VALUE_FLAGS = new Set([...COMMANDS.flatMap((c) => c.flags).filter((f) => !SWITCHES.has(f)), ...SYSTEMD_UNIT_FLAGS]);
 
 /** `ivtd reload`: what SIGHUP does, asked over the control socket, with its outcome. */
+const EXPLAIN_USAGE = {
+  usage: "explain 'QUERY' [--file BIDREQUEST.json|-] [--json]",
+  summary: 'Why a lookup answers as it does (reason codes, categories, signals), judged by the running server:\n' +
+    "      QUERY is a lookup's query string (p=…&k=…&ip=…&ua=…); with --file the BidRequest of an OpenRTB lookup.",
+};
+
 const RELOAD_USAGE = {
   usage: 'reload [--json]',
   summary:
@@ -341,14 +374,25 @@ export interface CommandLine {
   options: ReturnType<typeof parseArgs>['options'];
   /** The table command, when it is one. */
   cmd: Command | undefined;
+  /** `ivtd explain QUERY`: the lookup's query string. */
+  query?: string;
 }
 
 /** Parses a command line and checks that each flag belongs to its command; UsageError otherwise. Runs nothing. */
 export function parseCommandLine(argv: string[]): CommandLine {
   const { words, flags, options } = parseArgs(argv, VALUE_FLAGS, SWITCHES);
   if (flags.get('version') === true) return { line: 'version', flags, options, cmd: undefined };
-  if (flags.get('help') === true || words[0] === 'help') return { line: 'help', flags, options, cmd: undefined };
+  if (flags.get('help') === true || words[0] === 'help') {
+    // `ivtd customer --help`, `ivtd help key rotate`: that command's (or group's) usage alone.
+    const asked = (words[0] === 'help' ? words.slice(1) : words).join(' ');
+    return { line: asked === '' ? 'help' : `help ${asked}`, flags, options, cmd: undefined };
+  }
   const line = words.join(' ');
+  if (words[0] === 'explain') {
+    for (const f of flags.keys()) if (f !== 'json' && f !== 'file') throw new UsageError(`unknown flag --${f} for "explain"`);
+    if (words.length !== 2) throw new UsageError(`"explain" takes one lookup query string, quoted: ivtd ${EXPLAIN_USAGE.usage}`);
+    return { line: 'explain', flags, options, cmd: undefined, query: words[1]!.replace(/^\?/, '') };
+  }
   const own = OTHER_COMMANDS[line];
   if (own !== undefined) {
     for (const f of flags.keys()) if (!own.includes(f)) throw new UsageError(`unknown flag --${f} for "${line || 'serve'}"`);
@@ -381,6 +425,8 @@ ${cmds}
       ${DATA_USAGE.status.summary}
   ivtd ${RELOAD_USAGE.usage}
       ${RELOAD_USAGE.summary}
+  ivtd ${EXPLAIN_USAGE.usage}
+      ${EXPLAIN_USAGE.summary}
   ivtd help | --help
   ivtd --version [--json]
       Version, build date and the dates of the embedded data.
@@ -393,6 +439,30 @@ Exit status: 0 success, 1 failure (not found, conflict, store busy), 2 invalid u
 Options (every subcommand; flag > environment > config file > default):
 ${optionsHelp()}
 `;
+}
+
+/** Every command's usage and summary, the table's and the others, for per-command help. */
+function usages(): Array<{ words: string; usage: string; summary: string }> {
+  return [
+    { words: 'serve', usage: '[serve] [options]', summary: 'Serve pre-bid lookups, the account API, the dashboard and the reporting API (the default).' },
+    ...COMMANDS,
+    { words: 'systemd-unit', usage: 'systemd-unit [--user USER] [--binary PATH] [serve options]', summary: `Print a hardened systemd unit running "PATH serve [serve options]" (default binary ${DEFAULT_BINARY}).` },
+    { words: 'data update', ...DATA_USAGE.update },
+    { words: 'data status', ...DATA_USAGE.status },
+    { words: 'reload', ...RELOAD_USAGE },
+    { words: 'explain', ...EXPLAIN_USAGE },
+  ];
+}
+
+/**
+ * The usage of the commands `asked` names (`customer`: every customer command; `key rotate`:
+ * that one), with a pointer to the options; null when it names none (the whole help then).
+ */
+export function commandHelp(asked: string): string | null {
+  const found = usages().filter((c) => c.words === asked || c.words.startsWith(`${asked} `));
+  if (found.length === 0) return null;
+  const lines = found.map((c) => `  ivtd ${c.usage}\n      ${c.summary}`).join('\n');
+  return `Usage:\n${lines}\n\nREF is a customer_id, a partner_id or the username of one of the customer's users.\nEvery command also takes the common options (--data-dir, --config…): "ivtd help" lists them all.\n`;
 }
 
 /** Runs the operation in the server that owns the data dir, or on the store directly when none is running. */
@@ -445,8 +515,9 @@ function report(e: unknown, io: CliIO): number {
 }
 
 export async function runCli(argv: string[], io: CliIO): Promise<number> {
+  for (const w of unknownEnvWarnings(process.env)) io.stderr.write(`ivtd: ${w}\n`);
   try {
-    const { line, flags, options, cmd } = parseCommandLine(argv);
+    const { line, flags, options, cmd, query } = parseCommandLine(argv);
     const json = flags.get('json') === true;
     if (line === 'version') {
       const info = versionInfo();
@@ -455,6 +526,16 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
     }
     if (line === 'help') {
       io.stdout.write(helpText());
+      return 0;
+    }
+    if (line.startsWith('help ')) {
+      const own = commandHelp(line.slice(5));
+      if (own === null) {
+        io.stderr.write(`ivtd: no command "${line.slice(5)}"; every command:\n`);
+        io.stdout.write(helpText());
+        return 2;
+      }
+      io.stdout.write(own);
       return 0;
     }
     if (line === '' || line === 'serve') {
@@ -493,6 +574,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
       return u.report.items.some((i) => i.result === 'failed') || (u.server !== null && !u.server.reloaded) ? 1 : 0;
     }
     if (line === 'reload') return await reloadServer(resolveConfig(options), json, io);
+    if (line === 'explain') return await explainCommand(resolveConfig(options), query ?? '', flags, io);
     if (!cmd) throw new UsageError(`unknown command "${line}"`);
     const config = resolveConfig(options);
     const ctx: Context = { words: cmd.words, flags, config, stdin: io.stdin };
@@ -503,6 +585,52 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
   } catch (e) {
     return report(e, io);
   }
+}
+
+/** `ivtd explain`: the running server judges the lookup with its data, keys and history; without one, that is said (exit 1). */
+async function explainCommand(config: Config, query: string, flags: Map<string, string | true>, io: CliIO): Promise<number> {
+  const file = flags.get('file');
+  let body: string | null = null;
+  if (typeof file === 'string') {
+    const limit = 64 * 1024;
+    body = file === '-' ? await readText(io.stdin, limit, 'standard input', 'more than a bid request (64 KB)') : await readText(fileChunks(file), limit, `--file ${file}`, 'more than a bid request (64 KB)').catch((e: Error) => {
+      if (e instanceof UsageError) throw e;
+      throw new UsageError(`cannot read --file ${file}: ${e.message}`);
+    });
+  }
+  let r: Explained;
+  try {
+    r = (await sendControl(config.dataDir, 'lookup.explain', { query, body })) as Explained;
+  } catch (e) {
+    if (!(e instanceof ControlUnavailableError)) throw e;
+    io.stderr.write(`ivtd: no ivtd server is running on ${config.dataDir} (${e.socketPath} does not answer): explain judges a lookup with the running server's data and keys; start it, or ask GET /v1/account/explain\n`);
+    return 1;
+  }
+  if (flags.get('json') === true) {
+    io.stdout.write(JSON.stringify(r) + '\n');
+    return 0;
+  }
+  const band = r.response?.botRisk;
+  const lines = [
+    `Answer ${r.status}${band ? `: band ${band.band} (score ${band.score})` : `: ${r.response?.error ?? ''} ${r.response?.message ?? ''}`.trimEnd()}`,
+  ];
+  if (r.transaction) lines.push(`  transaction   ${r.transaction}${r.category ? ` (category ${r.category})` : ''}`);
+  if (r.reasons?.length) lines.push(`  reasons       ${r.reasons.join(', ')}`);
+  for (const c of r.categories ?? []) lines.push(`    ${c.category.padEnd(18)} ${c.reasons.join(', ')}`);
+  if (r.signals?.uaConsistency) lines.push(`  UA            ${r.signals.uaConsistency}`);
+  if (r.signals?.schainError) lines.push(`  schain        ${r.signals.schainError}`);
+  io.stdout.write(lines.join('\n') + '\n');
+  return 0;
+}
+
+interface Explained {
+  status: number;
+  transaction?: string | null;
+  category?: string | null;
+  reasons?: string[];
+  categories?: Array<{ category: string; reasons: string[] }>;
+  signals?: { uaConsistency?: string; schainError?: string } | null;
+  response?: { botRisk?: { band: string; score: number }; error?: string; message?: string };
 }
 
 /** `ivtd reload`: only a running server can reload; without one there is nothing to do, and that is said (exit 1). */

@@ -87,6 +87,15 @@ export function freshnessOf(h: http.IncomingHttpHeaders, now: number): number | 
   return null;
 }
 
+/** A network failure in words ("ENOTFOUND getaddrinfo ENOTFOUND host" said the code twice and nothing else). */
+export function networkMessage(host: string, e: NodeJS.ErrnoException): string {
+  if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') return `${host}: DNS lookup failed (${e.code}): no network, or no such host?`;
+  if (e.code === 'ECONNREFUSED') return `${host}: connection refused: nothing listens there`;
+  if (e.code === 'ENETUNREACH' || e.code === 'EHOSTUNREACH') return `${host}: network unreachable (${e.code}): no network?`;
+  if (e.code === 'ECONNRESET') return `${host}: the connection was reset`;
+  return `${host}: ${e.code ?? ''} ${e.message}`.trim();
+}
+
 function decoderFor(encoding: string | null): zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress | null | 'unsupported' {
   switch ((encoding ?? '').trim().toLowerCase()) {
     case '':
@@ -224,7 +233,7 @@ function once(opts: HttpGetOptions, url: URL, deadline: number, headers: Record<
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     req.on('close', () => opts.signal?.removeEventListener('abort', onAbort));
     req.on('error', (e: NodeJS.ErrnoException) =>
-      fail(e.code === 'EBLOCKED' ? new HttpGetError('blocked', e.message) : new HttpGetError('network', `${url.host}: ${e.code ?? ''} ${e.message}`.trim())),
+      fail(e.code === 'EBLOCKED' ? new HttpGetError('blocked', e.message) : new HttpGetError('network', networkMessage(url.host, e))),
     );
     req.end();
   });

@@ -11,6 +11,7 @@ import { TUPLE_DIMENSIONS, type Band, type TransactionClass } from '../base/enum
 import { errorJson, type ErrorAnswer } from '../base/errors.ts';
 import { ThreadCounts } from '../counts/thread-counts.ts';
 import { explainBotCheck, type BotCheckExplained } from '../signals/bot-services.ts';
+import { suaConflictText } from '../signals/sua.ts';
 import { categoryOf, noBidReason, type Category } from '../signals/category.ts';
 import type { HistoryFacts } from '../signals/history.ts';
 import { asParsed } from '../signals/ip-address.ts';
@@ -55,7 +56,7 @@ export interface Explanation {
   leadingReason: string;
   /** The gathered signals the lookup read (their types the hot path's), with the IP and UA in full. */
   signals:
-    | (Pick<LookupSignals, 'uaConsistency' | 'schainError' | 'adsTxt' | 'history'> & {
+    | (Pick<LookupSignals, 'uaConsistency' | 'suaConflict' | 'schainError' | 'adsTxt' | 'history'> & {
         ip: IpAssessment;
         ua: UaInfo;
         /** LookupSignals.ipFleetBot. */
@@ -257,7 +258,9 @@ export class LookupEngine {
         ip: this.req.ip === '' ? this.data.ip.assess('') : this.data.ip.assessParsed(asParsed(this.sources.lastIp)),
         // Without a UA string (an OpenRTB request), what the lookup used: the device its `sua` describes, or nothing.
         ua: this.req.ua === '' ? { ...this.sources.analyzer.analyze('', now), malformed: false, malformedReason: '', os: s.ua.os, device: s.ua.device, browser: s.ua.browser } : this.sources.analyzer.analyze(this.req.ua, now),
-        uaConsistency: s.uaConsistency,
+        // Why sua_mismatch fired, in words, when the UA string's own consistency found nothing (it was left empty).
+        uaConsistency: s.uaConsistency !== '' || this.req.sua === null ? s.uaConsistency : suaConflictText(s.suaConflict, this.req.sua, s.ua),
+        suaConflict: s.suaConflict,
         schainError: s.schainError,
         fleetBotIp: s.ipFleetBot,
         crawler: explainBotCheck(this.data.bots, s.botCheck, s.botService),

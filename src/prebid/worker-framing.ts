@@ -9,6 +9,13 @@ import { ORTB_MAX_BODY_BYTES, tooLarge } from './ortb/body.ts';
 import { draining } from './worker-state.ts';
 import { record } from './worker-stats.ts';
 
+/**
+ * Bytes of an oversized OpenRTB body read and dropped before its 413 and the close: a 413
+ * answered and closed while the client still sends resets the connection, and a client that
+ * reads once its body is sent never sees it (a lingering close, RFC 9112 9.6).
+ */
+export const ORTB_DISCARD_BYTES = 4 * 1024 * 1024;
+
 /** Spec 4.4 rule 1 / section 8: request line plus headers at most 8 KB. */
 export const MAX_REQUEST_BYTES = 8192;
 
@@ -111,7 +118,7 @@ export function oversized(res: uWS.HttpResponse, req: uWS.HttpRequest, query: st
 /**
  * Where an OpenRTB body ends must be certain, or its bytes would be read as the next
  * request: two Content-Lengths, or neither it nor Transfer-Encoding (then there is no body),
- * are refused, and so is a declared length past ORTB_MAX_BODY_BYTES; null when the body may
+ * are refused, and so is a declared length past ORTB_DISCARD_BYTES; null when the body may
  * be read. (Every such refusal closes the connection.) Reads the header scan of oversized(),
  * which every route runs first.
  */
@@ -124,8 +131,15 @@ export function bodyFramingError(req: uWS.HttpRequest): ErrorAnswer | null {
     // uWS reads every body with a Transfer-Encoding as chunked: another coding (gzip, chunked) would be misread.
     if (te.trim().toLowerCase() !== 'chunked') return codingNotImplemented(te);
   }
-  if (declared > ORTB_MAX_BODY_BYTES) return tooLarge(declared);
+  // Past the body limit but within ORTB_DISCARD_BYTES the body is read and dropped before
+  // its 413 (ortbRequest); past that bound it is refused at once.
+  if (declared > ORTB_DISCARD_BYTES) return tooLarge(declared);
   return null;
+}
+
+/** The request's declared Content-Length (0 without one), from the header scan of oversized(). */
+export function declaredLength(): number {
+  return Number(contentLength || '0');
 }
 
 // uWS reuses a chunk's memory after its onData callback: a body in several chunks is

@@ -12,6 +12,8 @@ import { beacon, draining, engine, unavailable } from './worker-state.ts';
 import { countBand, noteBeacon, noteError, record } from './worker-stats.ts';
 import {
   bodyFramingError, contentLength, contentLengths, hold, keepChunk, oversized, refuse, reply, replyLater, wholeBody, type HeldAnswer,
+  declaredLength,
+  ORTB_DISCARD_BYTES,
 } from './worker-framing.ts';
 
 export const LOOKUP_PATH = '/api/v1/ivt/lookup';
@@ -22,7 +24,10 @@ export const HEALTH_PATH = '/health-check';
 // The port's own refusals (the lookup's are the pipeline's), each written once.
 const USE_GET: ErrorAnswer = { status: 405, code: 'method_not_allowed', message: 'Use GET for lookups.' };
 const USE_POST: ErrorAnswer = { status: 405, code: 'method_not_allowed', message: 'Use POST with the BidRequest JSON as the body.' };
-const LOWERCASE: ErrorAnswer = { status: 400, code: 'uppercase_not_allowed', message: `The request path must be lowercase: use ${LOOKUP_PATH}.` };
+/** A known path sent with capitals: the 400 names that path in lowercase (`/Health-Check` → `/health-check`). */
+const LOWERCASE = new Map<string, ErrorAnswer>(
+  [LOOKUP_PATH, HEALTH_PATH, IMP_PATH].map((p) => [p, { status: 400, code: 'uppercase_not_allowed', message: `The request path must be lowercase: use ${p}.` }]),
+);
 /** The same as unavailable()'s, found once an OpenRTB body has arrived. */
 const NOT_SERVING: ErrorAnswer = { status: 503, code: 'unavailable', message: 'This ivtd instance is not serving lookups right now; retry on another instance.' };
 const USE_GET_IMP: ErrorAnswer = { status: 405, code: 'method_not_allowed', message: `Use GET (or POST, as navigator.sendBeacon sends) for impression beacons: GET ${IMP_PATH}?lid=<lid>.` };
@@ -121,7 +126,7 @@ function otherPath(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
   if (oversized(res, req, req.getQuery() ?? '', t0, method)) return;
   const url = req.getUrl();
   const lower = url.toLowerCase();
-  const e = lower === LOOKUP_PATH || lower === HEALTH_PATH || lower === IMP_PATH ? LOWERCASE : notFound(url);
+  const e = LOWERCASE.get(lower) ?? notFound(url);
   refuse(res, e, false, method);
   record(e.status, t0);
 }
@@ -199,8 +204,8 @@ function impression(res: uWS.HttpResponse, query: string, close: boolean): void 
 }
 
 // The OpenRTB lookup: headers read now (uWS's req is only valid in the handler), the body
-// gathered chunk by chunk up to ORTB_MAX_BODY_BYTES (413 past it, answered at once and the
-// rest ignored), then parsed with bounds and judged synchronously, like a GET lookup; a
+// gathered chunk by chunk up to ORTB_MAX_BODY_BYTES (413 past it, answered once the rest
+// is read and dropped, up to ORTB_DISCARD_BYTES), then parsed with bounds and judged synchronously, like a GET lookup; a
 // verdict is held to the turn's end (hold()), an error answered at once.
 function ortbRequest(res: uWS.HttpResponse, req: uWS.HttpRequest, query: string, t0: number): void {
   const enc = { gzip: false };
@@ -225,14 +230,22 @@ function ortbRequest(res: uWS.HttpResponse, req: uWS.HttpRequest, query: string,
   if (headerErr !== null) return no(headerErr, true);
   const framing = bodyFramingError(req);
   if (framing !== null) return no(framing, true);
+  const declared = declaredLength();
+  let oversize = declared > ORTB_MAX_BODY_BYTES ? tooLarge(declared) : null;
   const chunks: Buffer[] = [];
   let size = 0;
   res.onData((chunk, isLast) => {
     if (done) return;
     size += chunk.byteLength;
-    if (size > ORTB_MAX_BODY_BYTES) {
-      // Answered before the body ends: close, so the unread rest is never taken for a request.
-      return no(tooLarge(null), true);
+    if (oversize === null && size > ORTB_MAX_BODY_BYTES) {
+      oversize = tooLarge(null);
+      chunks.length = 0;
+    }
+    if (oversize !== null) {
+      // Read and dropped, then answered and closed all the same: past the bound the rest is
+      // never taken for a request.
+      if (isLast || size > ORTB_DISCARD_BYTES) no(oversize, true);
+      return;
     }
     if (!isLast) return keepChunk(chunks, chunk);
     const body = bidRequestFrom(wholeBody(chunks, chunk, size), enc.gzip);

@@ -112,6 +112,7 @@ function safeHooks(opts: ControlServerOptions): OperationHooks {
       return opts.onReloadData();
     },
     ...(opts.onReload ? { reload: opts.onReload } : {}),
+    ...(opts.onExplain ? { explain: opts.onExplain } : {}),
     policies: opts.policies ?? null,
   };
 }
@@ -301,6 +302,8 @@ export interface ControlServerOptions {
   onPolicyChanged?: () => void;
   /** Compiled policies of the running server: a change must fit its memory budget share. */
   policies?: PolicyService | null;
+  /** `ivtd explain`: judges a lookup with the server's engine. */
+  onExplain?: (query: string, body: string | null) => Promise<unknown>;
   /** When set, every command is refused with this message (a fleet edge provisions nothing). */
   refuse?: string;
   /** A connection with no request in progress and no traffic this long is dropped; CONNECTION_IDLE_MS unless a test shortens it. */

@@ -26,6 +26,8 @@ export interface OperationHooks {
   reload?(): Promise<ReloadOutcome>;
   /** A running server's compiled policies: a change is checked against its budget share and pushed to the lookup threads. */
   policies?: PolicyService | null;
+  /** `ivtd explain`: a lookup judged by the running server's engine (its data and keys); body: a BidRequest's JSON. */
+  explain?(query: string, body: string | null): Promise<unknown>;
 }
 
 /** What a reload did: applied (with the options that changed live and those waiting for a restart), or refused and why. */
@@ -109,6 +111,13 @@ export const OPERATIONS = {
   'server.reload': async (_store: Store, _args: Args, hooks: OperationHooks): Promise<ReloadOutcome> => {
     if (!hooks.reload) throw new StoreError('invalid', 'no running server to reload');
     return hooks.reload();
+  },
+  // `ivtd explain`: only a running server holds the loaded data, keys and history a lookup is judged by.
+  'lookup.explain': async (_store: Store, args: Args, hooks: OperationHooks): Promise<unknown> => {
+    if (!hooks.explain) throw new StoreError('invalid', 'no running server to explain with');
+    const body = args.body;
+    if (body !== null && typeof body !== 'string') throw new StoreError('invalid', 'body must be the BidRequest JSON as a string, or null');
+    return hooks.explain(str(args, 'query'), body);
   },
   'policy.show': (store: Store, args: Args) => onPolicy(store, args, (id) => getPolicy(store, id)),
   'policy.set': (store: Store, args: Args, hooks: OperationHooks) =>

@@ -29,10 +29,19 @@ function tooMany(seconds: number, what: string): HttpError {
   return tooManyRequests(`Too many ${what}; retry in ${seconds} s.`, seconds);
 }
 
-function unauthorized(): HttpError {
+const SEND_BASIC = 'Send HTTP Basic credentials: your customer ID as the username and your reporting API key as the password.';
+
+/** What was wrong with credentials that were sent but refused: a pre-bid key, not a key at all, or no match. */
+export function refusedCredentials(password: string): string {
+  if (password.startsWith('ivp_')) return 'That is a pre-bid key (ivp_…): the reporting API takes your reporting key, which starts with ivr_ (the dashboard\'s Integrations page shows its prefix).';
+  if (!password.startsWith('ivr_')) return 'The password is not a reporting key: reporting keys start with ivr_. Send your customer ID as the username and that key as the password.';
+  return 'The customer ID and reporting key do not match a live key: check both (the customer ID, not the username), or rotate the key if it was revoked.';
+}
+
+function unauthorized(message = SEND_BASIC): HttpError {
   return new HttpError(
     'unauthorized',
-    'Send HTTP Basic credentials: your customer ID as the username and your reporting API key as the password.',
+    message,
     401,
     { 'WWW-Authenticate': `Basic realm="${BASIC_REALM}", charset="UTF-8"` },
   );
@@ -109,7 +118,7 @@ export function reportingRouter(opts: ReportingApiOptions): Router {
     const cred = parseBasicAuth(ctx.req.headers.authorization);
     if (!cred || !(await verifyReportingKey(opts.store, cred.user, cred.password))) {
       failures.take(ctx.ip);
-      throw unauthorized();
+      throw unauthorized(cred ? refusedCredentials(cred.password) : undefined);
     }
     await answer(ctx, engine, opts.limiter, cred.user);
   };

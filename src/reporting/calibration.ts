@@ -1,11 +1,14 @@
-// GET /v1/report/calibration?start_date&end_date: per band the lookup answered, how many
-// lookups were labelled after the fact (by their impression beacons, or by feedback), how
-// many of those turned out invalid, and that share: how good each band is on the
-// customer's own traffic, hence which thresholds to choose (docs/post-bid.md).
-// Beacons: a lookup is labelled by its first beacon (valid, or mismatch: invalid) and
-// relabelled invalid by its first replay (counted by the threads: labelled_lookups of the
-// impression rollups). Feedback: one label per lid (feedback_labels, the latest). A lookup
-// labelled both ways counts in both.
+// GET /v1/report/calibration?start_date&end_date: per band the lookup answered, how often
+// its lookups turned out invalid, the evidence for the customer's thresholds (docs/post-bid.md).
+// The truth is the customer's own feedback (POST /v1/feedback, one label per lid, the latest):
+// labelled_lookups, invalid_lookups and invalid_share rest on it alone. Beacons are shown
+// apart (by_beacon) and only for what they are: evidence that an impression was invalid
+// (a replay, another device). A clean beacon proves nothing (a bot fires its own), so a
+// beaconed lookup is never counted valid: counted with the feedback it turned the bands
+// upside down (synthetic traffic: high 9.5 % invalid, low 24.2 %).
+// by_beacon.labelled: lookups whose first beacon came (valid or mismatch); by_beacon.invalid:
+// those a mismatch or a first replay showed invalid (counted by the threads: labelled_lookups
+// of the impression rollups).
 import { timestampValue } from '@duckdb/node-api';
 import { BANDS, type Band } from '../base/enums.ts';
 import { HttpError } from '../base/errors.ts';
@@ -51,10 +54,12 @@ export class DuckDbBeaconLabels implements BeaconLabels {
 
 export interface CalibrationRow {
   band: Band;
+  /** Lookups the customer labelled (feedback), and the invalid ones: the truth. */
   labelled_lookups: number;
   invalid_lookups: number;
-  /** invalid / labelled, 4 decimals; null when nothing was labelled. */
+  /** invalid / labelled of the feedback, 4 decimals; null when nothing was labelled. */
   invalid_share: number | null;
+  /** Lookups whose beacon came, and those it showed invalid: a floor of the invalid, no proof of the valid. */
   by_beacon: CalibrationCounts;
   by_feedback: CalibrationCounts;
 }
@@ -99,13 +104,12 @@ export class CalibrationReport {
       const rows = BANDS.map((band): CalibrationRow => {
         const b = counts(beacons, band);
         const f = counts(feedback, band);
-        const labelled = b.labelled + f.labelled;
-        const invalid = b.invalid + f.invalid;
+        // Feedback alone: a beacon is never evidence that a lookup was valid.
         return {
           band,
-          labelled_lookups: labelled,
-          invalid_lookups: invalid,
-          invalid_share: labelled === 0 ? null : Math.round((invalid / labelled) * 10000) / 10000,
+          labelled_lookups: f.labelled,
+          invalid_lookups: f.invalid,
+          invalid_share: f.labelled === 0 ? null : Math.round((f.invalid / f.labelled) * 10000) / 10000,
           by_beacon: b,
           by_feedback: f,
         };

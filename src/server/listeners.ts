@@ -1,7 +1,7 @@
 // Start step "open listeners": the control socket, /metrics, and (every role but an edge)
 // the account port with the dashboard, and the reporting port; TLS on the last two.
 import type { Config } from '../base/config.ts';
-import { mountExplainRoute } from '../account/explain-route.ts';
+import { explainLookup, mountExplainRoute } from '../account/explain-route.ts';
 import { mountFeedbackRoutes } from '../account/feedback-routes.ts';
 import { startAccountApi } from '../account/api.ts';
 import { mountDashboard } from '../dashboard/static.ts';
@@ -56,6 +56,7 @@ export async function openListeners(p: ListenerParts, cleanup: Cleanup): Promise
     onReloadData: p.reloadData,
     onReload: p.reload,
     policies: pushes.policies,
+    onExplain: async (query, body) => explainLookup(p.engine, query, body),
     refuse: edge ? EDGE_PROVISIONING_REFUSAL : undefined,
   });
   cleanup.add(() => control.close());

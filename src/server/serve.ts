@@ -13,7 +13,6 @@ import type { LookupServer } from './lookup-threads.ts';
 import type { ReloadOutcome } from '../provisioning/operations.ts';
 import { openReporting } from '../reporting/service.ts';
 import { Store } from '../store/db.ts';
-import { ensureFirstCustomer } from '../store/customers.ts';
 import { announce } from './announce.ts';
 import { Cleanup } from './cleanup.ts';
 import { holdClockFloor } from './clock.ts';
@@ -32,6 +31,7 @@ import { reloadAll } from './reload.ts';
 import type { RunningServer, StartOptions } from './running.ts';
 import { startCrawlerDns } from './start-crawler-dns.ts';
 import { checkFilters } from './check-filters.ts';
+import { createFirstCustomer, markShown, printOnFailure, type FirstCustomer } from './first-customer.ts';
 
 export type { RunningServer, StartOptions } from './running.ts';
 
@@ -41,10 +41,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const cleanup = new Cleanup(() => store.close());
   // Made by later steps, read by earlier steps' callbacks (none runs before its step did).
   const later = {} as { lookups: LookupServer; pushes: Pushes; data: ServedData; engine: LookupEngine; running: RunningServer };
+  let first: FirstCustomer | null = null;
   try {
     log.info({ path: store.path, schema: await store.schemaVersion() }, 'store opened');
     // A fleet edge has no customers of its own: its keys come from ClickHouse.
-    const first = config.role === 'edge' ? null : await ensureFirstCustomer(store);
     await checkFilters(config, store);
 
     // Reporting tuples hashed with a seed from lid.key (this host's copy; a fleet's agreed
@@ -138,6 +138,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       reload: () => (later.running ? reloadRequest(later.running, opts) : stillStarting()),
     }, cleanup);
 
+    // Only now that every listener is open: a start that fails before creates no customer
+    // whose credentials nobody sees. A fleet edge has none of its own (its keys come from ClickHouse).
+    first = config.role === 'edge' ? null : await createFirstCustomer(store, config.dataDir, opts.announceFirstCustomer === true);
+    if (first) await pushes.refreshKeys();
+
     // Last: the data push is what turns /health-check to 200, so health means every listener is open.
     await data.pushTo(lookups);
     log.info({ host: config.host, port: prebidPort, threads: config.threads, warmUpMs: lookups.warmUpMs }, 'pre-bid lookups listening');
@@ -172,9 +177,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     });
     startRefresher(config, refresher, cleanup);
 
-    if (first && opts.announceFirstCustomer) announce(first, running);
+    if (first && opts.announceFirstCustomer) {
+      announce(first, running);
+      markShown(config.dataDir);
+    }
     return running;
   } catch (e) {
+    if (first && opts.announceFirstCustomer) printOnFailure(first, config.dataDir);
     await cleanup.undo();
     throw e;
   }

@@ -84,6 +84,22 @@ export function suaConflict(sua: SuaFacts, ua: SuaUaFacts): string {
   return '';
 }
 
+/** What suaConflict() found, for a person (the admin explain): which hint contradicts which part of the UA string. */
+export function suaConflictText(conflict: string, sua: SuaFacts, ua: SuaUaFacts): string {
+  switch (conflict) {
+    case 'platform':
+      return `sua_mismatch: device.sua says platform ${sua.platform}, the UA string ${ua.os}`;
+    case 'mobile':
+      return `sua_mismatch: device.sua says mobile, the UA string a ${ua.os} desktop`;
+    case 'browser':
+      return `sua_mismatch: device.sua carries Chromium client hints, the UA string is ${ua.browser}`;
+    case 'version':
+      return `sua_mismatch: device.sua says Chromium ${sua.chromiumMajor}, the UA string ${uaChromiumMajor(ua)}`;
+    default:
+      return conflict === '' ? '' : `sua_mismatch: ${conflict}`;
+  }
+}
+
 /** The UA facts a lookup without a UA string reads from `device.sua` alone. */
 export interface SuaDevice {
   os: string;

@@ -3,6 +3,7 @@ import t from 'tap';
 import { SignJWT, UnsecuredJWT, decodeJwt } from 'jose';
 import { createCustomer } from '../../src/store/customers.ts';
 import { TAG_MAX_BYTES, TIMES_PER_DAY_MAX } from '../../src/account/project-fields.ts';
+import { NO_BEARER_MESSAGE, NOT_BEARER_MESSAGE } from '../../src/account/session-guard.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { INVALID_SESSION, call, login } from './client.ts';
 
@@ -46,6 +47,9 @@ t.test('every path under /v1/project needs a valid Bearer token: 400 invalid_ses
     for (const [method, path] of paths) {
       const r = await call(api, method, path, { headers: hdrs, json: method === 'GET' || method === 'DELETE' ? undefined : VALID });
       if (r.status !== 400) t.fail(`${name} ${method} ${path}: ${r.status}`);
+      // No token at all, or another scheme, says so (it got "Invalid session!", as an expired token does).
+      else if (name === 'no header') t.same(r.body, { error: 'invalid_session', message: NO_BEARER_MESSAGE }, `${name} ${method} ${path}: says no token was sent`);
+      else if (name === 'basic scheme') t.same(r.body, { error: 'invalid_session', message: NOT_BEARER_MESSAGE }, `${name} ${method} ${path}: says to send Bearer`);
       else t.same(r.body, INVALID_SESSION, `${name} ${method} ${path}`);
     }
   }

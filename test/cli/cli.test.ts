@@ -169,7 +169,8 @@ t.test('list, user management, help and version in text and JSON', async (t) => 
   t.equal(help.code, 0);
   t.match(help.stdout, /ivtd key rotate --customer REF --kind prebid\|reporting/);
   t.match(help.stdout, /--data-dir/);
-  t.equal((await cli(['customer', 'create', '--help'])).stdout, help.stdout);
+  // A command's --help is that command's usage (it printed the whole help: test/cli/words.test.ts).
+  t.match((await cli(['customer', 'create', '--help'])).stdout, /^Usage:\n {2}ivtd customer create --name NAME/);
   t.match(await cli(['--version']), { code: 0, stdout: new RegExp(`^ivtd ${VERSION}\n  built `), stderr: '' });
 
   const version = await runIvtd(['--version']);

@@ -269,24 +269,48 @@ t.test('the dashboard with a signed-in customer', async (t) => {
     t.same(csv[0], cols, 'CSV header: the API field names');
     t.same(csv.slice(1), p1Second.rows.map((r) => cols.map((c) => String(r[c]))), 'CSV rows: exactly the API rows of this page');
 
-    // After the bid: one lookup's impression beacon, shown by band and status, and in the
-    // calibration table (one labelled lookup in its band, the three bands listed).
+    // After the bid: one lookup's impression beacon, shown by band and status; in the
+    // calibration table the beacon stands apart (beaconed, none caught invalid) and is no
+    // label of the truth (it was counted as a valid label: a bot fires its own beacon);
+    // then the customer's feedback labels the lookup, and the share shows.
     const one = (await (await fetch(`${srv.prebid}/api/v1/ivt/lookup?${base[0]}`)).json()) as { lid: string; botRisk: { band: string } };
     t.equal((await fetch(`${srv.prebid}/api/v1/ivt/imp?lid=${one.lid}`)).status, 204, 'a beacon');
-    const cal = async () => (await (await fetch(`${srv.reporting}/v1/report/calibration?${range}`, { headers: { authorization: 'Basic ' + Buffer.from(`${srv.customer.customer_id}:${srv.customer.reporting_key}`).toString('base64') } })).json()) as { rows: Array<{ band: string; labelled_lookups: number }> };
-    for (let i = 0; i < 50 && ((await cal()).rows.find((r) => r.band === one.botRisk.band)?.labelled_lookups ?? 0) < 1; i++) {
+    type Cal = { rows: Array<{ band: string; labelled_lookups: number; by_beacon: { labelled: number } }> };
+    const cal = async () => (await (await fetch(`${srv.reporting}/v1/report/calibration?${range}`, { headers: { authorization: 'Basic ' + Buffer.from(`${srv.customer.customer_id}:${srv.customer.reporting_key}`).toString('base64') } })).json()) as Cal;
+    for (let i = 0; i < 50 && ((await cal()).rows.find((r) => r.band === one.botRisk.band)?.by_beacon.labelled ?? 0) < 1; i++) {
       await srv.server.reporting!.flushImpressions();
       await new Promise((r) => setTimeout(r, 200));
     }
+    const calCell = (col: string) => page.locator(`table.calibration tr[data-band=${one.botRisk.band}] td[data-col=${col}]`);
     await page.getByRole('button', { name: '7 days' }).click();
     // The tables of the first load are there already: wait for the new answer.
-    await page.locator(`table.calibration tr[data-band=${one.botRisk.band}] td`).first().filter({ hasText: /^1$/ }).waitFor({ timeout: 10_000 }).catch(() => undefined);
+    await calCell('beacon-labelled').filter({ hasText: /^1$/ }).waitFor({ timeout: 10_000 }).catch(() => undefined);
     t.same(await page.locator('table.calibration tbody tr').evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).dataset.band)), ['low', 'medium', 'high'], 'calibration: every band');
-    const labelled = await page.locator(`table.calibration tr[data-band=${one.botRisk.band}] td`).first().textContent();
-    t.equal(labelled, '1', 'the beacon labelled its lookup');
+    t.equal(await calCell('beacon-labelled').textContent(), '1', 'the beacon: one beaconed lookup, in the beacons\' columns');
+    t.equal(await calCell('beacon-invalid').textContent(), '0', 'none caught invalid');
+    t.equal(await calCell('feedback-labelled').textContent(), '0', 'a clean beacon is no label of the truth');
+    t.equal(await page.locator('table.calibration meter').count(), 0, 'no share without feedback');
     const impCells = await page.locator('table.impressions tbody td').allTextContents();
     t.equal(impCells.reduce((s, c) => s + Number(c.replace(/,/g, '')), 0), 1, 'one impression in the band × status table');
-    t.equal(await page.locator('table.calibration meter').count(), 1, 'a share bar where something was labelled');
+    const { login } = await import('../account/client.ts');
+    const bearer = (await login(srv.api, srv.customer.username, srv.customer.password)).access_token;
+    const fb = await fetch(`${srv.api}/v1/feedback`, { method: 'POST', headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' }, body: JSON.stringify({ labels: [{ lid: one.lid, label: 'invalid', source: 'chargeback' }] }) });
+    t.equal(fb.status, 200, 'feedback labels the lookup');
+    await page.getByRole('button', { name: '7 days' }).click();
+    await calCell('feedback-labelled').filter({ hasText: /^1$/ }).waitFor({ timeout: 10_000 }).catch(() => undefined);
+    t.equal(await calCell('feedback-labelled').textContent(), '1', 'the feedback label, in the feedback columns');
+    t.equal(await calCell('feedback-invalid').textContent(), '1');
+    t.equal(await page.locator('table.calibration meter').count(), 1, 'a share bar where feedback labelled something');
+    t.match(await calCell('feedback-share').textContent(), /100\.0 %/);
+    t.notMatch(await page.locator('section.post-bid').textContent(), /\(docs\/post-bid\.md\)/, 'no file path printed as text');
+    await screenshots(page, 'after-the-bid');
+    // At 420 px its tables stack as the report table does (they scrolled sideways).
+    await page.setViewportSize({ width: 420, height: 844 });
+    await page.waitForTimeout(150);
+    const sideways = await page.evaluate(() => Array.from(document.querySelectorAll('section.post-bid .table-wrap')).map((w) => w.scrollWidth - w.clientWidth));
+    t.ok(sideways.length === 2 && sideways.every((d) => d <= 1), `after the bid: no table scrolls sideways at 420 px (${sideways.join(', ')})`);
+    t.match(await calCell('feedback-labelled').evaluate((td) => getComputedStyle(td, '::before').content), /Feedback: labelled/, 'each cell says what it is');
+    await page.setViewportSize(DESKTOP);
 
     // Error states: a range the form refuses, then one the API refuses.
     await page.getByLabel('Start date').fill(today);
@@ -313,7 +337,19 @@ t.test('the dashboard with a signed-in customer', async (t) => {
   await t.test('projects: create, validation message, edit, delete', async (t) => {
     await page.getByRole('link', { name: 'Projects' }).click();
     await page.getByText('No projects yet').waitFor();
+    // Nothing in ivtd scans: the page promised "an ad tag scanned on a schedule".
+    const pageText = (await page.locator('section.projects').textContent()) ?? '';
+    t.notMatch(pageText, /scanned on a schedule/, 'no promise of a scanner ivtd does not have');
+    t.match(pageText, /ivtd does not scan tags, and calls no alert pixel/, 'says plainly what ivtd does with the scan settings');
     await page.getByRole('button', { name: 'New project' }).click();
+    // Saved empty: every required field marked at once (the form showed the API's first fault only), each labelled required.
+    await page.getByLabel('Scans per day').fill('');
+    await page.getByRole('button', { name: 'Create project' }).click();
+    const shown = await page.locator('form.project-form .field-error:not([hidden])').count();
+    t.equal(shown, 4, 'name, demand ID, tag and scans per day: four errors at once');
+    t.equal(await page.locator('form.project-form label', { hasText: '(required)' }).count(), 4, 'the required fields say so');
+    await page.getByLabel('Scans per day').fill('1');
+    t.match(await page.locator('form.project-form').textContent(), /Stored for your scanning tool; ivtd does not scan\..*ivtd calls nothing/s, 'the form says so beside the scan fields');
     await page.getByLabel('Name').fill('Homepage leaderboard');
     await page.getByLabel('Demand ID').fill('dsp-42');
     await page.getByLabel('Tag').fill('http://tags.example/leaderboard.js');

@@ -37,6 +37,23 @@ t.test('policy page: add, search, remove, import and export CSV', async (t) => {
   await page.getByText('No entries yet').waitFor();
 
   const addForm = page.getByRole('form', { name: 'Add an entry' });
+  // The add row lines up (the value box sat ~60 px above Kind and Action: its hint below it
+  // under align-items: flex-end) and the action menu shows its whole text ("Deny (band high").
+  const tops = await addForm.evaluate((f) => Array.from(f.querySelectorAll('input, select')).map((c) => Math.round(c.getBoundingClientRect().top)));
+  t.ok(Math.max(...tops) - Math.min(...tops) <= 2, `kind, value and action boxes on one line (tops ${tops.join(', ')})`);
+  const cut = await addForm.getByLabel('Action').evaluate((sel) => {
+    const s = sel as HTMLSelectElement;
+    const probe = document.createElement('span');
+    probe.style.font = getComputedStyle(s).font;
+    probe.style.position = 'absolute';
+    probe.style.whiteSpace = 'nowrap';
+    document.body.append(probe);
+    const widest = Math.max(...Array.from(s.options).map((o) => ((probe.textContent = o.text), probe.getBoundingClientRect().width)));
+    probe.remove();
+    return { widest, room: s.clientWidth - 36 }; // padding and the arrow
+  });
+  t.ok(cut.widest <= cut.room, `the action menu's longest option fits (${cut.widest.toFixed(0)} px of text in ${cut.room} px)`);
+
   await addForm.getByLabel('Kind').selectOption('ip');
   await addForm.getByLabel('Value').fill('10.0.0.1/8');
   await addForm.getByRole('button', { name: 'Add entry' }).click();
@@ -90,6 +107,14 @@ t.test('policy page: add, search, remove, import and export CSV', async (t) => {
   await th.getByRole('button', { name: 'Save thresholds' }).click();
   await page.getByText(/medium \(0\.8\) must be below high/).waitFor();
   t.pass('thresholds refused with the reason next to the field');
+
+  // At 420 px the entries table stacks, as the report table does, instead of scrolling sideways.
+  await page.setViewportSize({ width: 420, height: 844 });
+  await page.waitForTimeout(150);
+  const wide = await page.evaluate(() => Array.from(document.querySelectorAll('.table-wrap')).map((w) => w.scrollWidth - w.clientWidth));
+  t.ok(wide.every((d) => d <= 1), `no table scrolls sideways at 420 px (${wide.join(', ')})`);
+  t.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 420), 'nor the page');
+  await screenshots(page, 'policy');
 
   t.same(watch.problems, [], 'no CSP violations, script errors or requests to other origins');
 });

@@ -192,3 +192,18 @@ t.test('a URL that cannot be fetched is named without its password', async (t) =
   t.equal(await message(httpGet({ url: `${base}/r`, userAgent: UA, maxBytes: 10, maxRedirects: 1 })), 'redirect to "http://[bad/x" is not a URL');
   t.equal(await message(httpGet({ url: 'http://u:s3cretpw@[bad/x', userAgent: UA, maxBytes: 10 })), '"http://[bad/x" is not a URL');
 });
+
+t.test('network failures in words: a DNS failure says so once, not "ENOTFOUND getaddrinfo ENOTFOUND host"', async (t) => {
+  // `.invalid` never resolves (RFC 2606), with a network or without one.
+  const dns = await httpGet({ url: 'http://no-such-host.invalid/x', userAgent: UA, maxBytes: 10, timeoutMs: 20_000 }).then(
+    () => null,
+    (e: HttpGetError) => e,
+  );
+  t.equal(dns?.reason, 'network');
+  t.match(dns?.message, /^no-such-host\.invalid: DNS lookup failed \((ENOTFOUND|EAI_AGAIN)\): no network, or no such host\?$/);
+  const refused = await httpGet({ url: 'http://127.0.0.1:1/x', userAgent: UA, maxBytes: 10 }).then(
+    () => null,
+    (e: HttpGetError) => e,
+  );
+  t.match(refused?.message, /^127\.0\.0\.1:1: connection refused/);
+});

@@ -110,3 +110,23 @@ t.test('reason codes grouped by category: details after a colon, the list order,
     { category: 'none', reasons: ['allowlisted'] },
   ]);
 });
+
+t.test('explain of a bid request says why sua_mismatch fired (uaConsistency was empty)', async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.stop());
+  const api = `http://127.0.0.1:${srv.server.ports.api}`;
+  const r = await fetch(`${api}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ username: srv.customer.username, password: srv.customer.password }) });
+  const token = ((await r.json()) as { access_token: string }).access_token;
+  const { readFileSync } = await import('node:fs');
+  const fixture = JSON.parse(readFileSync(new URL('../fixtures/ortb/supplemental/sua-contradicts-ua.json', import.meta.url), 'utf8')) as { request: unknown };
+  const res = await fetch(`${api}/v1/account/explain/ortb?p=${srv.customer.partner_id}&k=${srv.customer.prebid_key}&node=n`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(fixture.request),
+  });
+  t.equal(res.status, 200);
+  const body = (await res.json()) as { reasons: string[]; signals: { uaConsistency: string; suaConflict: string } };
+  t.ok(body.reasons.includes('sua_mismatch'), `sua_mismatch among ${body.reasons.join(', ')}`);
+  t.equal(body.signals.suaConflict, 'platform');
+  t.equal(body.signals.uaConsistency, 'sua_mismatch: device.sua says platform macos, the UA string windows', 'names the hint and the UA string that disagree');
+});

@@ -38,7 +38,8 @@ t.test('each path answers its methods, and every other path and method the same 
   const lowercase = error(400, 'uppercase_not_allowed', 'The request path must be lowercase: use /api/v1/ivt/lookup.');
   t.same(await ask('GET', `/API/v1/ivt/lookup?${query}`), lowercase, 'upper-case lookup path: 400');
   t.same(await ask('POST', '/api/v1/IVT/Lookup'), lowercase, 'whatever the method');
-  t.same(await ask('GET', '/Health-Check'), lowercase, 'upper-case health path: 400');
+  // It named the lookup path whatever path was sent in capitals.
+  t.same(await ask('GET', '/Health-Check'), error(400, 'uppercase_not_allowed', 'The request path must be lowercase: use /health-check.'), 'upper-case health path: 400 naming /health-check');
 
   const none = (path: string) => error(404, 'not_found', `No such endpoint: ${path}. Lookups are GET /api/v1/ivt/lookup.`);
   t.same(await ask('POST', '/API/V1/IVT/ORTB'), none('/API/V1/IVT/ORTB'), 'upper-case ortb path: 404');

@@ -266,18 +266,22 @@ t.test('tenancy: a customer sees only its own transactions', async (t) => {
 });
 
 t.test('401: missing, malformed or wrong credentials', async (t) => {
-  const cases: Array<[string, string | null]> = [
-    ['no header', null],
-    ['not basic', `Bearer ${srv.customer.reporting_key}`],
-    ['garbage', 'Basic !!!'],
-    ['no colon', 'Basic ' + Buffer.from('justone').toString('base64')],
-    ['wrong key', basic(srv.customer.customer_id, srv.customer.reporting_key + 'x')],
-    ['prebid key', basic(srv.customer.customer_id, srv.customer.prebid_key)],
+  // Each says what is wrong: a pre-bid key or a wrong key got the same words as no credentials.
+  const send = /^Send HTTP Basic credentials/;
+  const cases: Array<[string, string | null, RegExp]> = [
+    ['no header', null, send],
+    ['not basic', `Bearer ${srv.customer.reporting_key}`, send],
+    ['garbage', 'Basic !!!', send],
+    ['no colon', 'Basic ' + Buffer.from('justone').toString('base64'), send],
+    ['wrong key', basic(srv.customer.customer_id, srv.customer.reporting_key + 'x'), /do not match a live key/],
+    ['prebid key', basic(srv.customer.customer_id, srv.customer.prebid_key), /That is a pre-bid key \(ivp_…\).*starts with ivr_/],
+    ['not a key', basic(srv.customer.customer_id, 'hunter2'), /not a reporting key: reporting keys start with ivr_/],
   ];
-  for (const [name, auth] of cases) {
+  for (const [name, auth, message] of cases) {
     const r = await report(srv, recentDays(), { authorization: auth });
     t.equal(r.status, 401, name);
     t.equal(r.body.error, 'unauthorized', name);
+    t.match(r.body.message, message, name);
     t.match(r.headers.get('www-authenticate'), /^Basic realm="ivtd reporting"/, name);
   }
 });

@@ -90,6 +90,10 @@ t.before(async () => {
   t.comment(`build: ${((Date.now() - started) / 1000).toFixed(1)} s, ${(statSync(built).size / 1e6).toFixed(1)} MB`);
 });
 
+t.test('build.sh leaves only the bundle in its work dir (it left ~100 MB: the blob, every asset)', async (t) => {
+  t.same(readdirSync(`${built}.build`), ['ivtd.cjs'], 'only the bundle bench:profile reads');
+});
+
 /** Runs the binary copied alone into a fresh folder; checks pings, DuckDB and a clean SIGTERM exit. */
 async function exercise(t: Test, env: NodeJS.ProcessEnv): Promise<void> {
   const dir = mkdtempSync(join(scratch, 'run-'));

@@ -41,7 +41,14 @@ export interface ImpressionReport {
 /** GET /v1/report/calibration. */
 export interface CalibrationReport {
   meta: { start_date: string; end_date: string };
-  rows: Array<{ band: string; labelled_lookups: number; invalid_lookups: number; invalid_share: number | null }>;
+  rows: Array<{
+    band: string;
+    labelled_lookups: number;
+    invalid_lookups: number;
+    invalid_share: number | null;
+    by_feedback: { labelled: number; invalid: number };
+    by_beacon: { labelled: number; invalid: number };
+  }>;
 }
 
 export interface ReportQuery {

@@ -1,7 +1,9 @@
 // "After the bid" on the analytics page: what the impression beacons found for the range
 // (impressions by the band the lookups answered and imp_status: GET /v1/report/impressions)
-// and the calibration per band (GET /v1/report/calibration): lookups labelled after the
-// fact, the invalid ones, and their share as a bar (a <meter>: the CSP allows no inline style).
+// and the calibration per band (GET /v1/report/calibration): the lookups the customer
+// labelled (feedback, the truth), the invalid ones and their share as a bar (a <meter>: the
+// CSP allows no inline style); beside them, apart, what the beacons caught. A clean beacon
+// is no evidence of a valid lookup, so the two are never added up.
 import { BANDS, IMP_STATUSES } from '../../base/enums.ts';
 import type { Api, CalibrationReport, ImpressionReport, ReportQuery } from './api-client.ts';
 import { clear, h, statusBox } from './dom.ts';
@@ -22,11 +24,12 @@ export function postBidCard(api: Api): { el: HTMLElement; load(q: ReportQuery): 
     'section',
     { class: 'card post-bid', 'aria-labelledby': 'post-bid-h' },
     h('div', { class: 'card-head' }, h('h2', { id: 'post-bid-h' }, 'After the bid')),
-    h('p', { class: 'hint intro' }, 'What the impression beacons found for the lookups of this range (docs/post-bid.md), and how often each band’s labelled lookups turned out invalid: the evidence for your thresholds.'),
+    h('p', { class: 'hint intro' }, 'What the impression beacons found for the lookups of this range, and how often each band’s lookups you labelled (feedback) turned out invalid: the evidence for your thresholds. The guide “Impressions: what happened after the bid” in ivtd’s documentation says more.'),
     status.el,
     h('h3', {}, 'Impressions'),
     impWrap,
     h('h3', {}, 'Calibration'),
+    h('p', { class: 'hint' }, 'Feedback: the lookups you labelled (POST /v1/feedback), the truth the share rests on. Beacons: what they caught invalid (replayed, another device); a clean beacon proves nothing (a bot fires its own), so it never counts as valid.'),
     calWrap,
   );
   let seq = 0;
@@ -58,17 +61,30 @@ export function postBidCard(api: Api): { el: HTMLElement; load(q: ReportQuery): 
         'table',
         { class: 'impressions' },
         h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Band'), ...IMP_STATUSES.map((s) => h('th', { scope: 'col', class: 'num' }, STATUS_LABELS[s] ?? s)))),
-        h('tbody', {}, ...BANDS.map((b) => h('tr', {}, h('th', { scope: 'row' }, b), ...IMP_STATUSES.map((s) => h('td', { class: 'num', 'data-status': s }, formatInt(count(b, s))))))),
+        h('tbody', {}, ...BANDS.map((b) => h('tr', {}, h('th', { scope: 'row' }, b), ...IMP_STATUSES.map((s) => h('td', { class: 'num', 'data-status': s, 'data-label': STATUS_LABELS[s] ?? s }, formatInt(count(b, s))))))),
       ),
     );
   }
 
   function renderCalibration(c: CalibrationReport): void {
+    const LABELS: Record<string, string> = {
+      'feedback-labelled': 'Feedback: labelled',
+      'feedback-invalid': 'Feedback: invalid',
+      'feedback-share': 'Feedback: invalid share',
+      'beacon-labelled': 'Beacons: beaconed',
+      'beacon-invalid': 'Beacons: caught invalid',
+    };
+    const cell = (col: string, value: number) => h('td', { class: 'num', 'data-col': col, 'data-label': LABELS[col]! }, formatInt(value));
     calWrap.replaceChildren(
       h(
         'table',
         { class: 'calibration' },
-        h('thead', {}, h('tr', {}, ...['Band', 'Labelled lookups', 'Invalid', 'Invalid share'].map((t, i) => h('th', { scope: 'col', class: i > 0 ? 'num' : '' }, t)))),
+        h(
+          'thead',
+          {},
+          h('tr', {}, h('td', {}), h('th', { scope: 'colgroup', colspan: 3 }, 'Feedback (the truth)'), h('th', { scope: 'colgroup', colspan: 2 }, 'Beacons (invalid evidence only)')),
+          h('tr', {}, ...['Band', 'Labelled', 'Invalid', 'Invalid share', 'Beaconed', 'Caught invalid'].map((t, i) => h('th', { scope: 'col', class: i > 0 ? 'num' : '' }, t))),
+        ),
         h(
           'tbody',
           {},
@@ -77,14 +93,16 @@ export function postBidCard(api: Api): { el: HTMLElement; load(q: ReportQuery): 
               'tr',
               { 'data-band': r.band },
               h('th', { scope: 'row' }, r.band),
-              h('td', { class: 'num' }, formatInt(r.labelled_lookups)),
-              h('td', { class: 'num' }, formatInt(r.invalid_lookups)),
+              cell('feedback-labelled', r.by_feedback.labelled),
+              cell('feedback-invalid', r.by_feedback.invalid),
               h(
                 'td',
-                { class: 'num share' },
+                { class: 'num share', 'data-col': 'feedback-share', 'data-label': LABELS['feedback-share']! },
                 r.invalid_share === null ? '–' : h('meter', { min: 0, max: 1, value: r.invalid_share, title: `${(r.invalid_share * 100).toFixed(1)} %` }),
                 r.invalid_share === null ? '' : ` ${(r.invalid_share * 100).toFixed(1)} %`,
               ),
+              cell('beacon-labelled', r.by_beacon.labelled),
+              cell('beacon-invalid', r.by_beacon.invalid),
             ),
           ),
         ),

@@ -44,5 +44,5 @@ export function loginPage(session: Session, message: LoginMessage | null, onSign
     }
   });
   queueMicrotask(() => user.control.focus());
-  return h('main', { id: 'main', class: 'login-screen' }, h('div', { class: 'brand big', 'aria-hidden': 'true' }, 'ivtd'), form, h('p', { class: 'hint center' }, 'First start prints the admin credentials in the server\'s terminal.'));
+  return h('main', { id: 'main', class: 'login-screen' }, h('div', { class: 'brand big', 'aria-hidden': 'true' }, 'ivtd'), form, h('p', { class: 'hint center' }, 'First start prints the admin credentials in the server\'s terminal. Lost them? On the server: ivtd user passwd --username admin --password-stdin.'));
 }

@@ -33,7 +33,8 @@ export function policyPage(ctx: PageContext): Page {
   const addValue = field('Value', h('input', { type: 'text', name: 'value', autocomplete: 'off', required: true }), KIND_HINT.ip);
   const addAction = field('Action', h('select', { name: 'action' }, h('option', { value: 'deny' }, 'Deny (band high)'), h('option', { value: 'allow' }, 'Allow (band low)')));
   const addBtn = h('button', { type: 'submit' }, 'Add entry');
-  const addForm = h('form', { class: 'row', 'aria-label': 'Add an entry' }, addKind.wrap, addValue.wrap, addAction.wrap, addBtn);
+  const addForm = h('form', { class: 'row entry', 'aria-label': 'Add an entry' }, addKind.wrap, addValue.wrap, addAction.wrap, addBtn);
+  addValue.wrap.classList.add('value');
   addKind.control.addEventListener('change', () => {
     const hint = addValue.wrap.querySelector('.hint');
     if (hint) hint.textContent = KIND_HINT[addKind.control.value as PolicyKind];

@@ -9,13 +9,13 @@ export type FieldName = keyof ProjectInput;
 /** The form's fields, in the order they are shown. */
 export function projectFields() {
   return {
-    name: field('Name', h('input', { name: 'name', required: true, maxlength: 200, autocomplete: 'off' })),
-    demand_id: field('Demand ID', h('input', { name: 'demand_id', required: true, autocomplete: 'off', spellcheck: 'false' })),
-    tag: field('Tag', h('textarea', { name: 'tag', required: true, rows: 4, spellcheck: 'false' }), 'An https:// URL of the ad tag, or the tag\'s HTML.'),
-    scan_now: field('Scan now', h('select', { name: 'scan_now' }, h('option', { value: '0' }, 'No: scan on the schedule'), h('option', { value: '1' }, 'Yes: scan as soon as saved'))),
-    times_per_day: field('Scans per day', h('input', { name: 'times_per_day', type: 'number', min: 1, max: 96, step: 1, required: true, inputmode: 'numeric' })),
-    alert_pixel: field('Alert pixel', h('input', { name: 'alert_pixel', type: 'url', autocomplete: 'off', spellcheck: 'false', placeholder: 'https://' }), 'Optional. A URL called when a scan finds a problem.'),
-    locations: field('Locations', h('input', { name: 'locations', autocomplete: 'off', spellcheck: 'false', placeholder: 'US, GB' }), 'Optional. Two-letter ISO country codes to scan from, comma-separated; empty means anywhere.'),
+    name: field('Name (required)', h('input', { name: 'name', required: true, maxlength: 200, autocomplete: 'off' })),
+    demand_id: field('Demand ID (required)', h('input', { name: 'demand_id', required: true, autocomplete: 'off', spellcheck: 'false' })),
+    tag: field('Tag (required)', h('textarea', { name: 'tag', required: true, rows: 4, spellcheck: 'false' }), 'An https:// URL of the ad tag, or the tag\'s HTML.'),
+    scan_now: field('Scan now', h('select', { name: 'scan_now' }, h('option', { value: '0' }, 'No: on its schedule'), h('option', { value: '1' }, 'Yes: as soon as your tool reads it')), 'Stored for your scanning tool; ivtd does not scan.'),
+    times_per_day: field('Scans per day (required)', h('input', { name: 'times_per_day', type: 'number', min: 1, max: 96, step: 1, required: true, inputmode: 'numeric' }), 'Stored for your scanning tool: how often it should scan the tag.'),
+    alert_pixel: field('Alert pixel', h('input', { name: 'alert_pixel', type: 'url', autocomplete: 'off', spellcheck: 'false', placeholder: 'https://' }), 'Optional. Stored for your scanning tool to call when it finds a problem; ivtd calls nothing.'),
+    locations: field('Locations', h('input', { name: 'locations', autocomplete: 'off', spellcheck: 'false', placeholder: 'US, GB' }), 'Optional. Two-letter ISO country codes your tool should scan from, comma-separated; empty means anywhere.'),
     creative_id: field('Creative ID', h('input', { name: 'creative_id', autocomplete: 'off', spellcheck: 'false' }), 'Optional.'),
   } satisfies Record<FieldName, unknown>;
 }

@@ -1,4 +1,5 @@
-// Projects: the customer's ad-verification scanning projects. A list with edit and delete,
+// Projects: ad tags with the scan settings the customer's own scanning tool reads from the
+// API (ivtd stores them; nothing in ivtd scans, or calls the alert pixel). A list with edit and delete,
 // and one form for create and edit; a 422 from the API is shown next to the field it names.
 // The form's fields, the list's table and the API body are in projects-parts.ts.
 import type { Project } from '../api-client.ts';
@@ -48,6 +49,7 @@ export function projectsPage(ctx: PageContext): Page {
     'section',
     { class: 'page projects' },
     h('div', { class: 'page-head' }, h('h1', { tabindex: -1 }, 'Projects'), newBtn),
+    h('p', { class: 'hint intro' }, 'ivtd stores each project’s tag and scan settings for your own scanning tool, which reads them from the account API. ivtd does not scan tags, and calls no alert pixel.'),
     notice,
     form,
     h('section', { class: 'card', 'aria-label': 'Project list' }, listStatus.el, listWrap, pager),
@@ -85,7 +87,7 @@ export function projectsPage(ctx: PageContext): Page {
 
   function render(projects: Project[]): void {
     if (projects.length === 0) {
-      listWrap.replaceChildren(h('p', { class: 'empty' }, 'No projects yet. Create one to have an ad tag scanned on a schedule.'));
+      listWrap.replaceChildren(h('p', { class: 'empty' }, 'No projects yet. A project keeps an ad tag and its scan settings for your own scanning tool to read (GET /v1/project/list); ivtd itself does not scan.'));
     } else {
       listWrap.replaceChildren(projectsTable(projects, (p) => openForm(p), (p) => void remove(p)));
     }
@@ -127,8 +129,17 @@ export function projectsPage(ctx: PageContext): Page {
     newBtn.focus();
   }
 
+  /** Every required field left empty, each marked at once (the API names only the first fault). */
+  function missingRequired(): boolean {
+    const missing = (['name', 'demand_id', 'tag', 'times_per_day'] as const).filter((k) => f[k].control.value.trim() === '');
+    for (const k of missing) setFieldError(f[k], 'Required: fill this in.');
+    if (missing.length > 0) f[missing[0]!].control.focus();
+    return missing.length > 0;
+  }
+
   async function save(): Promise<void> {
     clearErrors();
+    if (missingRequired()) return;
     saveBtn.disabled = true;
     const was = saveBtn.textContent;
     saveBtn.textContent = 'Saving…';
