@@ -57,53 +57,56 @@ const ANSWER_REFUSALS = (what: string): Record<string, JsonObject> => ({
   '503': errorResponse(503, 'The server is starting (data not loaded yet) or draining: no verdict; go on without one.'),
 });
 
+const VERDICT = ['botRisk', 'components', 'ipReputation', 'uaValid', 'schain'];
+
 export function prebidDocument(): JsonObject {
+  const verdict: Record<string, JsonObject> = {
+    botRisk: {
+      type: 'object',
+      required: ['score', 'band', 'confidence'],
+      additionalProperties: false,
+      properties: {
+        score: { type: 'number', minimum: 0, maximum: 1, description: 'Combined risk, 0 to 1: higher is more likely invalid.' },
+        band: { type: 'string', enum: [...BANDS] },
+        confidence: { type: 'number', minimum: 0, maximum: 1, description: '0: not enough data yet; higher is more confident.' },
+      },
+    },
+    components: {
+      type: 'object',
+      required: ['p_hard', 'p_givt', 'p_sivt', 'p_hist'],
+      additionalProperties: false,
+      properties: Object.fromEntries(['p_hard', 'p_givt', 'p_sivt', 'p_hist'].map((k) => [k, { type: 'number', minimum: 0, maximum: 1 }])),
+    },
+    ipReputation: {
+      type: 'object',
+      required: ['ipBotActivity', 'ipHosting', 'ipVpn'],
+      additionalProperties: false,
+      properties: { ipBotActivity: { type: 'boolean' }, ipHosting: { type: 'boolean' }, ipVpn: { type: 'boolean' } },
+    },
+    uaValid: { type: 'boolean', description: 'false: the user agent is malformed, spoofed, or inconsistent with the other signals.' },
+    schain: {
+      type: 'object',
+      required: ['valid', 'verified', 'complete'],
+      additionalProperties: false,
+      properties: { valid: { type: 'boolean' }, verified: { type: 'boolean' }, complete: { type: 'integer', enum: [0, 1] } },
+    },
+    lid: { type: 'string', pattern: '^[A-Za-z0-9_-]+$', description: 'The lookup id (base64url, signed): put it in the impression tracker (docs/post-bid.md).' },
+  };
   const schemas: Record<string, JsonObject> = {
     LookupResponse: {
       type: 'object',
       description: 'Spec 2.2: four sections plus uaValid, and the lookup id `lid` for the impression beacon.',
-      required: ['botRisk', 'components', 'ipReputation', 'uaValid', 'schain'],
+      required: VERDICT,
       additionalProperties: false,
-      properties: {
-        botRisk: {
-          type: 'object',
-          required: ['score', 'band', 'confidence'],
-          additionalProperties: false,
-          properties: {
-            score: { type: 'number', minimum: 0, maximum: 1, description: 'Combined risk, 0 to 1: higher is more likely invalid.' },
-            band: { type: 'string', enum: [...BANDS] },
-            confidence: { type: 'number', minimum: 0, maximum: 1, description: '0: not enough data yet; higher is more confident.' },
-          },
-        },
-        components: {
-          type: 'object',
-          required: ['p_hard', 'p_givt', 'p_sivt', 'p_hist'],
-          additionalProperties: false,
-          properties: Object.fromEntries(['p_hard', 'p_givt', 'p_sivt', 'p_hist'].map((k) => [k, { type: 'number', minimum: 0, maximum: 1 }])),
-        },
-        ipReputation: {
-          type: 'object',
-          required: ['ipBotActivity', 'ipHosting', 'ipVpn'],
-          additionalProperties: false,
-          properties: { ipBotActivity: { type: 'boolean' }, ipHosting: { type: 'boolean' }, ipVpn: { type: 'boolean' } },
-        },
-        uaValid: { type: 'boolean', description: 'false: the user agent is malformed, spoofed, or inconsistent with the other signals.' },
-        schain: {
-          type: 'object',
-          required: ['valid', 'verified', 'complete'],
-          additionalProperties: false,
-          properties: { valid: { type: 'boolean' }, verified: { type: 'boolean' }, complete: { type: 'integer', enum: [0, 1] } },
-        },
-        lid: { type: 'string', pattern: '^[A-Za-z0-9_-]+$', description: 'The lookup id (base64url, signed): put it in the impression tracker (docs/post-bid.md).' },
-      },
+      properties: verdict,
     },
     OrtbResponse: {
       description: 'The lookup response plus the OpenRTB answer\'s members.',
-      allOf: [ref('LookupResponse')],
-      unevaluatedProperties: false,
-      required: ['id', 'reasons', 'missing'],
+      type: 'object',
+      required: [...VERDICT, 'id', 'reasons', 'missing'],
+      additionalProperties: false,
       properties: {
-        botRisk: true, components: true, ipReputation: true, uaValid: true, schain: true, lid: true,
+        ...verdict,
         id: { type: 'string', description: 'The BidRequest id.' },
         nbr: { type: 'integer', description: 'The OpenRTB no-bid reason to use; present only in the high band.' },
         reasons: {
@@ -188,16 +191,20 @@ export function prebidDocument(): JsonObject {
           },
         ]),
       ),
-      '/health-check': {
-        get: {
-          operationId: 'healthCheck',
-          summary: 'Whether lookups are served (spec 4.5); any method, no body',
-          description: 'Poll every 10 s to once a minute.',
-          tags: ['health'],
-          security: [],
-          responses: { '200': { description: 'Healthy.' }, '413': errorResponse(413, 'The request is over 8 KB.'), '503': { description: 'Up, but cannot serve lookups (starting, draining, or data not loaded).' } },
-        },
-      },
+      // Any method (HEAD included) gets the status and no body: each is listed.
+      '/health-check': Object.fromEntries(
+        (['get', 'head', 'post', 'put', 'delete', 'patch', 'options'] as const).map((m) => [
+          m,
+          {
+            operationId: m === 'get' ? 'healthCheck' : `healthCheck_${m}`,
+            summary: 'Whether lookups are served (spec 4.5); any method, no body',
+            description: 'Poll every 10 s to once a minute.',
+            tags: ['health'],
+            security: [],
+            responses: { '200': { description: 'Healthy.' }, '413': errorResponse(413, 'The request is over 8 KB.'), '503': { description: 'Up, but cannot serve lookups (starting, draining, or data not loaded).' } },
+          },
+        ]),
+      ),
     },
     components: { schemas: { ErrorBody: ERROR_BODY, ...schemas }, securitySchemes: { prebidKey: SECURITY_SCHEMES.prebidKey! } },
   };

@@ -51,14 +51,15 @@ function problems(name: ApiName, r: SeenResponse): string[] | null {
   const path = r.path.split('?')[0]!;
   const template = pathTemplate(name, path);
   if (template === null) return null;
-  const method = r.method.toLowerCase() === 'head' ? 'get' : r.method.toLowerCase();
   const item = docs[name].paths[template]!;
+  // HEAD is GET without the body where the description has no HEAD of its own.
+  const method = r.method.toLowerCase() === 'head' && !item.head ? 'get' : r.method.toLowerCase();
   const op = item[method] as Operation | undefined;
   const where = `${r.method} ${path} → ${r.status} (${name}: ${template})`;
   if (!op) {
-    // A method the path does not take: the router's 405, or the refusal of a guard that runs
-    // before routing (the Bearer check of /v1/project/*).
-    if (r.status !== 405 && r.status !== 400) return [`${where}: ${method.toUpperCase()} is not described and the answer is neither 405 nor 400`];
+    // A method the path does not take: refused, with the error body (the router's 405, or a
+    // check that runs before routing: the Bearer guard of /v1/project/*, the 8 KB limit).
+    if (r.status < 400) return [`${where}: ${method.toUpperCase()} is not described, yet the answer is not a refusal`];
     return errorBody(name)(r.body) ? [] : [`${where}: not the error body`];
   }
   const resp = op.responses[String(r.status)] ?? op.responses.default;
