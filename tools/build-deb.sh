@@ -16,7 +16,8 @@ command -v dpkg-deb >/dev/null || { echo "build-deb: needs dpkg-deb (Debian's dp
 
 VERSION="$(node -p 'require("./package.json").version')"
 ARCH=amd64
-MAINTAINER="ivtd maintainers <ivtd@users.noreply.github.com>"
+# Whoever builds the package for their hosts names themselves here.
+MAINTAINER="${IVTD_DEB_MAINTAINER:-ivtd packagers <packagers@ivtd.example.com>}"
 # Reproducible dates: the last commit's, else now.
 EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}"
 DEB="$OUT_DIR/ivtd_${VERSION}_${ARCH}.deb"
@@ -86,7 +87,6 @@ Installed-Size: $SIZE_KB
 Depends: adduser, libc6 (>= 2.28), libgcc-s1, libstdc++6
 Section: net
 Priority: optional
-Homepage: https://github.com/ivtd/ivtd
 Description: ad-verification (invalid traffic) service in one executable
  ivtd classifies ad traffic as valid or invalid before the bid: a bidder sends
  one lookup per bid request (or the OpenRTB bid request itself) and reads a
