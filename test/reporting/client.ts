@@ -75,8 +75,8 @@ export async function report(
   const url = `${opts.base ?? srv.reporting}/v1/report?${qs}`;
   const res = await fetch(url, { headers });
   const text = await res.text();
-  // Either port: the account port's answers are in the account description, the reporting port's in the reporting one.
-  fetchConforms('GET', url, res, text, opts.base === undefined || opts.base === srv.reporting ? ['reporting'] : ['account']);
+  // Whichever port `base` is (a reporting port, or an account port's Bearer route): the description of either.
+  fetchConforms('GET', url, res, text, opts.base === undefined ? ['reporting'] : ['reporting', 'account']);
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
 }
 
