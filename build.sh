@@ -5,9 +5,18 @@
 #   ./build.sh                              # entry src/cli/main.ts -> dist/ivtd
 #   IVTD_ENTRY=tools/probe.ts IVTD_OUT=dist/probe/ivtd-probe ./build.sh
 #   IVTD_ROLES=lookup,other ./build.sh        # worker roles to bundle (src/runtime/asset-table.ts)
+#   ./build.sh --deb                        # also dist/ivtd_<version>_amd64.deb (tools/build-deb.sh, docs/packaging.md)
 # What gets embedded: src/runtime/asset-table.ts.
 set -euo pipefail
 cd "$(dirname "$0")"
+
+DEB=0
+for arg in "$@"; do
+  case "$arg" in
+    --deb) DEB=1 ;;
+    *) echo "build.sh: unknown argument $arg (only --deb)" >&2; exit 2 ;;
+  esac
+done
 
 if [[ -z "${IVTD_ENTRY:-}" ]]; then
   if [[ -f src/cli/main.ts ]]; then IVTD_ENTRY=src/cli/main.ts; else IVTD_ENTRY=tools/probe.ts; fi
@@ -51,3 +60,8 @@ mv "$OUT.tmp" "$OUT"
 find "$WORK" -mindepth 1 -maxdepth 1 ! -name ivtd.cjs -exec rm -rf {} +
 echo "kept $WORK/ivtd.cjs ($(du -h "$WORK/ivtd.cjs" | cut -f1), the bundle bench:profile reads); removed the rest of $WORK" >&2
 ls -l "$OUT" >&2
+
+if [[ $DEB == 1 ]]; then
+  echo "debian package from $OUT" >&2
+  tools/build-deb.sh "$OUT" "$(dirname "$OUT")"
+fi

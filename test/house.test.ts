@@ -21,6 +21,7 @@ export const FLOORS: ReadonlyArray<readonly string[]> = [
   ['account', 'ops', 'provisioning', 'dashboard'],
   ['fleet'],
   ['reporting', 'data'],
+  ['openapi'],
   ['prebid'],
   ['policy'],
   ['signals', 'counts'],

@@ -11,6 +11,7 @@ import { verifyReportingKey } from '../store/api-keys.ts';
 import type { ReportEngine } from './engine.ts';
 import { RateLimiter } from './rate-limit.ts';
 import { CALIBRATION_PATH, type CalibrationReport } from './calibration.ts';
+import { mountOpenApi } from '../openapi/documents.ts';
 
 export const REPORT_PATH = '/v1/report';
 /** What the impression beacons found (docs/post-bid.md), same rules as REPORT_PATH. */
@@ -125,6 +126,7 @@ export function reportingRouter(opts: ReportingApiOptions): Router {
   const router = new Router().get(REPORT_PATH, route(opts.engine));
   if (opts.impressions) router.get(IMPRESSIONS_REPORT_PATH, route(opts.impressions));
   if (opts.calibration) router.get(CALIBRATION_PATH, route(opts.calibration));
+  mountOpenApi(router, 'reporting');
   return router;
 }
 

@@ -5,6 +5,7 @@ import { explainLookup, mountExplainRoute } from '../account/explain-route.ts';
 import { mountFeedbackRoutes } from '../account/feedback-routes.ts';
 import { startAccountApi } from '../account/api.ts';
 import { mountDashboard } from '../dashboard/static.ts';
+import { mountOpenApi } from '../openapi/documents.ts';
 import type { Fleet } from '../fleet/fleet.ts';
 import { EDGE_PROVISIONING_REFUSAL } from '../fleet/edge.ts';
 import { tlsFromConfig, type TlsCredentials, type TlsPair } from '../http/tls.ts';
@@ -79,6 +80,7 @@ export async function openListeners(p: ListenerParts, cleanup: Cleanup): Promise
     config,
     store,
     mount: (router, sessions) => {
+      mountOpenApi(router, 'account');
       mountDashboard(router, { config, ports: () => ports });
       mountReportRoute(router, p.reporting.engine, sessions, p.reporting.limiter, p.reporting.impressions.engine, p.reporting.calibration);
       mountExplainRoute(router, { store, sessions, engine: () => p.engine });

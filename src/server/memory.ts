@@ -11,6 +11,7 @@ import { allocateLookupMemory } from '../prebid/lookup-memory.ts';
 import type { CountRow } from '../counts/tuple.ts';
 import { SharedCounts } from '../counts/shared-counts.ts';
 import { TupleDictionary } from '../counts/tuple-dictionary.ts';
+import { TransactionTally } from '../ops/category-metrics.ts';
 import { ImpressionDictionary } from '../reporting/impression-dictionary.ts';
 import type { TupleArchive } from '../reporting/tuple-archive.ts';
 
@@ -24,6 +25,8 @@ export interface ServerMemory {
   sharedCounts: SharedCounts;
   /** Whichever writer flushes (DuckDB rollups, or the fleet's spool) drains the shared counts. */
   drainCounts(): CountRow[];
+  /** What drainCounts drained, by category and class (ivtd_transactions_total). */
+  transactions: TransactionTally;
   /**
    * Impressions (the beacon) count the same way in their own table; their rows name their
    * lookup's tuple, whose values `tuples` knows (impression-dictionary.ts).
@@ -47,8 +50,14 @@ export function planServerMemory(config: Config, opts: { tupleSeed?: number } = 
   const sharedCounts = new SharedCounts(lookup.counts);
   const impressionTuples = new ImpressionDictionary(tuples);
   const impressionCounts = new SharedCounts(lookup.impressions.counts);
+  const transactions = new TransactionTally();
+  const drainCounts = (): CountRow[] => {
+    const rows = tuples.drain(sharedCounts, Date.now());
+    transactions.add(rows);
+    return rows;
+  };
   return {
-    plan, lookup, tuples, sharedCounts, drainCounts: () => tuples.drain(sharedCounts, Date.now()),
+    plan, lookup, tuples, sharedCounts, drainCounts, transactions,
     impressionTuples, impressionCounts, drainImpressions: (final: boolean) => impressionTuples.drain(impressionCounts, Date.now(), final),
     tupleArchive: null,
   };

@@ -41,6 +41,9 @@ export function serverMetrics(
     tupleArchive: () => memory.tupleArchive?.stats ?? null,
   });
   countSinks.push((_rows, stats) => metrics.recordLookups(stats));
+  // By category: the rows the writer drains (memory.drainCounts) and those a thread hands over.
+  memory.transactions.register(metrics.registry);
+  countSinks.push((rows) => memory.transactions.add(rows));
   // At most one line per thread per second, never per request.
   countSinks.push((_rows, stats) => {
     if (stats.lastError) log.error({ failed: stats.byStatus[500] ?? 0, err: stats.lastError }, 'lookups failed with an internal error (answered 500)');

@@ -1,4 +1,7 @@
-// A small HTTP client for the account API tests: real requests through fetch.
+// A small HTTP client for the account API tests: real requests through fetch. Every answer
+// is checked against the OpenAPI descriptions (test/helpers/openapi.ts) unless `unchecked`.
+import { conformsToOpenApi } from '../helpers/openapi.ts';
+
 export interface Reply {
   status: number;
   headers: Headers;
@@ -13,6 +16,8 @@ export interface RequestOptions {
   /** A raw body sent as is (with `headers` choosing its content type). */
   raw?: string;
   headers?: Record<string, string>;
+  /** Skip the OpenAPI check (a request broken on purpose below HTTP's level). */
+  unchecked?: boolean;
 }
 
 export async function call(base: string, method: string, path: string, opts: RequestOptions = {}): Promise<Reply> {
@@ -38,6 +43,7 @@ export async function call(base: string, method: string, path: string, opts: Req
       parsed = text;
     }
   }
+  if (!opts.unchecked) conformsToOpenApi({ method, path, status: res.status, contentType: res.headers.get('content-type') ?? '', body: parsed });
   return { status: res.status, headers: res.headers, body: parsed };
 }
 

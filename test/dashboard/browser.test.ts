@@ -406,6 +406,12 @@ t.test('the dashboard with a signed-in customer', async (t) => {
     t.notOk(masked.includes(oldKey), 'and never the key');
     t.match(await page.locator('#lookup-url').textContent(), new RegExp(`:${srv.server.ports.prebid}/api/v1/ivt/lookup$`));
     t.match(await page.locator('#health-url').textContent(), new RegExp(`:${srv.server.ports.prebid}/health-check$`));
+    // The three OpenAPI descriptions are linked, and each link serves its document.
+    for (const [id, title] of [['openapi-prebid', 'ivtd pre-bid lookups'], ['openapi-reporting', 'ivtd reporting API'], ['openapi-account', 'ivtd account API']]) {
+      const href = (await page.locator(`#${id}`).getAttribute('href')) ?? '';
+      const doc = (await (await fetch(href)).json()) as { openapi: string; info: { title: string } };
+      t.strictSame([doc.openapi, doc.info.title], ['3.1.0', title], `${id} links its description`);
+    }
     await screenshots(page, 'integrations');
 
     await page.locator('[data-rotate=prebid]').click();

@@ -6,6 +6,7 @@
 // one by GET, so both see the same history: their verdicts must be equal. Then hostile
 // bodies: each gets a JSON 4xx and the thread keeps answering.
 import t, { type Test } from 'tap';
+import { fetchConforms } from '../helpers/openapi.ts';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect } from 'node:net';
@@ -44,8 +45,10 @@ function matches(t: Test, got: unknown, want: unknown, at: string): void {
 const auth = (s: TestServer) => `p=${s.customer.partner_id}&k=${s.customer.prebid_key}`;
 
 async function ortb(s: TestServer, body: string | Buffer, headers: Record<string, string> = {}, query = `${auth(s)}&node=bidder-eu-1`) {
-  const r = await fetch(`${s.prebid}/api/v1/ivt/ortb?${query}`, { method: "POST", body: typeof body === "string" ? body : new Uint8Array(body), headers: { 'content-type': 'application/json', ...headers } });
+  const url = `${s.prebid}/api/v1/ivt/ortb?${query}`;
+  const r = await fetch(url, { method: "POST", body: typeof body === "string" ? body : new Uint8Array(body), headers: { 'content-type': 'application/json', ...headers } });
   const text = await r.text();
+  fetchConforms('POST', url, r, text, ['prebid']);
   return { status: r.status, text, json: text === '' ? null : (JSON.parse(text) as Record<string, unknown>) };
 }
 

@@ -5,6 +5,7 @@
 // X-Device-User-Agent); a garbled or forged lid gets a JSON 400 and shows only in /metrics;
 // replays teach the history, so the IP shows ipBotActivity on its next lookups.
 import t from 'tap';
+import { fetchConforms } from '../helpers/openapi.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -28,8 +29,12 @@ async function lookupLid(srv: TestServer, ip: string, uid = `u-${ip}`): Promise<
   return { lid: body.lid, ipBotActivity: body.ipReputation.ipBotActivity };
 }
 
-function beacon(srv: TestServer, query: string, headers: Record<string, string> = {}, method = 'GET') {
-  return fetch(`${srv.prebid}/api/v1/ivt/imp?${query}`, { method, headers });
+async function beacon(srv: TestServer, query: string, headers: Record<string, string> = {}, method = 'GET') {
+  const url = `${srv.prebid}/api/v1/ivt/imp?${query}`;
+  const res = await fetch(url, { method, headers });
+  // The GIF is not text: its type is what the description checks.
+  fetchConforms(method, url, res, res.headers.get('content-type') === 'image/gif' ? '' : await res.clone().text(), ['prebid']);
+  return res;
 }
 
 /** The device of the lookup, named by the (trusted, loopback) caller. */

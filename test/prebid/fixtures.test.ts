@@ -23,6 +23,7 @@ import { join } from 'node:path';
 import { request } from 'node:http';
 import { isDeepStrictEqual } from 'node:util';
 import { startTestServer } from '../helpers/server.ts';
+import { conformsToOpenApi } from '../helpers/openapi.ts';
 
 interface Fixture {
   description: string;
@@ -95,6 +96,14 @@ for (const group of ['exemplary', 'supplemental']) {
       if (fx.padHeader) headers['x-pad'] = 'a'.repeat(fx.padHeader);
       const res = await get(srv.server.ports.prebid, path, fx.method ?? 'GET', headers);
       t.equal(res.status, fx.status, `${file}: ${fx.description} (status)`);
+      let seen: unknown = null;
+      try {
+        seen = res.body === '' ? null : JSON.parse(res.body);
+      } catch {
+        seen = res.body;
+      }
+      const method = fx.method ?? 'GET';
+      t.doesNotThrow(() => conformsToOpenApi({ method, path, status: res.status, contentType: String(res.headers['content-type'] ?? ''), body: seen }, ['prebid']), `${file}: as docs/openapi/prebid.json says`);
       if (fx.emptyBody) t.equal(res.body, '', `${file}: empty body`);
       if (fx.expect !== undefined) {
         let parsed: unknown;

@@ -5,6 +5,7 @@
 import t from 'tap';
 import { rawExchange } from '../helpers/raw-http.ts';
 import { startTestServer } from '../helpers/server.ts';
+import { fetchConforms } from '../helpers/openapi.ts';
 
 const UA = encodeURIComponent('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36');
 
@@ -14,7 +15,9 @@ t.test('each path answers its methods, and every other path and method the same 
   const query = `p=${srv.customer.partner_id}&k=${srv.customer.prebid_key}&pub=p&node=n&ip=73.162.10.20&ua=${UA}&uid=u&sid=s.example&adt=1&dvt=2`;
   const ask = async (method: string, path: string, init: RequestInit = {}) => {
     const res = await fetch(srv.prebid + path, { method, ...init });
-    return { status: res.status, type: res.headers.get('content-type'), body: await res.text() };
+    const body = await res.text();
+    fetchConforms(method, srv.prebid + path, res, body, ['prebid']);
+    return { status: res.status, type: res.headers.get('content-type'), body };
   };
   const error = (status: number, code: string, message: string) => ({ status, type: 'application/json', body: JSON.stringify({ error: code, message }) });
 

@@ -2,6 +2,7 @@
 // report requests through the reporting listener.
 import { readFileSync } from 'node:fs';
 import type { TestServer } from '../helpers/server.ts';
+import { fetchConforms } from '../helpers/openapi.ts';
 
 const FIXTURES = new URL('../fixtures/lookup/exemplary/', import.meta.url);
 
@@ -42,8 +43,10 @@ export interface LookupAnswer {
 /** Runs one lookup for `customer`; throws unless it answers 200. */
 export async function lookup(srv: TestServer, query: string, customer = srv.customer): Promise<LookupAnswer> {
   const q = query.replace('{p}', customer.partner_id).replace('{k}', customer.prebid_key);
-  const res = await fetch(`${srv.prebid}/api/v1/ivt/lookup?${q}`);
+  const url = `${srv.prebid}/api/v1/ivt/lookup?${q}`;
+  const res = await fetch(url);
   const text = await res.text();
+  fetchConforms('GET', url, res, text, ['prebid']);
   if (res.status !== 200) throw new Error(`lookup answered ${res.status}: ${text}`);
   return JSON.parse(text) as LookupAnswer;
 }
@@ -69,8 +72,11 @@ export async function report(
   const headers: Record<string, string> = {};
   const auth = opts.authorization === undefined ? basic(c.customer_id, c.reporting_key) : opts.authorization;
   if (auth !== null) headers.authorization = auth;
-  const res = await fetch(`${opts.base ?? srv.reporting}/v1/report?${qs}`, { headers });
+  const url = `${opts.base ?? srv.reporting}/v1/report?${qs}`;
+  const res = await fetch(url, { headers });
   const text = await res.text();
+  // Whichever port `base` is (a reporting port, or an account port's Bearer route): the description of either.
+  fetchConforms('GET', url, res, text, opts.base === undefined ? ['reporting'] : ['reporting', 'account']);
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
 }
 

@@ -3,6 +3,7 @@
 // as /v1/report, grouped by the lookup's dimensions, the band it answered and imp_status.
 import t from 'tap';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { fetchConforms } from '../helpers/openapi.ts';
 import { basic, fixtureQuery, recentDays, report, withParams } from './client.ts';
 
 const CHROME_WIN = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36';
@@ -12,23 +13,32 @@ async function lookupLid(srv: TestServer, pub: string, ip: string, uid: string):
   const q = withParams(fixtureQuery('residential-desktop-chrome'), { pub, ip, uid, ua: CHROME_WIN })
     .replace('{p}', srv.customer.partner_id)
     .replace('{k}', srv.customer.prebid_key);
-  const res = await fetch(`${srv.prebid}/api/v1/ivt/lookup?${q}`);
-  const body = (await res.json()) as { lid: string; botRisk: { band: string } };
+  const url = `${srv.prebid}/api/v1/ivt/lookup?${q}`;
+  const res = await fetch(url);
+  const text = await res.text();
+  fetchConforms('GET', url, res, text, ['prebid']);
+  const body = JSON.parse(text) as { lid: string; botRisk: { band: string } };
   if (res.status !== 200) throw new Error(JSON.stringify(body));
   return { lid: body.lid, band: body.botRisk.band };
 }
 
 async function beacon(srv: TestServer, lid: string, ip: string, ua: string): Promise<void> {
-  const res = await fetch(`${srv.prebid}/api/v1/ivt/imp?lid=${lid}`, { headers: { 'x-device-ip': ip, 'x-device-user-agent': ua } });
-  if (res.status !== 204) throw new Error(`beacon answered ${res.status}: ${await res.text()}`);
+  const url = `${srv.prebid}/api/v1/ivt/imp?lid=${lid}`;
+  const res = await fetch(url, { headers: { 'x-device-ip': ip, 'x-device-user-agent': ua } });
+  const text = await res.text();
+  fetchConforms('GET', url, res, text, ['prebid']);
+  if (res.status !== 204) throw new Error(`beacon answered ${res.status}: ${text}`);
 }
 
 async function fetchReport(srv: TestServer, params: Record<string, string>, authorization?: string | null): Promise<{ status: number; body: any }> {
   const headers: Record<string, string> = {};
   const auth = authorization === undefined ? basic(srv.customer.customer_id, srv.customer.reporting_key) : authorization;
   if (auth !== null) headers.authorization = auth;
-  const res = await fetch(`${srv.reporting}/v1/report/impressions?${new URLSearchParams(params)}`, { headers });
-  return { status: res.status, body: await res.json() };
+  const url = `${srv.reporting}/v1/report/impressions?${new URLSearchParams(params)}`;
+  const res = await fetch(url, { headers });
+  const text = await res.text();
+  fetchConforms('GET', url, res, text, ['reporting']);
+  return { status: res.status, body: JSON.parse(text) };
 }
 
 t.test('impressions by pub, imp_status and band; filters; the same refusals as /v1/report', async (t) => {
@@ -119,8 +129,11 @@ t.test('calibration: per band, the feedback labels and their invalid share; what
     const headers: Record<string, string> = {};
     const auth = authorization === undefined ? basic(srv.customer.customer_id, srv.customer.reporting_key) : authorization;
     if (auth !== null) headers.authorization = auth;
-    const res = await fetch(`${srv.reporting}/v1/report/calibration?${new URLSearchParams(params)}`, { headers });
-    return { status: res.status, body: (await res.json()) as any };
+    const url = `${srv.reporting}/v1/report/calibration?${new URLSearchParams(params)}`;
+    const res = await fetch(url, { headers });
+    const text = await res.text();
+    fetchConforms('GET', url, res, text, ['reporting']);
+    return { status: res.status, body: JSON.parse(text) as any };
   };
   let got: any = null;
   const deadline = Date.now() + 15_000;
@@ -151,6 +164,8 @@ t.test('calibration: per band, the feedback labels and their invalid share; what
   t.match(await get({ start_date: days.start_date }), { status: 400, body: { error: 'missing_parameter' } });
   t.match(await get({ start_date: days.end_date, end_date: days.start_date }), { status: 422 });
   t.match(await get(days, null), { status: 401 });
-  const bearer = await fetch(`${srv.api}/v1/report/calibration?${new URLSearchParams(days)}`, { headers: { authorization: `Bearer ${token}` } });
+  const bearerUrl = `${srv.api}/v1/report/calibration?${new URLSearchParams(days)}`;
+  const bearer = await fetch(bearerUrl, { headers: { authorization: `Bearer ${token}` } });
+  fetchConforms('GET', bearerUrl, bearer, await bearer.text(), ['account']);
   t.equal(bearer.status, 200, 'the dashboard\'s route on the account port');
 });

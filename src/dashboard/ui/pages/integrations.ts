@@ -94,6 +94,21 @@ export function integrationsPage(ctx: PageContext): Page {
         ),
         h('p', { class: 'hint' }, h('code', {}, 'POST /login'), ' (form: username, password) returns a Bearer access token and a refresh token; ', h('code', {}, 'POST /refresh_token'), ' renews them; ', h('code', {}, '/v1/project/*'), ' manages projects.'),
       ),
+      h(
+        'section',
+        { class: 'card', 'aria-labelledby': 'int-openapi' },
+        h('h2', { id: 'int-openapi' }, 'API descriptions (OpenAPI 3.1)'),
+        h('p', { class: 'hint intro' }, 'Machine-readable descriptions of the three interfaces, to generate a client or validate against. Served without credentials.'),
+        h(
+          'ul',
+          { class: 'openapi-links' },
+          ...([
+            ['Pre-bid lookups', `${c.api_url}/openapi/prebid.json`, 'openapi-prebid'],
+            ['Reporting API', `${c.reporting_url}/openapi.json`, 'openapi-reporting'],
+            ['Account API', `${c.api_url}/openapi.json`, 'openapi-account'],
+          ] as const).map(([label, url, id]) => h('li', {}, h('a', { id, href: url, target: '_blank', rel: 'noopener' }, label), ' ', h('code', {}, url), copyButton(() => url))),
+        ),
+      ),
     );
   }
 
