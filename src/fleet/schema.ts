@@ -190,6 +190,30 @@ export const CLICKHOUSE_MIGRATIONS: ClickHouseMigration[] = [
        ) ENGINE = MergeTree() PARTITION BY toYYYYMMDD(minute) ORDER BY (minute, key_hi, key_lo)`,
     ],
   },
+  {
+    version: 7,
+    name: 'fleet-wide activity per key (src/fleet/activity.ts)',
+    statements: [
+      // Each host's lookups per history key (kind 0 IP, 1 uid, 2 IFA) every second: counts
+      // and two 128-bit maps of the values seen with the key (a0 a1, b0 b1). Ten-minute
+      // partitions, dropped by every host once older than the minute it reads back.
+      `CREATE TABLE IF NOT EXISTS activity (
+         t        DateTime('UTC'),
+         host     String,
+         kind     UInt8,
+         key_hi   UInt32,
+         key_lo   UInt32,
+         n        UInt32,
+         bad      UInt32,
+         outcomes UInt32,
+         a0 UInt64, a1 UInt64, b0 UInt64, b1 UInt64
+       ) ENGINE = MergeTree() PARTITION BY intDiv(toUInt32(t), 600) ORDER BY (t, kind, key_hi, key_lo)`,
+      // The hosts insert here: a Buffer gathers their small inserts (one a second each) into
+      // few parts of activity; a read sees the buffer and the table together.
+      `CREATE TABLE IF NOT EXISTS activity_buffer AS activity
+       ENGINE = Buffer(currentDatabase(), activity, 4, 1, 2, 10000, 1000000, 1000000, 100000000)`,
+    ],
+  },
 ];
 
 export const CLICKHOUSE_SCHEMA_VERSION = Math.max(...CLICKHOUSE_MIGRATIONS.map((m) => m.version));

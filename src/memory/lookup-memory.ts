@@ -9,6 +9,7 @@ import { allocateSeenLids } from '../prebid/seen-lids.ts';
 import { TUPLE_SLOT_BYTES, allocateSharedCounts } from '../reporting/shared-counts.ts';
 import { TYPICAL_ENTRY_BYTES } from '../reporting/tuple-dictionary.ts';
 import { allocateFleetBotIps } from '../signals/fleet-bot-ips.ts';
+import { FLEET_ACTIVITY_BYTES, allocateActivityDeltas, allocateFleetActivity } from '../signals/fleet-activity.ts';
 import { allocateHistory } from '../signals/history.ts';
 import { allocateIpCache } from '../signals/ip-cache.ts';
 import { allocateUaCache } from '../signals/ua-cache.ts';
@@ -27,14 +28,16 @@ export function tuplesPerCustomerHour(plan: MemoryPlan): number {
 }
 
 /** Allocates the shared tables of a plan (the main thread does this once per process). */
-export function allocateLookupMemory(plan: MemoryPlan, opts: { seed?: number; epoch?: number; tupleSeed?: number } = {}): LookupMemory {
+export function allocateLookupMemory(plan: MemoryPlan, opts: { seed?: number; epoch?: number; tupleSeed?: number; fleet?: boolean } = {}): LookupMemory {
   const seed = opts.seed ?? randomSeed();
   // The reporting tuples' seed: the lids carry tuple hashes, so a stable one lets the next
   // run name the same tuples (every user reads it from counts.seed: threads, writers, spool).
   const tupleSeed = opts.tupleSeed ?? (seed ^ 0x7091e5);
   const epoch = opts.epoch ?? Date.now();
   return {
-    history: allocateHistory(plan.historyBytes, { seed, epoch }),
+    // A fleet host's activity tables (fixed, a few MB) come out of history's share.
+    history: allocateHistory(opts.fleet ? Math.max(plan.historyBytes / 2, plan.historyBytes - FLEET_ACTIVITY_BYTES) : plan.historyBytes, { seed, epoch }),
+    ...(opts.fleet ? { fleetActivity: { deltas: allocateActivityDeltas(), view: allocateFleetActivity() } } : {}),
     uaCache: allocateUaCache(plan.uaCacheBytes, seed ^ 0x7a11ce, epoch),
     ipCache: allocateIpCache(plan.ipCacheBytes, seed ^ 0x1bad1dea),
     fleetBotIps: allocateFleetBotIps(),

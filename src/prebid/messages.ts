@@ -9,6 +9,7 @@ import type { BotIpRow } from './bot-ip-tracker.ts';
 import type { LiveKey } from '../store/api-keys.ts';
 import type { PolicyUpdate } from '../policy/service.ts';
 import type { FleetBotIpMemory } from '../signals/fleet-bot-ips.ts';
+import type { ActivityDeltasMemory, FleetActivityMemory } from '../signals/fleet-activity.ts';
 import type { HistoryMemory } from '../signals/history.ts';
 import type { IpCacheMemory } from '../signals/ip-cache.ts';
 import type { WarmUp } from './warm-up.ts';
@@ -24,6 +25,8 @@ export interface LookupMemory {
   readonly impressions: { readonly seen: SharedTableMemory; readonly counts: SharedCountsMemory };
   /** The fleet's bot-heavy IPs (fixed size, about 1 MB; empty without a fleet). */
   readonly fleetBotIps: FleetBotIpMemory;
+  /** A fleet host only: its lookups' activity per key (to publish) and the fleet's (src/signals/fleet-activity.ts). */
+  readonly fleetActivity?: { readonly deltas: ActivityDeltasMemory; readonly view: FleetActivityMemory };
   readonly threadCountsBytes: number;
   readonly keyMemoEntries: number;
   /** This thread's UA memos, in bytes (the scanner's and the UA cache's, half each). */

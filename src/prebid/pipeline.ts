@@ -12,6 +12,7 @@ import { errorJson, type ErrorAnswer } from '../errors.ts';
 import { ThreadCounts } from '../reporting/thread-counts.ts';
 import { categoryOf, noBidReason, type Category } from '../signals/category.ts';
 import type { HistoryFacts } from '../signals/history.ts';
+import type { FleetFacts } from '../signals/fleet-activity.ts';
 import { asParsed } from '../signals/ip-address.ts';
 import type { IpAssessment } from '../signals/ip-intel.ts';
 import { applyPolicy, classifyTransaction, outcomeForHistory, score, type ScoreResult } from '../signals/score.ts';
@@ -59,6 +60,11 @@ export interface Explanation {
         ua: UaInfo;
         /** LookupSignals.ipFleetBot. */
         fleetBotIp: LookupSignals['ipFleetBot'];
+        /**
+         * A fleet host: what the other hosts saw of this lookup's IP, uid and IFA, already
+         * added into `history` (null per key the fleet's view does not hold; null off a fleet).
+         */
+        fleet: FleetFacts | null;
       })
     | null;
   /** The customer's policy: its thresholds, every kind that matched, and the model's own verdict. Null when it has none. */
@@ -243,6 +249,7 @@ export class LookupEngine {
         uaConsistency: s.uaConsistency,
         schainError: s.schainError,
         fleetBotIp: s.ipFleetBot,
+        fleet: this.sources.fleetActivity === null ? null : this.sources.fleetActivity.describe(this.sources.lastKeys),
         adsTxt: s.adsTxt,
         history: { ...s.history },
       };
