@@ -21,7 +21,7 @@
 // minutes each) older than the window: ClickHouse 18.16 has no TTL.
 import { randomBytes } from 'node:crypto';
 import { log } from '../log.ts';
-import { FLEET_ACTIVITY_KEYS, type ActivityKind, type ActivityRow, type FleetKey } from '../signals/fleet-activity.ts';
+import { DELTA_SLOTS, FLEET_ACTIVITY_KEYS, type ActivityKind, type ActivityRow, type FleetKey } from '../signals/fleet-activity.ts';
 import type { ClickHouse } from './clickhouse.ts';
 import { sqlInt, sqlString } from './sql.ts';
 
@@ -36,8 +36,12 @@ export const ACTIVITY = {
   burstSec: 10,
   /** Lookups over the window below which a key is not worth pulling. */
   minFleetLookups: 3,
-  /** The view is emptied when no pull succeeded for this many intervals (ClickHouse slow or away). */
-  staleIntervals: 3,
+  /** The view is emptied when no pull succeeded for this long (ms; ClickHouse slow or away)... */
+  staleMs: 5000,
+  /** ...or for this many intervals, whichever is longer. */
+  staleIntervals: 5,
+  /** Seconds of the other hosts' newest rows whose rate the lookups carry forward (fleet-activity.ts, PROJECT_MAX_MS). */
+  recentSec: 2,
   /** Seconds of one partition of `activity`. */
   partitionSec: 600,
 } as const;
@@ -46,8 +50,8 @@ export const ACTIVITY = {
 export interface ActivityHooks {
   /** This host's rows since the last call (the lookup threads' delta table, drained). */
   drain(): ActivityRow[];
-  /** Receives the fleet's view (empty: local only). */
-  onView(keys: FleetKey[]): void;
+  /** Receives the fleet's view, complete to `asOf` (ms; empty: local only). */
+  onView(keys: FleetKey[], asOf: number): void;
   /** Period (default ACTIVITY.intervalMs; tests and the bench shorten or keep it). */
   intervalMs?: number;
   /** History's rate window in ms (HistoryMemory.windowMs): the decay of the fleet's rate. */
@@ -69,6 +73,8 @@ interface ViewRow {
   a1: string;
   b0: string;
   b1: string;
+  recent: number | string;
+  newest: number | string;
 }
 
 /** Two u32 words (lo first) as a UInt64 in decimal (JSONEachRow). */
@@ -99,12 +105,15 @@ export function viewSql(host: string, nowMs: number, windowMs: number = ACTIVITY
   const age = `(${sqlInt(nowMs)} - toInt64(t) * 1000)`;
   const tauRate = sqlInt(Math.round(windowMs));
   const perMinute = 60_000 / windowMs;
+  // The other hosts' newest second: their rows of the running interval may not be in yet.
+  const newest = `(SELECT max(t) FROM activity_buffer WHERE t >= toDateTime(${sqlInt(since)}) AND host != ${me})`;
   return (
     `SELECT kind, key_hi, key_lo, ` +
     `sumIf(n * exp(-${age} / ${tauRate}), host != ${me}) * ${perMinute} AS rate, ` +
     `sumIf(n * exp(-${age} / ${sqlInt(ACTIVITY.burstSec * 1000)}), host != ${me}) AS burst, ` +
     `sumIf(n, host != ${me}) AS seen, sumIf(bad, host != ${me}) AS bad, sumIf(outcomes, host != ${me}) AS outcomes, ` +
-    `groupBitOr(a0) AS a0, groupBitOr(a1) AS a1, groupBitOr(b0) AS b0, groupBitOr(b1) AS b1 ` +
+    `groupBitOr(a0) AS a0, groupBitOr(a1) AS a1, groupBitOr(b0) AS b0, groupBitOr(b1) AS b1, ` +
+    `sumIf(n, host != ${me} AND t > ${newest} - ${sqlInt(ACTIVITY.recentSec)}) AS recent, toUInt32(${newest}) AS newest ` +
     `FROM activity_buffer WHERE t >= toDateTime(${sqlInt(since)}) ` +
     `GROUP BY kind, key_hi, key_lo ` +
     `HAVING sum(n) >= ${sqlInt(ACTIVITY.minFleetLookups)} AND sumIf(n, host != ${me}) > 0 ` +
@@ -112,6 +121,7 @@ export function viewSql(host: string, nowMs: number, windowMs: number = ACTIVITY
   );
 }
 
+/** The view's rows as keys for the lookup threads. */
 export function parseView(rows: readonly ViewRow[]): FleetKey[] {
   const out: FleetKey[] = [];
   for (const r of rows) {
@@ -130,6 +140,7 @@ export function parseView(rows: readonly ViewRow[]): FleetKey[] {
       rate: Number(r.rate),
       burst10: Number(r.burst),
       seen: Number(r.seen),
+      recent: (Number(r.recent) || 0) / ACTIVITY.recentSec,
       bad: Number(r.bad),
       outcomes: Number(r.outcomes),
       a,
@@ -138,6 +149,15 @@ export function parseView(rows: readonly ViewRow[]): FleetKey[] {
   }
   return out;
 }
+
+/** A pull's result: the keys, and the time (ms) they are complete to (the other hosts' newest second). */
+export interface FleetView {
+  keys: FleetKey[];
+  asOf: number;
+}
+
+/** Rows of failed publications kept for the next (two intervals of the busiest host, all of a quiet one's window's). */
+export const BACKLOG_ROWS = 2 * DELTA_SLOTS;
 
 export type ActivityState = 'starting' | 'up' | 'down';
 
@@ -150,7 +170,7 @@ export class ActivityExchange {
   rowsReceived = 0;
   bytesSent = 0;
   failures = 0;
-  /** Rows of intervals whose INSERT failed (not retried: the fleet's view is about now). */
+  /** Rows dropped: past the backlog's bound, or older than the window before ClickHouse came back. */
   rowsDropped = 0;
   /** Keys in the view last handed to the lookup threads. */
   viewKeys = 0;
@@ -158,8 +178,12 @@ export class ActivityExchange {
   lastPullAt = 0;
   /** ms the last pull took. */
   lastPullMs = 0;
+  /** Rows of intervals whose publication failed, by their second (bounded: BACKLOG_ROWS). */
+  private backlog: Array<{ t: number; rows: object[] }> = [];
   private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
+  private pullTimer: NodeJS.Timeout | null = null;
+  private publishing: Promise<void> | null = null;
+  private pulling: Promise<void> | null = null;
   private stopped = false;
   private lastRetention = 0;
   private readonly intervalMs: number;
@@ -175,64 +199,117 @@ export class ActivityExchange {
     this.windowMs = hooks.windowMs ?? ACTIVITY.windowSec * 1000;
   }
 
-  /** Publishes this host's rows of the interval ending at `nowMs` (one INSERT). */
+  /**
+   * Publishes this host's rows of the interval ending at `nowMs`, with those of earlier
+   * intervals whose publication failed and that are still within the window (one INSERT).
+   * The backlog is bounded (BACKLOG_ROWS): past it, and past the window, rows are dropped.
+   */
   async publish(rows: readonly ActivityRow[], nowMs = Date.now()): Promise<number> {
-    if (rows.length === 0) return 0;
     const t = Math.floor(nowMs / 1000);
-    const body = rows.map((r) => insertRow(r, t, this.host));
+    const fresh = rows.map((r) => insertRow(r, t, this.host));
+    const oldest = t - ACTIVITY.windowSec;
+    const kept = this.backlog.filter((b) => b.t > oldest);
+    for (const b of this.backlog) if (b.t <= oldest) this.rowsDropped += b.rows.length;
+    const body = kept.flatMap((b) => b.rows).concat(fresh);
+    this.backlog = [];
+    if (body.length === 0) return 0;
     try {
       await this.ch.insert('activity_buffer', body);
     } catch (e) {
-      this.rowsDropped += rows.length;
+      // Kept for the next publication, newest first within the bound.
+      let room = BACKLOG_ROWS;
+      const next: Array<{ t: number; rows: object[] }> = [];
+      for (const b of [...kept, { t, rows: fresh }].reverse()) {
+        if (b.rows.length > room) {
+          this.rowsDropped += b.rows.length;
+          continue;
+        }
+        room -= b.rows.length;
+        next.unshift(b);
+      }
+      this.backlog = next;
       throw e;
     }
-    this.rowsSent += rows.length;
+    this.rowsSent += body.length;
+    const sent = body.length;
     // JSONEachRow bytes on the wire (the bench's bytes/s): ~190 a row.
-    this.bytesSent += rows.length * 2 + body.reduce((s: number, o) => s + JSON.stringify(o).length, 0);
-    return rows.length;
+    this.bytesSent += sent * 2 + body.reduce((s: number, o) => s + JSON.stringify(o).length, 0);
+    return sent;
   }
 
   /** The fleet's view now (without this host's counts). */
-  async pull(nowMs = Date.now()): Promise<FleetKey[]> {
+  async pull(nowMs = Date.now()): Promise<FleetView> {
     const t0 = performance.now();
     const rows = await this.ch.rows<ViewRow>(viewSql(this.host, nowMs, this.windowMs), 'fleet activity');
     this.lastPullMs = performance.now() - t0;
     this.rowsReceived += rows.length;
-    return parseView(rows);
+    const newest = rows.length > 0 ? Number(rows[0]!.newest) * 1000 : nowMs;
+    return { keys: parseView(rows), asOf: Number.isFinite(newest) && newest > 0 ? Math.min(newest, nowMs) : nowMs };
   }
 
-  /** One interval: drain and publish, then (after pullDelay) pull and hand over. One at a time. */
-  exchange(): Promise<void> {
-    if (this.running) return this.running; // slow ClickHouse: this interval's counts wait in the delta table
+  /**
+   * One interval's publication (at the boundary): the delta table drained and sent. One at a
+   * time: while ClickHouse is slow, the counts wait in the (bounded) delta table.
+   */
+  publishNow(): Promise<void> {
+    if (this.publishing) return this.publishing;
     if (this.hooks.ready && !this.hooks.ready()) return Promise.resolve();
     const run = (async () => {
-      const now = Date.now();
-      if (this.lastPullAt > 0 && now - this.lastPullAt > ACTIVITY.staleIntervals * this.intervalMs && this.viewKeys > 0) this.clearView();
       try {
-        await this.publish(this.hooks.drain(), now);
-        const wait = Math.max(0, now + this.intervalMs * ACTIVITY.pullDelay - Date.now());
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait).unref());
-        if (this.stopped) return;
+        await this.publish(this.hooks.drain(), Date.now());
+      } catch (e) {
+        this.failed(e as Error);
+      }
+    })().finally(() => {
+      this.publishing = null;
+    });
+    this.publishing = run;
+    return run;
+  }
+
+  /** One pull (pullDelay after the boundary), handed to the lookup threads. One at a time. */
+  pullNow(): Promise<void> {
+    if (this.pulling) return this.pulling;
+    if (this.hooks.ready && !this.hooks.ready()) return Promise.resolve();
+    const run = (async () => {
+      try {
         const view = await this.pull();
-        this.hooks.onView(view);
-        this.viewKeys = view.length;
+        if (this.stopped) return;
+        this.hooks.onView(view.keys, view.asOf);
+        this.viewKeys = view.keys.length;
         this.lastPullAt = Date.now();
         this.changeState('up', null);
         await this.retention();
       } catch (e) {
-        this.failures++;
-        this.changeState('down', e as Error);
-        this.clearView();
+        this.failed(e as Error);
       }
     })().finally(() => {
-      this.running = null;
+      this.pulling = null;
     });
-    this.running = run;
+    this.pulling = run;
     return run;
   }
 
+  /** A publication and a pull (tests, the bench). */
+  async exchange(): Promise<void> {
+    await this.publishNow();
+    await this.pullNow();
+  }
+
+  private failed(e: Error): void {
+    this.failures++;
+    this.changeState('down', e);
+    this.clearView();
+  }
+
+  /** Empties a view no pull refreshed for too long (ClickHouse slow): local history alone. */
+  private checkStale(now = Date.now()): void {
+    const staleMs = Math.max(ACTIVITY.staleMs, ACTIVITY.staleIntervals * this.intervalMs);
+    if (this.viewKeys > 0 && now - this.lastPullAt > staleMs) this.clearView();
+  }
+
   private clearView(): void {
-    this.hooks.onView([]);
+    this.hooks.onView([], Date.now());
     this.viewKeys = 0;
   }
 
@@ -257,7 +334,10 @@ export class ActivityExchange {
       if (this.stopped) return;
       const delay = this.intervalMs - (Date.now() % this.intervalMs);
       this.timer = setTimeout(() => {
-        void this.exchange();
+        this.checkStale();
+        void this.publishNow();
+        this.pullTimer = setTimeout(() => void this.pullNow(), this.intervalMs * ACTIVITY.pullDelay);
+        this.pullTimer.unref();
         next();
       }, delay);
       this.timer.unref();
@@ -268,11 +348,13 @@ export class ActivityExchange {
   stop(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    if (this.pullTimer) clearTimeout(this.pullTimer);
     this.timer = null;
+    this.pullTimer = null;
   }
 
   async settled(): Promise<void> {
-    await this.running;
+    await Promise.all([this.publishing, this.pulling]);
   }
 }
 

@@ -49,7 +49,7 @@ export function registerFleetMetrics(registry: Registry, f: FleetFigures): void 
       ['ivtd_fleet_activity_bytes_sent_total', "Bytes of those rows (JSONEachRow bodies).", () => act.bytesSent],
       ['ivtd_fleet_activity_rows_received_total', "Keys of the fleet's view pulled from ClickHouse.", () => act.rowsReceived],
       ['ivtd_fleet_activity_failures_total', 'Activity exchanges that failed (ClickHouse down, slow or refusing): lookups meanwhile score on local history alone.', () => act.failures],
-      ['ivtd_fleet_activity_rows_dropped_total', 'Rows of intervals whose publication failed (not retried: the view is about now).', () => act.rowsDropped],
+      ['ivtd_fleet_activity_rows_dropped_total', 'Rows of failed publications dropped (past the backlog bound, or older than the window by the time ClickHouse was back).', () => act.rowsDropped],
     ];
     for (const [name, help, value] of counters) {
       new Counter({

@@ -107,7 +107,7 @@ export class SignalSources {
     this.uaCache = new UaCache(memory.uaCache, this.analyzer, memory.uaMemoBytes / 2);
     this.ipCache = new IpCache(memory.ipCache);
     this.fleetBotIps = new FleetBotIps(memory.fleetBotIps);
-    this.fleetActivity = memory.fleetActivity ? new FleetActivity(memory.fleetActivity.view) : null;
+    this.fleetActivity = memory.fleetActivity ? new FleetActivity(memory.fleetActivity.view, memory.history.windowMs) : null;
     this.activityDeltas = memory.fleetActivity ? new ActivityDeltas(memory.fleetActivity.deltas) : null;
   }
 
@@ -219,7 +219,7 @@ export class SignalSources {
     const keys = this.history.keysOf(asParsed(ipAddr), req.uid, req.ifa, this.uaExactLo, this.keys);
     s.history = mode === 'observe' ? this.history.observe(keys, now) : this.history.peek(keys, now);
     // A fleet host: what the other hosts saw of these keys completes this host's view.
-    if (this.fleetActivity !== null) this.fleetActivity.complete(keys, s.history);
+    if (this.fleetActivity !== null) this.fleetActivity.complete(keys, s.history, now);
     s.ipFleetBot = this.fleetBotIps.has(keys.ipHi, keys.ipLo);
     s.ipBotActivity = s.ipFleetBot || ipBotActivity(s.history);
     return s;

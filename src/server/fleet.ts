@@ -72,7 +72,7 @@ export async function wireFleet(
   // The lookup threads' activity tables (allocated for a fleet host by the memory plan).
   const act = memory.lookup.fleetActivity;
   const deltas = act ? new ActivityDeltas(act.deltas) : null;
-  const view = act ? new FleetActivity(act.view) : null;
+  const view = act ? new FleetActivity(act.view, memory.lookup.history.windowMs) : null;
   const fleet = await startFleet({
     config,
     store,
@@ -103,7 +103,7 @@ export async function wireFleet(
       ? {
           activity: {
             drain: () => deltas.drain(),
-            onView: (keys) => void view.replace(keys),
+            onView: (keys, asOf) => void view.replace(keys, asOf),
             windowMs: memory.lookup.history.windowMs,
             ...(intervals.activityMs ? { intervalMs: intervals.activityMs } : {}),
           },

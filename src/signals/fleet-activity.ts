@@ -158,21 +158,32 @@ export const VIEW_SLOTS = 1 << 15;
 /** The most keys one pull puts in the view. */
 export const FLEET_ACTIVITY_KEYS = VIEW_SLOTS / 2;
 // Words: 0-1 key (lo salted), 2 rate (f32, lookups a minute by the other hosts), 3 burst10 (f32),
-// 4 seen (f32), 5 invalid outcomes (f32), 6 outcomes (f32), 7 unused, 8-11 map A, 12-15 map B (whole fleet).
-const V_RATE = 2, V_BURST = 3, V_SEEN = 4, V_BAD = 5, V_OUT = 6, V_A = 8, V_B = 12, V_WORDS = 16;
+// 4 seen (f32), 5 invalid outcomes (f32), 6 outcomes (f32), 7 recent (f32, the other hosts'
+// lookups a second lately), 8-11 map A, 12-15 map B (whole fleet).
+const V_RATE = 2, V_BURST = 3, V_SEEN = 4, V_BAD = 5, V_OUT = 6, V_RECENT = 7, V_A = 8, V_B = 12, V_WORDS = 16;
+
+/**
+ * The other hosts' lookups reach the view an interval or two late (their newest rows are
+ * of the last boundary; a pull takes time): a lookup carries each key's recent rate forward
+ * from the view's time (the other hosts' newest second) to its own, at most this far (ms). A
+ * key whose traffic stops is over-counted by at most that much of its recent rate.
+ */
+export const PROJECT_MAX_MS = 5000;
 
 export interface FleetActivityMemory {
   /** [0]: the half in use; [1]: keys in it. */
   readonly control: SharedArrayBuffer;
+  /** Float64 per half: the time (ms) its values are as of. */
+  readonly asOf: SharedArrayBuffer;
   readonly slots: SharedArrayBuffer;
 }
 
 export function allocateFleetActivity(): FleetActivityMemory {
-  return { control: new SharedArrayBuffer(8), slots: new SharedArrayBuffer(2 * VIEW_SLOTS * V_WORDS * 4) };
+  return { control: new SharedArrayBuffer(8), asOf: new SharedArrayBuffer(16), slots: new SharedArrayBuffer(2 * VIEW_SLOTS * V_WORDS * 4) };
 }
 
 /** Bytes of both tables of a fleet host (fixed; taken out of history's share of the budget). */
-export const FLEET_ACTIVITY_BYTES = 8 + 2 * VIEW_SLOTS * V_WORDS * 4 + 8 + 2 * (Math.ceil(DELTA_SLOTS / 8) * (8 * D_WORDS * 4 + 4));
+export const FLEET_ACTIVITY_BYTES = 24 + 2 * VIEW_SLOTS * V_WORDS * 4 + 8 + 2 * (Math.ceil(DELTA_SLOTS / 8) * (8 * D_WORDS * 4 + 4));
 
 /** One key as the fleet saw it, for the view (the other hosts' counts; the whole fleet's maps). */
 export interface FleetKey {
@@ -185,6 +196,8 @@ export interface FleetKey {
   burst10: number;
   /** Other hosts' lookups within the exchange's window (evidence). */
   seen: number;
+  /** Other hosts' lookups a second lately (carried forward by the lookups, PROJECT_MAX_MS at most). */
+  recent: number;
   bad: number;
   outcomes: number;
   a: ArrayLike<number>;
@@ -206,6 +219,8 @@ export interface FleetKeyFacts {
   /** Other hosts' evidence and invalid outcomes (merged into the bot share). */
   seen: number;
   invalid: number;
+  /** Other hosts' lookups a second lately, carried forward from the view's time (PROJECT_MAX_MS at most). */
+  recentPerSecond: number;
   outcomes: number;
   /** Distinct values the whole fleet saw (map A: IP's UAs, uid's and IFA's IPs; B: IP's uids, uid's UAs). */
   distinctA: number;
@@ -226,9 +241,15 @@ export class FleetActivity {
   private readonly control: Int32Array;
   private readonly u32: Uint32Array;
   private readonly f32: Float32Array;
+  private readonly asOf: Float64Array;
 
-  constructor(readonly memory: FleetActivityMemory) {
+  /** History's rate is lookups a minute over its window: a lookup adds this much of it (HistoryMemory.windowMs; 1 for a minute). */
+  private readonly perMinute: number;
+
+  constructor(readonly memory: FleetActivityMemory, windowMs = 60_000) {
+    this.perMinute = 60_000 / windowMs;
     this.control = new Int32Array(memory.control);
+    this.asOf = new Float64Array(memory.asOf);
     this.u32 = new Uint32Array(memory.slots);
     this.f32 = new Float32Array(memory.slots);
   }
@@ -258,10 +279,13 @@ export class FleetActivity {
    * are the larger of the local count and the fleet's union with this lookup's value; the
    * bot share merges the outcomes. Returns whether any key was in the view.
    */
-  complete(k: HistoryKeys, f: HistoryFacts): boolean {
+  complete(k: HistoryKeys, f: HistoryFacts, now: number): boolean {
     if (Atomics.load(this.control, 1) === 0) return false;
     const u = this.u32;
     const x = this.f32;
+    const dt = now - this.asOf[Atomics.load(this.control, 0) & 1]!;
+    // Seconds the recent rate is carried forward (see PROJECT_MAX_MS).
+    const ahead = dt <= 0 ? 0 : dt >= PROJECT_MAX_MS ? PROJECT_MAX_MS / 1000 : dt / 1000;
     const ipBit = k.ipHi !== 0 ? mapBit(k.ipLo) : -1;
     const uidBit = k.uidHi !== 0 ? mapBit(k.uidLo) : -1;
     const uaBit = mapBit(k.uaFp);
@@ -270,9 +294,10 @@ export class FleetActivity {
       const at = this.find(KIND_IP, k.ipHi, k.ipLo);
       if (at >= 0) {
         any = true;
-        f.ipRate += x[at + V_RATE]!;
+        const extra = x[at + V_RECENT]! * ahead;
+        f.ipRate += x[at + V_RATE]! + extra * this.perMinute;
         f.ipBotShare = mergeShare(f.ipBotShare, f.ipSeen, x[at + V_BAD]!, x[at + V_OUT]!);
-        f.ipSeen += x[at + V_SEEN]!;
+        f.ipSeen += x[at + V_SEEN]! + extra;
         f.ipDistinctUas = Math.max(f.ipDistinctUas, mapCount(u, at + V_A, uaBit));
         f.ipDistinctUids = Math.max(f.ipDistinctUids, mapCount(u, at + V_B, uidBit));
       }
@@ -281,10 +306,11 @@ export class FleetActivity {
       const at = this.find(KIND_UID, k.uidHi, k.uidLo);
       if (at >= 0) {
         any = true;
-        f.uidRate += x[at + V_RATE]!;
-        f.uidBurst10s += x[at + V_BURST]!;
+        const extra = x[at + V_RECENT]! * ahead;
+        f.uidRate += x[at + V_RATE]! + extra * this.perMinute;
+        f.uidBurst10s += x[at + V_BURST]! + extra;
         f.uidBotShare = mergeShare(f.uidBotShare, f.uidSeen, x[at + V_BAD]!, x[at + V_OUT]!);
-        f.uidSeen += x[at + V_SEEN]!;
+        f.uidSeen += x[at + V_SEEN]! + extra;
         f.uidDistinctIps = Math.max(f.uidDistinctIps, mapCount(u, at + V_A, ipBit));
         f.uidDistinctUas = Math.max(f.uidDistinctUas, mapCount(u, at + V_B, uaBit));
       }
@@ -293,10 +319,11 @@ export class FleetActivity {
       const at = this.find(KIND_IFA, k.ifaHi, k.ifaLo);
       if (at >= 0) {
         any = true;
-        f.ifaRate += x[at + V_RATE]!;
-        f.ifaBurst10s += x[at + V_BURST]!;
+        const extra = x[at + V_RECENT]! * ahead;
+        f.ifaRate += x[at + V_RATE]! + extra * this.perMinute;
+        f.ifaBurst10s += x[at + V_BURST]! + extra;
         f.ifaBotShare = mergeShare(f.ifaBotShare, f.ifaSeen, x[at + V_BAD]!, x[at + V_OUT]!);
-        f.ifaSeen += x[at + V_SEEN]!;
+        f.ifaSeen += x[at + V_SEEN]! + extra;
         f.ifaDistinctIps = Math.max(f.ifaDistinctIps, mapCount(u, at + V_A, ipBit));
       }
     }
@@ -315,6 +342,7 @@ export class FleetActivity {
         rate: r(x[at + V_RATE]!),
         burst10s: r(x[at + V_BURST]!),
         seen: r(x[at + V_SEEN]!),
+        recentPerSecond: r(x[at + V_RECENT]!),
         invalid: r(x[at + V_BAD]!),
         outcomes: r(x[at + V_OUT]!),
         distinctA: mapCount(this.u32, at + V_A, -1),
@@ -324,8 +352,8 @@ export class FleetActivity {
     return { ip: one(KIND_IP, k.ipHi, k.ipLo), uid: one(KIND_UID, k.uidHi, k.uidLo), ifa: one(KIND_IFA, k.ifaHi, k.ifaLo) };
   }
 
-  /** Main thread: the view becomes exactly these keys (at most FLEET_ACTIVITY_KEYS), in one switch. */
-  replace(keys: readonly FleetKey[]): number {
+  /** Main thread: the view becomes exactly these keys (at most FLEET_ACTIVITY_KEYS), as of `asOf` (ms), in one switch. */
+  replace(keys: readonly FleetKey[], asOf = Date.now()): number {
     const next = 1 - (Atomics.load(this.control, 0) & 1);
     const u = this.u32;
     const x = this.f32;
@@ -346,6 +374,7 @@ export class FleetActivity {
         x[at + V_SEEN] = e.seen;
         x[at + V_BAD] = e.bad;
         x[at + V_OUT] = e.outcomes;
+        x[at + V_RECENT] = e.recent;
         for (let w = 0; w < MAP_WORDS; w++) {
           u[at + V_A + w] = e.a[w]! >>> 0;
           u[at + V_B + w] = e.b[w]! >>> 0;
@@ -354,6 +383,7 @@ export class FleetActivity {
         break;
       }
     }
+    this.asOf[next] = asOf;
     Atomics.store(this.control, 0, next);
     Atomics.store(this.control, 1, n);
     return n;
