@@ -113,6 +113,8 @@ t.test('fleet-wide activity on a real ClickHouse', { skip: clickhouseAvailable()
       t.match(m, new RegExp(`^${name} [0-9.e+-]+$`, 'm'), `/metrics has ${name}`);
     }
     t.match(m, /^ivtd_fleet_activity_up 1$/m);
+    // The buffer hands its rows on to the table in this database (its engine names it at creation).
+    t.ok(Number(await ch.sql('SELECT count() FROM activity.activity')) > 0, 'the rows reach the MergeTree behind the buffer');
   });
 
   t.test('ClickHouse stopped mid-way: local history alone, then the fleet again; a late edge sees it within an interval', async (t) => {
