@@ -6,18 +6,24 @@
 //              boundary: one INSERT of at most DELTA_SLOTS rows (key hash, lookups, invalid
 //              and judged outcomes, two 128-bit maps of the values seen with it) into
 //              activity_buffer (a Buffer in front of the MergeTree `activity`);
-//   pulls      a moment later (pullDelay of the interval, when the other hosts' rows of that
-//              boundary are in) the fleet's view of the last ACTIVITY.windowSec seconds: per
-//              key the OTHER hosts' lookups decayed as history decays its own (a minute's
-//              rate, the ten-second burst), their outcomes, and the whole fleet's maps, for
-//              keys that at least ACTIVITY.minFleetLookups lookups named and another host
-//              saw, the busiest FLEET_ACTIVITY_KEYS first;
-//   hands      that view to the lookup threads (FleetActivity.replace), which add it to
-//              their local facts when they score.
+//   computes   (the full instance only, computeDelay into the interval, when the hosts' rows
+//              of that boundary are in) the fleet's view of the last ACTIVITY.windowSec
+//              seconds into activity_view: per key the fleet's lookups decayed as history
+//              decays its own (a minute's rate, the ten-second burst), its outcomes, its
+//              lookups a second lately and the maps, for keys that ACTIVITY.minFleetLookups
+//              lookups named or that came with minFleetMaps different maps, the busiest
+//              FLEET_ACTIVITY_KEYS first.
+//              One aggregation a second for the whole fleet, whatever its size;
+//   pulls      (every host, pullDelay into the interval) the newest view: at most
+//              FLEET_ACTIVITY_KEYS small rows, read by the sorting key;
+//   hands      it to the lookup threads (FleetActivity.replace), which complete their local
+//              facts with it when they score.
 //
-// Bounded: the delta table and the view are fixed-size; a failed or slow exchange drops
-// its rows (counted) and the lookup threads go on with local history alone (the view is
-// emptied); one log line per change of state. Every host drops the partitions (ten
+// An edge that finds no view newer than ACTIVITY.staleMs (the full instance away) computes
+// one for itself, at most every fallbackIntervals intervals. Bounded: the delta table and
+// the view are fixed-size, a failed publication keeps at most BACKLOG_ROWS rows for the
+// next; a failed or slow exchange empties the view and the lookup threads go on with local
+// history alone; one log line per change of state. Every host drops the partitions (ten
 // minutes each) older than the window: ClickHouse 18.16 has no TTL.
 import { randomBytes } from 'node:crypto';
 import { log } from '../log.ts';
@@ -28,14 +34,23 @@ import { sqlInt, sqlString } from './sql.ts';
 export const ACTIVITY = {
   /** Publication and pull period (ms). */
   intervalMs: 1000,
-  /** Share of the interval after the boundary at which the pull runs (the other hosts' inserts are in). */
-  pullDelay: 0.3,
+  /** Share of the interval after the boundary at which the full instance computes the view (the hosts' inserts are in)... */
+  computeDelay: 0.3,
+  /** ...and at which every host pulls it. */
+  pullDelay: 0.6,
+  /** An edge without a fresh view computes its own at most once in this many intervals. */
+  fallbackIntervals: 5,
   /** Seconds of rows a pull reads (history's rate window). */
   windowSec: 60,
   /** Time constant of the ten-second burst (s), as history's BURST_MID_MS. */
   burstSec: 10,
-  /** Lookups over the window below which a key is not worth pulling. */
-  minFleetLookups: 3,
+  /**
+   * A key enters the view with at least this many lookups over the window (below it no rate
+   * term of the model can fire: uid_velocity starts at 60 a minute)...
+   */
+  minFleetLookups: 20,
+  /** ...or with at least this many distinct maps over its rows (values hopping across hosts: IPs of a uid, UAs of an IP). */
+  minFleetMaps: 3,
   /** The view is emptied when no pull succeeded for this long (ms; ClickHouse slow or away)... */
   staleMs: 5000,
   /** ...or for this many intervals, whichever is longer. */
@@ -48,6 +63,8 @@ export const ACTIVITY = {
 
 /** What the exchange reads and feeds on this host (src/server/fleet.ts wires the shared tables). */
 export interface ActivityHooks {
+  /** The full instance: computes the fleet's view each interval (one aggregation for the fleet). */
+  computes?: boolean;
   /** This host's rows since the last call (the lookup threads' delta table, drained). */
   drain(): ActivityRow[];
   /** Receives the fleet's view, complete to `asOf` (ms; empty: local only). */
@@ -61,6 +78,7 @@ export interface ActivityHooks {
 }
 
 interface ViewRow {
+  at: number | string;
   kind: number | string;
   key_hi: number | string;
   key_lo: number | string;
@@ -69,13 +87,15 @@ interface ViewRow {
   seen: number | string;
   bad: number | string;
   outcomes: number | string;
-  a0: string;
-  a1: string;
-  b0: string;
-  b1: string;
   recent: number | string;
   newest: number | string;
+  ma0: string;
+  ma1: string;
+  mb0: string;
+  mb1: string;
 }
+
+const VIEW_COLUMNS = 'at, kind, key_hi, key_lo, rate, burst, seen, bad, outcomes, recent, newest, a0, a1, b0, b1';
 
 /** Two u32 words (lo first) as a UInt64 in decimal (JSONEachRow). */
 function u64(lo: number, hi: number): string {
@@ -97,28 +117,32 @@ export function insertRow(r: ActivityRow, t: number, host: string): object {
   };
 }
 
-/** The pull's statement: the fleet's view at `nowMs` for host `host` (its own counts left out). */
-export function viewSql(host: string, nowMs: number, windowMs: number = ACTIVITY.windowSec * 1000, limit: number = FLEET_ACTIVITY_KEYS): string {
-  const me = sqlString(host);
-  const since = Math.floor(nowMs / 1000) - ACTIVITY.windowSec;
+/** The fleet's view at `nowMs`, as a SELECT of VIEW_COLUMNS in order (the maps named ma0… apart from the columns; every host's counts). */
+export function viewSql(nowMs: number, windowMs: number = ACTIVITY.windowSec * 1000, limit: number = FLEET_ACTIVITY_KEYS): string {
+  const nowSec = Math.floor(nowMs / 1000);
+  const since = `toDateTime(${sqlInt(nowSec - ACTIVITY.windowSec)})`;
   // Decayed as history decays: exp(-(now - t) / tau); t is the interval's end (the drain second).
   const age = `(${sqlInt(nowMs)} - toInt64(t) * 1000)`;
-  const tauRate = sqlInt(Math.round(windowMs));
   const perMinute = 60_000 / windowMs;
-  // The other hosts' newest second: their rows of the running interval may not be in yet.
-  const newest = `(SELECT max(t) FROM activity_buffer WHERE t >= toDateTime(${sqlInt(since)}) AND host != ${me})`;
+  // The hosts' newest second: rows of the running interval are not in yet (the lookups carry the recent rate on).
+  const newest = `(SELECT max(t) FROM activity_buffer WHERE t >= ${since})`;
   return (
-    `SELECT kind, key_hi, key_lo, ` +
-    `sumIf(n * exp(-${age} / ${tauRate}), host != ${me}) * ${perMinute} AS rate, ` +
-    `sumIf(n * exp(-${age} / ${sqlInt(ACTIVITY.burstSec * 1000)}), host != ${me}) AS burst, ` +
-    `sumIf(n, host != ${me}) AS seen, sumIf(bad, host != ${me}) AS bad, sumIf(outcomes, host != ${me}) AS outcomes, ` +
-    `groupBitOr(a0) AS a0, groupBitOr(a1) AS a1, groupBitOr(b0) AS b0, groupBitOr(b1) AS b1, ` +
-    `sumIf(n, host != ${me} AND t > ${newest} - ${sqlInt(ACTIVITY.recentSec)}) AS recent, toUInt32(${newest}) AS newest ` +
-    `FROM activity_buffer WHERE t >= toDateTime(${sqlInt(since)}) ` +
+    `SELECT toDateTime(${sqlInt(nowSec)}) AS at, kind, key_hi, key_lo, ` +
+    `sum(n * exp(-${age} / ${sqlInt(Math.round(windowMs))})) * ${perMinute} AS rate, ` +
+    `sum(n * exp(-${age} / ${sqlInt(ACTIVITY.burstSec * 1000)})) AS burst, ` +
+    `toFloat64(sum(n)) AS seen, toFloat64(sum(bad)) AS bad, toFloat64(sum(outcomes)) AS outcomes, ` +
+    `sumIf(n, t > ${newest} - ${sqlInt(ACTIVITY.recentSec)}) / ${sqlInt(ACTIVITY.recentSec)} AS recent, toUInt32(${newest}) AS newest, ` +
+    `groupBitOr(a0) AS ma0, groupBitOr(a1) AS ma1, groupBitOr(b0) AS mb0, groupBitOr(b1) AS mb1 ` +
+    `FROM activity_buffer WHERE t >= ${since} ` +
     `GROUP BY kind, key_hi, key_lo ` +
-    `HAVING sum(n) >= ${sqlInt(ACTIVITY.minFleetLookups)} AND sumIf(n, host != ${me}) > 0 ` +
+    `HAVING sum(n) >= ${sqlInt(ACTIVITY.minFleetLookups)} OR uniqExact(a0, a1, b0, b1) >= ${sqlInt(ACTIVITY.minFleetMaps)} ` +
     `ORDER BY sum(n) DESC LIMIT ${sqlInt(limit)}`
   );
+}
+
+/** The newest view computed at or after `sinceSec` (every host's pull). */
+export function newestViewSql(sinceSec: number): string {
+  return `SELECT at, kind, key_hi, key_lo, rate, burst, seen, bad, outcomes, recent, newest, a0 AS ma0, a1 AS ma1, b0 AS mb0, b1 AS mb1 FROM activity_view WHERE at = (SELECT max(at) FROM activity_view WHERE at >= toDateTime(${sqlInt(sinceSec)})) LIMIT ${sqlInt(FLEET_ACTIVITY_KEYS)}`;
 }
 
 /** The view's rows as keys for the lookup threads. */
@@ -129,10 +153,10 @@ export function parseView(rows: readonly ViewRow[]): FleetKey[] {
     if (kind !== 0 && kind !== 1 && kind !== 2) continue;
     const a: number[] = [0, 0, 0, 0];
     const b: number[] = [0, 0, 0, 0];
-    words(r.a0, a, 0);
-    words(r.a1, a, 2);
-    words(r.b0, b, 0);
-    words(r.b1, b, 2);
+    words(r.ma0, a, 0);
+    words(r.ma1, a, 2);
+    words(r.mb0, b, 0);
+    words(r.mb1, b, 2);
     out.push({
       kind: kind as ActivityKind,
       hi: Number(r.key_hi) >>> 0,
@@ -140,7 +164,7 @@ export function parseView(rows: readonly ViewRow[]): FleetKey[] {
       rate: Number(r.rate),
       burst10: Number(r.burst),
       seen: Number(r.seen),
-      recent: (Number(r.recent) || 0) / ACTIVITY.recentSec,
+      recent: Number(r.recent) || 0,
       bad: Number(r.bad),
       outcomes: Number(r.outcomes),
       a,
@@ -150,7 +174,7 @@ export function parseView(rows: readonly ViewRow[]): FleetKey[] {
   return out;
 }
 
-/** A pull's result: the keys, and the time (ms) they are complete to (the other hosts' newest second). */
+/** A pull's result: the keys, and the time (ms) they are complete to (the hosts' newest second). */
 export interface FleetView {
   keys: FleetKey[];
   asOf: number;
@@ -170,6 +194,8 @@ export class ActivityExchange {
   rowsReceived = 0;
   bytesSent = 0;
   failures = 0;
+  /** Publications that failed (cumulative; also counted in failures). */
+  publishFailures = 0;
   /** Rows dropped: past the backlog's bound, or older than the window before ClickHouse came back. */
   rowsDropped = 0;
   /** Keys in the view last handed to the lookup threads. */
@@ -178,6 +204,13 @@ export class ActivityExchange {
   lastPullAt = 0;
   /** ms the last pull took. */
   lastPullMs = 0;
+  /** ms the last computation of the view took (the full instance, or an edge falling back). */
+  lastComputeMs = 0;
+  /** Views computed by this host (cumulative). */
+  computed = 0;
+  private lastFallback = 0;
+  private computeTimer: NodeJS.Timeout | null = null;
+  private computing: Promise<void> | null = null;
   /** Rows of intervals whose publication failed, by their second (bounded: BACKLOG_ROWS). */
   private backlog: Array<{ t: number; rows: object[] }> = [];
   private timer: NodeJS.Timeout | null = null;
@@ -237,10 +270,30 @@ export class ActivityExchange {
     return sent;
   }
 
-  /** The fleet's view now (without this host's counts). */
-  async pull(nowMs = Date.now()): Promise<FleetView> {
+  /** Computes the fleet's view of now into activity_view (one INSERT … SELECT). */
+  async compute(nowMs = Date.now()): Promise<void> {
     const t0 = performance.now();
-    const rows = await this.ch.rows<ViewRow>(viewSql(this.host, nowMs, this.windowMs), 'fleet activity');
+    await this.ch.command(`INSERT INTO activity_view (${VIEW_COLUMNS}) ${viewSql(nowMs, this.windowMs)}`, 'fleet activity view');
+    this.lastComputeMs = performance.now() - t0;
+    this.computed++;
+  }
+
+  /**
+   * The fleet's view: the newest computed one, or (none fresh: the full instance away) one
+   * computed here, at most every fallbackIntervals intervals; null when neither is due.
+   */
+  async pull(nowMs = Date.now()): Promise<FleetView | null> {
+    const t0 = performance.now();
+    const staleMs = Math.max(ACTIVITY.staleMs, ACTIVITY.staleIntervals * this.intervalMs);
+    let rows = await this.ch.rows<ViewRow>(newestViewSql(Math.floor((nowMs - staleMs) / 1000)), 'fleet activity');
+    if (rows.length === 0 && !this.hooks.computes) {
+      if (nowMs - this.lastFallback < ACTIVITY.fallbackIntervals * this.intervalMs) return null;
+      this.lastFallback = nowMs;
+      const c0 = performance.now();
+      rows = await this.ch.rows<ViewRow>(viewSql(nowMs, this.windowMs), 'fleet activity (computed here)');
+      this.lastComputeMs = performance.now() - c0;
+      this.computed++;
+    }
     this.lastPullMs = performance.now() - t0;
     this.rowsReceived += rows.length;
     const newest = rows.length > 0 ? Number(rows[0]!.newest) * 1000 : nowMs;
@@ -258,7 +311,10 @@ export class ActivityExchange {
       try {
         await this.publish(this.hooks.drain(), Date.now());
       } catch (e) {
-        this.failed(e as Error);
+        // Its rows wait in the backlog for the next interval; the view stands until stale.
+        this.publishFailures++;
+        this.failures++;
+        if (this.publishFailures === 1) log.warn({ err: (e as Error).message }, 'fleet activity: a publication to ClickHouse failed; its rows wait for the next interval');
       }
     })().finally(() => {
       this.publishing = null;
@@ -274,10 +330,11 @@ export class ActivityExchange {
     const run = (async () => {
       try {
         const view = await this.pull();
-        if (this.stopped) return;
+        if (this.stopped || view === null) return;
         this.hooks.onView(view.keys, view.asOf);
         this.viewKeys = view.keys.length;
         this.lastPullAt = Date.now();
+        this.publishFailures = 0;
         this.changeState('up', null);
         await this.retention();
       } catch (e) {
@@ -290,16 +347,34 @@ export class ActivityExchange {
     return run;
   }
 
-  /** A publication and a pull (tests, the bench). */
+  /** The full instance's computation of the view (computeDelay after the boundary). One at a time. */
+  computeNow(): Promise<void> {
+    if (this.computing) return this.computing;
+    if (this.hooks.ready && !this.hooks.ready()) return Promise.resolve();
+    const run = (async () => {
+      try {
+        await this.compute();
+      } catch (e) {
+        this.failed(e as Error);
+      }
+    })().finally(() => {
+      this.computing = null;
+    });
+    this.computing = run;
+    return run;
+  }
+
+  /** A publication, a computation (the full instance) and a pull (tests, the bench). */
   async exchange(): Promise<void> {
     await this.publishNow();
+    if (this.hooks.computes) await this.computeNow();
     await this.pullNow();
   }
 
+  /** A pull or a computation failed: the view stands until stale (checkStale), then local history alone. */
   private failed(e: Error): void {
     this.failures++;
     this.changeState('down', e);
-    this.clearView();
   }
 
   /** Empties a view no pull refreshed for too long (ClickHouse slow): local history alone. */
@@ -336,6 +411,10 @@ export class ActivityExchange {
       this.timer = setTimeout(() => {
         this.checkStale();
         void this.publishNow();
+        if (this.hooks.computes) {
+          this.computeTimer = setTimeout(() => void this.computeNow(), this.intervalMs * ACTIVITY.computeDelay);
+          this.computeTimer.unref();
+        }
         this.pullTimer = setTimeout(() => void this.pullNow(), this.intervalMs * ACTIVITY.pullDelay);
         this.pullTimer.unref();
         next();
@@ -349,27 +428,28 @@ export class ActivityExchange {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     if (this.pullTimer) clearTimeout(this.pullTimer);
+    if (this.computeTimer) clearTimeout(this.computeTimer);
     this.timer = null;
     this.pullTimer = null;
   }
 
   async settled(): Promise<void> {
-    await Promise.all([this.publishing, this.pulling]);
+    await Promise.all([this.publishing, this.pulling, this.computing]);
   }
 }
 
-/** Drops the partitions of `activity` wholly older than the window. Returns how many. */
+/** Drops the partitions of `activity` and `activity_view` wholly older than the window. Returns how many. */
 export async function dropOldActivity(ch: ClickHouse, now = Date.now()): Promise<number> {
   const keepFrom = Math.floor((Math.floor(now / 1000) - ACTIVITY.windowSec) / ACTIVITY.partitionSec);
-  const parts = await ch.rows<{ partition: string }>(
-    `SELECT DISTINCT partition FROM system.parts WHERE database = ${sqlString(ch.database)} AND table = 'activity' AND active`,
+  const parts = await ch.rows<{ table: string; partition: string }>(
+    `SELECT DISTINCT table, partition FROM system.parts WHERE database = ${sqlString(ch.database)} AND table IN ('activity', 'activity_view') AND active`,
     'activity partitions',
   );
   let dropped = 0;
   for (const p of parts) {
     const id = Number(p.partition);
     if (!Number.isSafeInteger(id) || id >= keepFrom) continue;
-    await ch.command(`ALTER TABLE activity DROP PARTITION ${sqlInt(id)}`, 'activity retention');
+    await ch.command(`ALTER TABLE ${p.table === 'activity' ? 'activity' : 'activity_view'} DROP PARTITION ${sqlInt(id)}`, 'activity retention');
     dropped++;
   }
   return dropped;

@@ -190,7 +190,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
   // Its own connection, with a timeout of a few intervals: a slow ClickHouse costs the
   // activity exchange a few intervals, never the other exchanges' queue.
   const activityCh = opts.activity ? new ClickHouse(target, { requestTimeoutMs: Math.max(ACTIVITY.staleMs, ACTIVITY.staleIntervals * (opts.activity.intervalMs ?? ACTIVITY.intervalMs)) }) : null;
-  const activity = opts.activity && activityCh ? new ActivityExchange(activityCh, { ready: () => schema.ready, ...opts.activity }, host) : null;
+  const activity = opts.activity && activityCh ? new ActivityExchange(activityCh, { ready: () => schema.ready, computes: role !== 'edge', ...opts.activity }, host) : null;
   activity?.start();
   const reportSource = new ClickHouseReportSource(ch);
   log.info({ role, clickhouse: target.display, host }, 'fleet: started');

@@ -67,6 +67,7 @@ export function registerFleetMetrics(registry: Registry, f: FleetFigures): void 
       ['ivtd_fleet_activity_view_keys', "Keys in the fleet's activity view the lookup threads read (0: local history alone).", () => act.viewKeys],
       ['ivtd_fleet_activity_up', '1 while the activity exchange works, else 0.', () => (act.state === 'up' ? 1 : 0)],
       ['ivtd_fleet_activity_pull_seconds', "Duration of the last pull of the fleet's view.", () => act.lastPullMs / 1000],
+      ['ivtd_fleet_activity_compute_seconds', "Duration of the last computation of the fleet's view by this host (the full instance; an edge when it is away).", () => act.lastComputeMs / 1000],
     ];
     for (const [name, help, value] of gauges) {
       new Gauge({

@@ -212,6 +212,22 @@ export const CLICKHOUSE_MIGRATIONS: ClickHouseMigration[] = [
       // few parts of activity; a read sees the buffer and the table together.
       `CREATE TABLE IF NOT EXISTS activity_buffer AS activity
        ENGINE = Buffer(currentDatabase(), activity, 4, 1, 2, 10000, 1000000, 1000000, 100000000)`,
+      // The fleet's view, computed once an interval (by the full instance) from the last minute
+      // of activity and read by every host: the busiest keys' decayed totals and maps.
+      `CREATE TABLE IF NOT EXISTS activity_view (
+         at       DateTime('UTC'),
+         kind     UInt8,
+         key_hi   UInt32,
+         key_lo   UInt32,
+         rate     Float64,
+         burst    Float64,
+         seen     Float64,
+         bad      Float64,
+         outcomes Float64,
+         recent   Float64,
+         newest   UInt32,
+         a0 UInt64, a1 UInt64, b0 UInt64, b1 UInt64
+       ) ENGINE = MergeTree() PARTITION BY intDiv(toUInt32(at), 600) ORDER BY (at, kind, key_hi, key_lo)`,
     ],
   },
 ];

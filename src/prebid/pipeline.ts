@@ -61,8 +61,8 @@ export interface Explanation {
         /** LookupSignals.ipFleetBot. */
         fleetBotIp: LookupSignals['ipFleetBot'];
         /**
-         * A fleet host: what the other hosts saw of this lookup's IP, uid and IFA, already
-         * added into `history` (null per key the fleet's view does not hold; null off a fleet).
+         * A fleet host: what the whole fleet saw of this lookup's IP, uid and IFA, already
+         * folded into `history` (null per key the fleet's view does not hold; null off a fleet).
          */
         fleet: FleetFacts | null;
       })
@@ -249,7 +249,7 @@ export class LookupEngine {
         uaConsistency: s.uaConsistency,
         schainError: s.schainError,
         fleetBotIp: s.ipFleetBot,
-        fleet: this.sources.fleetActivity === null ? null : this.sources.fleetActivity.describe(this.sources.lastKeys),
+        fleet: this.sources.fleetActivity === null ? null : this.sources.fleetActivity.describe(this.sources.lastKeys, now),
         adsTxt: s.adsTxt,
         history: { ...s.history },
       };

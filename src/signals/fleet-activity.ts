@@ -157,16 +157,16 @@ export class ActivityDeltas {
 export const VIEW_SLOTS = 1 << 15;
 /** The most keys one pull puts in the view. */
 export const FLEET_ACTIVITY_KEYS = VIEW_SLOTS / 2;
-// Words: 0-1 key (lo salted), 2 rate (f32, lookups a minute by the other hosts), 3 burst10 (f32),
-// 4 seen (f32), 5 invalid outcomes (f32), 6 outcomes (f32), 7 recent (f32, the other hosts'
-// lookups a second lately), 8-11 map A, 12-15 map B (whole fleet).
+// Words: 0-1 key (lo salted), 2 rate (f32, the fleet's lookups a minute), 3 burst10 (f32),
+// 4 seen (f32), 5 invalid outcomes (f32), 6 outcomes (f32), 7 recent (f32, the fleet's
+// lookups a second lately), 8-11 map A, 12-15 map B.
 const V_RATE = 2, V_BURST = 3, V_SEEN = 4, V_BAD = 5, V_OUT = 6, V_RECENT = 7, V_A = 8, V_B = 12, V_WORDS = 16;
 
 /**
- * The other hosts' lookups reach the view an interval or two late (their newest rows are
- * of the last boundary; a pull takes time): a lookup carries each key's recent rate forward
- * from the view's time (the other hosts' newest second) to its own, at most this far (ms). A
- * key whose traffic stops is over-counted by at most that much of its recent rate.
+ * The fleet's lookups reach the view an interval or two late (its newest rows are of the
+ * last boundary; computing and pulling take time): a lookup carries each key's recent rate
+ * forward from the view's time (the hosts' newest second) to its own, at most this far (ms).
+ * A key whose traffic stops is over-counted by at most that much of its recent rate.
  */
 export const PROJECT_MAX_MS = 5000;
 
@@ -185,18 +185,18 @@ export function allocateFleetActivity(): FleetActivityMemory {
 /** Bytes of both tables of a fleet host (fixed; taken out of history's share of the budget). */
 export const FLEET_ACTIVITY_BYTES = 24 + 2 * VIEW_SLOTS * V_WORDS * 4 + 8 + 2 * (Math.ceil(DELTA_SLOTS / 8) * (8 * D_WORDS * 4 + 4));
 
-/** One key as the fleet saw it, for the view (the other hosts' counts; the whole fleet's maps). */
+/** One key as the fleet saw it, for the view (every host's counts and maps). */
 export interface FleetKey {
   kind: ActivityKind;
   hi: number;
   lo: number;
-  /** Other hosts' lookups, decayed as history's rate (a minute's worth). */
+  /** The fleet's lookups, decayed as history's rate (lookups a minute). */
   rate: number;
-  /** Other hosts' lookups, decayed as history's ten-second burst count. */
+  /** The fleet's lookups, decayed as history's ten-second burst count. */
   burst10: number;
-  /** Other hosts' lookups within the exchange's window (evidence). */
+  /** The fleet's lookups within the exchange's window (evidence). */
   seen: number;
-  /** Other hosts' lookups a second lately (carried forward by the lookups, PROJECT_MAX_MS at most). */
+  /** The fleet's lookups a second lately (carried forward by the lookups, PROJECT_MAX_MS at most). */
   recent: number;
   bad: number;
   outcomes: number;
@@ -212,15 +212,17 @@ export interface FleetFacts {
 }
 
 export interface FleetKeyFacts {
-  /** Other hosts' lookups a minute (added to the local rate). */
+  /** The fleet's lookups a minute, as of the view's time (the local rate is the larger of its own and this carried forward). */
   rate: number;
-  /** Other hosts' lookups within ten seconds (added to the local burst; uid, IFA). */
+  /** The fleet's lookups within ten seconds (uid, IFA; the same rule). */
   burst10s: number;
-  /** Other hosts' evidence and invalid outcomes (merged into the bot share). */
+  /** The fleet's evidence and invalid outcomes (its share is used when it rests on more). */
   seen: number;
   invalid: number;
-  /** Other hosts' lookups a second lately, carried forward from the view's time (PROJECT_MAX_MS at most). */
+  /** The fleet's lookups a second lately, carried forward from the view's time (PROJECT_MAX_MS at most). */
   recentPerSecond: number;
+  /** Seconds between the view's time and now. */
+  ageSeconds: number;
   outcomes: number;
   /** Distinct values the whole fleet saw (map A: IP's UAs, uid's and IFA's IPs; B: IP's uids, uid's UAs). */
   distinctA: number;
@@ -275,9 +277,13 @@ export class FleetActivity {
 
   /**
    * Completes one lookup's local facts with the fleet's (lookup threads, after history's
-   * observe; only while the view holds keys). Counts add the other hosts'; distinct counts
-   * are the larger of the local count and the fleet's union with this lookup's value; the
-   * bot share merges the outcomes. Returns whether any key was in the view.
+   * observe; only while the view holds keys). The view holds the whole fleet's counts, this
+   * host's included, as of its time: each count is the larger of the local one (exact for
+   * this host, up to now) and the fleet's carried forward to now (every host, up to the
+   * view's time, then its recent rate); each distinct count the larger of the local one and
+   * the fleet's union with this lookup's value; the bot share the fleet's when it rests on
+   * more outcomes than the local one. Never a sum: nothing is counted twice. Returns whether
+   * any key was in the view.
    */
   complete(k: HistoryKeys, f: HistoryFacts, now: number): boolean {
     if (Atomics.load(this.control, 1) === 0) return false;
@@ -295,9 +301,9 @@ export class FleetActivity {
       if (at >= 0) {
         any = true;
         const extra = x[at + V_RECENT]! * ahead;
-        f.ipRate += x[at + V_RATE]! + extra * this.perMinute;
-        f.ipBotShare = mergeShare(f.ipBotShare, f.ipSeen, x[at + V_BAD]!, x[at + V_OUT]!);
-        f.ipSeen += x[at + V_SEEN]! + extra;
+        f.ipRate = Math.max(f.ipRate, x[at + V_RATE]! + extra * this.perMinute);
+        if (x[at + V_OUT]! > f.ipSeen) f.ipBotShare = x[at + V_BAD]! / x[at + V_OUT]!;
+        f.ipSeen = Math.max(f.ipSeen, x[at + V_SEEN]! + extra);
         f.ipDistinctUas = Math.max(f.ipDistinctUas, mapCount(u, at + V_A, uaBit));
         f.ipDistinctUids = Math.max(f.ipDistinctUids, mapCount(u, at + V_B, uidBit));
       }
@@ -307,10 +313,10 @@ export class FleetActivity {
       if (at >= 0) {
         any = true;
         const extra = x[at + V_RECENT]! * ahead;
-        f.uidRate += x[at + V_RATE]! + extra * this.perMinute;
-        f.uidBurst10s += x[at + V_BURST]! + extra;
-        f.uidBotShare = mergeShare(f.uidBotShare, f.uidSeen, x[at + V_BAD]!, x[at + V_OUT]!);
-        f.uidSeen += x[at + V_SEEN]! + extra;
+        f.uidRate = Math.max(f.uidRate, x[at + V_RATE]! + extra * this.perMinute);
+        f.uidBurst10s = Math.max(f.uidBurst10s, x[at + V_BURST]! + extra);
+        if (x[at + V_OUT]! > f.uidSeen) f.uidBotShare = x[at + V_BAD]! / x[at + V_OUT]!;
+        f.uidSeen = Math.max(f.uidSeen, x[at + V_SEEN]! + extra);
         f.uidDistinctIps = Math.max(f.uidDistinctIps, mapCount(u, at + V_A, ipBit));
         f.uidDistinctUas = Math.max(f.uidDistinctUas, mapCount(u, at + V_B, uaBit));
       }
@@ -320,10 +326,10 @@ export class FleetActivity {
       if (at >= 0) {
         any = true;
         const extra = x[at + V_RECENT]! * ahead;
-        f.ifaRate += x[at + V_RATE]! + extra * this.perMinute;
-        f.ifaBurst10s += x[at + V_BURST]! + extra;
-        f.ifaBotShare = mergeShare(f.ifaBotShare, f.ifaSeen, x[at + V_BAD]!, x[at + V_OUT]!);
-        f.ifaSeen += x[at + V_SEEN]! + extra;
+        f.ifaRate = Math.max(f.ifaRate, x[at + V_RATE]! + extra * this.perMinute);
+        f.ifaBurst10s = Math.max(f.ifaBurst10s, x[at + V_BURST]! + extra);
+        if (x[at + V_OUT]! > f.ifaSeen) f.ifaBotShare = x[at + V_BAD]! / x[at + V_OUT]!;
+        f.ifaSeen = Math.max(f.ifaSeen, x[at + V_SEEN]! + extra);
         f.ifaDistinctIps = Math.max(f.ifaDistinctIps, mapCount(u, at + V_A, ipBit));
       }
     }
@@ -331,7 +337,8 @@ export class FleetActivity {
   }
 
   /** What the view holds for a lookup's keys (the admin explain; null per key not in it). */
-  describe(k: HistoryKeys): FleetFacts {
+  describe(k: HistoryKeys, now = Date.now()): FleetFacts {
+    const age = Math.round((now - this.asOf[Atomics.load(this.control, 0) & 1]!) / 100) / 10;
     const one = (kind: ActivityKind, hi: number, lo: number): FleetKeyFacts | null => {
       if (hi === 0) return null;
       const at = this.find(kind, hi, lo);
@@ -343,6 +350,7 @@ export class FleetActivity {
         burst10s: r(x[at + V_BURST]!),
         seen: r(x[at + V_SEEN]!),
         recentPerSecond: r(x[at + V_RECENT]!),
+        ageSeconds: age,
         invalid: r(x[at + V_BAD]!),
         outcomes: r(x[at + V_OUT]!),
         distinctA: mapCount(this.u32, at + V_A, -1),
@@ -390,8 +398,3 @@ export class FleetActivity {
   }
 }
 
-/** A bot share with the other hosts' outcomes merged in (local outcomes ≈ local lookups seen). */
-function mergeShare(share: number, seen: number, bad: number, outcomes: number): number {
-  const total = seen + outcomes;
-  return total > 0 ? (share * seen + bad) / total : 0;
-}

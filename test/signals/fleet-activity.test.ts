@@ -67,29 +67,32 @@ t.test("the fleet's view completes the local facts", async (t) => {
   t.same(f0, local());
   v.replace([
     entry(KIND_UID, k.uidHi, k.uidLo, { rate: 900, burst10: 300, seen: 400, bad: 100, outcomes: 400, a: mapOf(1111, 2222, 3333), b: mapOf(k.uaFp) }),
-    entry(KIND_IP, k.ipHi, k.ipLo, { rate: 50, seen: 50, a: mapOf(k.uaFp, 9, 10), b: mapOf(k.uidLo, 77) }),
+    entry(KIND_IP, k.ipHi, k.ipLo, { rate: 0.5, seen: 0.5, a: mapOf(k.uaFp, 9, 10), b: mapOf(k.uidLo, 77) }),
   ], now);
   const f = local();
   t.equal(v.complete(k, f, now), true);
-  t.equal(f.uidRate, local().uidRate + 900, "the other hosts' rate is added");
-  t.equal(f.uidBurst10s, local().uidBurst10s + 300);
+  t.equal(f.uidRate, 900, "the fleet's rate (this host's included) where it is above the local one");
+  t.equal(f.uidBurst10s, 300);
   t.equal(f.uidDistinctIps, 4, "the fleet's three IPs and this lookup's");
   t.equal(f.uidDistinctUas, 1, 'the same UA everywhere is one UA');
-  t.ok(Math.abs(f.uidBotShare - 100 / 401) < 1e-6, 'the outcomes merged into the share');
+  t.ok(Math.abs(f.uidBotShare - 100 / 400) < 1e-6, "the fleet's share: it rests on more outcomes");
+  t.equal(f.uidSeen, 400);
   t.equal(f.ipDistinctUas, 3);
   t.equal(f.ipDistinctUids, 2);
+  t.equal(f.ipRate, local().ipRate, 'a fleet rate below the local one changes nothing (never a sum)');
   t.equal(f.ifaRate, 0, 'no IFA, nothing added');
   const ex = v.describe(k);
-  t.match(ex, { uid: { rate: 900, burst10s: 300, distinctA: 3 }, ip: { rate: 50 }, ifa: null });
+  t.match(ex, { uid: { rate: 900, burst10s: 300, distinctA: 3 }, ip: { rate: 0.5 }, ifa: null });
 
   // The other hosts' recent rate is carried forward from the view's time, at most PROJECT_MAX_MS.
   v.replace([entry(KIND_UID, k.uidHi, k.uidLo, { rate: 600, burst10: 100, recent: 30 })], now);
   const later = local();
   v.complete(k, later, now + 2000);
-  t.equal(later.uidBurst10s, local().uidBurst10s + 100 + 60, 'two seconds of 30 a second carried forward');
+  t.equal(later.uidBurst10s, 100 + 60, 'two seconds of 30 a second carried forward');
+  t.equal(later.uidRate, 600 + 60);
   const much = local();
   v.complete(k, much, now + 60_000);
-  t.equal(much.uidBurst10s, local().uidBurst10s + 100 + (30 * PROJECT_MAX_MS) / 1000, 'at most PROJECT_MAX_MS');
+  t.equal(much.uidBurst10s, 100 + (30 * PROJECT_MAX_MS) / 1000, 'at most PROJECT_MAX_MS');
 });
 
 t.test("the view holds at most FLEET_ACTIVITY_KEYS keys", async (t) => {
