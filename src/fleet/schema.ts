@@ -209,9 +209,11 @@ export const CLICKHOUSE_MIGRATIONS: ClickHouseMigration[] = [
          a0 UInt64, a1 UInt64, b0 UInt64, b1 UInt64
        ) ENGINE = MergeTree() PARTITION BY intDiv(toUInt32(t), 600) ORDER BY (t, kind, key_hi, key_lo)`,
       // The hosts insert here: a Buffer gathers their small inserts (one a second each) into
-      // few parts of activity; a read sees the buffer and the table together.
+      // few parts of activity; a read sees the buffer and the table together. The database
+      // is named as a literal ({database}, the fleet's): currentDatabase() there would be
+      // evaluated again when the server restarts and attaches the table, as `default`.
       `CREATE TABLE IF NOT EXISTS activity_buffer AS activity
-       ENGINE = Buffer(currentDatabase(), activity, 4, 1, 2, 10000, 1000000, 1000000, 100000000)`,
+       ENGINE = Buffer({database}, activity, 4, 1, 2, 10000, 1000000, 1000000, 100000000)`,
       // The fleet's view, computed once an interval (by the full instance) from the last minute
       // of activity and read by every host: the busiest keys' decayed totals and maps.
       `CREATE TABLE IF NOT EXISTS activity_view (
@@ -273,7 +275,8 @@ export async function migrateClickHouse(ch: ClickHouse, upTo = CLICKHOUSE_SCHEMA
     if (m.version <= current || m.version > upTo) continue;
     for (const stmt of m.statements) {
       if (typeof stmt !== 'string' && (await hasColumn(ch, stmt.table, stmt.column))) continue;
-      await ch.command(typeof stmt === 'string' ? stmt : stmt.sql, `migration ${m.version}`);
+      // {database}: the fleet's database as a checked identifier (ClickHouse's constructor checked it).
+      await ch.command((typeof stmt === 'string' ? stmt : stmt.sql).replaceAll('{database}', ch.database), `migration ${m.version}`);
     }
     await ch.insert('schema_migrations', [{ version: m.version, name: m.name, applied_at: Math.floor(Date.now() / 1000) }]);
   }
