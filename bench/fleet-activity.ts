@@ -145,8 +145,6 @@ async function main(): Promise<void> {
   const recv = hosts.reduce((s, h) => s + h.exchange.rowsReceived, 0) - recv0;
   const failures = hosts.reduce((s, h) => s + h.exchange.failures, 0);
   const stored = await ch.rows<{ rows: string; bytes: string }>("SELECT sum(rows) AS rows, sum(bytes_on_disk) AS bytes FROM system.parts WHERE database = currentDatabase() AND table = 'activity' AND active");
-  const costly = await ch.rows<{ q: string }>('SELECT count() AS q FROM system.processes');
-  void costly;
   const sum = (l: Array<{ at: number; band: string }>) => {
     const high = l.filter((a) => a.band === 'high').length;
     let steady = Infinity;
