@@ -5,6 +5,7 @@ import { BOT_IPS } from './bot-ips.ts';
 import type { KeyPuller } from './key-sync.ts';
 import type { FleetWriter } from './spool.ts';
 import type { SeenLidExchange } from './seen-lid-exchange.ts';
+import type { ActivityExchange } from './activity.ts';
 
 export interface FleetFigures {
   writer: FleetWriter;
@@ -16,6 +17,8 @@ export interface FleetFigures {
   schemaReady(): boolean;
   /** The exchange of first sights of lids (replays across hosts), when beacons run. */
   seenLids?: SeenLidExchange | null;
+  /** The activity exchange (fleet-wide activity per key). */
+  activity?: ActivityExchange | null;
 }
 
 export function registerFleetMetrics(registry: Registry, f: FleetFigures): void {
@@ -35,6 +38,44 @@ export function registerFleetMetrics(registry: Registry, f: FleetFigures): void 
         collect() {
           this.reset();
           this.inc(value());
+        },
+      });
+    }
+  }
+  const act = f.activity;
+  if (act) {
+    const counters: Array<[string, string, () => number]> = [
+      ['ivtd_fleet_activity_rows_sent_total', "Rows of this host's activity per key published to ClickHouse.", () => act.rowsSent],
+      ['ivtd_fleet_activity_bytes_sent_total', "Bytes of those rows (JSONEachRow bodies).", () => act.bytesSent],
+      ['ivtd_fleet_activity_rows_received_total', "Keys of the fleet's view pulled from ClickHouse.", () => act.rowsReceived],
+      ['ivtd_fleet_activity_failures_total', 'Activity exchanges that failed (ClickHouse down, slow or refusing): lookups meanwhile score on local history alone.', () => act.failures],
+      ['ivtd_fleet_activity_rows_dropped_total', 'Rows of failed publications dropped (past the backlog bound, or older than the window by the time ClickHouse was back).', () => act.rowsDropped],
+    ];
+    for (const [name, help, value] of counters) {
+      new Counter({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          this.reset();
+          this.inc(value());
+        },
+      });
+    }
+    const gauges: Array<[string, string, () => number]> = [
+      ['ivtd_fleet_activity_age_seconds', "Seconds since the fleet's activity view was last pulled (-1: never in this run).", () => (act.lastPullAt === 0 ? -1 : (Date.now() - act.lastPullAt) / 1000)],
+      ['ivtd_fleet_activity_view_keys', "Keys in the fleet's activity view the lookup threads read (0: local history alone).", () => act.viewKeys],
+      ['ivtd_fleet_activity_up', '1 while the activity exchange works, else 0.', () => (act.state === 'up' ? 1 : 0)],
+      ['ivtd_fleet_activity_pull_seconds', "Duration of the last pull of the fleet's view.", () => act.lastPullMs / 1000],
+      ['ivtd_fleet_activity_compute_seconds', "Duration of the last computation of the fleet's view by this host (the full instance; an edge when it is away).", () => act.lastComputeMs / 1000],
+    ];
+    for (const [name, help, value] of gauges) {
+      new Gauge({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          this.set(value());
         },
       });
     }

@@ -31,6 +31,7 @@ import { FleetWriter } from './spool.ts';
 import { SeenLidExchange, type SeenLidHooks } from './seen-lid-exchange.ts';
 import type { Role } from '../base/fleet-roles.ts';
 import { parseClickHouseUrl } from '../base/clickhouse-url.ts';
+import { ACTIVITY, ActivityExchange, type ActivityHooks } from './activity.ts';
 
 /** How long the start waits for the schema check, and for an edge's first key pull. */
 const START_WAIT_MS = 2000;
@@ -59,6 +60,8 @@ export interface FleetOptions {
   botIps?: BotIpHooks;
   /** Fleet-wide replays: where the other hosts' first sights of lids go (src/fleet/seen-lid-exchange.ts). */
   seenLids?: SeenLidHooks;
+  /** Fleet-wide activity per key, every second (src/fleet/activity.ts). */
+  activity?: ActivityHooks;
 }
 
 export interface Fleet {
@@ -89,6 +92,8 @@ export interface Fleet {
   lidSecret(local: Uint8Array): Promise<Uint8Array>;
   /** The seen-lid exchange: the lookup threads' first sights go to `add` (null without hooks). */
   readonly seenLids: SeenLidExchange | null;
+  /** The activity exchange (null without hooks). */
+  readonly activity: ActivityExchange | null;
   /** Adds the fleet's gauges and counters to a metrics registry. */
   registerMetrics(registry: Registry): void;
   /** SIGTERM path: spools what is pending, delivers for a few seconds, stops every timer. */
@@ -182,6 +187,11 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
   if (opts.botIps) botIps.start(opts.botIps);
   const seenLids = opts.seenLids ? new SeenLidExchange(ch, host, opts.seenLids) : null;
   seenLids?.start();
+  // Its own connection, with a timeout of a few intervals: a slow ClickHouse costs the
+  // activity exchange a few intervals, never the other exchanges' queue.
+  const activityCh = opts.activity ? new ClickHouse(target, { requestTimeoutMs: Math.max(ACTIVITY.staleMs, ACTIVITY.staleIntervals * (opts.activity.intervalMs ?? ACTIVITY.intervalMs)) }) : null;
+  const activity = opts.activity && activityCh ? new ActivityExchange(activityCh, { ready: () => schema.ready, computes: role !== 'edge', ...opts.activity }, host) : null;
+  activity?.start();
   const reportSource = new ClickHouseReportSource(ch);
   log.info({ role, clickhouse: target.display, host }, 'fleet: started');
 
@@ -191,6 +201,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     writer,
     reportSource,
     seenLids,
+    activity,
     impressions: { writer: impWriter, source: new ClickHouseReportSource(ch, true, 'impressions'), beacons: new ClickHouseBeaconLabels(ch) },
     edgeKeys: () => sync.keyPuller?.liveKeys() ?? [],
     edgeKeysKnown: () => (sync.keyPuller === null ? true : sync.keyPuller.setVersion > 0),
@@ -203,13 +214,14 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     publishBotIps: (rows) => botIps.publish(rows),
     pullFleetBotIps: () => botIps.pull(),
     registerMetrics(registry) {
-      registerFleetMetrics(registry, { writer, impWriter, puller: sync.keyPuller, fleetBotIps: () => botIps.fleetSize, schemaReady: () => schema.ready, seenLids });
+      registerFleetMetrics(registry, { writer, impWriter, puller: sync.keyPuller, fleetBotIps: () => botIps.fleetSize, schemaReady: () => schema.ready, seenLids, activity });
     },
     async close() {
       schema.close();
       stopRetention();
       botIps.stop();
       seenLids?.stop();
+      activity?.stop();
       sync.keyPublisher?.stop();
       sync.keyPuller?.stop();
       sync.policyPublisher?.stop();
@@ -218,7 +230,8 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       const closed = await Promise.allSettled([impWriter.close(), writer.close()]);
       // Closing the connection ends whatever still waits on ClickHouse (a pull, a publication).
       await ch.close();
-      await Promise.all([writer.settled(), impWriter.settled(), seenLids?.settled(), sync.keyPublisher?.settled(), sync.keyPuller?.settled(), sync.policyPublisher?.settled(), sync.policyPuller?.settled(), schema.done]);
+      await activityCh?.close();
+      await Promise.all([writer.settled(), impWriter.settled(), seenLids?.settled(), activity?.settled(), sync.keyPublisher?.settled(), sync.keyPuller?.settled(), sync.policyPublisher?.settled(), sync.policyPuller?.settled(), schema.done]);
       const failed = closed.find((c): c is PromiseRejectedResult => c.status === 'rejected');
       if (failed) throw failed.reason;
     },

@@ -190,6 +190,48 @@ export const CLICKHOUSE_MIGRATIONS: ClickHouseMigration[] = [
        ) ENGINE = MergeTree() PARTITION BY toYYYYMMDD(minute) ORDER BY (minute, key_hi, key_lo)`,
     ],
   },
+  {
+    version: 7,
+    name: 'fleet-wide activity per key (src/fleet/activity.ts)',
+    statements: [
+      // Each host's lookups per history key (kind 0 IP, 1 uid, 2 IFA) every second: counts
+      // and two 128-bit maps of the values seen with the key (a0 a1, b0 b1). Ten-minute
+      // partitions, dropped by every host once older than the minute it reads back.
+      `CREATE TABLE IF NOT EXISTS activity (
+         t        DateTime('UTC'),
+         host     String,
+         kind     UInt8,
+         key_hi   UInt32,
+         key_lo   UInt32,
+         n        UInt32,
+         bad      UInt32,
+         outcomes UInt32,
+         a0 UInt64, a1 UInt64, b0 UInt64, b1 UInt64
+       ) ENGINE = MergeTree() PARTITION BY intDiv(toUInt32(t), 600) ORDER BY (t, kind, key_hi, key_lo)`,
+      // The hosts insert here: a Buffer gathers their small inserts (one a second each) into
+      // few parts of activity; a read sees the buffer and the table together. The database
+      // is named as a literal ({database}, the fleet's): currentDatabase() there would be
+      // evaluated again when the server restarts and attaches the table, as `default`.
+      `CREATE TABLE IF NOT EXISTS activity_buffer AS activity
+       ENGINE = Buffer({database}, activity, 4, 1, 2, 10000, 1000000, 1000000, 100000000)`,
+      // The fleet's view, computed once an interval (by the full instance) from the last minute
+      // of activity and read by every host: the busiest keys' decayed totals and maps.
+      `CREATE TABLE IF NOT EXISTS activity_view (
+         at       DateTime('UTC'),
+         kind     UInt8,
+         key_hi   UInt32,
+         key_lo   UInt32,
+         rate     Float64,
+         burst    Float64,
+         seen     Float64,
+         bad      Float64,
+         outcomes Float64,
+         recent   Float64,
+         newest   UInt32,
+         a0 UInt64, a1 UInt64, b0 UInt64, b1 UInt64
+       ) ENGINE = MergeTree() PARTITION BY intDiv(toUInt32(at), 600) ORDER BY (at, kind, key_hi, key_lo)`,
+    ],
+  },
 ];
 
 export const CLICKHOUSE_SCHEMA_VERSION = Math.max(...CLICKHOUSE_MIGRATIONS.map((m) => m.version));
@@ -233,7 +275,8 @@ export async function migrateClickHouse(ch: ClickHouse, upTo = CLICKHOUSE_SCHEMA
     if (m.version <= current || m.version > upTo) continue;
     for (const stmt of m.statements) {
       if (typeof stmt !== 'string' && (await hasColumn(ch, stmt.table, stmt.column))) continue;
-      await ch.command(typeof stmt === 'string' ? stmt : stmt.sql, `migration ${m.version}`);
+      // {database}: the fleet's database as a checked identifier (ClickHouse's constructor checked it).
+      await ch.command((typeof stmt === 'string' ? stmt : stmt.sql).replaceAll('{database}', ch.database), `migration ${m.version}`);
     }
     await ch.insert('schema_migrations', [{ version: m.version, name: m.name, applied_at: Math.floor(Date.now() / 1000) }]);
   }

@@ -5,6 +5,7 @@
 import type { LookupMemory } from './messages.ts';
 import { uaConsistency } from '../signals/device-consistency.ts';
 import { FleetBotIps } from '../signals/fleet-bot-ips.ts';
+import { ActivityDeltas, FleetActivity } from '../signals/fleet-activity.ts';
 import { History, emptyKeys, ipBotActivity, type HistoryFacts, type HistoryKeys } from '../signals/history.ts';
 import { ifaMalformed, ifaTypeConflict, isZeroIfa } from '../signals/ifa.ts';
 import { asParsed, ipScratch, parseIpInto, type IpScratch } from '../signals/ip-address.ts';
@@ -96,6 +97,10 @@ export class SignalSources {
   readonly fleetBotIps: FleetBotIps;
   readonly crawlerDns: CrawlerDns;
   private readonly botCheck = new Int32Array(2);
+  /** A fleet host: the fleet's activity per key, added to history's facts (else null). */
+  readonly fleetActivity: FleetActivity | null;
+  /** A fleet host: where its lookups' activity per key goes for publication (else null). */
+  readonly activityDeltas: ActivityDeltas | null;
   readonly analyzer = new UaAnalyzer();
   private readonly ipAddr: IpScratch = ipScratch();
   private readonly keys: HistoryKeys = emptyKeys();
@@ -110,6 +115,8 @@ export class SignalSources {
     this.ipCache = new IpCache(memory.ipCache);
     this.fleetBotIps = new FleetBotIps(memory.fleetBotIps);
     this.crawlerDns = new CrawlerDns(memory.crawlerDns);
+    this.fleetActivity = memory.fleetActivity ? new FleetActivity(memory.fleetActivity.view, memory.history.windowMs) : null;
+    this.activityDeltas = memory.fleetActivity ? new ActivityDeltas(memory.fleetActivity.deltas) : null;
   }
 
   /** The history keys of the last gather() (valid until the next one): the lookup id carries them. */
@@ -228,6 +235,8 @@ export class SignalSources {
 
     const keys = this.history.keysOf(asParsed(ipAddr), req.uid, req.ifa, this.uaExactLo, this.keys);
     s.history = mode === 'observe' ? this.history.observe(keys, now) : this.history.peek(keys, now);
+    // A fleet host: what the other hosts saw of these keys completes this host's view.
+    if (this.fleetActivity !== null) this.fleetActivity.complete(keys, s.history, now);
     s.ipFleetBot = this.fleetBotIps.has(keys.ipHi, keys.ipLo);
     s.ipBotActivity = s.ipFleetBot || ipBotActivity(s.history);
     return s;
@@ -236,5 +245,6 @@ export class SignalSources {
   /** Feeds the request-level outcome of the last observed lookup back into history. */
   recordOutcome(invalid: boolean): void {
     this.history.recordOutcome(this.keys, invalid);
+    if (this.activityDeltas !== null) this.activityDeltas.note(this.keys, invalid);
   }
 }

@@ -16,11 +16,13 @@ import { TUPLE_SLOT_BYTES, allocateSharedCounts } from '../counts/shared-counts.
 import { TYPICAL_ENTRY_BYTES } from '../counts/tuple-dictionary.ts';
 import { allocateFleetBotIps } from '../signals/fleet-bot-ips.ts';
 import { allocateCrawlerDns } from '../signals/crawler-dns.ts';
+import { FLEET_ACTIVITY_BYTES, allocateActivityDeltas, allocateFleetActivity } from '../signals/fleet-activity.ts';
 import { allocateHistory } from '../signals/history.ts';
 import { allocateIpCache } from '../signals/ip-cache.ts';
 import { allocateUaCache } from '../signals/ua-cache.ts';
 import type { MemoryPlan } from '../memory/budget.ts';
 import { randomSeed } from '../memory/hash.ts';
+import type { ActivityDeltasMemory, FleetActivityMemory } from '../signals/fleet-activity.ts';
 
 
 /** The shared memory every lookup thread opens (allocated by src/prebid/lookup-memory.ts on the main thread; posted to each thread; SharedArrayBuffers are shared, not copied). */
@@ -33,6 +35,8 @@ export interface LookupMemory {
   readonly impressions: { readonly seen: SharedTableMemory; readonly counts: SharedCountsMemory };
   /** The fleet's bot-heavy IPs (fixed size, about 1 MB; empty without a fleet). */
   readonly fleetBotIps: FleetBotIpMemory;
+  /** A fleet host only: its lookups' activity per key (to publish) and the fleet's (src/signals/fleet-activity.ts). */
+  readonly fleetActivity?: { readonly deltas: ActivityDeltasMemory; readonly view: FleetActivityMemory };
   /** Reverse-DNS verdicts on crawlers of non-authoritative lists, and the requests for them (fixed, about 270 KB). */
   readonly crawlerDns: CrawlerDnsMemory;
   readonly threadCountsBytes: number;
@@ -53,14 +57,16 @@ export function tuplesPerCustomerHour(plan: MemoryPlan): number {
 }
 
 /** Allocates the shared tables of a plan (the main thread does this once per process). */
-export function allocateLookupMemory(plan: MemoryPlan, opts: { seed?: number; epoch?: number; tupleSeed?: number } = {}): LookupMemory {
+export function allocateLookupMemory(plan: MemoryPlan, opts: { seed?: number; epoch?: number; tupleSeed?: number; fleet?: boolean } = {}): LookupMemory {
   const seed = opts.seed ?? randomSeed();
   // The reporting tuples' seed: the lids carry tuple hashes, so a stable one lets the next
   // run name the same tuples (every user reads it from counts.seed: threads, writers, spool).
   const tupleSeed = opts.tupleSeed ?? (seed ^ 0x7091e5);
   const epoch = opts.epoch ?? Date.now();
   return {
-    history: allocateHistory(plan.historyBytes, { seed, epoch }),
+    // A fleet host's activity tables (fixed, a few MB) come out of history's share.
+    history: allocateHistory(opts.fleet ? Math.max(plan.historyBytes / 2, plan.historyBytes - FLEET_ACTIVITY_BYTES) : plan.historyBytes, { seed, epoch }),
+    ...(opts.fleet ? { fleetActivity: { deltas: allocateActivityDeltas(), view: allocateFleetActivity() } } : {}),
     uaCache: allocateUaCache(plan.uaCacheBytes, seed ^ 0x7a11ce, epoch),
     ipCache: allocateIpCache(plan.ipCacheBytes, seed ^ 0x1bad1dea),
     fleetBotIps: allocateFleetBotIps(),

@@ -14,6 +14,7 @@ import { explainBotCheck, type BotCheckExplained } from '../signals/bot-services
 import { suaConflictText } from '../signals/sua.ts';
 import { categoryOf, noBidReason, type Category } from '../signals/category.ts';
 import type { HistoryFacts } from '../signals/history.ts';
+import type { FleetFacts } from '../signals/fleet-activity.ts';
 import { asParsed } from '../signals/ip-address.ts';
 import type { IpAssessment } from '../signals/ip-intel.ts';
 import { applyPolicy, classifyTransaction, outcomeForHistory, score, type ScoreResult } from '../signals/score.ts';
@@ -63,6 +64,11 @@ export interface Explanation {
         fleetBotIp: LookupSignals['ipFleetBot'];
         /** Who a declared bot really is: the crawler or monitor service its UA names, judged by its ranges (null when it names none). */
         crawler: BotCheckExplained | null;
+        /**
+         * A fleet host: what the whole fleet saw of this lookup's IP, uid and IFA, already
+         * folded into `history` (null per key the fleet's view does not hold; null off a fleet).
+         */
+        fleet: FleetFacts | null;
       })
     | null;
   /** The customer's policy: its thresholds, every kind that matched, and the model's own verdict. Null when it has none. */
@@ -264,6 +270,7 @@ export class LookupEngine {
         schainError: s.schainError,
         fleetBotIp: s.ipFleetBot,
         crawler: explainBotCheck(this.data.bots, s.botCheck, s.botService),
+        fleet: this.sources.fleetActivity === null ? null : this.sources.fleetActivity.describe(this.sources.lastKeys, now),
         adsTxt: s.adsTxt,
         history: { ...s.history },
       };

@@ -45,7 +45,7 @@ export interface ServerMemory {
  */
 export function planServerMemory(config: Config, opts: { tupleSeed?: number } = {}): ServerMemory {
   const plan = planMemory(config.memoryBudget, config.threads);
-  const lookup = allocateLookupMemory(plan, opts.tupleSeed === undefined ? {} : { tupleSeed: opts.tupleSeed });
+  const lookup = allocateLookupMemory(plan, { fleet: Boolean(config.clickhouseUrl), ...(opts.tupleSeed === undefined ? {} : { tupleSeed: opts.tupleSeed }) });
   const tuples = new TupleDictionary();
   const sharedCounts = new SharedCounts(lookup.counts);
   const impressionTuples = new ImpressionDictionary(tuples);

@@ -54,6 +54,8 @@ export interface StartOptions {
   botIpIntervalMs?: number;
   /** Fleet seen-lid exchange period in ms (tests; default 10 s). */
   seenLidIntervalMs?: number;
+  /** Fleet activity exchange period in ms (the bench; default 1 s). */
+  activityIntervalMs?: number;
   /** Tests: where the data refresher connects for a URL (a local server playing every host). */
   dataConnect?: HttpGetOptions['connect'];
   /** `ivtd reload` over the control socket (serve: the SIGHUP reload; else the data files only). */

@@ -56,7 +56,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       engine: () => later.engine,
       keysPulled: () => later.pushes?.refreshKeysSoon(),
       policiesPulled: () => later.pushes?.refreshPoliciesSoon(),
-    }, { botIpMs: opts.botIpIntervalMs, seenLidMs: opts.seenLidIntervalMs });
+    }, { botIpMs: opts.botIpIntervalMs, seenLidMs: opts.seenLidIntervalMs, activityMs: opts.activityIntervalMs });
     // Closed after the writer's last flush.
     if (fleet) cleanup.add(() => fleet.fleet.close());
 
@@ -109,6 +109,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     // restarts, so the keys a lid carries name the same IP, uid and IFA wherever and
     // whenever its beacon lands (before any thread or engine reads the history).
     memory.lookup = { ...memory.lookup, history: { ...memory.lookup.history, seed: historySeedFor(lidSecret) } };
+    // A fleet's hosts also hash UAs alike: the fleet's activity maps carry UA bits (src/signals/fleet-activity.ts).
+    if (fleet) memory.lookup = { ...memory.lookup, uaCache: { ...memory.lookup.uaCache, seed: historySeedFor(lidSecret) ^ 0x7a11ce } };
     const lookups = (later.lookups = lookupThreads(config, memory, countSinks, fleet, refresher, metrics, versionFloorMs, lidSecret));
     const pushes = new Pushes(store, lookups, fleet?.fleet ?? null, memory.plan.policyBytes, memory.lookup.uaCache.seed);
     await pushes.policies.refresh();

@@ -15,6 +15,7 @@ import type { BeaconIpRow } from '../prebid/messages.ts';
 import { BAD_IPS_MAX } from '../prebid/beacon.ts';
 import { SeenLids } from '../prebid/seen-lids.ts';
 import { hashId } from '../memory/hash.ts';
+import { ActivityDeltas, FleetActivity } from '../signals/fleet-activity.ts';
 
 export interface FleetWiring {
   fleet: Fleet;
@@ -60,7 +61,7 @@ export async function wireFleet(
   store: Store,
   memory: ServerMemory,
   hooks: FleetHooks,
-  intervals: { botIpMs?: number | undefined; seenLidMs?: number | undefined } = {},
+  intervals: { botIpMs?: number | undefined; seenLidMs?: number | undefined; activityMs?: number | undefined } = {},
 ): Promise<FleetWiring | null> {
   if (!config.clickhouseUrl) return null;
   const botIpTally = new BotIpTally();
@@ -68,6 +69,10 @@ export async function wireFleet(
   // The main thread's view of the lookup threads' seen-lids table (shared memory).
   const seen = new SeenLids(memory.lookup.impressions.seen);
   const ttlSec = Math.floor(config.impTtl);
+  // The lookup threads' activity tables (allocated for a fleet host by the memory plan).
+  const act = memory.lookup.fleetActivity;
+  const deltas = act ? new ActivityDeltas(act.deltas) : null;
+  const view = act ? new FleetActivity(act.view, memory.lookup.history.windowMs) : null;
   const fleet = await startFleet({
     config,
     store,
@@ -94,6 +99,16 @@ export async function wireFleet(
       },
       ...(intervals.botIpMs ? { intervalMs: intervals.botIpMs } : {}),
     },
+    ...(deltas && view
+      ? {
+          activity: {
+            drain: () => deltas.drain(),
+            onView: (keys, asOf) => void view.replace(keys, asOf),
+            windowMs: memory.lookup.history.windowMs,
+            ...(intervals.activityMs ? { intervalMs: intervals.activityMs } : {}),
+          },
+        }
+      : {}),
     seenLids: {
       remember: (hi, lo, atSec, mismatch) => seen.remember(hi, lo, atSec, Math.floor(Date.now() / 1000), ttlSec, mismatch),
       ttlSec,

@@ -152,13 +152,13 @@ function trackable(id: string): boolean {
 }
 
 /** A nonzero 16-bit fingerprint from a hash word. */
-function fp16(x: number): number {
+export function fp16(x: number): number {
   const f = (x ^ (x >>> 16)) & 0xffff;
   return f === 0 ? 1 : f;
 }
 
 /** Linear-counting estimate of distinct values from the set bits of an m-bit map. */
-function linearCount(ones: number, m: number): number {
+export function linearCount(ones: number, m: number): number {
   if (ones === 0) return 0;
   if (ones >= m) return IP_SET_MAX;
   return Math.min(IP_SET_MAX, Math.round(-m * Math.log((m - ones) / m)));

@@ -84,7 +84,7 @@ t.test('against a real ClickHouse', { skip: clickhouseAvailable() ? false : 'cli
     t.same(
       tables.map((r) => `${r.name}:${r.engine}`),
       [
-        'bot_ip_keys:MergeTree', 'bot_ips:MergeTree', 'customer_policies:MergeTree', 'imp_rollups_daily:SummingMergeTree', 'imp_rollups_hourly:SummingMergeTree', 'lid_secrets:MergeTree',
+        'activity:MergeTree', 'activity_buffer:Buffer', 'activity_view:MergeTree', 'bot_ip_keys:MergeTree', 'bot_ips:MergeTree', 'customer_policies:MergeTree', 'imp_rollups_daily:SummingMergeTree', 'imp_rollups_hourly:SummingMergeTree', 'lid_secrets:MergeTree',
         'prebid_keys:MergeTree', 'rollups_daily:SummingMergeTree', 'rollups_hourly:SummingMergeTree', 'schema_migrations:MergeTree', 'seen_lids:MergeTree',
       ],
     );
