@@ -16,7 +16,7 @@ import { parseWholeNumber } from './whole-number.ts';
 import { withoutBom } from './text.ts';
 import { DOCUMENT_LIMITS, jsonFault, type JsonValue } from './bounded-json.ts';
 import { minimumBudgetMb, NATIVE_MAIN_MB, NATIVE_THREAD_MB, RUNTIME_MAIN_MB, RUNTIME_THREAD_MB, STORE_MIN_MB, TABLES_MIN_MB } from '../memory/budget.ts';
-import { checkFilterName, checkPartner, checkUpstream, FILTER_DEFAULTS, FILTER_MODES, FILTER_NOBIDS, FILTER_TIMEOUT_MAX_MS, resolveFilters, type FilterSettings } from './filter-settings.ts';
+import { checkFilterName, checkPartner, checkUpstream, FILTER_DEFAULTS, FILTER_MODES, FILTER_NOBIDS, FILTER_TIMEOUT_MAX_MS, resolveFilters, type FilterOptions, type FilterSettings } from './filter-settings.ts';
 
 /** `duration`: `90s`, `30m`, `6h`, `1d` (a bare number is seconds) or `off`; held as seconds, 0 = off. */
 type Kind = 'string' | 'int' | 'path' | 'duration';
@@ -119,7 +119,7 @@ export const OPTIONS = {
 
 export type OptionKey = keyof typeof OPTIONS;
 
-export interface Config {
+export interface Config extends FilterOptions {
   dataDir: string;
   host: string;
   prebidPort: number;
@@ -156,15 +156,8 @@ export interface Config {
   /** `system`, `off`, or resolver addresses: src/data/crawler-dns-resolver.ts. */
   crawlerDns: string;
   crawlerDnsQps: number;
-  filterPort: number | undefined;
-  filterUpstream: string | undefined;
-  filterPartner: string | undefined;
-  filterName: string;
-  filterMode: string;
-  filterNobid: string;
-  filterTimeout: number;
   role: string;
-  /** Every filter (src/filter/): the --filter-* options' and the config file's `filters`. */
+  /** Every filter (src/prebid/filter/): the --filter-* options' and the config file's `filters`. */
   filters: FilterSettings[];
 }
 

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { log } from '../base/log.ts';
 import type { Store } from '../store/db.ts';
 import { ensureFirstCustomer } from '../store/customers.ts';
+import { credentialLines } from './announce.ts';
 
 /** In the data dir while the first customer exists but its credentials were never printed. */
 export const UNSHOWN_FILE = 'first-customer.unshown';
@@ -53,17 +54,7 @@ export function markShown(dataDir: string): void {
 /** A start that failed after creating the customer prints its credentials all the same. */
 export function printOnFailure(c: FirstCustomer, dataDir: string): void {
   process.stdout.write(
-    [
-      '',
-      '  This start failed, after creating the first customer. Keep these; they are shown once.',
-      `    customer_id    ${c.customer_id}`,
-      `    partner_id     ${c.partner_id}`,
-      `    username       ${c.username}`,
-      `    password       ${c.password}`,
-      `    prebid_key     ${c.prebid_key}`,
-      `    reporting_key  ${c.reporting_key}`,
-      '',
-    ].join('\n') + '\n',
+    credentialLines(c, 'This start failed, after creating the first customer.').join('\n') + '\n',
   );
   markShown(dataDir);
 }
