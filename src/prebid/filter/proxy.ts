@@ -6,10 +6,10 @@
 //
 // It runs on a thread of its own (a lookup thread whose listener is this one instead of the
 // pre-bid port's: src/prebid/worker.ts), so waiting on an upstream never delays a lookup on
-// 9898. Node's http server (it answers pipelined requests in order, which uWebSockets.js does
-// not for answers given after the handler returns) and a small HTTP/1.1 client of its own
-// (upstream-client.ts), its connections to the upstream kept alive and bounded (maxSockets).
-import http from 'node:http';
+// 9898. A small HTTP/1.1 server of its own on the client side (client-http.ts: pipelined
+// requests answered in order, which uWebSockets.js cannot do for answers given after the
+// handler returns) and a small HTTP/1.1 client (upstream-client.ts), its connections to the
+// upstream kept alive and bounded (maxSockets).
 import { performance } from 'node:perf_hooks';
 import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES } from '../ortb/body.ts';
 import { BID_REQUEST_SHAPE } from '../ortb/map.ts';
@@ -17,6 +17,7 @@ import { keysOf } from '../../base/shape.ts';
 import type { LookupEngine } from '../pipeline.ts';
 import type { FilterSettings } from '../../base/filter-settings.ts';
 import { UpstreamPool, type PendingRequest } from './upstream-client.ts';
+import { createClientServer, type ClientRequest, type ClientResponse, type ClientServer } from './client-http.ts';
 import { emptyFilterStats, UPSTREAM_BUCKETS_US, type FailOpenReason, type FilterStats } from './filter-stats.ts';
 
 /** The header a forwarded request carries its verdict in (band, score, lid; nbr when it would block). */
@@ -85,14 +86,6 @@ export function verdictValue(v: Verdict): string {
   return 'band=' + v.band + '; score=' + v.score + (v.lid === '' ? '' : '; lid=' + v.lid) + (v.nbr >= 0 ? '; nbr=' + v.nbr : '');
 }
 
-const NO_DELAY = Symbol('noDelay');
-function noDelay(socket: import('node:net').Socket): void {
-  const s = socket as import('node:net').Socket & { [NO_DELAY]?: true };
-  if (s[NO_DELAY]) return;
-  s[NO_DELAY] = true;
-  s.setNoDelay(true);
-}
-
 /** The one filter this thread runs (a filter's thread runs one: startFilter sets these once). */
 let cfg: FilterSettings;
 let from: FilterHost;
@@ -104,7 +97,7 @@ let baseQuery = '';
 let engineQuery = '';
 let pool: UpstreamPool;
 let stats: FilterStats;
-let server: http.Server;
+let server: ClientServer;
 let listeningPort = 0;
 
 function failOpen(why: FailOpenReason): null {
@@ -120,7 +113,7 @@ function noteLatency(us: number): void {
 }
 
 /** The verdict of a POST body, or null to send it on unjudged (fail open; counted why). `facts` filled when the body parsed. */
-function judge(req: http.IncomingMessage, body: Buffer, facts: BidFacts): Verdict | null {
+function judge(req: ClientRequest, body: Buffer, facts: BidFacts): Verdict | null {
   const e = from.engine();
   if (e === null) return failOpen('not_ready');
   const enc = { gzip: false };
@@ -147,22 +140,20 @@ function judge(req: http.IncomingMessage, body: Buffer, facts: BidFacts): Verdic
 }
 
 /** A no-bid answered by the filter itself: 204, or 200 {"id","nbr"}. */
-function noBid(res: http.ServerResponse, nbr: number, id: string, why: string, verdict: Verdict | null): void {
+function noBid(res: ClientResponse, nbr: number, id: string, why: string, verdict: Verdict | null): void {
   const headers: string[] = [NOBID_HEADER, why];
   if (verdict !== null) headers.push(VERDICT_HEADER, verdictValue(verdict));
   if (cfg.nobid === '204') {
-    res.writeHead(204, headers);
-    res.end();
+    res.end(204, 'No Content', headers);
   } else {
     const body = '{"id":' + JSON.stringify(id) + ',"nbr":' + nbr + '}';
     headers.push('Content-Type', 'application/json', 'Content-Length', String(Buffer.byteLength(body)));
-    res.writeHead(200, headers);
-    res.end(body);
+    res.end(200, 'OK', headers, body);
   }
 }
 
 /** The request's headers to send on: end-to-end ones as received, Host the upstream's, X-Forwarded-For extended, the verdict added. */
-function forwardHeaders(req: http.IncomingMessage, body: Buffer, verdict: Verdict | null): string[] {
+function forwardHeaders(req: ClientRequest, body: Buffer, verdict: Verdict | null): string[] {
   const raw = req.rawHeaders;
   // Headers the Connection header names are hop-by-hop too.
   const conn = req.headers.connection;
@@ -179,7 +170,7 @@ function forwardHeaders(req: http.IncomingMessage, body: Buffer, verdict: Verdic
     }
     out.push(name, raw[i + 1]!);
   }
-  let peer = req.socket.remoteAddress ?? '';
+  let peer = req.remoteAddress;
   if (peer.startsWith('::ffff:')) peer = peer.slice(7);
   out.push('X-Forwarded-For', xff === '' ? peer : xff + ', ' + peer);
   // A body's length as sent (a chunked one re-framed); none for a request that had none.
@@ -202,12 +193,12 @@ function answerHeaders(raw: string[], length: number, hadLength: boolean): strin
 }
 
 /** Sends a request on to the upstream and its answer back; a no-bid when the upstream fails or runs out of time. */
-function forward(req: http.IncomingMessage, res: http.ServerResponse, body: Buffer, verdict: Verdict | null, facts: BidFacts): void {
+function forward(req: ClientRequest, res: ClientResponse, body: Buffer, verdict: Verdict | null, facts: BidFacts): void {
   stats.forwarded++;
   const budget = facts.tmax > 0 && facts.tmax < cfg.timeoutMs ? facts.tmax : cfg.timeoutMs;
   const headers = forwardHeaders(req, body, verdict);
-  const path = forwardPath(basePath, baseQuery, req.url ?? '/');
-  const method = req.method ?? 'POST';
+  const path = forwardPath(basePath, baseQuery, req.url);
+  const method = req.method;
   const sentAt = performance.now();
   let done = false;
   let pending: PendingRequest | null = null;
@@ -226,8 +217,8 @@ function forward(req: http.IncomingMessage, res: http.ServerResponse, body: Buff
   };
   const timer = setTimeout(() => fail('upstream-timeout'), budget);
   // The client left: nothing to answer, nothing to wait for.
-  res.once('close', () => {
-    if (!res.writableFinished && finish()) pending?.abort();
+  res.onClose(() => {
+    if (finish()) pending?.abort();
   });
   let head = method + ' ' + path + ' HTTP/1.1\r\n';
   for (let i = 0; i < headers.length; i += 2) head += headers[i] + ': ' + headers[i + 1] + '\r\n';
@@ -237,13 +228,12 @@ function forward(req: http.IncomingMessage, res: http.ServerResponse, body: Buff
     if (!finish()) return;
     noteLatency((performance.now() - sentAt) * 1000);
     if (res.destroyed) return;
-    res.writeHead(a.status, a.reason, answerHeaders(a.rawHeaders, a.body.byteLength, a.hadLength));
-    res.end(a.body);
+    res.end(a.status, a.reason, answerHeaders(a.rawHeaders, a.body.byteLength, a.hadLength), a.body);
   });
 }
 
 /** A request whose body is whole: judged (a POST), then answered no-bid or sent on. */
-function onBody(req: http.IncomingMessage, res: http.ServerResponse, body: Buffer): void {
+function onRequest(req: ClientRequest, body: Buffer, res: ClientResponse): void {
   const facts: BidFacts = { id: '', tmax: 0 };
   const verdict = req.method === 'POST' ? judge(req, body, facts) : null;
   if (verdict !== null && verdict.nbr >= 0) {
@@ -257,52 +247,26 @@ function onBody(req: http.IncomingMessage, res: http.ServerResponse, body: Buffe
   forward(req, res, body, verdict, facts);
 }
 
-/** Reads a request's body whole (413 past MAX_FORWARD_BODY_BYTES), then onBody. */
-function onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
-  res.sendDate = false; // the upstream's answer goes back as it came: no Date of the filter's
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let over = false;
-  req.on('data', (c: Buffer) => {
-    if (over) return;
-    size += c.byteLength;
-    if (size <= MAX_FORWARD_BODY_BYTES) {
-      chunks.push(c);
-      return;
-    }
-    over = true;
-    stats.refused++;
-    const msg = `{"error":"payload_too_large","message":"The request body is over the filter's limit of ${MAX_FORWARD_BODY_BYTES} bytes."}`;
-    res.writeHead(413, ['Content-Type', 'application/json', 'Content-Length', String(msg.length), 'Connection', 'close']);
-    res.end(msg);
-  });
-  req.on('error', () => undefined); // the client went away: res's close says so
-  req.on('end', () => {
-    if (over) return;
-    onBody(req, res, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-  });
-}
-
 /** The filter's listener on host:cfg.port: onListening with the port it got, or onFailed saying why not. */
 function listen(host: string, onListening: (port: number) => void, onFailed: (message: string) => void): void {
-  server = http.createServer({ noDelay: true, keepAlive: true, maxHeaderSize: 16 * 1024 }, onRequest);
-  server.keepAliveTimeout = 30_000;
-  // Nagle's algorithm off on both sides, set on the socket itself: with the server's own
-  // noDelay option alone this machine measured a fraction of the requests per second.
-  server.on('connection', noDelay);
-  server.once('error', (e: NodeJS.ErrnoException) => onFailed(`filter ${cfg.name}: cannot listen on ${host}:${cfg.port}: ${e.code === 'EADDRINUSE' ? 'the port is in use' : e.message} (--filter-port, or the filter's "port")`));
-  server.listen({ host, port: cfg.port }, () => {
-    listeningPort = (server.address() as { port: number }).port;
+  server = createClientServer({
+    maxBodyBytes: MAX_FORWARD_BODY_BYTES, maxHeadBytes: 16 * 1024, idleMs: 30_000, maxInFlight: 64, onRequest,
+    onTooLarge: () => void stats.refused++,
+    tooLargeBody: `{"error":"payload_too_large","message":"The request body is over the filter's limit of ${MAX_FORWARD_BODY_BYTES} bytes."}`,
+  });
+  const srv = server.server;
+  srv.once('error', (e: NodeJS.ErrnoException) => onFailed(`filter ${cfg.name}: cannot listen on ${host}:${cfg.port}: ${e.code === 'EADDRINUSE' ? 'the port is in use' : e.message} (--filter-port, or the filter's "port")`));
+  srv.listen({ host, port: cfg.port }, () => {
+    listeningPort = (srv.address() as { port: number }).port;
     onListening(listeningPort);
   });
 }
 
 /** Stops listening: requests under way get their answers (within their deadline), then every connection closes. */
 function close(): void {
-  server.close();
-  server.closeIdleConnections();
+  server.close(false);
   setTimeout(() => {
-    server.closeAllConnections();
+    server.close(true);
     pool.destroy();
   }, cfg.timeoutMs + 50);
 }
