@@ -246,11 +246,11 @@ class Conn {
   /** Writes the answers that are ready, in order. */
   flush(): void {
     if (this.sock.destroyed) return;
-    let wrote = false;
+    // Several answers ready at once go in one write; one alone is written as it is.
+    const cork = this.queue.length > 1 && this.queue[1]!.out !== null;
+    if (cork) this.sock.cork();
     while (this.queue.length > 0 && this.queue[0]!.out !== null) {
       const slot = this.queue.shift()!;
-      if (!wrote) this.sock.cork();
-      wrote = true;
       if (slot.closeAfter) {
         this.sock.end(slot.out!);
         this.queue.length = 0;
@@ -258,7 +258,7 @@ class Conn {
       }
       this.sock.write(slot.out!);
     }
-    if (wrote && !this.sock.destroyed) this.sock.uncork();
+    if (cork && !this.sock.destroyed) this.sock.uncork();
     if (this.paused && this.queue.length < this.o.maxInFlight) {
       this.paused = false;
       this.sock.resume();
