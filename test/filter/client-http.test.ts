@@ -17,7 +17,7 @@ const seen: Seen[] = [];
 let tooLarge = 0;
 let left = 0;
 const srv = createClientServer({
-  maxBodyBytes: 100, maxHeadBytes: 300, idleMs: 5000, maxInFlight: 2, tooLargeBody: '{"error":"payload_too_large"}',
+  maxBodyBytes: 100, maxHeadBytes: 300, idleMs: 5000, requestMs: 300, maxInFlight: 2, tooLargeBody: '{"error":"payload_too_large"}',
   onTooLarge: () => void tooLarge++,
   onRequest(req: ClientRequest, body: Buffer, res: ClientResponse) {
     seen.push({ req, body: body.toString() });
@@ -130,6 +130,21 @@ t.test('100-continue, HEAD and 204', async (t) => {
   t.match(head.text, /X-Url: \/h\r\n\r\nHTTP\/1\.1 200/, 'HEAD: no body, no length');
   const nobody = await rawExchange(port, 'GET /n?status=204 HTTP/1.1\r\nHost: x\r\n\r\n', { until: /\r\n\r\n/ });
   t.notMatch(nobody.text, /Content-Length/, '204: no length');
+});
+
+t.test('a slow client: a request not whole in requestMs closes its connection', async (t) => {
+  const started = Date.now();
+  const closed = await new Promise<number>((resolve) => {
+    const sock = connect(port, '127.0.0.1', () => sock.write('POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab'));
+    // A byte every 100 ms: activity, but the request is never whole in time.
+    const drip = setInterval(() => sock.writable && sock.write('c'), 100);
+    sock.on('error', () => undefined);
+    sock.on('close', () => {
+      clearInterval(drip);
+      resolve(Date.now() - started);
+    });
+  });
+  t.ok(closed >= 250 && closed < 2000, `closed after ${closed} ms`);
 });
 
 t.test('a client that leaves: the answer under way is told', async (t) => {

@@ -35,6 +35,8 @@ export interface ClientServerOptions {
   maxHeadBytes: number;
   /** A kept-alive connection with nothing under way is closed after this long. */
   idleMs: number;
+  /** A request begun must be whole within this long (a slow client's connection is closed). */
+  requestMs: number;
   /** Requests under way on one connection before it is read no further (until answers go). */
   maxInFlight: number;
   onRequest(req: ClientRequest, body: Buffer, res: ClientResponse): void;
@@ -116,6 +118,8 @@ class Conn {
   /** A 100 Continue was sent for the request being read. */
   private continued = false;
   private readonly remoteAddress: string;
+  /** Armed while a request is half read. */
+  private slow: ReturnType<typeof setTimeout> | undefined;
 
   constructor(readonly sock: Socket, private readonly o: ClientServerOptions, private readonly conns: Set<Conn>) {
     this.remoteAddress = sock.remoteAddress ?? '';
@@ -136,6 +140,12 @@ class Conn {
     if (this.ended) return;
     this.buf = this.buf.byteLength === 0 ? d : Buffer.concat([this.buf, d]);
     this.parse();
+    // A request left half read is given requestMs from here to be whole (its bytes trickling in do not reset it).
+    if (this.buf.byteLength > 0 && !this.ended && !this.paused) this.slow ??= setTimeout(() => this.sock.destroy(), this.o.requestMs);
+    else if (this.slow !== undefined) {
+      clearTimeout(this.slow);
+      this.slow = undefined;
+    }
   }
 
   /** Hands over every whole request in the buffer. */
@@ -267,6 +277,7 @@ class Conn {
   }
 
   private onClose(): void {
+    clearTimeout(this.slow);
     this.conns.delete(this);
     this.ended = true;
     const left = this.queue.splice(0);

@@ -250,7 +250,7 @@ function onRequest(req: ClientRequest, body: Buffer, res: ClientResponse): void 
 /** The filter's listener on host:cfg.port: onListening with the port it got, or onFailed saying why not. */
 function listen(host: string, onListening: (port: number) => void, onFailed: (message: string) => void): void {
   server = createClientServer({
-    maxBodyBytes: MAX_FORWARD_BODY_BYTES, maxHeadBytes: 16 * 1024, idleMs: 30_000, maxInFlight: 64, onRequest,
+    maxBodyBytes: MAX_FORWARD_BODY_BYTES, maxHeadBytes: 16 * 1024, idleMs: 30_000, requestMs: 10_000, maxInFlight: 64, onRequest,
     onTooLarge: () => void stats.refused++,
     tooLargeBody: `{"error":"payload_too_large","message":"The request body is over the filter's limit of ${MAX_FORWARD_BODY_BYTES} bytes."}`,
   });
