@@ -4,12 +4,15 @@
 //   latency     bench/paced.ts at a fixed rate, µs clock: the filter's added p50 and p99.
 // Rounds alternate straight and filtered; each figure is the median over the rounds.
 //   npm run bench:filter -- [--rate 2000] [--seconds 5] [--rounds 2] [--connections 32]
+//                           [--baseline-checkout DIR]
+// --baseline-checkout: a second filter, from another checkout of ivtd (e.g. an earlier commit,
+// its generated data built), measured in the same rounds (before and after in one run).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runClient } from './client.ts';
-import { numArg, startIvtd, startProcess, stopProcess, thisCheckout } from './processes.ts';
+import { numArg, startIvtd, startProcess, stopProcess, thisCheckout, type IvtdServer } from './processes.ts';
 import { Store } from '../src/store/db.ts';
 import { createCustomer } from '../src/store/customers.ts';
 
@@ -17,6 +20,8 @@ const RATE = numArg('rate', 2000);
 const SECONDS = numArg('seconds', 5);
 const ROUNDS = numArg('rounds', 2);
 const CONNECTIONS = numArg('connections', 32);
+const at = process.argv.indexOf('--baseline-checkout');
+const BASELINE = at > 0 ? process.argv[at + 1] : undefined;
 
 /** Clean web bid requests from 1 000 residential addresses and users: each is forwarded. */
 function bodies(n: number): string[] {
@@ -46,42 +51,57 @@ async function freePort(): Promise<number> {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
 
-async function main(): Promise<void> {
-  const up = await startProcess(process.execPath, ['--import', 'tsx', 'bench/bare-upstream.ts', '120'], [/\{"port":(\d+)\}/]);
-  const upPort = Number(up.matches[0]![1]);
+/** `ivtd serve` from `root` with one filter in front of the upstream, over a data dir of its own. */
+async function startFilterIvtd(root: string | undefined, upPort: number): Promise<{ ivtd: IvtdServer; port: number; dataDir: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'ivtd-bench-filter-'));
   const store = await Store.open(dataDir);
   const c = await createCustomer(store, { name: 'Bench', username: 'bench', password: 'correct horse battery' });
   await store.close();
-  const filterPort = await freePort();
-  const ivtd = await startIvtd(thisCheckout(), {
+  const port = await freePort();
+  const ivtd = await startIvtd(root === undefined ? thisCheckout() : thisCheckout(root), {
     threads: 1,
     existing: { dataDir, partnerId: c.partner_id, key: c.prebid_key },
-    args: ['--filter-port', String(filterPort), '--filter-upstream', `http://127.0.0.1:${upPort}/openrtb2/auction`, '--filter-partner', c.partner_id, '--filter-timeout', '1000'],
+    args: ['--filter-port', String(port), '--filter-upstream', `http://127.0.0.1:${upPort}/openrtb2/auction`, '--filter-partner', c.partner_id, '--filter-timeout', '1000'],
   });
+  return { ivtd, port, dataDir };
+}
+
+type Row = { rps: number[]; p50: number[]; p99: number[] };
+
+async function main(): Promise<void> {
+  const up = await startProcess(process.execPath, ['--import', 'tsx', 'bench/bare-upstream.ts', '120'], [/\{"port":(\d+)\}/]);
+  const upPort = Number(up.matches[0]![1]);
+  const mine = await startFilterIvtd(undefined, upPort);
+  const base = BASELINE === undefined ? null : await startFilterIvtd(BASELINE, upPort);
+  const filterPort = mine.port;
   const paths = ['/openrtb2/auction'];
   const posts = bodies(1000);
-  const rows = { straight: { rps: [] as number[], p50: [] as number[], p99: [] as number[] }, filter: { rps: [] as number[], p50: [] as number[], p99: [] as number[] } };
+  const rows: Record<string, Row> = { straight: { rps: [], p50: [], p99: [] }, filter: { rps: [], p50: [], p99: [] }, baseline: { rps: [], p50: [], p99: [] } };
   try {
     // Warm-up: the filter's code, the engine's caches, the connections.
     await runClient({ kind: 'autocannon', port: filterPort, paths, bodies: posts, rate: 0, seconds: 2, connections: CONNECTIONS });
+    if (base !== null) await runClient({ kind: 'autocannon', port: base.port, paths, bodies: posts, rate: 0, seconds: 2, connections: CONNECTIONS });
     for (let r = 0; r < ROUNDS; r++) {
-      for (const [name, port] of [['straight', upPort], ['filter', filterPort]] as const) {
+      const filters: Array<readonly [string, number]> = base === null ? [['filter', filterPort]] : r % 2 === 0 ? [['baseline', base.port], ['filter', filterPort]] : [['filter', filterPort], ['baseline', base.port]];
+      for (const [name, port] of [['straight', upPort] as const, ...filters]) {
         const a = await runClient({ kind: 'autocannon', port, paths, bodies: posts, rate: 0, seconds: SECONDS, connections: CONNECTIONS });
         if (a.non2xx > 0) throw new Error(`${name}: ${a.non2xx} answers were not 2xx`);
         const p = await runClient({ kind: 'paced', port, paths, bodies: posts, rate: RATE, seconds: SECONDS, connections: 16 });
-        rows[name].rps.push(a.rps);
-        rows[name].p50.push(p.p50Ms);
-        rows[name].p99.push(p.p99Ms);
+        rows[name]!.rps.push(a.rps);
+        rows[name]!.p50.push(p.p50Ms);
+        rows[name]!.p99.push(p.p99Ms);
         console.error(`round ${r + 1} ${name}: ${a.rps} req/s closed loop; at ${RATE}/s p50 ${p.p50Ms} ms p99 ${p.p99Ms} ms (${p.completed} answered)`);
       }
     }
   } finally {
-    await ivtd.stop();
-    rmSync(dataDir, { recursive: true, force: true });
+    for (const f of [mine, base]) {
+      if (f === null) continue;
+      await f.ivtd.stop();
+      rmSync(f.dataDir, { recursive: true, force: true });
+    }
     await stopProcess(up.child);
   }
-  const s = rows.straight, f = rows.filter;
+  const s = rows.straight!, f = rows.filter!, b = rows.baseline!;
   const out = {
     rounds: ROUNDS,
     seconds: SECONDS,
@@ -94,6 +114,14 @@ async function main(): Promise<void> {
       addedP99Ms: +(median(f.p99) - median(s.p99)).toFixed(3),
       goal: 'added p50 <= 0.15 ms, p99 <= 1 ms',
     },
+    ...(base === null ? {} : {
+      baseline: {
+        checkout: BASELINE,
+        rps: median(b.rps), ratio: +(median(b.rps) / median(s.rps)).toFixed(3),
+        p50Ms: median(b.p50), p99Ms: median(b.p99),
+        addedP50Ms: +(median(b.p50) - median(s.p50)).toFixed(3), addedP99Ms: +(median(b.p99) - median(s.p99)).toFixed(3),
+      },
+    }),
   };
   console.log(JSON.stringify(out, null, 2));
 }

@@ -6,10 +6,10 @@
 //
 // It runs on a thread of its own (a lookup thread whose listener is this one instead of the
 // pre-bid port's: src/prebid/worker.ts), so waiting on an upstream never delays a lookup on
-// 9898. Node's http server (it answers pipelined requests in order, which uWebSockets.js does
-// not for answers given after the handler returns) and a small HTTP/1.1 client of its own
-// (upstream-client.ts), its connections to the upstream kept alive and bounded (maxSockets).
-import http from 'node:http';
+// 9898. A small HTTP/1.1 server of its own on the client side (client-http.ts: pipelined
+// requests answered in order, which uWebSockets.js cannot do for answers given after the
+// handler returns) and a small HTTP/1.1 client (upstream-client.ts), its connections to the
+// upstream kept alive and bounded (maxSockets).
 import { performance } from 'node:perf_hooks';
 import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES } from '../ortb/body.ts';
 import { BID_REQUEST_SHAPE } from '../ortb/map.ts';
@@ -17,6 +17,7 @@ import { keysOf } from '../../base/shape.ts';
 import type { LookupEngine } from '../pipeline.ts';
 import type { FilterSettings } from '../../base/filter-settings.ts';
 import { UpstreamPool, type PendingRequest } from './upstream-client.ts';
+import { createClientServer, type ClientRequest, type ClientResponse, type ClientServer } from './client-http.ts';
 import { emptyFilterStats, UPSTREAM_BUCKETS_US, type FailOpenReason, type FilterStats } from './filter-stats.ts';
 
 /** The header a forwarded request carries its verdict in (band, score, lid; nbr when it would block). */
@@ -85,223 +86,214 @@ export function verdictValue(v: Verdict): string {
   return 'band=' + v.band + '; score=' + v.score + (v.lid === '' ? '' : '; lid=' + v.lid) + (v.nbr >= 0 ? '; nbr=' + v.nbr : '');
 }
 
-const NO_DELAY = Symbol('noDelay');
-function noDelay(socket: import('node:net').Socket): void {
-  const s = socket as import('node:net').Socket & { [NO_DELAY]?: true };
-  if (s[NO_DELAY]) return;
-  s[NO_DELAY] = true;
-  s.setNoDelay(true);
+/** The one filter this thread runs (a filter's thread runs one: startFilter sets these once). */
+let cfg: FilterSettings;
+let from: FilterHost;
+/** The upstream's Host header, its URL's path (a prefix of forwarded paths) and query. */
+let upAuthority = '';
+let basePath = '/';
+let baseQuery = '';
+/** The engine's query: the reporting node is the filter's name (no key: the filter acts for its partner). */
+let engineQuery = '';
+let pool: UpstreamPool;
+let stats: FilterStats;
+let server: ClientServer;
+let listeningPort = 0;
+
+function failOpen(why: FailOpenReason): null {
+  stats.failOpen[why] = (stats.failOpen[why] ?? 0) + 1;
+  return null;
 }
 
-export function startFilter(s: FilterSettings, host: string, from: FilterHost, onListening: (port: number) => void, onFailed: (message: string) => void): RunningFilter {
+function noteLatency(us: number): void {
+  let b = 0;
+  while (b < UPSTREAM_BUCKETS_US.length && us > UPSTREAM_BUCKETS_US[b]!) b++;
+  stats.upstreamLatency[b]!++;
+  stats.upstreamLatencySumUs += us;
+}
+
+/** The verdict of a POST body, or null to send it on unjudged (fail open; counted why). `facts` filled when the body parsed. */
+function judge(req: ClientRequest, body: Buffer, facts: BidFacts): Verdict | null {
+  const e = from.engine();
+  if (e === null) return failOpen('not_ready');
+  const enc = { gzip: false };
+  if (checkBodyHeaders(req.headers['content-type'] ?? '', req.headers['content-encoding'] ?? '', enc) !== null) return failOpen('media_type');
+  if (body.byteLength > ORTB_MAX_BODY_BYTES) return failOpen('unparseable');
+  const now = Date.now();
+  const customer = e.keys.customerOf(cfg.partner, now);
+  if (customer === null) return failOpen('unknown_partner');
+  const parsed = bidRequestFrom(body, enc.gzip);
+  if (!parsed.ok) return failOpen('unparseable');
+  const id = parsed.bid.at[BID.id];
+  facts.id = typeof id === 'string' ? id : '';
+  const tmax = parsed.bid.at[BID.tmax];
+  facts.tmax = typeof tmax === 'number' && Number.isInteger(tmax) && tmax > 0 ? tmax : 0;
+  try {
+    const out = e.lookupOrtb(engineQuery, parsed.bid, now, customer);
+    if (out.status !== 200) return failOpen('refused');
+    const v = e.lastOrtb;
+    return { band: v.band, score: v.score, nbr: v.nbr, lid: v.lid };
+  } catch (err) {
+    from.noteError((err as Error).message);
+    return failOpen('internal');
+  }
+}
+
+/** A no-bid answered by the filter itself: 204, or 200 {"id","nbr"}. */
+function noBid(res: ClientResponse, nbr: number, id: string, why: string, verdict: Verdict | null): void {
+  const headers: string[] = [NOBID_HEADER, why];
+  if (verdict !== null) headers.push(VERDICT_HEADER, verdictValue(verdict));
+  if (cfg.nobid === '204') {
+    res.end(204, 'No Content', headers);
+  } else {
+    const body = '{"id":' + JSON.stringify(id) + ',"nbr":' + nbr + '}';
+    headers.push('Content-Type', 'application/json', 'Content-Length', String(Buffer.byteLength(body)));
+    res.end(200, 'OK', headers, body);
+  }
+}
+
+/** The request's headers to send on: end-to-end ones as received, Host the upstream's, X-Forwarded-For extended, the verdict added. */
+function forwardHeaders(req: ClientRequest, body: Buffer, verdict: Verdict | null): string[] {
+  const raw = req.rawHeaders;
+  // Headers the Connection header names are hop-by-hop too.
+  const conn = req.headers.connection;
+  const named = conn === undefined || conn === 'keep-alive' || conn === 'close' ? null : new Set(conn.split(',').map((x) => x.trim().toLowerCase()));
+  const out: string[] = ['Host', upAuthority];
+  let xff = '';
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || (named !== null && named.has(lower))) continue;
+    if (SET_HERE.has(lower)) {
+      if (lower === 'x-forwarded-for') xff = xff === '' ? raw[i + 1]! : xff + ', ' + raw[i + 1]!;
+      continue;
+    }
+    out.push(name, raw[i + 1]!);
+  }
+  let peer = req.remoteAddress;
+  if (peer.startsWith('::ffff:')) peer = peer.slice(7);
+  out.push('X-Forwarded-For', xff === '' ? peer : xff + ', ' + peer);
+  // A body's length as sent (a chunked one re-framed); none for a request that had none.
+  if (body.byteLength > 0 || req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) out.push('Content-Length', String(body.byteLength));
+  if (verdict !== null) out.push(VERDICT_HEADER, verdictValue(verdict));
+  return out;
+}
+
+/** The upstream's answer's headers to return: all but the hop-by-hop ones, and its length as received. */
+function answerHeaders(raw: string[], length: number, hadLength: boolean): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const lower = raw[i]!.toLowerCase();
+    if (HOP_BY_HOP.has(lower)) continue;
+    out.push(raw[i]!, raw[i + 1]!);
+  }
+  // A chunked answer is returned with its length (framing is the hop's own).
+  if (!hadLength && length > 0) out.push('Content-Length', String(length));
+  return out;
+}
+
+/** Sends a request on to the upstream and its answer back; a no-bid when the upstream fails or runs out of time. */
+function forward(req: ClientRequest, res: ClientResponse, body: Buffer, verdict: Verdict | null, facts: BidFacts): void {
+  stats.forwarded++;
+  const budget = facts.tmax > 0 && facts.tmax < cfg.timeoutMs ? facts.tmax : cfg.timeoutMs;
+  const headers = forwardHeaders(req, body, verdict);
+  const path = forwardPath(basePath, baseQuery, req.url);
+  const method = req.method;
+  const sentAt = performance.now();
+  let done = false;
+  let pending: PendingRequest | null = null;
+  const finish = (): boolean => {
+    if (done) return false;
+    done = true;
+    clearTimeout(timer);
+    return true;
+  };
+  const fail = (why: 'upstream-error' | 'upstream-timeout') => {
+    if (!finish()) return;
+    if (why === 'upstream-timeout') stats.timeouts++;
+    else stats.upstreamErrors++;
+    pending?.abort();
+    if (!res.destroyed) noBid(res, NBR_TECHNICAL, facts.id, why, verdict);
+  };
+  const timer = setTimeout(() => fail('upstream-timeout'), budget);
+  // The client left: nothing to answer, nothing to wait for.
+  res.onClose(() => {
+    if (finish()) pending?.abort();
+  });
+  let head = method + ' ' + path + ' HTTP/1.1\r\n';
+  for (let i = 0; i < headers.length; i += 2) head += headers[i] + ': ' + headers[i + 1] + '\r\n';
+  head += '\r\n';
+  pending = pool.request(head, body, method === 'HEAD', (err, a) => {
+    if (err !== null || a === null) return fail('upstream-error');
+    if (!finish()) return;
+    noteLatency((performance.now() - sentAt) * 1000);
+    if (res.destroyed) return;
+    res.end(a.status, a.reason, answerHeaders(a.rawHeaders, a.body.byteLength, a.hadLength), a.body);
+  });
+}
+
+/** A request whose body is whole: judged (a POST), then answered no-bid or sent on. */
+function onRequest(req: ClientRequest, body: Buffer, res: ClientResponse): void {
+  const facts: BidFacts = { id: '', tmax: 0 };
+  const verdict = req.method === 'POST' ? judge(req, body, facts) : null;
+  if (verdict !== null && verdict.nbr >= 0) {
+    if (cfg.mode === 'block') {
+      stats.blocked++;
+      noBid(res, verdict.nbr, facts.id, 'blocked', verdict);
+      return;
+    }
+    stats.wouldBlock++;
+  }
+  forward(req, res, body, verdict, facts);
+}
+
+/** The filter's listener on host:cfg.port: onListening with the port it got, or onFailed saying why not. */
+function listen(host: string, onListening: (port: number) => void, onFailed: (message: string) => void): void {
+  server = createClientServer({
+    maxBodyBytes: MAX_FORWARD_BODY_BYTES, maxHeadBytes: 16 * 1024, idleMs: 30_000, requestMs: 10_000, maxInFlight: 64, onRequest,
+    onTooLarge: () => void stats.refused++,
+    tooLargeBody: `{"error":"payload_too_large","message":"The request body is over the filter's limit of ${MAX_FORWARD_BODY_BYTES} bytes."}`,
+  });
+  const srv = server.server;
+  srv.once('error', (e: NodeJS.ErrnoException) => onFailed(`filter ${cfg.name}: cannot listen on ${host}:${cfg.port}: ${e.code === 'EADDRINUSE' ? 'the port is in use' : e.message} (--filter-port, or the filter's "port")`));
+  srv.listen({ host, port: cfg.port }, () => {
+    listeningPort = (srv.address() as { port: number }).port;
+    onListening(listeningPort);
+  });
+}
+
+/** Stops listening: requests under way get their answers (within their deadline), then every connection closes. */
+function close(): void {
+  server.close(false);
+  setTimeout(() => {
+    server.close(true);
+    pool.destroy();
+  }, cfg.timeoutMs + 50);
+}
+
+/** Starts this thread's filter (once per thread). */
+export function startFilter(s: FilterSettings, host: string, lender: FilterHost, onListening: (port: number) => void, onFailed: (message: string) => void): RunningFilter {
+  cfg = s;
+  from = lender;
   const up = new URL(s.upstream);
   const upHost = up.hostname.startsWith('[') ? up.hostname.slice(1, -1) : up.hostname;
   const upPort = up.port === '' ? 80 : Number(up.port);
-  const upAuthority = up.host;
-  const basePath = up.pathname === '' ? '/' : up.pathname;
-  const baseQuery = up.search.startsWith('?') ? up.search.slice(1) : '';
-  // The engine's query: the reporting node is the filter's name (no key: the filter acts for its partner).
-  const engineQuery = 'node=' + encodeURIComponent(s.name);
-  const pool = new UpstreamPool(upHost, upPort, s.maxSockets, MAX_ANSWER_BYTES);
-  let stats = emptyFilterStats(s.name);
-  const failOpen = (why: FailOpenReason): null => {
-    stats.failOpen[why] = (stats.failOpen[why] ?? 0) + 1;
-    return null;
-  };
-  const noteLatency = (us: number): void => {
-    let b = 0;
-    while (b < UPSTREAM_BUCKETS_US.length && us > UPSTREAM_BUCKETS_US[b]!) b++;
-    stats.upstreamLatency[b]!++;
-    stats.upstreamLatencySumUs += us;
-  };
-
-  /** The verdict of a POST body, or null to send it on unjudged (fail open; counted why). `facts` filled when the body parsed. */
-  function judge(req: http.IncomingMessage, body: Buffer, facts: BidFacts): Verdict | null {
-    const e = from.engine();
-    if (e === null) return failOpen('not_ready');
-    const enc = { gzip: false };
-    if (checkBodyHeaders(req.headers['content-type'] ?? '', req.headers['content-encoding'] ?? '', enc) !== null) return failOpen('media_type');
-    if (body.byteLength > ORTB_MAX_BODY_BYTES) return failOpen('unparseable');
-    const now = Date.now();
-    const customer = e.keys.customerOf(s.partner, now);
-    if (customer === null) return failOpen('unknown_partner');
-    const parsed = bidRequestFrom(body, enc.gzip);
-    if (!parsed.ok) return failOpen('unparseable');
-    const id = parsed.bid.at[BID.id];
-    facts.id = typeof id === 'string' ? id : '';
-    const tmax = parsed.bid.at[BID.tmax];
-    facts.tmax = typeof tmax === 'number' && Number.isInteger(tmax) && tmax > 0 ? tmax : 0;
-    try {
-      const out = e.lookupOrtb(engineQuery, parsed.bid, now, customer);
-      if (out.status !== 200) return failOpen('refused');
-      const v = e.lastOrtb;
-      return { band: v.band, score: v.score, nbr: v.nbr, lid: v.lid };
-    } catch (err) {
-      from.noteError((err as Error).message);
-      return failOpen('internal');
-    }
-  }
-
-  /** A no-bid answered by the filter itself: 204, or 200 {"id","nbr"}. */
-  function noBid(res: http.ServerResponse, nbr: number, id: string, why: string, verdict: Verdict | null): void {
-    const headers: string[] = [NOBID_HEADER, why];
-    if (verdict !== null) headers.push(VERDICT_HEADER, verdictValue(verdict));
-    if (s.nobid === '204') {
-      res.writeHead(204, headers);
-      res.end();
-    } else {
-      const body = '{"id":' + JSON.stringify(id) + ',"nbr":' + nbr + '}';
-      headers.push('Content-Type', 'application/json', 'Content-Length', String(Buffer.byteLength(body)));
-      res.writeHead(200, headers);
-      res.end(body);
-    }
-  }
-
-  /** The request's headers to send on: end-to-end ones as received, Host the upstream's, X-Forwarded-For extended, the verdict added. */
-  function forwardHeaders(req: http.IncomingMessage, body: Buffer, verdict: Verdict | null): string[] {
-    const raw = req.rawHeaders;
-    // Headers the Connection header names are hop-by-hop too.
-    const conn = req.headers.connection;
-    const named = conn === undefined || conn === 'keep-alive' || conn === 'close' ? null : new Set(conn.split(',').map((x) => x.trim().toLowerCase()));
-    const out: string[] = ['Host', upAuthority];
-    let xff = '';
-    for (let i = 0; i < raw.length; i += 2) {
-      const name = raw[i]!;
-      const lower = name.toLowerCase();
-      if (HOP_BY_HOP.has(lower) || (named !== null && named.has(lower))) continue;
-      if (SET_HERE.has(lower)) {
-        if (lower === 'x-forwarded-for') xff = xff === '' ? raw[i + 1]! : xff + ', ' + raw[i + 1]!;
-        continue;
-      }
-      out.push(name, raw[i + 1]!);
-    }
-    let peer = req.socket.remoteAddress ?? '';
-    if (peer.startsWith('::ffff:')) peer = peer.slice(7);
-    out.push('X-Forwarded-For', xff === '' ? peer : xff + ', ' + peer);
-    // A body's length as sent (a chunked one re-framed); none for a request that had none.
-    if (body.byteLength > 0 || req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) out.push('Content-Length', String(body.byteLength));
-    if (verdict !== null) out.push(VERDICT_HEADER, verdictValue(verdict));
-    return out;
-  }
-
-  /** The upstream's answer's headers to return: all but the hop-by-hop ones, and its length as received. */
-  function answerHeaders(raw: string[], length: number, hadLength: boolean): string[] {
-    const out: string[] = [];
-    for (let i = 0; i < raw.length; i += 2) {
-      const lower = raw[i]!.toLowerCase();
-      if (HOP_BY_HOP.has(lower)) continue;
-      out.push(raw[i]!, raw[i + 1]!);
-    }
-    // A chunked answer is returned with its length (framing is the hop's own).
-    if (!hadLength && length > 0) out.push('Content-Length', String(length));
-    return out;
-  }
-
-  function forward(req: http.IncomingMessage, res: http.ServerResponse, body: Buffer, verdict: Verdict | null, facts: BidFacts): void {
-    stats.forwarded++;
-    const budget = facts.tmax > 0 && facts.tmax < s.timeoutMs ? facts.tmax : s.timeoutMs;
-    const headers = forwardHeaders(req, body, verdict);
-    const path = forwardPath(basePath, baseQuery, req.url ?? '/');
-    const method = req.method ?? 'POST';
-    const sentAt = performance.now();
-    let done = false;
-    let pending: PendingRequest | null = null;
-    const finish = (): boolean => {
-      if (done) return false;
-      done = true;
-      clearTimeout(timer);
-      return true;
-    };
-    const fail = (why: 'upstream-error' | 'upstream-timeout') => {
-      if (!finish()) return;
-      if (why === 'upstream-timeout') stats.timeouts++;
-      else stats.upstreamErrors++;
-      pending?.abort();
-      if (!res.destroyed) noBid(res, NBR_TECHNICAL, facts.id, why, verdict);
-    };
-    const timer = setTimeout(() => fail('upstream-timeout'), budget);
-    // The client left: nothing to answer, nothing to wait for.
-    res.once('close', () => {
-      if (!res.writableFinished && finish()) pending?.abort();
-    });
-    let head = method + ' ' + path + ' HTTP/1.1\r\n';
-    for (let i = 0; i < headers.length; i += 2) head += headers[i] + ': ' + headers[i + 1] + '\r\n';
-    head += '\r\n';
-    pending = pool.request(head, body, method === 'HEAD', (err, a) => {
-      if (err !== null || a === null) return fail('upstream-error');
-      if (!finish()) return;
-      noteLatency((performance.now() - sentAt) * 1000);
-      if (res.destroyed) return;
-      res.writeHead(a.status, a.reason, answerHeaders(a.rawHeaders, a.body.byteLength, a.hadLength));
-      res.end(a.body);
-    });
-  }
-
-  function onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
-    res.sendDate = false; // the upstream's answer goes back as it came: no Date of the filter's
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    req.on('data', (c: Buffer) => {
-      if (over) return;
-      size += c.byteLength;
-      if (size <= MAX_FORWARD_BODY_BYTES) {
-        chunks.push(c);
-        return;
-      }
-      over = true;
-      stats.refused++;
-      const msg = `{"error":"payload_too_large","message":"The request body is over the filter's limit of ${MAX_FORWARD_BODY_BYTES} bytes."}`;
-      res.writeHead(413, ['Content-Type', 'application/json', 'Content-Length', String(msg.length), 'Connection', 'close']);
-      res.end(msg);
-    });
-    req.on('error', () => undefined); // the client went away: res's close says so
-    req.on('end', () => {
-      if (over) return;
-      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
-      const facts: BidFacts = { id: '', tmax: 0 };
-      const verdict = req.method === 'POST' ? judge(req, body, facts) : null;
-      if (verdict !== null && verdict.nbr >= 0) {
-        if (s.mode === 'block') {
-          stats.blocked++;
-          noBid(res, verdict.nbr, facts.id, 'blocked', verdict);
-          return;
-        }
-        stats.wouldBlock++;
-      }
-      forward(req, res, body, verdict, facts);
-    });
-  }
-
-  const server = http.createServer({ noDelay: true, keepAlive: true, maxHeaderSize: 16 * 1024 }, onRequest);
-  server.keepAliveTimeout = 30_000;
-  // Nagle's algorithm off on both sides, set on the socket itself: with the server's own
-  // noDelay option alone this machine measured a fraction of the requests per second.
-  server.on('connection', noDelay);
-  let port = 0;
-  server.once('error', (e: NodeJS.ErrnoException) => onFailed(`filter ${s.name}: cannot listen on ${host}:${s.port}: ${e.code === 'EADDRINUSE' ? 'the port is in use' : e.message} (--filter-port, or the filter's "port")`));
-  server.listen({ host, port: s.port }, () => {
-    port = (server.address() as { port: number }).port;
-    onListening(port);
-  });
-
+  upAuthority = up.host;
+  basePath = up.pathname === '' ? '/' : up.pathname;
+  baseQuery = up.search.startsWith('?') ? up.search.slice(1) : '';
+  engineQuery = 'node=' + encodeURIComponent(s.name);
+  pool = new UpstreamPool(upHost, upPort, s.maxSockets, MAX_ANSWER_BYTES);
+  stats = emptyFilterStats(s.name);
+  listen(host, onListening, onFailed);
   return {
     get port() {
-      return port;
+      return listeningPort;
     },
     take() {
       const out = stats;
       stats = emptyFilterStats(s.name);
       return out;
     },
-    close() {
-      // Requests under way get their answers (within their deadline), then every connection closes.
-      server.close();
-      server.closeIdleConnections();
-      setTimeout(() => {
-        server.closeAllConnections();
-        pool.destroy();
-      }, s.timeoutMs + 50);
-    },
+    close,
   };
 }

@@ -1,0 +1,333 @@
+// The filter's client side: a small HTTP/1.1 server over node:net (its upstream side is
+// upstream-client.ts). Node's http server cost most of the filter's time per request; and
+// uWebSockets.js cannot serve it: uWS v20.30 closes a connection whose next request it parses
+// while an answer is still held (it never hands that request over, so answering in order
+// cannot help, with or without onAborted + cork; res.pause() helps only when the next request
+// comes in a later packet). Here each request, read whole (Content-Length or chunked), is
+// handed over at once, pipelined ones too; answers go back in the order the requests came.
+import { createServer, type Server, type Socket } from 'node:net';
+
+export interface ClientRequest {
+  method: string;
+  /** The request target as sent (path and query). */
+  url: string;
+  /** Lowercase names; a repeated header's values joined with ", " (content-type: the first). */
+  headers: Record<string, string>;
+  /** Name, value, name, value… as received. */
+  rawHeaders: string[];
+  /** The peer's address (an IPv4-mapped one as Node gives it). */
+  remoteAddress: string;
+}
+
+export interface ClientResponse {
+  /** The client left (or the connection failed): nothing it is answered reaches it. */
+  readonly destroyed: boolean;
+  /** The answer: sent when every earlier one on its connection has been. Only the first call counts. */
+  end(status: number, reason: string, headers: string[], body?: Buffer | string): void;
+  /** `cb` runs if the connection closes before this answer was sent. */
+  onClose(cb: () => void): void;
+}
+
+export interface ClientServerOptions {
+  /** Largest request body taken; a larger one is answered 413 and its connection closed. */
+  maxBodyBytes: number;
+  /** Largest request head (line and headers); a larger one is answered 431 and its connection closed. */
+  maxHeadBytes: number;
+  /** A kept-alive connection with nothing under way is closed after this long. */
+  idleMs: number;
+  /** A request begun must be whole within this long (a slow client's connection is closed). */
+  requestMs: number;
+  /** Requests under way on one connection before it is read no further (until answers go). */
+  maxInFlight: number;
+  onRequest(req: ClientRequest, body: Buffer, res: ClientResponse): void;
+  /** A request refused for its body's size (its 413 already queued). */
+  onTooLarge(): void;
+  /** The 413's JSON body. */
+  tooLargeBody: string;
+}
+
+const CRLF2 = Buffer.from('\r\n\r\n');
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) (\S+) HTTP\/1\.([01])$/;
+const NO_BODY_STATUS = (s: number) => s === 204 || s === 304 || (s >= 100 && s < 200);
+
+/** One answer's place in its connection's queue. */
+class Slot implements ClientResponse {
+  out: Buffer | null = null;
+  closeAfter = false;
+  private closeCb: (() => void) | null = null;
+
+  constructor(private readonly conn: Conn, readonly isHead: boolean, closeAfter: boolean) {
+    this.closeAfter = closeAfter;
+  }
+
+  get destroyed(): boolean {
+    return this.conn.sock.destroyed;
+  }
+
+  end(status: number, reason: string, headers: string[], body: Buffer | string = ''): void {
+    if (this.out !== null) return;
+    const b = typeof body === 'string' ? Buffer.from(body) : body;
+    let head = 'HTTP/1.1 ' + status + ' ' + reason + '\r\n';
+    let hasLength = false;
+    for (let i = 0; i < headers.length; i += 2) {
+      const name = headers[i]!;
+      const value = headers[i + 1]!;
+      if (/[\r\n]/.test(name) || /[\r\n]/.test(value)) continue; // never split an answer
+      const lower = name.length === 14 || name.length === 17 ? name.toLowerCase() : '';
+      if (lower === 'content-length' || lower === 'transfer-encoding') hasLength = true;
+      head += name + ': ' + value + '\r\n';
+    }
+    if (!hasLength && !NO_BODY_STATUS(status) && !this.isHead) head += 'Content-Length: ' + b.byteLength + '\r\n';
+    if (this.closeAfter) head += 'Connection: close\r\n';
+    head += '\r\n';
+    const withBody = b.byteLength > 0 && !this.isHead && !NO_BODY_STATUS(status);
+    this.out = withBody ? Buffer.concat([Buffer.from(head, 'latin1'), b]) : Buffer.from(head, 'latin1');
+    this.closeCb = null;
+    this.conn.flush();
+  }
+
+  /** A prepared answer (the connection's own refusals). */
+  raw(bytes: string): void {
+    this.out = Buffer.from(bytes, 'latin1');
+    this.conn.flush();
+  }
+
+  onClose(cb: () => void): void {
+    if (this.out === null) this.closeCb = cb;
+  }
+
+  closed(): void {
+    const cb = this.closeCb;
+    this.closeCb = null;
+    cb?.();
+  }
+}
+
+function refusal(status: number, reason: string, body = ''): string {
+  return 'HTTP/1.1 ' + status + ' ' + reason + '\r\nContent-Type: application/json\r\nContent-Length: ' + Buffer.byteLength(body) + '\r\nConnection: close\r\n\r\n' + body;
+}
+
+/** One client connection: its unread bytes, and its answers in request order. */
+class Conn {
+  private buf: Buffer = Buffer.alloc(0);
+  private readonly queue: Slot[] = [];
+  /** No more requests are read (a refusal, Connection: close, HTTP/1.0). */
+  private ended = false;
+  private paused = false;
+  /** A 100 Continue was sent for the request being read. */
+  private continued = false;
+  private readonly remoteAddress: string;
+  /** Armed while a request is half read. */
+  private slow: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(readonly sock: Socket, private readonly o: ClientServerOptions, private readonly conns: Set<Conn>) {
+    this.remoteAddress = sock.remoteAddress ?? '';
+    sock.setNoDelay(true);
+    sock.setTimeout(o.idleMs, () => {
+      if (this.queue.length === 0) sock.destroy();
+    });
+    sock.on('data', (d: Buffer) => this.onData(d));
+    sock.on('error', () => undefined); // 'close' follows
+    sock.on('close', () => this.onClose());
+  }
+
+  get idle(): boolean {
+    return this.queue.length === 0 && this.buf.byteLength === 0;
+  }
+
+  private onData(d: Buffer): void {
+    if (this.ended) return;
+    this.buf = this.buf.byteLength === 0 ? d : Buffer.concat([this.buf, d]);
+    this.parse();
+    // A request left half read is given requestMs from here to be whole (its bytes trickling in do not reset it).
+    if (this.buf.byteLength > 0 && !this.ended && !this.paused) this.slow ??= setTimeout(() => this.sock.destroy(), this.o.requestMs);
+    else if (this.slow !== undefined) {
+      clearTimeout(this.slow);
+      this.slow = undefined;
+    }
+  }
+
+  /** Hands over every whole request in the buffer. */
+  private parse(): void {
+    while (!this.ended && this.buf.byteLength > 0) {
+      if (this.queue.length >= this.o.maxInFlight) {
+        this.paused = true;
+        this.sock.pause();
+        return;
+      }
+      if (!this.next()) return;
+    }
+  }
+
+  /** One request from the buffer's start: true when one was taken (or refused), false to wait for more bytes. */
+  private next(): boolean {
+    const buf = this.buf;
+    // Empty lines before a request line are allowed (RFC 9112 2.2).
+    let start = 0;
+    while (start + 1 < buf.byteLength && buf[start] === 13 && buf[start + 1] === 10) start += 2;
+    const headEnd = buf.indexOf(CRLF2, start);
+    if (headEnd < 0) {
+      if (buf.byteLength - start > this.o.maxHeadBytes) this.refuse(431, 'Request Header Fields Too Large');
+      return false;
+    }
+    if (headEnd - start > this.o.maxHeadBytes) return this.refuse(431, 'Request Header Fields Too Large');
+    const lines = buf.toString('latin1', start, headEnd).split('\r\n');
+    const m = REQUEST_LINE.exec(lines[0]!);
+    if (m === null) return this.refuse(400, 'Bad Request');
+    const rawHeaders: string[] = [];
+    const headers: Record<string, string> = {};
+    for (let i = 1; i < lines.length; i++) {
+      const line = lines[i]!;
+      const colon = line.indexOf(':');
+      if (colon <= 0) return this.refuse(400, 'Bad Request');
+      const name = line.slice(0, colon);
+      if (!TOKEN.test(name)) return this.refuse(400, 'Bad Request'); // also a folded line, a space before the colon
+      const value = line.slice(colon + 1).trim();
+      rawHeaders.push(name, value);
+      const lower = name.toLowerCase();
+      const had = headers[lower];
+      if (had === undefined) headers[lower] = value;
+      else if (lower === 'content-length') {
+        if (had !== value) return this.refuse(400, 'Bad Request');
+      } else if (lower !== 'content-type' && lower !== 'host') headers[lower] = had + ', ' + value;
+    }
+    const bodyAt = headEnd + 4;
+    const te = headers['transfer-encoding'];
+    const cl = headers['content-length'];
+    let body: Buffer;
+    let end: number;
+    if (te !== undefined) {
+      // Both framings: refused (a smuggling attempt, or a proxy that cannot be trusted).
+      if (cl !== undefined || te.toLowerCase() !== 'chunked') return this.refuse(400, 'Bad Request');
+      const c = dechunk(buf, bodyAt, this.o.maxBodyBytes);
+      if (c === 'bad') return this.refuse(400, 'Bad Request');
+      if (c === 'large') return this.tooLarge();
+      if (c === null) return this.waitBody(headers, buf.byteLength - bodyAt);
+      body = c.body;
+      end = c.end;
+    } else if (cl !== undefined) {
+      if (!/^\d{1,15}$/.test(cl)) return this.refuse(400, 'Bad Request');
+      const n = Number(cl);
+      if (n > this.o.maxBodyBytes) return this.tooLarge();
+      if (buf.byteLength < bodyAt + n) return this.waitBody(headers, buf.byteLength - bodyAt);
+      body = buf.subarray(bodyAt, bodyAt + n);
+      end = bodyAt + n;
+    } else {
+      body = Buffer.alloc(0);
+      end = bodyAt;
+    }
+    this.buf = end === buf.byteLength ? Buffer.alloc(0) : buf.subarray(end);
+    const conn = headers.connection?.toLowerCase() ?? '';
+    const close = m[3] === '0' ? !/\bkeep-alive\b/.test(conn) : /\bclose\b/.test(conn);
+    const method = m[1]!;
+    const slot = new Slot(this, method === 'HEAD', close);
+    this.queue.push(slot);
+    if (close) this.ended = true;
+    this.continued = false;
+    // (Node never reuses a read's buffer: the body may stay a view of it.)
+    this.o.onRequest({ method, url: m[2]!, headers, rawHeaders, remoteAddress: this.remoteAddress }, body, slot);
+    return true;
+  }
+
+  /** The head is whole, the body not yet: a client that expects 100-continue is told to go on. */
+  private waitBody(headers: Record<string, string>, got: number): false {
+    if (got === 0 && this.queue.length === 0 && headers.expect?.toLowerCase() === '100-continue' && !this.continued) {
+      this.continued = true;
+      this.sock.write('HTTP/1.1 100 Continue\r\n\r\n');
+    }
+    return false;
+  }
+
+  private refuse(status: number, reason: string, body = ''): true {
+    this.ended = true;
+    this.buf = Buffer.alloc(0);
+    const slot = new Slot(this, false, true);
+    this.queue.push(slot);
+    slot.raw(refusal(status, reason, body));
+    return true;
+  }
+
+  private tooLarge(): true {
+    this.o.onTooLarge();
+    return this.refuse(413, 'Payload Too Large', this.o.tooLargeBody);
+  }
+
+  /** Writes the answers that are ready, in order. */
+  flush(): void {
+    if (this.sock.destroyed) return;
+    // Several answers ready at once go in one write; one alone is written as it is.
+    const cork = this.queue.length > 1 && this.queue[1]!.out !== null;
+    if (cork) this.sock.cork();
+    while (this.queue.length > 0 && this.queue[0]!.out !== null) {
+      const slot = this.queue.shift()!;
+      if (slot.closeAfter) {
+        this.sock.end(slot.out!);
+        this.queue.length = 0;
+        break;
+      }
+      this.sock.write(slot.out!);
+    }
+    if (cork && !this.sock.destroyed) this.sock.uncork();
+    if (this.paused && this.queue.length < this.o.maxInFlight) {
+      this.paused = false;
+      this.sock.resume();
+      this.parse();
+    }
+  }
+
+  private onClose(): void {
+    clearTimeout(this.slow);
+    this.conns.delete(this);
+    this.ended = true;
+    const left = this.queue.splice(0);
+    for (const slot of left) slot.closed();
+  }
+}
+
+/** A chunked body from `at`: whole with the offset past it, null (not yet), 'bad' or 'large'. */
+function dechunk(buf: Buffer, at: number, max: number): { body: Buffer; end: number } | 'bad' | 'large' | null {
+  const parts: Buffer[] = [];
+  let size = 0;
+  let pos = at;
+  for (;;) {
+    const eol = buf.indexOf('\r\n', pos, 'latin1');
+    if (eol < 0) return buf.byteLength - pos > 1024 ? 'bad' : null;
+    const sizeText = buf.toString('latin1', pos, eol).split(';')[0]!.trim();
+    if (!/^[0-9a-fA-F]{1,8}$/.test(sizeText)) return 'bad';
+    const n = parseInt(sizeText, 16);
+    if (n === 0) {
+      // Trailers (read past, not kept), then the empty line.
+      if (buf.byteLength < eol + 4) return null;
+      if (buf[eol + 2] === 13 && buf[eol + 3] === 10) return { body: Buffer.concat(parts, size), end: eol + 4 };
+      const last = buf.indexOf(CRLF2, eol + 2);
+      return last < 0 ? null : { body: Buffer.concat(parts, size), end: last + 4 };
+    }
+    size += n;
+    if (size > max) return 'large';
+    if (buf.byteLength < eol + 2 + n + 2) return null;
+    if (buf[eol + 2 + n] !== 13 || buf[eol + 3 + n] !== 10) return 'bad';
+    parts.push(buf.subarray(eol + 2, eol + 2 + n));
+    pos = eol + 2 + n + 2;
+  }
+}
+
+export interface ClientServer {
+  readonly server: Server;
+  /** Stops listening and closes the connections with nothing under way; `all`: every one. */
+  close(all: boolean): void;
+}
+
+export function createClientServer(o: ClientServerOptions): ClientServer {
+  const conns = new Set<Conn>();
+  const server = createServer({ noDelay: true }, (sock) => {
+    conns.add(new Conn(sock, o, conns));
+  });
+  return {
+    server,
+    close(all) {
+      server.close();
+      for (const c of conns) if (all || c.idle) c.sock.destroy();
+    },
+  };
+}

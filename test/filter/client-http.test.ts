@@ -1,0 +1,155 @@
+// The filter's client-side HTTP/1.1 server (src/prebid/filter/client-http.ts), on raw sockets:
+// pipelined requests answered in order whatever order their answers are ready in, bodies by
+// length or chunked and split anywhere, the refusals (400, 413, 431) in their place and the
+// connection closed after them, Connection: close and HTTP/1.0, 100-continue, HEAD and 204
+// answers without a body, and a client that leaves.
+import t from 'tap';
+import { connect, type AddressInfo } from 'node:net';
+import { createClientServer, type ClientRequest, type ClientResponse } from '../../src/prebid/filter/client-http.ts';
+import { rawExchange } from '../helpers/raw-http.ts';
+
+interface Seen {
+  req: ClientRequest;
+  body: string;
+}
+
+const seen: Seen[] = [];
+let tooLarge = 0;
+let left = 0;
+const srv = createClientServer({
+  maxBodyBytes: 100, maxHeadBytes: 300, idleMs: 5000, requestMs: 300, maxInFlight: 2, tooLargeBody: '{"error":"payload_too_large"}',
+  onTooLarge: () => void tooLarge++,
+  onRequest(req: ClientRequest, body: Buffer, res: ClientResponse) {
+    seen.push({ req, body: body.toString() });
+    const q = new URL(req.url, 'http://x').searchParams;
+    if (q.has('hang')) return res.onClose(() => void left++);
+    const answer = () => res.end(Number(q.get('status') ?? 200), 'OK', ['X-Url', req.url], req.method + ' ' + req.url + ' ' + body.toString() + '|');
+    const delay = Number(q.get('delay') ?? 0);
+    if (delay > 0) setTimeout(answer, delay);
+    else answer();
+  },
+});
+let port = 0;
+t.before(() => new Promise<void>((ok) => srv.server.listen(0, '127.0.0.1', () => ((port = (srv.server.address() as AddressInfo).port), ok()))));
+t.teardown(() => srv.close(true));
+
+const post = (path: string, body: string, extra = '') => `POST ${path} HTTP/1.1\r\nHost: x\r\n${extra}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+const statuses = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => m[1]);
+
+t.test('pipelined requests: answered in order, the slow first one too', async (t) => {
+  seen.length = 0;
+  // Four at once with maxInFlight 2: the connection is read further as answers go.
+  const ex = await rawExchange(port, post('/a?delay=60', 'one') + post('/b', 'two') + post('/c?delay=20', 'three') + 'GET /d HTTP/1.1\r\nHost: x\r\n\r\n', { until: /GET \/d \|/, waitMs: 3000 });
+  const bodies = [...ex.text.matchAll(/\r\n\r\n([^|]*)\|/g)].map((m) => m[1]);
+  t.same(bodies, ['POST /a?delay=60 one', 'POST /b two', 'POST /c?delay=20 three', 'GET /d '], 'four answers in request order');
+  t.equal(ex.closed, false, 'kept alive');
+  t.same(seen.map((s) => s.req.method + ' ' + s.req.url), ['POST /a?delay=60', 'POST /b', 'POST /c?delay=20', 'GET /d']);
+  t.match(ex.text, /Content-Length: 21\r\n/, 'a length added to an answer without one');
+});
+
+t.test('bodies: by length or chunked, split at every byte', async (t) => {
+  seen.length = 0;
+  const chunked = 'POST /ch HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n4\r\ndefg\r\n0\r\nX-Trailer: 1\r\n\r\n';
+  const all = chunked + post('/len', 'hello');
+  const answers = await new Promise<string>((resolve) => {
+    const sock = connect(port, '127.0.0.1', async () => {
+      for (let i = 0; i < all.length; i++) {
+        sock.write(all[i]!);
+        await new Promise((r) => setImmediate(r));
+      }
+    });
+    let text = '';
+    sock.setEncoding('latin1');
+    sock.on('data', (d: string) => {
+      text += d;
+      if (text.includes('/len hello')) {
+        sock.destroy();
+        resolve(text);
+      }
+    });
+  });
+  t.same(seen.map((s) => s.body), ['abcdefg', 'hello'], 'bodies whole, trailers read past');
+  t.same(seen[0]!.req.headers['transfer-encoding'], 'chunked');
+  t.same(statuses(answers), ['200', '200']);
+});
+
+t.test('refusals: in their place, then the connection closes', async (t) => {
+  tooLarge = 0;
+  const big = await rawExchange(port, post('/ok', 'x') + post('/big', 'y'.repeat(101)) + post('/never', 'z'));
+  t.same(statuses(big.text), ['200', '413'], 'the one before answered, then 413');
+  t.match(big.text, /payload_too_large/);
+  t.equal(tooLarge, 1, 'counted');
+  t.equal(big.closed, true, 'closed: the request after it never read');
+  t.notMatch(big.text, /never/);
+  const bigChunked = await rawExchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n65\r\n' + 'y'.repeat(101) + '\r\n0\r\n\r\n');
+  t.same(statuses(bigChunked.text), ['413'], 'a chunked body over the limit');
+  const both = await rawExchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n');
+  t.same(statuses(both.text), ['400'], 'Content-Length and Transfer-Encoding both: refused');
+  t.equal(both.closed, true);
+  const twoLengths = await rawExchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd');
+  t.same(statuses(twoLengths.text), ['400'], 'two lengths that differ');
+  const garbage = await rawExchange(port, 'HELLO THERE\r\n\r\n');
+  t.same(statuses(garbage.text), ['400'], 'not a request line');
+  const folded = await rawExchange(port, 'GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n continued\r\n\r\n');
+  t.same(statuses(folded.text), ['400'], 'a folded header line');
+  const badChunk = await rawExchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n');
+  t.same(statuses(badChunk.text), ['400'], 'a chunk size that is no number');
+  const longHead = await rawExchange(port, `GET / HTTP/1.1\r\nHost: x\r\nX-Long: ${'a'.repeat(400)}\r\n\r\n`);
+  t.same(statuses(longHead.text), ['431'], 'a head over the limit');
+  const endless = await rawExchange(port, `GET / HTTP/1.1\r\nX-Long: ${'a'.repeat(400)}`);
+  t.same(statuses(endless.text), ['431'], 'a head over the limit before its end');
+});
+
+t.test('Connection: close and HTTP/1.0 end the connection after their answer', async (t) => {
+  const close = await rawExchange(port, 'GET /c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /after HTTP/1.1\r\n\r\n');
+  t.same(statuses(close.text), ['200']);
+  t.match(close.text, /Connection: close\r\n/);
+  t.equal(close.closed, true);
+  const old = await rawExchange(port, 'GET /old HTTP/1.0\r\n\r\n');
+  t.same(statuses(old.text), ['200']);
+  t.equal(old.closed, true, 'HTTP/1.0 without keep-alive: closed');
+});
+
+t.test('100-continue, HEAD and 204', async (t) => {
+  const cont = await new Promise<string>((resolve) => {
+    const sock = connect(port, '127.0.0.1', () => sock.write('POST /e HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n'));
+    let text = '';
+    sock.setEncoding('latin1');
+    sock.on('data', (d: string) => {
+      text += d;
+      if (text === 'HTTP/1.1 100 Continue\r\n\r\n') sock.write('hi');
+      if (text.includes('POST /e hi')) {
+        sock.destroy();
+        resolve(text);
+      }
+    });
+  });
+  t.same(statuses(cont), ['100', '200'], 'told to go on, then answered');
+  const head = await rawExchange(port, 'HEAD /h HTTP/1.1\r\nHost: x\r\n\r\nGET /g HTTP/1.1\r\nHost: x\r\n\r\n', { until: /GET \/g \|/ });
+  t.same(statuses(head.text), ['200', '200']);
+  t.match(head.text, /X-Url: \/h\r\n\r\nHTTP\/1\.1 200/, 'HEAD: no body, no length');
+  const nobody = await rawExchange(port, 'GET /n?status=204 HTTP/1.1\r\nHost: x\r\n\r\n', { until: /\r\n\r\n/ });
+  t.notMatch(nobody.text, /Content-Length/, '204: no length');
+});
+
+t.test('a slow client: a request not whole in requestMs closes its connection', async (t) => {
+  const started = Date.now();
+  const closed = await new Promise<number>((resolve) => {
+    const sock = connect(port, '127.0.0.1', () => sock.write('POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab'));
+    // A byte every 100 ms: activity, but the request is never whole in time.
+    const drip = setInterval(() => sock.writable && sock.write('c'), 100);
+    sock.on('error', () => undefined);
+    sock.on('close', () => {
+      clearInterval(drip);
+      resolve(Date.now() - started);
+    });
+  });
+  t.ok(closed >= 250 && closed < 2000, `closed after ${closed} ms`);
+});
+
+t.test('a client that leaves: the answer under way is told', async (t) => {
+  left = 0;
+  await rawExchange(port, post('/x?hang=1', 'q'), { waitMs: 100 });
+  await new Promise((r) => setTimeout(r, 50));
+  t.equal(left, 1, 'onClose ran');
+});
