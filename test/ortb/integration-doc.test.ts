@@ -52,7 +52,8 @@ const documented = JSON.parse(blockAfter('## The exchange, exactly', 'json')) as
 const crawlerFromCloud = (() => {
   const b = JSON.parse(requestText) as { device: { ip: string; ua: string } };
   b.device.ip = '52.94.76.10'; // an AWS address in the embedded cloud ranges
-  b.device.ua = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)';
+  // A crawler whose operator publishes no addresses: a declared crawler from anywhere.
+  b.device.ua = 'Mozilla/5.0 (compatible; SemrushBot/7~bl; +http://www.semrush.com/bot.html)';
   return JSON.stringify(b);
 })();
 

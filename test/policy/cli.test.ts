@@ -33,11 +33,11 @@ t.test('policy commands on the store, then through a running server', async (t) 
   writeFileSync(csv, 'kind,action,value\r\nip,deny,192.0.2.1/24\r\n');
   const bad = await runIvtd(['policy', 'import', '--customer', 'acme', '--file', csv, '--data-dir', dir]);
   t.equal(bad.code, 2, 'a bad line is a usage error');
-  t.match(bad.stderr, /line 2\.value.*192\.0\.2\.0\/24/);
+  t.match(bad.stderr, /--file line 2, column value: .*192\.0\.2\.0\/24/);
   // A fault of the CSV itself names its line once (it read "--file, line 2: line 2: …").
   for (const [text, said] of [
-    ['kind,action,value\r\nip,deny,"192.0.2.1"x\r\n', 'ivtd: --file, line 2: unexpected text after a quoted field.\n'],
-    ['kind,value\r\n', 'ivtd: --file, line 1 must be the header "kind,action,value" (columns in any order).\n'],
+    ['kind,action,value\r\nip,deny,"192.0.2.1"x\r\n', 'ivtd: --file line 2: unexpected text after a quoted field.\n'],
+    ['kind,value\r\n', 'ivtd: --file line 1 must be the header "kind,action,value" (columns in any order).\n'],
   ] as const) {
     writeFileSync(csv, text);
     const broken = await runIvtd(['policy', 'import', '--customer', 'acme', '--file', csv, '--data-dir', dir]);

@@ -12,8 +12,8 @@ t.test('errorJson writes {"error","message"} and nothing else', async (t) => {
 });
 
 t.test('no file of the lookup path builds an error body itself', async (t) => {
-  const files = ['prebid', 'ortb'].flatMap((dir) => readdirSync(join(SRC, dir)).filter((f) => f.endsWith('.ts')).map((f) => join(dir, f)));
-  t.ok(files.includes(join('prebid', 'worker.ts')) && files.includes(join('ortb', 'body.ts')), 'the files are found');
+  const files = ['prebid', 'prebid/ortb'].flatMap((dir) => readdirSync(join(SRC, dir)).filter((f) => f.endsWith('.ts')).map((f) => join(dir, f)));
+  t.ok(files.includes(join('prebid', 'worker.ts')) && files.includes(join('prebid/ortb', 'body.ts')), 'the files are found');
   for (const f of files) {
     const text = readFileSync(join(SRC, f), 'utf8');
     t.notMatch(text, /JSON\.stringify\(\s*\{\s*error\b/, `${f}: error bodies through errorJson()`);
