@@ -21,6 +21,21 @@ export interface FleetFigures {
   activity?: ActivityExchange | null;
 }
 
+/** Counters whose values are read from their owners at scrape time. */
+function countersFrom(registry: Registry, counters: Array<[string, string, () => number]>): void {
+  for (const [name, help, value] of counters) {
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(value());
+      },
+    });
+  }
+}
+
 export function registerFleetMetrics(registry: Registry, f: FleetFigures): void {
   const s = () => f.writer.stats();
   const seen = f.seenLids;
@@ -30,17 +45,7 @@ export function registerFleetMetrics(registry: Registry, f: FleetFigures): void 
       ['ivtd_fleet_seen_lids_dropped_total', 'First sights not published because a period had more than the per-host bound (a replay of one on another host passes as valid).', () => seen.dropped],
       ['ivtd_fleet_seen_lid_exchange_failures_total', 'Seen-lid exchanges with ClickHouse that failed (retried every period): replays across hosts wait meanwhile.', () => seen.failures],
     ];
-    for (const [name, help, value] of counters) {
-      new Counter({
-        name,
-        help,
-        registers: [registry],
-        collect() {
-          this.reset();
-          this.inc(value());
-        },
-      });
-    }
+    countersFrom(registry, counters);
   }
   const act = f.activity;
   if (act) {
@@ -51,17 +56,7 @@ export function registerFleetMetrics(registry: Registry, f: FleetFigures): void 
       ['ivtd_fleet_activity_failures_total', 'Activity exchanges that failed (ClickHouse down, slow or refusing): lookups meanwhile score on local history alone.', () => act.failures],
       ['ivtd_fleet_activity_rows_dropped_total', 'Rows of failed publications dropped (past the backlog bound, or older than the window by the time ClickHouse was back).', () => act.rowsDropped],
     ];
-    for (const [name, help, value] of counters) {
-      new Counter({
-        name,
-        help,
-        registers: [registry],
-        collect() {
-          this.reset();
-          this.inc(value());
-        },
-      });
-    }
+    countersFrom(registry, counters);
     const gauges: Array<[string, string, () => number]> = [
       ['ivtd_fleet_activity_age_seconds', "Seconds since the fleet's activity view was last pulled (-1: never in this run).", () => (act.lastPullAt === 0 ? -1 : (Date.now() - act.lastPullAt) / 1000)],
       ['ivtd_fleet_activity_view_keys', "Keys in the fleet's activity view the lookup threads read (0: local history alone).", () => act.viewKeys],
