@@ -77,6 +77,7 @@ export class ServiceMetrics {
   private readonly lockTimeouts: Counter;
   private readonly beacons: Counter<'outcome'>;
   private readonly seenEvictedLive: Counter;
+  private readonly heldUnsent: Counter;
   /** Lookup latency: per-bucket (not cumulative) counts, last slot is +Inf. */
   private readonly latency = new Array<number>(LATENCY_BUCKETS_US.length + 1).fill(0);
   private latencySumUs = 0;
@@ -98,6 +99,7 @@ export class ServiceMetrics {
     this.cacheLookups = new Counter({ name: 'ivtd_verdict_cache_lookups_total', help: 'Shared UA and IP verdict cache lookups by result (a miss parses the UA or reads the IP databases).', labelNames: ['cache', 'result'], registers: [r] });
     this.beacons = new Counter({ name: 'ivtd_impression_beacons_total', help: 'Impression beacons (GET /api/v1/ivt/imp) by outcome: valid, replay, mismatch, expired; refused (a garbled or forged lid, 400/405), unavailable (503), internal (500).', labelNames: ['outcome'], registers: [r] });
     this.seenEvictedLive = new Counter({ name: 'ivtd_impression_seen_evictions_total', help: 'Lids still within --imp-ttl dropped from the seen-lids table for room (a replay of one passes as valid): raise --memory-budget if it grows.', registers: [r] });
+    this.heldUnsent = new Counter({ name: 'ivtd_answers_held_unsent_total', help: 'Pre-bid answers held because their connection still had unsent answers (a client not reading them); a connection that sends again while one is held is closed.', registers: [r] });
     this.lockTimeouts = new Counter({ name: 'ivtd_shared_lock_timeouts_total', help: 'Shared-table updates that went ahead after waiting the spin limit for a bucket lock (should stay near 0).', registers: [r] });
     register(r, 'ivtd_lookup_thread_heap_bytes', 'V8 heap of each lookup thread (state used or reserved), reported once a second.', 'gauge', () =>
       [...this.threadHeaps].flatMap(([thread, [used, total]]) => [
@@ -261,6 +263,7 @@ export class ServiceMetrics {
     if (stats.contended > 0) this.lockTimeouts.inc(stats.contended);
     for (const outcome in stats.beacons) this.beacons.inc({ outcome }, stats.beacons[outcome]!);
     if (stats.seenEvictedLive > 0) this.seenEvictedLive.inc(stats.seenEvictedLive);
+    if (stats.heldUnsent > 0) this.heldUnsent.inc(stats.heldUnsent);
     if (stats.heapTotal > 0) this.threadHeaps.set(stats.thread, [stats.heapUsed, stats.heapTotal]);
     if (stats.filter) this.recordFilter(stats.filter);
   }

@@ -110,6 +110,8 @@ export interface LookupStats {
   beacons: Record<string, number>;
   /** Seen lids still on time given up for room (a replay of one would pass as a first sight). */
   seenEvictedLive: number;
+  /** Answers held because their connection had unsent bytes already (a client not reading). */
+  heldUnsent: number;
   /** A filter's thread: the filter's figures. */
   filter?: FilterStats;
 }

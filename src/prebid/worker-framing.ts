@@ -7,7 +7,7 @@ import type uWS from 'uWebSockets.js';
 import { errorJson, STATUS_TEXT, type ErrorAnswer } from '../base/errors.ts';
 import { ORTB_MAX_BODY_BYTES, tooLarge } from './ortb/body.ts';
 import { draining } from './worker-state.ts';
-import { record } from './worker-stats.ts';
+import { record, unsent } from './worker-stats.ts';
 
 /**
  * Bytes of an oversized OpenRTB body read and dropped before its 413 and the close: a 413
@@ -54,6 +54,33 @@ function endHead(res: uWS.HttpResponse, bodyBytes: number, close: boolean): void
   else res.writeHeader('Content-Length', String(bodyBytes)).endWithoutBody();
 }
 
+/**
+ * Ends an answer with its body: at once when its connection is closing anyway, else with
+ * tryEnd(), which writes nothing behind a socket that has bytes waiting already, and then
+ * holds the answer (holdUnsent()) instead of adding it to them: a client that pipelines and
+ * never reads costs one answer and the kernel's buffers, not memory without bound, for uWS
+ * closes a connection whose next request comes while an answer is held (docs/reliability.md).
+ */
+export function endWith(res: uWS.HttpResponse, body: string | Buffer, close: boolean): void {
+  if (close || draining) res.end(body, true);
+  else if (!res.tryEnd(body, typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength)[0]) holdUnsent(res, body);
+}
+
+/** An answer its socket could not take yet: written from onWritable as it drains (see `unsent`). */
+function holdUnsent(res: uWS.HttpResponse, body: string | Buffer): void {
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+  unsent.held++;
+  unsent.total++;
+  res.onAborted(() => {
+    unsent.held--;
+  });
+  res.onWritable((offset) => {
+    const [ok, done] = res.tryEnd(bytes.subarray(offset), bytes.byteLength);
+    if (done) unsent.held--;
+    return ok;
+  });
+}
+
 // While draining, every response closes its connection so the thread can exit once
 // idle keep-alive sockets time out (terminating a thread that holds uWS sockets aborts).
 // `close`: also close this connection (a body left unread).
@@ -61,7 +88,7 @@ function endHead(res: uWS.HttpResponse, bodyBytes: number, close: boolean): void
 export function reply(res: uWS.HttpResponse, status: number, body: string | null, close = false): void {
   if (status !== 200) res.writeStatus(STATUS_TEXT[status] ?? String(status)); // (uWS writes 200 OK by itself)
   if (body === null) res.end(undefined, draining || close);
-  else res.writeHeader(CONTENT_TYPE_BYTES, JSON_TYPE_BYTES).end(body, draining || close);
+  else endWith(res.writeHeader(CONTENT_TYPE_BYTES, JSON_TYPE_BYTES), body, close);
 }
 
 /** Answers from a callback after the handler returned (a body's data): corked here. */
@@ -79,7 +106,7 @@ export function refuse(res: uWS.HttpResponse, e: ErrorAnswer, close = false, met
   res.writeStatus(STATUS_TEXT[e.status] ?? String(e.status));
   if (allow !== '') res.writeHeader('Allow', allow);
   res.writeHeader(CONTENT_TYPE_BYTES, JSON_TYPE_BYTES);
-  if (method !== 'head') res.end(body, draining || close);
+  if (method !== 'head') endWith(res, body, close);
   else endHead(res, Buffer.byteLength(body), draining || close);
 }
 

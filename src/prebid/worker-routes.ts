@@ -11,7 +11,7 @@ import { IMP_PATH, emptyBeaconHeaders } from './beacon.ts';
 import { beacon, draining, engine, unavailable } from './worker-state.ts';
 import { countBand, noteBeacon, noteError, record } from './worker-stats.ts';
 import {
-  bodyFramingError, contentLength, contentLengths, hold, keepChunk, oversized, refuse, reply, replyLater, wholeBody, type HeldAnswer,
+  bodyFramingError, contentLength, endWith, contentLengths, hold, keepChunk, oversized, refuse, reply, replyLater, wholeBody, type HeldAnswer,
   declaredLength,
   ORTB_DISCARD_BYTES,
 } from './worker-framing.ts';
@@ -191,7 +191,7 @@ function impression(res: uWS.HttpResponse, query: string, close: boolean): void 
     const gif = b.gif;
     // (In the handler: uWS has the socket corked.)
     res.writeStatus(gif ? '200 OK' : '204 No Content').writeHeader('Cache-Control', 'no-store');
-    if (gif) res.writeHeader('Content-Type', 'image/gif').end(PIXEL, draining || close);
+    if (gif) endWith(res.writeHeader('Content-Type', 'image/gif'), PIXEL, close);
     // endWithoutBody() writes no Content-Length (none belongs on a 204); its arguments
     // would (and `undefined` makes uWS abort), so a closing answer ends with end().
     else if (draining || close) res.end(undefined, true);

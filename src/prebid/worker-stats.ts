@@ -27,7 +27,7 @@ function emptyStats(thread: number): LookupStats {
   return {
     thread, byStatus: {}, byBand: {}, latency: new Array(LATENCY_BUCKETS_US.length + 1).fill(0), latencySumUs: 0, overflowed: 0,
     uaHits: 0, uaMisses: 0, ipHits: 0, ipMisses: 0, contended: 0, lastError: '', heapUsed: 0, heapTotal: 0,
-    beacons: {}, seenEvictedLive: 0,
+    beacons: {}, seenEvictedLive: 0, heldUnsent: 0,
   };
 }
 
@@ -50,6 +50,14 @@ let reported = cumulative(null);
 let reportedEvicted = 0;
 /** A filter thread's own figures (src/prebid/filter/proxy.ts), taken with the stats. */
 let filterTake: (() => FilterStats) | null = null;
+
+/**
+ * Answers whose connection still had unsent bytes when they were written (a client not
+ * reading its answers): held, then written from onWritable as it drains (worker-framing.ts
+ * endWith()). `held`: now; `total`: since the thread started.
+ */
+export const unsent = { held: 0, total: 0 };
+let reportedUnsent = 0;
 
 /** A filter's thread reports its filter's figures with its stats. */
 export function statsOfFilter(take: () => FilterStats): void {
@@ -103,6 +111,8 @@ export function flush(): Flushed {
   reported = now;
   s.seenEvictedLive = beacon === null ? 0 : beacon.seen.evictedLive - reportedEvicted;
   reportedEvicted = beacon === null ? 0 : beacon.seen.evictedLive;
+  s.heldUnsent = unsent.total - reportedUnsent;
+  reportedUnsent = unsent.total;
   s.lastError = lastError;
   lastError = '';
   if (filterTake !== null) s.filter = filterTake();

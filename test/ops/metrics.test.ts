@@ -62,6 +62,7 @@ t.test('ServiceMetrics turns per-thread deltas into cumulative Prometheus series
     heapTotal: 0,
     beacons: { valid: 2, replay: 1, refused: 1 },
     seenEvictedLive: 1,
+    heldUnsent: 2,
   });
   const width = LATENCY_BUCKETS_US.length + 1;
   const a = new Array<number>(width).fill(0);
@@ -83,6 +84,7 @@ t.test('ServiceMetrics turns per-thread deltas into cumulative Prometheus series
   t.equal(value(s, 'ivtd_impression_beacons_total', { outcome: 'replay' }), 2);
   t.equal(value(s, 'ivtd_impression_beacons_total', { outcome: 'refused' }), 2);
   t.equal(value(s, 'ivtd_impression_seen_evictions_total'), 2);
+  t.equal(value(s, 'ivtd_answers_held_unsent_total'), 4, 'answers held for a client not reading, summed over reports');
   const buckets = pick(s, 'ivtd_lookup_duration_seconds_bucket');
   t.same(
     buckets.map((x) => [x.labels.le, x.value]),
