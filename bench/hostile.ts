@@ -5,8 +5,9 @@
 //           then how long the server takes to cut each slow one off (up to `--slow-wait` s).
 //   idle    `--idle` (3000) connections open on the pre-bid port, sending nothing, while
 //           lookups are made: their latency, and whether the idle ones were closed, and when.
-//   unread  a client pipelining lookups into its socket and never reading an answer, for
-//           `--unread-seconds` (20): the server's RSS before, at its peak and after.
+//   unread  4 clients pipelining lookups into their sockets and never reading an answer (one
+//           the server cuts off reconnects at once), for `--unread-seconds` (20): the
+//           server's RSS before, each second, at its peak and after; how often it cut one off.
 //   emfile  a server started with a limit of `--fd-limit` (256) open files, sent more
 //           connections than that: whether it lived, what it logged (EMFILE, how often), and
 //           whether lookups are answered again once the connections are gone.
@@ -167,9 +168,18 @@ async function unreadPhase(s: Server): Promise<void> {
   let peak = before;
   let written = 0;
   const socks: Socket[] = [];
-  for (let c = 0; c < 4; c++) {
+  let cut = 0;
+  let stopping = false;
+  // Four such clients at all times: one the server cuts off is replaced at once, as an
+  // attacker would reconnect.
+  const open = () => {
     const sock = connect(s.ports.prebid, '127.0.0.1');
     sock.on('error', () => undefined);
+    sock.on('close', () => {
+      if (stopping) return;
+      cut++;
+      open();
+    });
     sock.pause(); // never read
     socks.push(sock);
     let i = 0;
@@ -183,7 +193,8 @@ async function unreadPhase(s: Server): Promise<void> {
       }
     };
     sock.on('connect', pump);
-  }
+  };
+  for (let c = 0; c < 4; c++) open();
   const t0 = Date.now();
   const series: number[] = [];
   while (Date.now() - t0 < UNREAD_SECONDS * 1000) {
@@ -193,9 +204,10 @@ async function unreadPhase(s: Server): Promise<void> {
     peak = Math.max(peak, r);
   }
   const served = await wellBehaved(s, 3);
+  stopping = true;
   for (const x of socks) x.destroy();
   await sleep(3000);
-  console.log(JSON.stringify({ phase: 'unread', clients: socks.length, requests_written: written, rss_mb: { before, peak, after_close: rssMb(s.pid), series }, served_meanwhile: served }, null, 1));
+  console.log(JSON.stringify({ phase: 'unread', clients: 4, connections_cut_by_server: cut, requests_written: written, rss_mb: { before, peak, after_close: rssMb(s.pid), series }, served_meanwhile: served }, null, 1));
 }
 
 /** User + system CPU seconds a process has used (/proc/PID/stat). */
