@@ -12,17 +12,19 @@
 //     prints the p99 ratio (target < 2×) beside the bare server's on the same host.
 //   node --import tsx bench/reporting.ts [--rows 10000000] [--runs 25] [--rate 2000] [--duration 8]
 //        [--ivtd PATH | --checkout DIR] (the server of part 2; default this checkout through tsx)
-//        [--query-only] (part 1 alone)
+//        [--query-only] (part 1 alone) [--baseline-checkout DIR] (part 1 also times DIR's
+//        ReportEngine, e.g. a git worktree of an older commit, in turn with this one's)
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { ReportEngine, type Report } from '../src/reporting/engine.ts';
 import { storeThreads } from '../src/reporting/service.ts';
 import { Store } from '../src/store/db.ts';
 import { createCustomer } from '../src/store/customers.ts';
 import { describeLatency, latencyVsBare } from './latency.ts';
-import { numArg, startBare, startIvtd, targetFromArgs, thisCheckout } from './processes.ts';
+import { numArg, startBare, strArg, startIvtd, targetFromArgs, thisCheckout } from './processes.ts';
 import { generateRollups } from './rollup-rows.ts';
 import { lookupPaths } from './requests.ts';
 import { wrkAvailable } from './wrk.ts';
@@ -97,8 +99,16 @@ async function main(): Promise<void> {
     const params = new URLSearchParams(REPORT);
     const engine = new ReportEngine(store, { retentionDays: 400 });
     const dailyEngine = new ReportEngine(store, { retentionDays: 400, useWeeklyRollups: false });
-    const [report, dailyOnly] = await timeReportsInTurn([engine, dailyEngine], customer.customer_id, params, RUNS);
+    const baselineDir = strArg('baseline-checkout', '');
+    const engines = [engine, dailyEngine];
+    if (baselineDir) {
+      // The older checkout's engine over the same store (its SQL reads the tables it knows).
+      const old = (await import(pathToFileURL(join(resolve(baselineDir), 'src/reporting/engine.ts')).href)) as { ReportEngine: typeof ReportEngine };
+      engines.push(new old.ReportEngine(store, { retentionDays: 400 }));
+    }
+    const [report, dailyOnly, baseline] = await timeReportsInTurn(engines, customer.customer_id, params, RUNS);
     if (report!.rows_md5 !== dailyOnly!.rows_md5) throw new Error('the report on the weekly rows differs from the daily rows\' answer');
+    if (baseline && baseline.rows_md5 !== report!.rows_md5) throw new Error(`the report differs from ${baselineDir}'s answer`);
     const hourlyOnly = await timeReport(new ReportEngine(store, { retentionDays: 400, useDailyRollups: false }), customer.customer_id, params, Math.min(RUNS, 10));
     const query = {
       hourly_rows: gen.hourly,
@@ -113,10 +123,14 @@ async function main(): Promise<void> {
       daily_rows_only: dailyOnly,
       p50_ratio_vs_daily: +(report!.p50_ms / dailyOnly!.p50_ms).toFixed(2),
       p95_ratio_vs_daily: +(report!.p95_ms / dailyOnly!.p95_ms).toFixed(2),
+      ...(baseline
+        ? { baseline: { checkout: baselineDir, ...baseline }, p50_ratio_vs_baseline: +(report!.p50_ms / baseline.p50_ms).toFixed(2), p95_ratio_vs_baseline: +(report!.p95_ms / baseline.p95_ms).toFixed(2) }
+        : {}),
       hourly_rows_only: hourlyOnly,
     };
     console.log(`query     30 days by pub,geo (${report!.groups} groups): p50 ${report!.p50_ms} ms, p95 ${report!.p95_ms} ms (target p95 <= 200)`);
     console.log(`          same report on the daily rows alone (timed in turn): p50 ${dailyOnly!.p50_ms} ms, p95 ${dailyOnly!.p95_ms} ms; answers identical`);
+    if (baseline) console.log(`          ${baselineDir}'s engine (timed in turn): p50 ${baseline.p50_ms} ms, p95 ${baseline.p95_ms} ms; answer identical`);
     console.log(`          same report forced onto the hourly rows: p50 ${hourlyOnly.p50_ms} ms, p95 ${hourlyOnly.p95_ms} ms`);
     store.close();
     if (process.argv.includes('--query-only')) {

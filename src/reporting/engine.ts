@@ -321,13 +321,15 @@ export class DuckDbReportSource implements ReportSource {
       const table = tableFor(q.groupBy, this.useDailyRollups, this.tables);
       return `${table} WHERE ${customer} AND period_start >= ${at(q.fromMs)} AND period_start < ${at(q.toMs)}${filters}`;
     }
-    const branches = [`SELECT * FROM ${this.weeks.table} WHERE ${customer} AND period_start IN (${weeks.map((w) => at(w.start)).join(', ')})${filters}`];
+    // Only the columns the report reads (SELECT * would read every column of both tables).
+    const columns = [...new Set([...q.groupBy, 'total', 'givt', 'sivt', 'category'])].map((c) => `"${c}"`).join(', ');
+    const branches = [`SELECT ${columns} FROM ${this.weeks.table} WHERE ${customer} AND period_start IN (${weeks.map((w) => at(w.start)).join(', ')})${filters}`];
     const days = daysOutside(q.fromMs, q.toMs, weeks);
     if (days.length > 0) {
       const ranges = days.map(([from, to]) => `(period_start >= ${at(from)} AND period_start < ${at(to)})`).join(' OR ');
-      branches.push(`SELECT * FROM ${this.tables.day} WHERE ${customer} AND (${ranges})${filters}`);
+      branches.push(`SELECT ${columns} FROM ${this.tables.day} WHERE ${customer} AND (${ranges})${filters}`);
     }
-    return `(${branches.join(' UNION ALL BY NAME ')}) AS rollups WHERE true`;
+    return `(${branches.join(' UNION ALL ')}) AS rollups WHERE true`;
   }
 
   private build(customerId: string, q: ReportQuery, weeks: readonly WeekSpan[] = []): Built {

@@ -16,9 +16,14 @@ import { timestampValue } from '@duckdb/node-api';
 import { DAY_MS, dayStart } from '../base/time.ts';
 import type { Queryable } from '../store/db.ts';
 
-/** The lookups' weekly rows (same columns as rollups_daily) and their marks (migration 94). */
-export const WEEKLY_ROLLUPS = { table: 'rollups_weekly', built: 'rollups_weeks_built' } as const;
-export type WeeklyTables = { readonly table: string; readonly built: string };
+/**
+ * The lookups' weekly rows (same columns as rollups_daily) and their marks (migration 94).
+ * A week's rows are written in `order`: a report's GROUP BY then meets a customer's rows of
+ * one publisher together, and its hash table's lines stay in the cache (a 30-day report by
+ * pub,geo over the weekly rows alone: 40 against 61 ms in hash order).
+ */
+export const WEEKLY_ROLLUPS = { table: 'rollups_weekly', built: 'rollups_weeks_built', order: '"customer_id", "pub"' } as const;
+export type WeeklyTables = { readonly table: string; readonly built: string; readonly order: string };
 
 /** Weeks built by one compaction pass at most (newest first): a first start after an upgrade spreads its backfill. */
 export const WEEKS_PER_PASS = 8;
@@ -98,7 +103,8 @@ export async function buildWeek(q: Queryable, s: WeekBuildSql, start: number, th
   const tupleKeys = s.keyColumns.replace('"period_start", ', '');
   const select = `INSERT INTO ${s.weeks.table} (${s.allColumns}) SELECT ${keys}, ${s.sums} FROM ${s.daily} WHERE period_start >= $1 AND period_start < $2`;
   for (let i = 0; i < parts; i++) {
-    await q.run(parts === 1 ? `${select} GROUP BY ALL` : `${select} AND hash(${tupleKeys}) % ${parts} = ${i} GROUP BY ALL`, params);
+    const order = `GROUP BY ALL ORDER BY ${s.weeks.order}`;
+    await q.run(parts === 1 ? `${select} ${order}` : `${select} AND hash(${tupleKeys}) % ${parts} = ${i} ${order}`, params);
   }
   await q.run(`INSERT INTO ${s.weeks.built} (week_start, through) VALUES ($1, $2)`, params);
 }
