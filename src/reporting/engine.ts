@@ -316,11 +316,13 @@ export class DuckDbReportSource implements ReportSource {
     };
     const at = (ms: number) => bind(timestampValue(BigInt(ms) * 1000n));
     const customer = `customer_id = ${bind(customerId)}`;
-    const filters = q.filters.map((f) => ` AND "${f.dimension}" IN (${f.values.map((v) => bind(v)).join(', ')})`).join('');
+    const filtersSql = () => q.filters.map((f) => ` AND "${f.dimension}" IN (${f.values.map((v) => bind(v)).join(', ')})`).join('');
     if (!this.weeks || weeks.length === 0) {
       const table = tableFor(q.groupBy, this.useDailyRollups, this.tables);
-      return `${table} WHERE ${customer} AND period_start >= ${at(q.fromMs)} AND period_start < ${at(q.toMs)}${filters}`;
+      const range = `period_start >= ${at(q.fromMs)} AND period_start < ${at(q.toMs)}`;
+      return `${table} WHERE ${customer} AND ${range}${filtersSql()}`;
     }
+    const filters = filtersSql();
     // Only the columns the report reads (SELECT * would read every column of both tables).
     const columns = [...new Set([...q.groupBy, 'total', 'givt', 'sivt', 'category'])].map((c) => `"${c}"`).join(', ');
     const branches = [`SELECT ${columns} FROM ${this.weeks.table} WHERE ${customer} AND period_start IN (${weeks.map((w) => at(w.start)).join(', ')})${filters}`];
