@@ -1,24 +1,30 @@
 // Reporting benchmark, two parts:
 //  1. Query speed: ≥ 10 M hourly rollup rows for one customer over 31 days, generated in
 //     SQL straight into a temp DuckDB file (each tuple seen in 8 hours of every day), the
-//     daily rows derived from them as the writer's compaction would, then the 30-day
-//     report grouped by pub,geo through the real ReportEngine, repeated; prints p50/p95
-//     (target p95 ≤ 200 ms), and the same report forced onto the hourly rows for contrast.
+//     daily and weekly rows derived from them as the writer's compaction would, then the
+//     30-day report grouped by pub,geo through the real ReportEngine, repeated; prints
+//     p50/p95 (target p95 ≤ 200 ms) beside the same report on the daily rows alone (what
+//     it read before the weekly rows, src/reporting/weeks.ts), the two timed in turn, and
+//     the same report forced onto the hourly rows for contrast.
 //  2. Isolation: the real server (a process of its own) on that data dir; lookup latency at
 //     a fixed rate against the bare uWS baseline (bench/latency.ts: wrk with µs resolution,
 //     or bench/paced.ts) without and with a loop of heavy reports on the reporting port;
 //     prints the p99 ratio (target < 2×) beside the bare server's on the same host.
 //   node --import tsx bench/reporting.ts [--rows 10000000] [--runs 25] [--rate 2000] [--duration 8]
 //        [--ivtd PATH | --checkout DIR] (the server of part 2; default this checkout through tsx)
+//        [--query-only] (part 1 alone) [--baseline-checkout DIR] (part 1 also times DIR's
+//        ReportEngine, e.g. a git worktree of an older commit, in turn with this one's)
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { ReportEngine } from '../src/reporting/engine.ts';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ReportEngine, type Report } from '../src/reporting/engine.ts';
 import { storeThreads } from '../src/reporting/service.ts';
 import { Store } from '../src/store/db.ts';
 import { createCustomer } from '../src/store/customers.ts';
 import { describeLatency, latencyVsBare } from './latency.ts';
-import { numArg, startBare, startIvtd, targetFromArgs, thisCheckout } from './processes.ts';
+import { numArg, startBare, strArg, startIvtd, targetFromArgs, thisCheckout } from './processes.ts';
 import { generateRollups } from './rollup-rows.ts';
 import { lookupPaths } from './requests.ts';
 import { wrkAvailable } from './wrk.ts';
@@ -43,6 +49,29 @@ function percentile(xs: number[], q: number): number {
   return +s[Math.min(s.length - 1, Math.floor(q * s.length))]!.toFixed(1);
 }
 
+/** The same report on each engine in turn, `runs` times (after two warm-ups each): p50/p95 of each. */
+async function timeReportsInTurn(engines: ReportEngine[], customerId: string, params: URLSearchParams, runs: number): Promise<Array<{ p50_ms: number; p95_ms: number; groups: number; rows_md5: string }>> {
+  const times: number[][] = engines.map(() => []);
+  const firsts: Report[] = [];
+  for (const e of engines) {
+    firsts.push(await e.run(customerId, params));
+    await e.run(customerId, params);
+  }
+  for (let i = 0; i < runs; i++) {
+    for (let k = 0; k < engines.length; k++) {
+      const t0 = performance.now();
+      await engines[k]!.run(customerId, params);
+      times[k]!.push(performance.now() - t0);
+    }
+  }
+  return engines.map((_, k) => ({
+    p50_ms: percentile(times[k]!, 0.5),
+    p95_ms: percentile(times[k]!, 0.95),
+    groups: firsts[k]!.meta.total_rows,
+    rows_md5: createHash('md5').update(JSON.stringify(firsts[k])).digest('hex'),
+  }));
+}
+
 async function timeReport(engine: ReportEngine, customerId: string, params: URLSearchParams, runs: number): Promise<{ p50_ms: number; p95_ms: number; groups: number }> {
   const first = await engine.run(customerId, params);
   await engine.run(customerId, params);
@@ -64,15 +93,50 @@ async function main(): Promise<void> {
     const gen = await generateRollups(store, customer.customer_id, { rows: ROWS, days: DAYS, hoursPerTuple: HOURS_PER_TUPLE, lastDay: today });
     // Query with the thread budget the server gives DuckDB (one lookup thread).
     await store.run(`SET threads = ${storeThreads(1)}`);
-    console.log(`generated ${gen.hourly} hourly rows (${gen.daily} daily) over ${DAYS} days in ${gen.seconds} s`);
+    console.log(
+      `generated ${gen.hourly} hourly rows (${gen.daily} daily, ${gen.weekly} weekly) over ${DAYS} days in ${gen.seconds} s (the weekly rows ${gen.weekly_s} s); load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+    );
     const params = new URLSearchParams(REPORT);
     const engine = new ReportEngine(store, { retentionDays: 400 });
-    const report = await timeReport(engine, customer.customer_id, params, RUNS);
+    const dailyEngine = new ReportEngine(store, { retentionDays: 400, useWeeklyRollups: false });
+    const baselineDir = strArg('baseline-checkout', '');
+    const engines = [engine, dailyEngine];
+    if (baselineDir) {
+      // The older checkout's engine over the same store (its SQL reads the tables it knows).
+      const old = (await import(pathToFileURL(join(resolve(baselineDir), 'src/reporting/engine.ts')).href)) as { ReportEngine: typeof ReportEngine };
+      engines.push(new old.ReportEngine(store, { retentionDays: 400 }));
+    }
+    const [report, dailyOnly, baseline] = await timeReportsInTurn(engines, customer.customer_id, params, RUNS);
+    if (report!.rows_md5 !== dailyOnly!.rows_md5) throw new Error('the report on the weekly rows differs from the daily rows\' answer');
+    if (baseline && baseline.rows_md5 !== report!.rows_md5) throw new Error(`the report differs from ${baselineDir}'s answer`);
     const hourlyOnly = await timeReport(new ReportEngine(store, { retentionDays: 400, useDailyRollups: false }), customer.customer_id, params, Math.min(RUNS, 10));
-    const query = { hourly_rows: gen.hourly, daily_rows: gen.daily, days: DAYS, generate_s: gen.seconds, runs: RUNS, ...report, hourly_rows_only: hourlyOnly };
-    console.log(`query     30 days by pub,geo (${report.groups} groups): p50 ${report.p50_ms} ms, p95 ${report.p95_ms} ms (target p95 <= 200)`);
+    const query = {
+      hourly_rows: gen.hourly,
+      daily_rows: gen.daily,
+      weekly_rows: gen.weekly,
+      days: DAYS,
+      generate_s: gen.seconds,
+      weekly_build_s: gen.weekly_s,
+      runs: RUNS,
+      load_average_1m: +loadavg()[0]!.toFixed(2),
+      ...report,
+      daily_rows_only: dailyOnly,
+      p50_ratio_vs_daily: +(report!.p50_ms / dailyOnly!.p50_ms).toFixed(2),
+      p95_ratio_vs_daily: +(report!.p95_ms / dailyOnly!.p95_ms).toFixed(2),
+      ...(baseline
+        ? { baseline: { checkout: baselineDir, ...baseline }, p50_ratio_vs_baseline: +(report!.p50_ms / baseline.p50_ms).toFixed(2), p95_ratio_vs_baseline: +(report!.p95_ms / baseline.p95_ms).toFixed(2) }
+        : {}),
+      hourly_rows_only: hourlyOnly,
+    };
+    console.log(`query     30 days by pub,geo (${report!.groups} groups): p50 ${report!.p50_ms} ms, p95 ${report!.p95_ms} ms (target p95 <= 200)`);
+    console.log(`          same report on the daily rows alone (timed in turn): p50 ${dailyOnly!.p50_ms} ms, p95 ${dailyOnly!.p95_ms} ms; answers identical`);
+    if (baseline) console.log(`          ${baselineDir}'s engine (timed in turn): p50 ${baseline.p50_ms} ms, p95 ${baseline.p95_ms} ms; answer identical`);
     console.log(`          same report forced onto the hourly rows: p50 ${hourlyOnly.p50_ms} ms, p95 ${hourlyOnly.p95_ms} ms`);
     store.close();
+    if (process.argv.includes('--query-only')) {
+      console.log(JSON.stringify({ bench: 'reporting', query, targets: { query_p95_ms: '<= 200' } }));
+      return;
+    }
 
     // Part 2: lookups while reports run, on the real server (a process of its own) over the
     // same data, against the bare uWS baseline measured by the same client in the same run.

@@ -1,12 +1,14 @@
 // Rollup rows for bench:reporting, generated in SQL straight into a store's DuckDB file: K
 // tuples (fixed per customer, like real publishers and countries), each seen in
 // `hoursPerTuple` distinct hours of every day of `days`; then the daily rows, aggregated
-// from the hourly ones as the writer's compaction leaves them. Every column is named
+// from the hourly ones as the writer's compaction leaves them, and the weekly rows, built
+// from the daily ones by the writer's own code (src/reporting/weeks.ts). Every column is named
 // (INSERT … BY NAME), so a column a later migration adds, such as `category`, is either
 // given here or refused by DuckDB with its name: never filled by position from the wrong
 // value.
-import { ROLLUP_TABLES } from '../src/reporting/columns.ts';
-import type { Store } from '../src/store/db.ts';
+import { ROLLUP_COLUMNS, ROLLUP_TABLES } from '../src/reporting/columns.ts';
+import { WEEKLY_ROLLUPS, buildWeek, weeksToBuild } from '../src/reporting/weeks.ts';
+import { inTransaction, type Store } from '../src/store/db.ts';
 
 export interface RollupRowsOptions {
   /** Hourly rows wanted, about (rounded up to whole tuples). */
@@ -21,7 +23,7 @@ export interface RollupRowsOptions {
 const DAY_MS = 86_400_000;
 
 /** Fills the rollup tables for `customerId`; returns the rows written and the time it took. */
-export async function generateRollups(store: Store, customerId: string, o: RollupRowsOptions): Promise<{ hourly: number; daily: number; seconds: number }> {
+export async function generateRollups(store: Store, customerId: string, o: RollupRowsOptions): Promise<{ hourly: number; daily: number; weekly: number; seconds: number; weekly_s: number }> {
   if (o.hoursPerTuple < 1 || o.hoursPerTuple > 8) throw new Error('hoursPerTuple: 1 to 8');
   const t0 = performance.now();
   const k = Math.ceil(o.rows / (o.days * o.hoursPerTuple));
@@ -59,7 +61,27 @@ export async function generateRollups(store: Store, customerId: string, o: Rollu
     { cid: customerId },
   );
   await store.run('DROP TABLE bench_tuples');
+  // The weeks a compaction pass today builds (every week of the rows, the current one up to today).
+  const t1 = performance.now();
+  const q = (c: string) => `"${c}"`;
+  const week = {
+    daily: ROLLUP_TABLES.day,
+    weeks: WEEKLY_ROLLUPS,
+    keyColumns: ROLLUP_COLUMNS.slice(0, -3).map(q).join(', '),
+    sums: ROLLUP_COLUMNS.slice(-3).map((c) => `sum(${q(c)})::BIGINT AS ${q(c)}`).join(', '),
+    allColumns: ROLLUP_COLUMNS.map(q).join(', '),
+  };
+  for (const w of weeksToBuild(o.lastDay, o.lastDay - (o.days + 6) * DAY_MS, new Map(), Infinity)) {
+    await inTransaction(store, () => buildWeek(store, week, w.start, w.through, 1));
+  }
+  const weeklySeconds = +((performance.now() - t1) / 1000).toFixed(1);
   await store.run('CHECKPOINT');
   const count = async (t: string) => Number((await store.one<{ n: bigint }>(`SELECT count(*) AS n FROM ${t} WHERE customer_id = $cid`, { cid: customerId }))!.n);
-  return { hourly: await count(ROLLUP_TABLES.hour), daily: await count(ROLLUP_TABLES.day), seconds: +((performance.now() - t0) / 1000).toFixed(1) };
+  return {
+    hourly: await count(ROLLUP_TABLES.hour),
+    daily: await count(ROLLUP_TABLES.day),
+    weekly: await count(WEEKLY_ROLLUPS.table),
+    seconds: +((performance.now() - t0) / 1000).toFixed(1),
+    weekly_s: weeklySeconds,
+  };
 }

@@ -6,10 +6,11 @@ import { timestampValue, type DuckDBValue } from '@duckdb/node-api';
 import type { Dimension } from '../base/enums.ts';
 import { HttpError } from '../base/errors.ts';
 import { log } from '../base/log.ts';
-import { isOutOfMemory, memoryLimit, withHashParts, type Queryable, type Store } from '../store/db.ts';
+import { inTransaction, isOutOfMemory, memoryLimit, withHashParts, type Queryable, type Store } from '../store/db.ts';
 import { IMPRESSION_COUNTERS, IMPRESSION_TABLES, REPORT_SUMS_SQL, ROLLUP_TABLES, groupExpression, tableFor } from './columns.ts';
 import { ConcurrencyGate } from './gate.ts';
 import { formatDate, parseReportQuery, type ReportDimension, type ReportKind, type ReportQuery } from './params.ts';
+import { WEEKLY_ROLLUPS, builtWeeksWithin, daysOutside, mayHoldWeek, type WeekSpan, type WeeklyTables } from './weeks.ts';
 
 export interface ReportMeta {
   start_date: string;
@@ -52,6 +53,8 @@ export interface ReportEngineOptions {
   now?: () => number;
   /** false: read hourly rows even without `hour` (benchmarks compare the two). */
   useDailyRollups?: boolean;
+  /** false: never read the weekly rows (./weeks.ts), only daily ones (tests and benchmarks compare the two). */
+  useWeeklyRollups?: boolean;
   /** Reports running at once (default 1); more wait in line, up to `maxQueued` (default 64). */
   maxConcurrent?: number;
   maxQueued?: number;
@@ -102,7 +105,7 @@ export class ReportEngine<R = ReportRow> {
     this.now = opts.now ?? Date.now;
     this.gate = new ConcurrencyGate(opts.maxConcurrent ?? 1, opts.maxQueued ?? 64);
     this.kind = opts.kind ?? 'lookups';
-    this.source = 'fetch' in from ? from : new DuckDbReportSource(from, opts.useDailyRollups, this.kind);
+    this.source = 'fetch' in from ? from : new DuckDbReportSource(from, opts.useDailyRollups, this.kind, opts.useWeeklyRollups);
   }
 
   readonly kind: ReportKind;
@@ -195,13 +198,17 @@ function grouping(q: ReportQuery): { keys: string; order: string; exprs: string 
 export class DuckDbReportSource implements ReportSource {
   private readonly tables: { hour: string; day: string };
   private readonly sums: string;
+  /** The weekly rows a report that groups by neither date nor hour may read (lookups only). */
+  private readonly weeks: WeeklyTables | null;
 
   constructor(
     private readonly store: Store,
     private readonly useDailyRollups = true,
     kind: ReportKind = 'lookups',
+    useWeeklyRollups = true,
   ) {
     this.tables = kind === 'impressions' ? IMPRESSION_TABLES : ROLLUP_TABLES;
+    this.weeks = kind === 'lookups' && useDailyRollups && useWeeklyRollups ? WEEKLY_ROLLUPS : null;
     this.sums = kind === 'impressions' ? IMPRESSION_COUNTERS.map((c) => `sum("${c}")::BIGINT AS "${c}"`).join(', ') : REPORT_SUMS_SQL;
   }
 
@@ -240,15 +247,28 @@ export class DuckDbReportSource implements ReportSource {
   }
 
   /** The report in one statement (its groups' count beside each row). */
-  private async fetchWhole(conn: Queryable, customerId: string, q: ReportQuery): Promise<SourceRows> {
-    const { sql, params } = this.build(customerId, q);
-    const rows = await conn.all(sql, params);
-    let totalRows: number;
-    if (q.groupBy.length === 0) totalRows = 1;
-    else if (rows.length > 0) totalRows = Number(rows[0]!.total_rows);
-    else if (q.offset === 0) totalRows = 0;
-    else totalRows = await this.countGroups(conn, customerId, q);
-    return { rows, totalRows };
+  private fetchWhole(conn: Queryable, customerId: string, q: ReportQuery): Promise<SourceRows> {
+    return this.withWeeks(conn, q, async (weeks) => {
+      const { sql, params } = this.build(customerId, q, weeks);
+      const rows = await conn.all(sql, params);
+      let totalRows: number;
+      if (q.groupBy.length === 0) totalRows = 1;
+      else if (rows.length > 0) totalRows = Number(rows[0]!.total_rows);
+      else if (q.offset === 0) totalRows = 0;
+      else totalRows = await this.countGroups(conn, customerId, q, weeks);
+      return { rows, totalRows };
+    });
+  }
+
+  /**
+   * Runs `fn` with the built weeks the report may read (./weeks.ts): for a report grouped by
+   * neither date nor hour, those wholly inside its dates, read in one transaction with the
+   * rows (so the marks and the rows agree); otherwise none.
+   */
+  private withWeeks<T>(conn: Queryable, q: ReportQuery, fn: (weeks: WeekSpan[]) => Promise<T>): Promise<T> {
+    const weekly = this.weeks;
+    if (!weekly || q.groupBy.includes('date') || q.groupBy.includes('hour') || !mayHoldWeek(q.fromMs, q.toMs)) return fn([]);
+    return inTransaction(conn, async () => fn(await builtWeeksWithin(conn, q.fromMs, q.toMs, weekly)));
   }
 
   /**
@@ -257,9 +277,13 @@ export class DuckDbReportSource implements ReportSource {
    * table, whose own first page is the report's page. The same rows as fetchWhole(), each
    * part's hash table a `parts`-th of the whole; the rows are read `parts` times.
    */
-  private async fetchInParts(conn: Queryable, customerId: string, q: ReportQuery, parts: number): Promise<SourceRows> {
+  private fetchInParts(conn: Queryable, customerId: string, q: ReportQuery, parts: number): Promise<SourceRows> {
+    return this.withWeeks(conn, q, (weeks) => this.fetchInPartsOf(conn, customerId, q, parts, weeks));
+  }
+
+  private async fetchInPartsOf(conn: Queryable, customerId: string, q: ReportQuery, parts: number, weeks: readonly WeekSpan[]): Promise<SourceRows> {
     const params: DuckDBValue[] = [];
-    const where = this.where(customerId, q, params);
+    const scan = this.scan(customerId, q, params, weeks);
     const table = tableFor(q.groupBy, this.useDailyRollups, this.tables);
     const { keys, order, exprs } = grouping(q);
     const part = `hash(${exprs}) % ${parts}`;
@@ -267,7 +291,7 @@ export class DuckDbReportSource implements ReportSource {
     try {
       for (let i = 0; i < parts; i++) {
         await conn.run(
-          `INSERT INTO report_parts SELECT ${keys}, ${this.sums}, count(*) OVER (), ${i} FROM ${table} WHERE ${where} AND ${part} = ${i} ` +
+          `INSERT INTO report_parts SELECT ${keys}, ${this.sums}, count(*) OVER (), ${i} FROM ${scan} AND ${part} = ${i} ` +
             `GROUP BY ${order} ORDER BY ${order} LIMIT ${q.offset + q.limit}`,
           params,
         );
@@ -280,31 +304,44 @@ export class DuckDbReportSource implements ReportSource {
     }
   }
 
-  private where(customerId: string, q: ReportQuery, params: DuckDBValue[]): string {
+  /**
+   * What follows FROM in a report: its rows of the customer, dates and filters, as
+   * `<rows> WHERE <conditions>` (more may be ANDed on). With built weeks (./weeks.ts): their
+   * weekly rows and the daily rows of the other days, one UNION ALL.
+   */
+  private scan(customerId: string, q: ReportQuery, params: DuckDBValue[], weeks: readonly WeekSpan[] = []): string {
     const bind = (v: DuckDBValue) => {
       params.push(v);
       return `$${params.length}`;
     };
-    const parts = [
-      `customer_id = ${bind(customerId)}`,
-      `period_start >= ${bind(timestampValue(BigInt(q.fromMs) * 1000n))}`,
-      `period_start < ${bind(timestampValue(BigInt(q.toMs) * 1000n))}`,
-    ];
-    for (const f of q.filters) {
-      parts.push(`"${f.dimension}" IN (${f.values.map((v) => bind(v)).join(', ')})`);
+    const at = (ms: number) => bind(timestampValue(BigInt(ms) * 1000n));
+    const customer = `customer_id = ${bind(customerId)}`;
+    const filtersSql = () => q.filters.map((f) => ` AND "${f.dimension}" IN (${f.values.map((v) => bind(v)).join(', ')})`).join('');
+    if (!this.weeks || weeks.length === 0) {
+      const table = tableFor(q.groupBy, this.useDailyRollups, this.tables);
+      const range = `period_start >= ${at(q.fromMs)} AND period_start < ${at(q.toMs)}`;
+      return `${table} WHERE ${customer} AND ${range}${filtersSql()}`;
     }
-    return parts.join(' AND ');
+    const filters = filtersSql();
+    // Only the columns the report reads (SELECT * would read every column of both tables).
+    const columns = [...new Set([...q.groupBy, 'total', 'givt', 'sivt', 'category'])].map((c) => `"${c}"`).join(', ');
+    const branches = [`SELECT ${columns} FROM ${this.weeks.table} WHERE ${customer} AND period_start IN (${weeks.map((w) => at(w.start)).join(', ')})${filters}`];
+    const days = daysOutside(q.fromMs, q.toMs, weeks);
+    if (days.length > 0) {
+      const ranges = days.map(([from, to]) => `(period_start >= ${at(from)} AND period_start < ${at(to)})`).join(' OR ');
+      branches.push(`SELECT ${columns} FROM ${this.tables.day} WHERE ${customer} AND (${ranges})${filters}`);
+    }
+    return `(${branches.join(' UNION ALL ')}) AS rollups WHERE true`;
   }
 
-  private build(customerId: string, q: ReportQuery): Built {
+  private build(customerId: string, q: ReportQuery, weeks: readonly WeekSpan[] = []): Built {
     const params: DuckDBValue[] = [];
-    const where = this.where(customerId, q, params);
-    const table = tableFor(q.groupBy, this.useDailyRollups, this.tables);
+    const scan = this.scan(customerId, q, params, weeks);
     if (q.groupBy.length === 0) {
       // One total row (zeros when nothing matched); offset ≥ 1 pages past it.
       params.push(q.limit, q.offset);
       return {
-        sql: `SELECT ${this.sums} FROM ${table} WHERE ${where} LIMIT $${params.length - 1} OFFSET $${params.length}`,
+        sql: `SELECT ${this.sums} FROM ${scan} LIMIT $${params.length - 1} OFFSET $${params.length}`,
         params,
       };
     }
@@ -312,16 +349,16 @@ export class DuckDbReportSource implements ReportSource {
     params.push(q.limit, q.offset);
     return {
       sql:
-        `SELECT ${keys}, ${this.sums}, count(*) OVER () AS total_rows FROM ${table} WHERE ${where} ` +
+        `SELECT ${keys}, ${this.sums}, count(*) OVER () AS total_rows FROM ${scan} ` +
         `GROUP BY ${order} ORDER BY ${order} LIMIT $${params.length - 1} OFFSET $${params.length}`,
       params,
     };
   }
 
-  private async countGroups(conn: Queryable, customerId: string, q: ReportQuery): Promise<number> {
+  private async countGroups(conn: Queryable, customerId: string, q: ReportQuery, weeks: readonly WeekSpan[]): Promise<number> {
     const params: DuckDBValue[] = [];
-    const where = this.where(customerId, q, params);
-    const r = await conn.one<{ n: bigint }>(`SELECT count(*) AS n FROM (SELECT 1 FROM ${tableFor(q.groupBy, this.useDailyRollups, this.tables)} WHERE ${where} GROUP BY ${grouping(q).exprs})`, params);
+    const scan = this.scan(customerId, q, params, weeks);
+    const r = await conn.one<{ n: bigint }>(`SELECT count(*) AS n FROM (SELECT 1 FROM ${scan} GROUP BY ${grouping(q).exprs})`, params);
     return Number(r?.n ?? 0);
   }
 }

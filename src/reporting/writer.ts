@@ -27,6 +27,7 @@ import { INTEGER_DIMENSIONS, ROLLUP_TABLES, type Granularity } from './columns.t
 import { SEP, TupleCounts, withoutSep, type CountRow } from '../counts/tuple.ts';
 import { DAY_MS, HOUR_MS, MINUTE_MS, dayStart, hourStart } from '../base/time.ts';
 import { oldestKeptDayMs } from './retention-window.ts';
+import { WEEKLY_ROLLUPS, buildWeek, readBuiltWeeks, weekStart, weeksToBuild, type WeeklyTables } from './weeks.ts';
 import {
   SpoolFileError,
   listSpoolFiles,
@@ -96,6 +97,8 @@ export interface RollupSchema {
   counters: readonly [string, string, string];
   /** File-name prefix of its spool files, so each writer replays only its own. */
   spoolPrefix?: string;
+  /** Weekly rows built from the daily ones (./weeks.ts), and their marks; none when absent. */
+  weeks?: WeeklyTables;
 }
 
 export const LOOKUP_ROLLUPS: RollupSchema = {
@@ -103,6 +106,7 @@ export const LOOKUP_ROLLUPS: RollupSchema = {
   dims: TUPLE_DIMENSIONS,
   integerDims: INTEGER_DIMENSIONS as ReadonlySet<string>,
   counters: ['total', 'givt', 'sivt'],
+  weeks: WEEKLY_ROLLUPS,
 };
 
 /** The statements of one schema, built once per writer. */
@@ -242,6 +246,8 @@ export class RollupWriter {
   private stale = false;
   /** Spool files of earlier stops not yet written into the rollups. */
   private spools: string[] = [];
+  /** The weekly rows' marks as committed (week start → through), when the schema has weeks. */
+  private builtWeeks = new Map<number, number>();
 
   private constructor(
     private readonly store: Store,
@@ -264,6 +270,7 @@ export class RollupWriter {
   static async open(store: Store, opts: RollupWriterOptions): Promise<RollupWriter> {
     const w = new RollupWriter(store, await store.connection(), opts);
     w.spools = listSpoolFiles(store.dataDir, w.schema.spoolPrefix);
+    if (w.schema.weeks) w.builtWeeks = await readBuiltWeeks(w.conn, w.schema.weeks);
     if (w.spools.length > 0) await w.serial(() => w.replaySpools()).catch(() => undefined);
     // A crash may have left the last periods uncompacted.
     w.touch(w.now() - HOUR_MS);
@@ -397,9 +404,10 @@ export class RollupWriter {
   }
 
   /** One chunk in one transaction. False when its spool range was written before (nothing done). */
-  private writeChunk(rows: readonly CountRow[], mark?: SpoolMark): Promise<boolean> {
+  private async writeChunk(rows: readonly CountRow[], mark?: SpoolMark): Promise<boolean> {
     const part = mark && spoolPartKey(mark.batchId, mark.from, rows.length);
-    return inTransaction(this.conn, async () => {
+    const stale = this.weeksHolding(rows);
+    const written = await inTransaction(this.conn, async () => {
       if (mark) {
         const seen = await this.conn.one('SELECT 1 AS x FROM reporting_spool_applied WHERE spool_id = $1 AND part = $2', [mark.spoolId, part!]);
         if (seen) return false;
@@ -409,8 +417,28 @@ export class RollupWriter {
       await this.conn.run(this.sql.dailyInsert);
       await this.conn.run('DROP TABLE flush_batch');
       if (mark) await this.conn.run('INSERT INTO reporting_spool_applied (spool_id, part) VALUES ($1, $2)', [mark.spoolId, part!]);
+      // Rows for days a week's rows already hold: the week is read from the daily rows until rebuilt.
+      if (stale.length > 0) await this.conn.run(`DELETE FROM ${this.schema.weeks!.built} WHERE week_start IN (${stale.map((w) => `make_timestamp(${w * 1000})`).join(', ')})`);
       return true;
     });
+    if (written) for (const w of stale) this.builtWeeks.delete(w);
+    return written;
+  }
+
+  /** The built weeks (./weeks.ts) whose rows already hold the day of one of `rows`. */
+  private weeksHolding(rows: readonly CountRow[]): number[] {
+    if (this.builtWeeks.size === 0) return [];
+    const stale = new Set<number>();
+    let lastDay = NaN;
+    for (const r of rows) {
+      const day = dayStart(r.hour);
+      if (day === lastDay) continue;
+      lastDay = day;
+      const w = weekStart(day);
+      const through = this.builtWeeks.get(w);
+      if (through !== undefined && day < through) stale.add(w);
+    }
+    return [...stale];
   }
 
   /**
@@ -493,7 +521,8 @@ export class RollupWriter {
 
   /**
    * Merges the delta rows of every period written since the last pass into one row per
-   * tuple. Returns how many periods (hours and days) were rewritten.
+   * tuple, then builds the weekly rows that are missing or behind (./weeks.ts). Returns how
+   * many periods (hours and days) were rewritten.
    */
   compact(): Promise<number> {
     return this.serial(async () => {
@@ -517,7 +546,8 @@ export class RollupWriter {
           }
         }
       }
-      if (rewritten > 0) log.debug({ periods: rewritten }, 'reporting rollups compacted');
+      const weeks = this.schema.weeks ? await this.buildWeeks(this.schema.weeks) : 0;
+      if (rewritten > 0 || weeks > 0) log.debug({ periods: rewritten, weeks }, 'reporting rollups compacted');
       return rewritten;
     });
   }
@@ -536,6 +566,36 @@ export class RollupWriter {
           'reporting: compacting a period passed DuckDB\'s memory limit and was done in parts, more slowly: a larger --memory-budget gives DuckDB more memory',
         ),
     );
+  }
+
+  /**
+   * (Re)builds the weekly rows of the weeks whose marks are missing or behind (./weeks.ts),
+   * newest first, a few per pass, each in its own transaction (in hash parts past DuckDB's
+   * memory limit). Returns how many were built; a failure is logged and retried next pass.
+   */
+  private async buildWeeks(weeks: WeeklyTables): Promise<number> {
+    let built = 0;
+    const now = this.now();
+    for (const w of weeksToBuild(now, oldestKeptDayMs(now, this.opts.retentionDays), this.builtWeeks)) {
+      const s = { daily: this.schema.tables.day, weeks, keyColumns: this.sql.keyColumns, sums: this.sql.sums, allColumns: this.sql.allColumns };
+      try {
+        await withHashParts(
+          (parts) => inTransaction(this.conn, () => buildWeek(this.conn, s, w.start, w.through, parts)),
+          async (parts) =>
+            log.warn(
+              { week: new Date(w.start).toISOString(), parts, memoryLimit: await memoryLimit(this.conn) },
+              "reporting: building a week's rollups passed DuckDB's memory limit and was done in parts, more slowly: a larger --memory-budget gives DuckDB more memory",
+            ),
+        );
+        this.builtWeeks.set(w.start, w.through);
+        built++;
+      } catch (e) {
+        log.error({ err: (e as Error).message, week: new Date(w.start).toISOString() }, "reporting: building a week's rollups failed; its reports read the daily rows, will retry");
+        await this.storeFailed(e);
+        break;
+      }
+    }
+    return built;
   }
 
   /** Rewrites one period's rows as one row per tuple, its GROUP BY in `parts` statements (1: one). */
@@ -570,11 +630,18 @@ export class RollupWriter {
   /** Deletes rows older than the retention window (both tables). Returns how many went. */
   enforceRetention(): Promise<number> {
     return this.serial(async () => {
-      const cutoff = periodParam(oldestKeptDayMs(this.now(), this.opts.retentionDays));
+      const cutoffMs = oldestKeptDayMs(this.now(), this.opts.retentionDays);
+      const cutoff = periodParam(cutoffMs);
       try {
         await this.usableConnection();
         let n = 0;
-        for (const table of Object.values(this.schema.tables)) {
+        const weeks = this.schema.weeks;
+        if (weeks) {
+          // A week that began before the cutoff holds days deleted now: its rows and mark go.
+          await this.conn.run(`DELETE FROM ${weeks.built} WHERE week_start < $1`, [cutoff]);
+          for (const w of [...this.builtWeeks.keys()]) if (w < cutoffMs) this.builtWeeks.delete(w);
+        }
+        for (const table of [...Object.values(this.schema.tables), ...(weeks ? [weeks.table] : [])]) {
           const r = await this.conn.one<{ n: bigint }>(`SELECT count(*) AS n FROM ${table} WHERE period_start < $1`, [cutoff]);
           const rows = Number(r?.n ?? 0);
           if (rows === 0) continue;

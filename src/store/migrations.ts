@@ -313,4 +313,45 @@ export const MIGRATIONS: Migration[] = [
        )`,
     ],
   },
+  {
+    version: 94,
+    name: "reporting: the lookups' weekly rollups (src/reporting/weeks.ts)",
+    // One row per (customer, UTC week from Monday, tuple): the daily rows of the week's days
+    // that are over, summed by the writer's compaction pass; the columns of rollups_daily in
+    // its order (category after the counters). A week's mark says which days its rows hold
+    // (week_start up to through, exclusive); a report reads weekly rows only of marked weeks
+    // (src/reporting/weeks.ts says why the answer stays the daily rows').
+    statements: [
+      `CREATE TABLE rollups_weekly (
+         customer_id  VARCHAR NOT NULL,
+         period_start TIMESTAMP NOT NULL,
+         pub     VARCHAR NOT NULL,
+         sid     VARCHAR NOT NULL,
+         app     VARCHAR NOT NULL,
+         dmn     VARCHAR NOT NULL,
+         node    VARCHAR NOT NULL,
+         adt     SMALLINT NOT NULL,
+         geo     VARCHAR NOT NULL,
+         dvt     SMALLINT NOT NULL,
+         os      VARCHAR NOT NULL,
+         browser VARCHAR NOT NULL,
+         env     VARCHAR NOT NULL,
+         cmp     VARCHAR NOT NULL,
+         adv     VARCHAR NOT NULL,
+         p1      VARCHAR NOT NULL,
+         p2      VARCHAR NOT NULL,
+         p3      VARCHAR NOT NULL,
+         p4      VARCHAR NOT NULL,
+         p5      VARCHAR NOT NULL,
+         total   BIGINT NOT NULL,
+         givt    BIGINT NOT NULL,
+         sivt    BIGINT NOT NULL,
+         category VARCHAR NOT NULL
+       )`,
+      `CREATE TABLE rollups_weeks_built (
+         week_start TIMESTAMP NOT NULL,
+         through    TIMESTAMP NOT NULL
+       )`,
+    ],
+  },
 ];
