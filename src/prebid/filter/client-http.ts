@@ -51,6 +51,15 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) (\S+) HTTP\/1\.([01])$/;
 const NO_BODY_STATUS = (s: number) => s === 204 || s === 304 || (s >= 100 && s < 200);
 
+/** A CR or LF in a header's name or value (it would split the answer). */
+function hasCrOrLf(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 13 || c === 10) return true;
+  }
+  return false;
+}
+
 /** One answer's place in its connection's queue. */
 class Slot implements ClientResponse {
   out: Buffer | null = null;
@@ -73,16 +82,22 @@ class Slot implements ClientResponse {
     for (let i = 0; i < headers.length; i += 2) {
       const name = headers[i]!;
       const value = headers[i + 1]!;
-      if (/[\r\n]/.test(name) || /[\r\n]/.test(value)) continue; // never split an answer
-      const lower = name.length === 14 || name.length === 17 ? name.toLowerCase() : '';
-      if (lower === 'content-length' || lower === 'transfer-encoding') hasLength = true;
+      if (hasCrOrLf(name) || hasCrOrLf(value)) continue; // never split an answer
+      if (name.length === 14 || name.length === 17) {
+        const lower = name.toLowerCase();
+        if (lower === 'content-length' || lower === 'transfer-encoding') hasLength = true;
+      }
       head += name + ': ' + value + '\r\n';
     }
     if (!hasLength && !NO_BODY_STATUS(status) && !this.isHead) head += 'Content-Length: ' + b.byteLength + '\r\n';
     if (this.closeAfter) head += 'Connection: close\r\n';
     head += '\r\n';
     const withBody = b.byteLength > 0 && !this.isHead && !NO_BODY_STATUS(status);
-    this.out = withBody ? Buffer.concat([Buffer.from(head, 'latin1'), b]) : Buffer.from(head, 'latin1');
+    // Head and body in one buffer, one write.
+    const out = Buffer.allocUnsafe(head.length + (withBody ? b.byteLength : 0));
+    out.write(head, 0, 'latin1');
+    if (withBody) b.copy(out, head.length);
+    this.out = out;
     this.closeCb = null;
     this.conn.flush();
   }
