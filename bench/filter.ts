@@ -1,7 +1,10 @@
 // The filter (docs/filter.md) against going straight, same client, same run (issue 60):
 //   throughput  autocannon, closed loop, POSTing bid requests to a bare uWS bid endpoint
 //               straight and through `ivtd serve --filter-*` in front of it: ratio of req/s;
-//   latency     bench/paced.ts at a fixed rate, µs clock: the filter's added p50 and p99.
+//   latency     bench/paced.ts at a fixed rate, µs clock: the filter's added p50 and p99;
+//   CPU         µs of CPU a request costs the filter's ivtd process (all its threads; the
+//               upstream's process, straight), closed loop and at the fixed rate: on a
+//               shared host the steadier figure (/proc/PID/stat, Linux).
 // Rounds alternate straight and filtered; each figure is the median over the rounds.
 //   npm run bench:filter -- [--rate 2000] [--seconds 5] [--rounds 2] [--connections 32]
 //                           [--baseline-checkout DIR]
@@ -66,7 +69,7 @@ async function startFilterIvtd(root: string | undefined, upPort: number): Promis
   return { ivtd, port, dataDir };
 }
 
-type Row = { rps: number[]; p50: number[]; p99: number[]; cpuUs: number[] };
+type Row = { rps: number[]; p50: number[]; p99: number[]; cpuUs: number[]; pacedCpuUs: number[] };
 
 /** CPU seconds (user + system, every thread) a process has used so far; NaN when unreadable (not Linux). */
 function cpuSeconds(pid: number): number {
@@ -87,7 +90,7 @@ async function main(): Promise<void> {
   const filterPort = mine.port;
   const paths = ['/openrtb2/auction'];
   const posts = bodies(1000);
-  const rows: Record<string, Row> = { straight: { rps: [], p50: [], p99: [], cpuUs: [] }, filter: { rps: [], p50: [], p99: [], cpuUs: [] }, baseline: { rps: [], p50: [], p99: [], cpuUs: [] } };
+  const rows: Record<string, Row> = { straight: { rps: [], p50: [], p99: [], cpuUs: [], pacedCpuUs: [] }, filter: { rps: [], p50: [], p99: [], cpuUs: [], pacedCpuUs: [] }, baseline: { rps: [], p50: [], p99: [], cpuUs: [], pacedCpuUs: [] } };
   // The process whose CPU a run is charged to: the upstream straight, else the filter's ivtd (the upstream's own is the same either way).
   const pidOf = (name: string) => (name === 'straight' ? up.child.pid! : name === 'filter' ? mine.ivtd.pid : base!.ivtd.pid);
   try {
@@ -101,12 +104,15 @@ async function main(): Promise<void> {
         const a = await runClient({ kind: 'autocannon', port, paths, bodies: posts, rate: 0, seconds: SECONDS, connections: CONNECTIONS });
         const cpuUs = Math.round(((cpuSeconds(pidOf(name)) - cpu0) * 1e6) / (a.rps * SECONDS));
         if (a.non2xx > 0) throw new Error(`${name}: ${a.non2xx} answers were not 2xx`);
+        const cpu1 = cpuSeconds(pidOf(name));
         const p = await runClient({ kind: 'paced', port, paths, bodies: posts, rate: RATE, seconds: SECONDS, connections: 16 });
+        const pacedCpuUs = Math.round(((cpuSeconds(pidOf(name)) - cpu1) * 1e6) / p.completed);
         rows[name]!.rps.push(a.rps);
         rows[name]!.p50.push(p.p50Ms);
         rows[name]!.p99.push(p.p99Ms);
         rows[name]!.cpuUs.push(cpuUs);
-        console.error(`round ${r + 1} ${name}: ${a.rps} req/s closed loop (${cpuUs} µs CPU a request in the ${name === 'straight' ? 'upstream' : 'filter'}'s process, ${Math.round((a.clientCpuMs * 1000) / (a.rps * SECONDS))} in the client); at ${RATE}/s p50 ${p.p50Ms} ms p99 ${p.p99Ms} ms (${p.completed} answered)`);
+        rows[name]!.pacedCpuUs.push(pacedCpuUs);
+        console.error(`round ${r + 1} ${name}: ${a.rps} req/s closed loop (${cpuUs} µs CPU a request in the ${name === 'straight' ? 'upstream' : 'filter'}'s process, ${Math.round((a.clientCpuMs * 1000) / (a.rps * SECONDS))} in the client); at ${RATE}/s p50 ${p.p50Ms} ms p99 ${p.p99Ms} ms (${p.completed} answered, ${pacedCpuUs} µs CPU each)`);
       }
     }
   } finally {
@@ -123,7 +129,10 @@ async function main(): Promise<void> {
     seconds: SECONDS,
     throughput: { straightRps: median(s.rps), filterRps: median(f.rps), ratio: +(median(f.rps) / median(s.rps)).toFixed(3), goal: '>= 0.5' },
     // CPU a request costs the upstream's process (straight) and the filter's ivtd process (all its threads), closed loop.
-    cpuUsPerRequest: { upstream: median(s.cpuUs), filter: median(f.cpuUs), ...(base === null ? {} : { baseline: median(b.cpuUs) }) },
+    cpuUsPerRequest: {
+      closedLoop: { upstream: median(s.cpuUs), filter: median(f.cpuUs), ...(base === null ? {} : { baseline: median(b.cpuUs) }) },
+      atRate: { upstream: median(s.pacedCpuUs), filter: median(f.pacedCpuUs), ...(base === null ? {} : { baseline: median(b.pacedCpuUs) }) },
+    },
     latencyAtRate: {
       rate: RATE,
       straight: { p50Ms: median(s.p50), p99Ms: median(s.p99) },
