@@ -92,6 +92,10 @@ t.test('refusals: in their place, then the connection closes', async (t) => {
   t.same(statuses(garbage.text), ['400'], 'not a request line');
   const folded = await rawExchange(port, 'GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n continued\r\n\r\n');
   t.same(statuses(folded.text), ['400'], 'a folded header line');
+  for (const bare of ['\n', '\r']) {
+    const split = await rawExchange(port, `GET / HTTP/1.1\r\nHost: x\r\nX-A: 1${bare}Smuggled: yes\r\n\r\n`);
+    t.same(statuses(split.text), ['400'], `a bare ${JSON.stringify(bare)} in a header value (it would split the request sent on)`);
+  }
   const badChunk = await rawExchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n');
   t.same(statuses(badChunk.text), ['400'], 'a chunk size that is no number');
   const longHead = await rawExchange(port, `GET / HTTP/1.1\r\nHost: x\r\nX-Long: ${'a'.repeat(400)}\r\n\r\n`);

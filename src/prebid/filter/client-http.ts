@@ -209,6 +209,8 @@ class Conn {
       const name = line.slice(0, colon);
       if (!TOKEN.test(name)) return this.refuse(400, 'Bad Request'); // also a folded line, a space before the colon
       const value = line.slice(colon + 1).trim();
+      // A bare CR or LF in a value: refused (sent on, it would split the upstream's request in two).
+      if (hasCrOrLf(value)) return this.refuse(400, 'Bad Request');
       rawHeaders.push(name, value);
       const lower = name.toLowerCase();
       const had = headers[lower];
