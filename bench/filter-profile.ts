@@ -15,6 +15,8 @@ import { createServer, type AddressInfo } from 'node:net';
 const SECONDS = numArg('seconds', 5);
 const CONNECTIONS = numArg('connections', 32);
 const TOP = numArg('top', 30);
+/** A fixed rate (bench/paced.ts, 16 connections) instead of autocannon's closed loop. */
+const RATE = numArg('rate', 0);
 const CHECKOUT = strArg('checkout', '');
 const PERF = process.argv.includes('--perf');
 
@@ -56,11 +58,13 @@ const ivtd = await startIvtd(CHECKOUT === '' ? thisCheckout() : thisCheckout(CHE
 });
 await runClient({ kind: 'autocannon', port, paths: ['/openrtb2/auction'], bodies: posts, rate: 0, seconds: 2, connections: CONNECTIONS });
 const perf = PERF ? spawn('perf', ['record', '-F', '1999', '-g', '-p', String(ivtd.pid), '-o', strArg('perf-out', '/tmp/s7-filter/perf.data'), '--', 'sleep', String(SECONDS - 1)], { stdio: 'inherit' }) : null;
-const a = await runClient({ kind: 'autocannon', port, paths: ['/openrtb2/auction'], bodies: posts, rate: 0, seconds: SECONDS, connections: CONNECTIONS });
+const a = RATE > 0
+  ? await runClient({ kind: 'paced', port, paths: ['/openrtb2/auction'], bodies: posts, rate: RATE, seconds: SECONDS, connections: 16 })
+  : await runClient({ kind: 'autocannon', port, paths: ['/openrtb2/auction'], bodies: posts, rate: 0, seconds: SECONDS, connections: CONNECTIONS });
 await ivtd.stop();
 await stopProcess(up.child);
 rmSync(dataDir, { recursive: true, force: true });
-console.log(`${a.rps} req/s (${a.rps * SECONDS} requests)`);
+console.log(`${a.rps} req/s (${a.rps * SECONDS} requests)${'p50Ms' in a ? ` p50 ${a.p50Ms} ms` : ''}`);
 // The filter thread's profile: the one whose samples include proxy.ts's onRequest.
 for (const f of readdirSync(profDir)) {
   const p = JSON.parse(readFileSync(join(profDir, f), 'utf8')) as Profile;

@@ -33,6 +33,8 @@ export const NBR_TECHNICAL = 1;
 
 /** Hop-by-hop headers (RFC 9110 7.6.1), never passed on; and the ones the filter sets itself. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect']);
+/** The lengths of those names: a header of another length is none of them (not lowercased to look). */
+const HOP_BY_HOP_LENGTHS = new Set([...HOP_BY_HOP].map((h) => h.length));
 const SET_HERE = new Set(['host', 'content-length', 'x-forwarded-for', VERDICT_HEADER.toLowerCase()]);
 
 const BID = keysOf(BID_REQUEST_SHAPE);
@@ -187,9 +189,9 @@ function forwardHead(req: ClientRequest, path: string, body: Buffer, verdict: Ve
 function answerHeaders(raw: string[], length: number, hadLength: boolean): string[] {
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
-    const lower = raw[i]!.toLowerCase();
-    if (HOP_BY_HOP.has(lower)) continue;
-    out.push(raw[i]!, raw[i + 1]!);
+    const name = raw[i]!;
+    if (HOP_BY_HOP_LENGTHS.has(name.length) && HOP_BY_HOP.has(name.toLowerCase())) continue;
+    out.push(name, raw[i + 1]!);
   }
   // A chunked answer is returned with its length (framing is the hop's own).
   if (!hadLength && length > 0) out.push('Content-Length', String(length));

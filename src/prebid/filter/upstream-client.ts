@@ -24,6 +24,7 @@ export interface PendingRequest {
 class UpstreamError extends Error {}
 
 const CRLF2 = Buffer.from('\r\n\r\n');
+const STATUS_LINE = /^HTTP\/1\.[01] (\d{3})(?: (.*))?$/;
 
 /**
  * Where every upstream socket of the thread reads into (Node's `onread`: no Readable stream,
@@ -232,7 +233,7 @@ export function parseAnswer(buf: Buffer, isHead: boolean, atClose: boolean): { a
     const end = buf.indexOf(CRLF2, start);
     if (end < 0) return buf.byteLength - start > 65536 ? new UpstreamError('answer head too large') : null;
     const lines = buf.toString('latin1', start, end).split('\r\n');
-    const m = /^HTTP\/1\.[01] (\d{3})(?: (.*))?$/.exec(lines[0]!);
+    const m = STATUS_LINE.exec(lines[0]!);
     if (m === null) return new UpstreamError('not an HTTP/1.1 answer');
     const status = Number(m[1]);
     const rawHeaders: string[] = [];
@@ -246,7 +247,8 @@ export function parseAnswer(buf: Buffer, isHead: boolean, atClose: boolean): { a
       const name = l.slice(0, colon);
       const value = l.slice(colon + 1).trim();
       rawHeaders.push(name, value);
-      const lower = name.toLowerCase();
+      // Only the three names that frame the answer matter here: the others are not lowercased.
+      const lower = name.length === 14 || name.length === 17 || name.length === 10 ? name.toLowerCase() : '';
       if (lower === 'content-length') {
         if (!/^\d+$/.test(value) || (length >= 0 && Number(value) !== length)) return new UpstreamError('bad Content-Length');
         length = Number(value);
