@@ -1,7 +1,11 @@
 // Where the filter thread's time goes: `ivtd serve` with one filter in front of the bare
-// upstream, under --cpu-prof, driven closed-loop by autocannon; prints the filter thread's
-// self time by function (top N) and its µs per request.
-//   node --import tsx bench/filter-profile.ts [--seconds 5] [--connections 32] [--top 30] [--checkout DIR]
+// upstream, driven closed loop by autocannon (or at --rate by bench/paced.ts) after a 2 s
+// warm-up. Under --cpu-prof it prints the filter thread's self time by function (top N) and
+// a few functions' inclusive time, per request; with --perf it records `perf record -g` of
+// the process instead (perf charges system calls far less than --cpu-prof, whose samples land
+// on them late) and leaves the data for `perf script`.
+//   node --import tsx bench/filter-profile.ts [--seconds 5] [--connections 32] [--rate N] [--top 30]
+//        [--checkout DIR] [--perf [--perf-out FILE]]
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { spawn } from 'node:child_process';
@@ -18,7 +22,9 @@ const TOP = numArg('top', 30);
 /** A fixed rate (bench/paced.ts, 16 connections) instead of autocannon's closed loop. */
 const RATE = numArg('rate', 0);
 const CHECKOUT = strArg('checkout', '');
+/** Linux perf instead of --cpu-prof (the JIT's symbols written for it): samples of every thread to --perf-out, read with `perf script -F tid,period,ip,sym`. */
 const PERF = process.argv.includes('--perf');
+const PERF_OUT = strArg('perf-out', join(tmpdir(), 'ivtd-filter-perf.data'));
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -57,14 +63,14 @@ const ivtd = await startIvtd(CHECKOUT === '' ? thisCheckout() : thisCheckout(CHE
   args: ['--filter-port', String(port), '--filter-upstream', `http://127.0.0.1:${upPort}/openrtb2/auction`, '--filter-partner', c.partner_id, '--filter-timeout', '1000'],
 });
 await runClient({ kind: 'autocannon', port, paths: ['/openrtb2/auction'], bodies: posts, rate: 0, seconds: 2, connections: CONNECTIONS });
-const perf = PERF ? spawn('perf', ['record', '-F', '1999', '-g', '-p', String(ivtd.pid), '-o', strArg('perf-out', '/tmp/s7-filter/perf.data'), '--', 'sleep', String(SECONDS - 1)], { stdio: 'inherit' }) : null;
+const perf = PERF ? spawn('perf', ['record', '-F', '1999', '-g', '-p', String(ivtd.pid), '-o', PERF_OUT, '--', 'sleep', String(SECONDS - 1)], { stdio: 'inherit' }) : null;
 const a = RATE > 0
   ? await runClient({ kind: 'paced', port, paths: ['/openrtb2/auction'], bodies: posts, rate: RATE, seconds: SECONDS, connections: 16 })
   : await runClient({ kind: 'autocannon', port, paths: ['/openrtb2/auction'], bodies: posts, rate: 0, seconds: SECONDS, connections: CONNECTIONS });
 await ivtd.stop();
 await stopProcess(up.child);
 rmSync(dataDir, { recursive: true, force: true });
-console.log(`${a.rps} req/s (${a.rps * SECONDS} requests)${'p50Ms' in a ? ` p50 ${a.p50Ms} ms` : ''}`);
+console.log(`${a.rps} req/s (${a.rps * SECONDS} requests)${'p50Ms' in a ? ` p50 ${a.p50Ms} ms` : ''}${PERF ? `; perf data in ${PERF_OUT}` : ''}`);
 // The filter thread's profile: the one whose samples include proxy.ts's onRequest.
 for (const f of readdirSync(profDir)) {
   const p = JSON.parse(readFileSync(join(profDir, f), 'utf8')) as Profile;
