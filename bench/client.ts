@@ -25,9 +25,12 @@ export interface AutocannonResult {
   p99Ms: number;
   maxMs: number;
   non2xx: number;
+  /** The client process's own CPU (user + system) over the run, ms: what the load itself cost. */
+  clientCpuMs: number;
 }
 
 async function runAutocannon(req: ClientRequest): Promise<AutocannonResult> {
+  const cpu0 = process.cpuUsage();
   const r = await autocannon({
     url: `http://127.0.0.1:${req.port}`,
     connections: req.connections,
@@ -37,7 +40,8 @@ async function runAutocannon(req: ClientRequest): Promise<AutocannonResult> {
       ? req.bodies.map((body, i) => ({ method: 'POST' as const, path: req.paths[i % req.paths.length]!, body, headers: { 'content-type': 'application/json' } }))
       : req.paths.map((path) => ({ method: 'GET' as const, path })),
   });
-  return { rps: Math.round(r.requests.total / req.seconds), p50Ms: r.latency.p50, p99Ms: r.latency.p99, maxMs: r.latency.max, non2xx: r.non2xx };
+  const cpu = process.cpuUsage(cpu0);
+  return { rps: Math.round(r.requests.total / req.seconds), p50Ms: r.latency.p50, p99Ms: r.latency.p99, maxMs: r.latency.max, non2xx: r.non2xx, clientCpuMs: Math.round((cpu.user + cpu.system) / 1000) };
 }
 
 /** Runs one client request in a child process and returns its result. */

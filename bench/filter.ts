@@ -1,13 +1,16 @@
 // The filter (docs/filter.md) against going straight, same client, same run (issue 60):
 //   throughput  autocannon, closed loop, POSTing bid requests to a bare uWS bid endpoint
 //               straight and through `ivtd serve --filter-*` in front of it: ratio of req/s;
-//   latency     bench/paced.ts at a fixed rate, µs clock: the filter's added p50 and p99.
+//   latency     bench/paced.ts at a fixed rate, µs clock: the filter's added p50 and p99;
+//   CPU         µs of CPU a request costs the filter's ivtd process (all its threads; the
+//               upstream's process, straight), closed loop and at the fixed rate: on a
+//               shared host the steadier figure (/proc/PID/stat, Linux).
 // Rounds alternate straight and filtered; each figure is the median over the rounds.
 //   npm run bench:filter -- [--rate 2000] [--seconds 5] [--rounds 2] [--connections 32]
 //                           [--baseline-checkout DIR]
 // --baseline-checkout: a second filter, from another checkout of ivtd (e.g. an earlier commit,
 // its generated data built), measured in the same rounds (before and after in one run).
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -66,7 +69,18 @@ async function startFilterIvtd(root: string | undefined, upPort: number): Promis
   return { ivtd, port, dataDir };
 }
 
-type Row = { rps: number[]; p50: number[]; p99: number[] };
+type Row = { rps: number[]; p50: number[]; p99: number[]; cpuUs: number[]; pacedCpuUs: number[] };
+
+/** CPU seconds (user + system, every thread) a process has used so far; NaN when unreadable (not Linux). */
+function cpuSeconds(pid: number): number {
+  try {
+    const st = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100; // clock ticks (USER_HZ, 100 on Linux)
+  } catch {
+    return NaN;
+  }
+}
 
 async function main(): Promise<void> {
   const up = await startProcess(process.execPath, ['--import', 'tsx', 'bench/bare-upstream.ts', '120'], [/\{"port":(\d+)\}/]);
@@ -76,7 +90,9 @@ async function main(): Promise<void> {
   const filterPort = mine.port;
   const paths = ['/openrtb2/auction'];
   const posts = bodies(1000);
-  const rows: Record<string, Row> = { straight: { rps: [], p50: [], p99: [] }, filter: { rps: [], p50: [], p99: [] }, baseline: { rps: [], p50: [], p99: [] } };
+  const rows: Record<string, Row> = { straight: { rps: [], p50: [], p99: [], cpuUs: [], pacedCpuUs: [] }, filter: { rps: [], p50: [], p99: [], cpuUs: [], pacedCpuUs: [] }, baseline: { rps: [], p50: [], p99: [], cpuUs: [], pacedCpuUs: [] } };
+  // The process whose CPU a run is charged to: the upstream straight, else the filter's ivtd (the upstream's own is the same either way).
+  const pidOf = (name: string) => (name === 'straight' ? up.child.pid! : name === 'filter' ? mine.ivtd.pid : base!.ivtd.pid);
   try {
     // Warm-up: the filter's code, the engine's caches, the connections.
     await runClient({ kind: 'autocannon', port: filterPort, paths, bodies: posts, rate: 0, seconds: 2, connections: CONNECTIONS });
@@ -84,13 +100,19 @@ async function main(): Promise<void> {
     for (let r = 0; r < ROUNDS; r++) {
       const filters: Array<readonly [string, number]> = base === null ? [['filter', filterPort]] : r % 2 === 0 ? [['baseline', base.port], ['filter', filterPort]] : [['filter', filterPort], ['baseline', base.port]];
       for (const [name, port] of [['straight', upPort] as const, ...filters]) {
+        const cpu0 = cpuSeconds(pidOf(name));
         const a = await runClient({ kind: 'autocannon', port, paths, bodies: posts, rate: 0, seconds: SECONDS, connections: CONNECTIONS });
+        const cpuUs = Math.round(((cpuSeconds(pidOf(name)) - cpu0) * 1e6) / (a.rps * SECONDS));
         if (a.non2xx > 0) throw new Error(`${name}: ${a.non2xx} answers were not 2xx`);
+        const cpu1 = cpuSeconds(pidOf(name));
         const p = await runClient({ kind: 'paced', port, paths, bodies: posts, rate: RATE, seconds: SECONDS, connections: 16 });
+        const pacedCpuUs = Math.round(((cpuSeconds(pidOf(name)) - cpu1) * 1e6) / p.completed);
         rows[name]!.rps.push(a.rps);
         rows[name]!.p50.push(p.p50Ms);
         rows[name]!.p99.push(p.p99Ms);
-        console.error(`round ${r + 1} ${name}: ${a.rps} req/s closed loop; at ${RATE}/s p50 ${p.p50Ms} ms p99 ${p.p99Ms} ms (${p.completed} answered)`);
+        rows[name]!.cpuUs.push(cpuUs);
+        rows[name]!.pacedCpuUs.push(pacedCpuUs);
+        console.error(`round ${r + 1} ${name}: ${a.rps} req/s closed loop (${cpuUs} µs CPU a request in the ${name === 'straight' ? 'upstream' : 'filter'}'s process, ${Math.round((a.clientCpuMs * 1000) / (a.rps * SECONDS))} in the client); at ${RATE}/s p50 ${p.p50Ms} ms p99 ${p.p99Ms} ms (${p.completed} answered, ${pacedCpuUs} µs CPU each)`);
       }
     }
   } finally {
@@ -106,6 +128,11 @@ async function main(): Promise<void> {
     rounds: ROUNDS,
     seconds: SECONDS,
     throughput: { straightRps: median(s.rps), filterRps: median(f.rps), ratio: +(median(f.rps) / median(s.rps)).toFixed(3), goal: '>= 0.5' },
+    // CPU a request costs the upstream's process (straight) and the filter's ivtd process (all its threads), closed loop.
+    cpuUsPerRequest: {
+      closedLoop: { upstream: median(s.cpuUs), filter: median(f.cpuUs), ...(base === null ? {} : { baseline: median(b.cpuUs) }) },
+      atRate: { upstream: median(s.pacedCpuUs), filter: median(f.pacedCpuUs), ...(base === null ? {} : { baseline: median(b.pacedCpuUs) }) },
+    },
     latencyAtRate: {
       rate: RATE,
       straight: { p50Ms: median(s.p50), p99Ms: median(s.p99) },

@@ -138,16 +138,17 @@ export class LookupEngine {
    * Answers one lookup from an OpenRTB bid request (`bid`, the parsed body; `query` holds
    * p, k and node): the same verdict, counted the same, plus `id`, `nbr` and `reasons`.
    * `customerId`: the customer an operator's filter acts for (src/filter/), whose query
-   * carries no key; null for a request that must show its own.
+   * carries no key; null for a request that must show its own. `verdictOnly`: the caller
+   * reads lastOrtb and nothing else (the filter): a 200's body is left empty, not built.
    */
-  lookupOrtb(query: string, bid: Fields, now: number, customerId: string | null = null): LookupOutcome {
+  lookupOrtb(query: string, bid: Fields, now: number, customerId: string | null = null, verdictOnly = false): LookupOutcome {
     const refused = this.parse(query, now, bid, customerId);
     if (refused !== null) return refused;
-    return this.verdict(now, true);
+    return this.verdict(now, true, verdictOnly);
   }
 
   /** Steps 2-4 on the parsed request, then history and counting. */
-  private verdict(now: number, ortb: boolean): LookupOutcome {
+  private verdict(now: number, ortb: boolean, verdictOnly = false): LookupOutcome {
     const sc = this.scanner;
     if (sc.uaHashed !== null) this.sources.uaCache.presetHashes(sc.uaHashed, sc.uaHash);
     const s = this.sources.gather(this.req, this.data, now, 'observe');
@@ -182,12 +183,13 @@ export class LookupEngine {
     let tail = '';
     if (ortb) {
       const nbr = noBidReason(cls === 'valid', r.leading, sellerDenied);
-      tail = ortbResponseTail(this.ortb, r, nbr);
       const v = this.lastOrtb;
       v.band = r.band;
       v.score = r.score;
       v.nbr = nbr ?? -1;
       v.lid = lid;
+      if (verdictOnly) return { status: 200, body: '', band: r.band };
+      tail = ortbResponseTail(this.ortb, r, nbr);
     }
     return { status: 200, body: responseJson(s, r, lid, tail), band: r.band };
   }

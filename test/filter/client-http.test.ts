@@ -92,6 +92,10 @@ t.test('refusals: in their place, then the connection closes', async (t) => {
   t.same(statuses(garbage.text), ['400'], 'not a request line');
   const folded = await rawExchange(port, 'GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n continued\r\n\r\n');
   t.same(statuses(folded.text), ['400'], 'a folded header line');
+  for (const bare of ['\n', '\r']) {
+    const split = await rawExchange(port, `GET / HTTP/1.1\r\nHost: x\r\nX-A: 1${bare}Smuggled: yes\r\n\r\n`);
+    t.same(statuses(split.text), ['400'], `a bare ${JSON.stringify(bare)} in a header value (it would split the request sent on)`);
+  }
   const badChunk = await rawExchange(port, 'POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n');
   t.same(statuses(badChunk.text), ['400'], 'a chunk size that is no number');
   const longHead = await rawExchange(port, `GET / HTTP/1.1\r\nHost: x\r\nX-Long: ${'a'.repeat(400)}\r\n\r\n`);
@@ -152,4 +156,40 @@ t.test('a client that leaves: the answer under way is told', async (t) => {
   await rawExchange(port, post('/x?hang=1', 'q'), { waitMs: 100 });
   await new Promise((r) => setTimeout(r, 50));
   t.equal(left, 1, 'onClose ran');
+});
+
+t.test('idle connections: closed after idleMs of silence, never while an answer is under way', async (t) => {
+  const held: ClientResponse[] = [];
+  const idle = createClientServer({
+    maxBodyBytes: 100, maxHeadBytes: 300, idleMs: 200, requestMs: 5000, maxInFlight: 2, tooLargeBody: '{}',
+    onTooLarge: () => undefined,
+    onRequest(req: ClientRequest, _body: Buffer, res: ClientResponse) {
+      if (req.url === '/hold') held.push(res);
+      else res.end(200, 'OK', [], 'ok');
+    },
+  });
+  await new Promise<void>((ok) => idle.server.listen(0, '127.0.0.1', () => ok()));
+  t.teardown(() => idle.close(true));
+  const idlePort = (idle.server.address() as AddressInfo).port;
+  /** Sends `req`, then resolves with when the connection closed (ms after the send) and what came back. */
+  const closeAfter = (req: string, limitMs: number) => new Promise<{ ms: number; text: string }>((resolve) => {
+    let text = '';
+    const started = Date.now();
+    const sock = connect(idlePort, '127.0.0.1', () => sock.write(req));
+    sock.on('data', (d) => (text += d.toString()));
+    sock.on('error', () => undefined);
+    const limit = setTimeout(() => sock.destroy(), limitMs);
+    sock.on('close', () => {
+      clearTimeout(limit);
+      resolve({ ms: Date.now() - started, text });
+    });
+  });
+  const answered = await closeAfter('GET /a HTTP/1.1\r\nHost: x\r\n\r\n', 3000);
+  t.match(answered.text, /200 OK/);
+  t.ok(answered.ms >= 190 && answered.ms < 1500, `an answered kept-alive connection closed after ${answered.ms} ms of silence`);
+  // An answer held for 600 ms (three idle periods): the connection stays until it has gone.
+  setTimeout(() => held[0]?.end(200, 'OK', [], 'late'), 600);
+  const holding = await closeAfter('GET /hold HTTP/1.1\r\nHost: x\r\n\r\n', 3000);
+  t.match(holding.text, /late$/, 'the held answer arrived');
+  t.ok(holding.ms >= 600 + 190, `closed ${holding.ms} ms after the request, idleMs after its answer`);
 });

@@ -33,4 +33,14 @@ t.test('a bid request without an IP is judged, and never reported as a bot IP', 
   const bare = engine.lookupOrtb(query, bidRequestOf({ id: 'r2', imp: [{ id: '1' }] }), Date.now());
   t.match(JSON.parse(bare.body), { botRisk: { band: 'low' }, uaValid: true, reasons: [] }, 'nothing at all: an answer, no signal fired');
   t.ok((JSON.parse(bare.body) as { botRisk: { confidence: number } }).botRisk.confidence < 0.1, 'with a low confidence');
+  // The filter's call (verdictOnly): the same verdict in lastOrtb, no body built.
+  const full = engine.lookupOrtb(query, bidRequestOf(crawler), Date.now());
+  const fullVerdict = { ...engine.lastOrtb };
+  const only = engine.lookupOrtb(query, bidRequestOf(crawler), Date.now(), null, true);
+  t.same(only, { status: 200, body: '', band: full.band }, 'verdictOnly: a 200 without a body');
+  t.same({ ...engine.lastOrtb, score: 0 }, { ...fullVerdict, score: 0 }, 'the same band, nbr and lid in lastOrtb');
+  t.match(fullVerdict, { band: 'high', nbr: 3 });
+  const refused = engine.lookupOrtb('p=nobody&k=x', bidRequestOf(crawler), Date.now(), null, true);
+  t.not(refused.status, 200, 'a refusal is still a refusal, with its body');
+  t.not(refused.body, '');
 });

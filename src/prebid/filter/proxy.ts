@@ -33,6 +33,8 @@ export const NBR_TECHNICAL = 1;
 
 /** Hop-by-hop headers (RFC 9110 7.6.1), never passed on; and the ones the filter sets itself. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect']);
+/** The lengths of those names: a header of another length is none of them (not lowercased to look). */
+const HOP_BY_HOP_LENGTHS = new Set([...HOP_BY_HOP].map((h) => h.length));
 const SET_HERE = new Set(['host', 'content-length', 'x-forwarded-for', VERDICT_HEADER.toLowerCase()]);
 
 const BID = keysOf(BID_REQUEST_SHAPE);
@@ -129,7 +131,7 @@ function judge(req: ClientRequest, body: Buffer, facts: BidFacts): Verdict | nul
   const tmax = parsed.bid.at[BID.tmax];
   facts.tmax = typeof tmax === 'number' && Number.isInteger(tmax) && tmax > 0 ? tmax : 0;
   try {
-    const out = e.lookupOrtb(engineQuery, parsed.bid, now, customer);
+    const out = e.lookupOrtb(engineQuery, parsed.bid, now, customer, true);
     if (out.status !== 200) return failOpen('refused');
     const v = e.lastOrtb;
     return { band: v.band, score: v.score, nbr: v.nbr, lid: v.lid };
@@ -152,13 +154,17 @@ function noBid(res: ClientResponse, nbr: number, id: string, why: string, verdic
   }
 }
 
-/** The request's headers to send on: end-to-end ones as received, Host the upstream's, X-Forwarded-For extended, the verdict added. */
-function forwardHeaders(req: ClientRequest, body: Buffer, verdict: Verdict | null): string[] {
+/**
+ * The request's head to send on (request line, headers, the empty line): end-to-end headers
+ * as received, Host the upstream's, X-Forwarded-For extended, the verdict added. Built as one
+ * string (latin1, as the head was read).
+ */
+function forwardHead(req: ClientRequest, path: string, body: Buffer, verdict: Verdict | null): string {
   const raw = req.rawHeaders;
   // Headers the Connection header names are hop-by-hop too.
   const conn = req.headers.connection;
   const named = conn === undefined || conn === 'keep-alive' || conn === 'close' ? null : new Set(conn.split(',').map((x) => x.trim().toLowerCase()));
-  const out: string[] = ['Host', upAuthority];
+  let head = req.method + ' ' + path + ' HTTP/1.1\r\nHost: ' + upAuthority + '\r\n';
   let xff = '';
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
@@ -168,24 +174,24 @@ function forwardHeaders(req: ClientRequest, body: Buffer, verdict: Verdict | nul
       if (lower === 'x-forwarded-for') xff = xff === '' ? raw[i + 1]! : xff + ', ' + raw[i + 1]!;
       continue;
     }
-    out.push(name, raw[i + 1]!);
+    head += name + ': ' + raw[i + 1]! + '\r\n';
   }
   let peer = req.remoteAddress;
   if (peer.startsWith('::ffff:')) peer = peer.slice(7);
-  out.push('X-Forwarded-For', xff === '' ? peer : xff + ', ' + peer);
+  head += 'X-Forwarded-For: ' + (xff === '' ? peer : xff + ', ' + peer) + '\r\n';
   // A body's length as sent (a chunked one re-framed); none for a request that had none.
-  if (body.byteLength > 0 || req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) out.push('Content-Length', String(body.byteLength));
-  if (verdict !== null) out.push(VERDICT_HEADER, verdictValue(verdict));
-  return out;
+  if (body.byteLength > 0 || req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) head += 'Content-Length: ' + body.byteLength + '\r\n';
+  if (verdict !== null) head += VERDICT_HEADER + ': ' + verdictValue(verdict) + '\r\n';
+  return head + '\r\n';
 }
 
 /** The upstream's answer's headers to return: all but the hop-by-hop ones, and its length as received. */
 function answerHeaders(raw: string[], length: number, hadLength: boolean): string[] {
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
-    const lower = raw[i]!.toLowerCase();
-    if (HOP_BY_HOP.has(lower)) continue;
-    out.push(raw[i]!, raw[i + 1]!);
+    const name = raw[i]!;
+    if (HOP_BY_HOP_LENGTHS.has(name.length) && HOP_BY_HOP.has(name.toLowerCase())) continue;
+    out.push(name, raw[i + 1]!);
   }
   // A chunked answer is returned with its length (framing is the hop's own).
   if (!hadLength && length > 0) out.push('Content-Length', String(length));
@@ -196,9 +202,7 @@ function answerHeaders(raw: string[], length: number, hadLength: boolean): strin
 function forward(req: ClientRequest, res: ClientResponse, body: Buffer, verdict: Verdict | null, facts: BidFacts): void {
   stats.forwarded++;
   const budget = facts.tmax > 0 && facts.tmax < cfg.timeoutMs ? facts.tmax : cfg.timeoutMs;
-  const headers = forwardHeaders(req, body, verdict);
-  const path = forwardPath(basePath, baseQuery, req.url);
-  const method = req.method;
+  const head = forwardHead(req, forwardPath(basePath, baseQuery, req.url), body, verdict);
   const sentAt = performance.now();
   let done = false;
   let pending: PendingRequest | null = null;
@@ -220,10 +224,7 @@ function forward(req: ClientRequest, res: ClientResponse, body: Buffer, verdict:
   res.onClose(() => {
     if (finish()) pending?.abort();
   });
-  let head = method + ' ' + path + ' HTTP/1.1\r\n';
-  for (let i = 0; i < headers.length; i += 2) head += headers[i] + ': ' + headers[i + 1] + '\r\n';
-  head += '\r\n';
-  pending = pool.request(head, body, method === 'HEAD', (err, a) => {
+  pending = pool.request(head, body, req.method === 'HEAD', (err, a) => {
     if (err !== null || a === null) return fail('upstream-error');
     if (!finish()) return;
     noteLatency((performance.now() - sentAt) * 1000);

@@ -24,6 +24,14 @@ export interface PendingRequest {
 class UpstreamError extends Error {}
 
 const CRLF2 = Buffer.from('\r\n\r\n');
+const STATUS_LINE = /^HTTP\/1\.[01] (\d{3})(?: (.*))?$/;
+
+/**
+ * Where every upstream socket of the thread reads into (Node's `onread`: no Readable stream,
+ * no Buffer made per read). The callback runs synchronously and copies out what it keeps, so
+ * one buffer serves every connection.
+ */
+const READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
 
 /** One connection and the answer it is reading. */
 class Conn {
@@ -32,14 +40,14 @@ class Conn {
   job: Job | null = null;
   /** Answered at least one request (a failure before any byte of the next may be retried). */
   reused = false;
-  private buf: Buffer = Buffer.alloc(0);
+  /** The answer's bytes so far when one read did not hold it whole (a copy: READ_BUFFER is reused). */
+  private buf: Buffer | null = null;
   /** Bytes of the answer received so far (any). */
   private got = 0;
   closed = false;
 
   constructor(private readonly pool: UpstreamPool, host: string, port: number) {
-    this.sock = connect({ host, port, noDelay: true });
-    this.sock.on('data', (d: Buffer) => this.onData(d));
+    this.sock = connect({ host, port, noDelay: true, onread: { buffer: READ_BUFFER, callback: (n: number, b: Uint8Array) => this.onRead(n, b as Buffer) } });
     this.sock.on('error', () => undefined); // 'close' follows
     this.sock.on('close', () => this.onClose());
   }
@@ -47,28 +55,40 @@ class Conn {
   send(job: Job): void {
     this.job = job;
     job.conn = this;
-    this.buf = Buffer.alloc(0);
+    this.buf = null;
     this.got = 0;
-    this.sock.cork();
-    this.sock.write(job.head, 'latin1');
-    if (job.body.byteLength > 0) this.sock.write(job.body);
-    this.sock.uncork();
+    // The request in one buffer, one write (a head and a body corked go out by writev, which costs more).
+    this.sock.write(job.bytes());
   }
 
-  private onData(d: Buffer): void {
+  private onRead(n: number, into: Buffer): boolean {
     const job = this.job;
     if (job === null) {
       // Bytes nobody asked for: the connection cannot be trusted for the next request.
       this.sock.destroy();
-      return;
+      return false;
     }
-    this.got += d.byteLength;
-    this.buf = this.buf.byteLength === 0 ? d : Buffer.concat([this.buf, d]);
-    if (this.buf.byteLength > this.pool.maxAnswerBytes) return this.fail(new UpstreamError('answer too large'));
-    const a = parseAnswer(this.buf, job.isHead, false);
-    if (a === null) return;
-    if (a instanceof Error) return this.fail(a);
+    this.got += n;
+    if (this.got > this.pool.maxAnswerBytes) {
+      this.fail(new UpstreamError('answer too large'));
+      return false;
+    }
+    const fresh = this.buf === null;
+    const buf = fresh ? into.subarray(0, n) : Buffer.concat([this.buf!, into.subarray(0, n)]);
+    const a = parseAnswer(buf, job.isHead, false);
+    if (a === null) {
+      this.buf = fresh ? Buffer.from(buf) : buf;
+      return true;
+    }
+    if (a instanceof Error) {
+      this.fail(a);
+      return false;
+    }
+    // A body that is a view of the shared read buffer is copied before it leaves.
+    if (fresh && a.answer.body.buffer === READ_BUFFER.buffer) a.answer.body = Buffer.from(a.answer.body);
+    this.buf = null;
     this.done(a.answer, a.close);
+    return true;
   }
 
   private onClose(): void {
@@ -78,7 +98,7 @@ class Conn {
     if (job === null) return;
     this.job = null;
     // An answer read to the close ends here.
-    if (this.got > 0) {
+    if (this.got > 0 && this.buf !== null) {
       const a = parseAnswer(this.buf, job.isHead, true);
       if (a !== null && !(a instanceof Error)) return job.finish(null, a.answer);
     }
@@ -112,6 +132,7 @@ class Job implements PendingRequest {
   conn: Conn | null = null;
   retried = false;
   private over = false;
+  private out: Buffer | null = null;
   constructor(
     private readonly pool: UpstreamPool,
     readonly head: string,
@@ -119,6 +140,14 @@ class Job implements PendingRequest {
     readonly isHead: boolean,
     private readonly cb: AnswerCallback,
   ) {}
+  /** The request's bytes: the head (latin1) and the body in one buffer. */
+  bytes(): Buffer {
+    if (this.out !== null) return this.out;
+    const out = Buffer.allocUnsafe(this.head.length + this.body.byteLength);
+    out.write(this.head, 0, 'latin1');
+    this.body.copy(out, this.head.length);
+    return (this.out = out);
+  }
   finish(err: Error | null, a: UpstreamAnswer | null): void {
     if (this.over) return;
     this.over = true;
@@ -204,7 +233,7 @@ export function parseAnswer(buf: Buffer, isHead: boolean, atClose: boolean): { a
     const end = buf.indexOf(CRLF2, start);
     if (end < 0) return buf.byteLength - start > 65536 ? new UpstreamError('answer head too large') : null;
     const lines = buf.toString('latin1', start, end).split('\r\n');
-    const m = /^HTTP\/1\.[01] (\d{3})(?: (.*))?$/.exec(lines[0]!);
+    const m = STATUS_LINE.exec(lines[0]!);
     if (m === null) return new UpstreamError('not an HTTP/1.1 answer');
     const status = Number(m[1]);
     const rawHeaders: string[] = [];
@@ -218,7 +247,8 @@ export function parseAnswer(buf: Buffer, isHead: boolean, atClose: boolean): { a
       const name = l.slice(0, colon);
       const value = l.slice(colon + 1).trim();
       rawHeaders.push(name, value);
-      const lower = name.toLowerCase();
+      // Only the three names that frame the answer matter here: the others are not lowercased.
+      const lower = name.length === 14 || name.length === 17 || name.length === 10 ? name.toLowerCase() : '';
       if (lower === 'content-length') {
         if (!/^\d+$/.test(value) || (length >= 0 && Number(value) !== length)) return new UpstreamError('bad Content-Length');
         length = Number(value);
