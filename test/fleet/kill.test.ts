@@ -11,6 +11,8 @@ import { runFleetKills } from '../../bench/kill-fleet.ts';
 import { thisCheckout } from '../../bench/processes.ts';
 import { clickhouseAvailable } from '../helpers/clickhouse.ts';
 
+t.setTimeout(300_000); // ClickHouse, two ivtd processes and five starts of the edge on a shared host
+
 t.test('fleet edge killed -9 four times under load, ClickHouse down for one of them', { skip: clickhouseAvailable() ? false : 'clickhouse-server is not installed' }, async (t) => {
   let seed = (Math.random() * 0x7fffffff) >>> 0;
   t.comment(`seed ${seed}`);
