@@ -77,6 +77,8 @@ export interface FleetKillSummary {
   lost_total: number | null;
   /** Each check's loss / the lookups answered in the last flush interval (exactly) of the kills since the last check. */
   loss_per_flush_interval: number[];
+  /** The same against the documented bound: the lookups answered in the last flush interval + 1 s (docs/fleet.md). */
+  loss_per_documented_bound: number[];
   over_counted: boolean;
   dropped_batches: number;
   /** The full instance's report for the edge's node at the end (null when not read). */
@@ -160,6 +162,8 @@ export async function runFleetKills(o: FleetKillOptions): Promise<{ rows: FleetK
     let lostBefore = 0;
     let allowance = 0;
     let oneInterval = 0;
+    let docBound = 0;
+    const docRatios: number[] = [];
     const ratios: number[] = [];
     let overCounted = false;
     let failures = 0;
@@ -195,6 +199,7 @@ export async function runFleetKills(o: FleetKillOptions): Promise<{ rows: FleetK
       allowance += window;
       const one = l.answered.filter((t) => t > killedAt - o.flush * 1000).length;
       oneInterval += one;
+      docBound += l.answered.filter((t) => t > killedAt - (o.flush + 1) * 1000).length;
       const row: FleetKillCycle = {
         cycle: k,
         clickhouse: phase,
@@ -248,10 +253,12 @@ export async function runFleetKills(o: FleetKillOptions): Promise<{ rows: FleetK
             row.problem = `lost ${row.lost_since_check}, more than the ${allowance} answered in the kills' last intervals`;
           }
           if (oneInterval > 0) ratios.push(Math.round((row.lost_since_check / oneInterval) * 1000) / 1000);
+          if (docBound > 0) docRatios.push(Math.round((row.lost_since_check / docBound) * 1000) / 1000);
           lastIn = hourly;
           lostBefore = lost;
           allowance = 0;
           oneInterval = 0;
+          docBound = 0;
           droppedTotal += row.dropped_batches;
           if (row.dropped_batches > 0) {
             row.ok = false;
@@ -292,6 +299,7 @@ export async function runFleetKills(o: FleetKillOptions): Promise<{ rows: FleetK
         in_clickhouse: lastIn,
         lost_total: lastIn === null ? null : answeredTotal - lastIn,
         loss_per_flush_interval: ratios,
+        loss_per_documented_bound: docRatios,
         over_counted: overCounted,
         dropped_batches: droppedTotal,
         reported_at_end: reported,

@@ -14,7 +14,7 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 // About 12 minutes on a quiet 2-core host, all scripts one after another.
 t.setTimeout(45 * 60_000);
 
-/** The smallest settings of each benchmark file: a second or two of load, one round. */
+/** The smallest settings of each benchmark file: a second or two of load, one round (bench:props at ×1, npm test's own size: its checks that both verdicts were drawn need that many cases). */
 const SMALLEST: Record<string, string[]> = {
   'bench/lookup.ts': ['--duration', '1', '--connections', '4', '--rounds', '1', '--rates', '200', '--policy-entries', '100', '--policy-rounds', '1', '--ortb-rounds', '1', '--beacon-rounds', '1'],
   'bench/versus.ts': ['--baseline-checkout', '.', '--processes', '1', '--rounds', '1', '--duration', '1', '--connections', '4'],
@@ -31,8 +31,8 @@ const SMALLEST: Record<string, string[]> = {
   'bench/login.ts': ['--baseline-checkout', '.', '--rounds', '1', '--logins', '2'],
   'bench/fleet-activity.ts': ['--hosts', '2', '--rate', '20', '--bot-rate', '5', '--seconds', '3', '--pool', '200'],
   'bench/filter.ts': ['--rate', '200', '--seconds', '1', '--rounds', '1', '--connections', '2'],
-  'bench/properties.ts': ['--scale', '0.01', '--seed', '5858'],
-  'bench/fuzz.ts': ['--requests', '500', '--connections', '4', '--threads', '1', '--seed', '5858'],
+  'bench/properties.ts': ['--scale', '1', '--seed', '5858'],
+  'bench/fuzz.ts': ['--seconds', '5', '--connections', '4', '--threads', '1', '--seed', '5858'],
   'bench/hostile.ts': ['--phases', 'slow,idle,unread,emfile', '--slow', '3', '--slow-wait', '1', '--idle', '20', '--unread-seconds', '1', '--fd-limit', '64'],
   'bench/kill.ts': ['--cycles', '1', '--min-load', '1', '--max-load', '1.5', '--connections', '2'],
   'bench/soak.ts': ['--minutes', '1', '--minute-seconds', '3', '--rate', '100', '--connections', '2'],
