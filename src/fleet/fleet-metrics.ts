@@ -111,20 +111,20 @@ export function registerFleetMetrics(registry: Registry, f: FleetFigures): void 
   });
   new Counter({
     name: 'ivtd_fleet_spool_dropped_batches_total',
-    help: 'Spooled rollup batches dropped because their stored text was not rows (a damaged spool); logged at level 50.',
+    help: 'Spooled rollup batches (lookups and impressions) dropped because their stored text was not rows (a damaged spool); logged at level 50.',
     registers: [registry],
     collect() {
       this.reset();
-      this.inc(s().droppedBatches);
+      this.inc(s().droppedBatches + (f.impWriter?.stats().droppedBatches ?? 0));
     },
   });
   new Counter({
     name: 'ivtd_fleet_spool_dropped_rows_total',
-    help: 'Rollup rows in the spooled batches dropped as unreadable.',
+    help: 'Rollup rows in the spooled batches dropped as unreadable (lookups and impressions).',
     registers: [registry],
     collect() {
       this.reset();
-      this.inc(s().droppedRows);
+      this.inc(s().droppedRows + (f.impWriter?.stats().droppedRows ?? 0));
     },
   });
   new Counter({
