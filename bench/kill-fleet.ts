@@ -232,7 +232,8 @@ export async function runFleetKills(o: FleetKillOptions): Promise<{ rows: FleetK
         if (ch.running) {
           // Delivered: the spool empty (the probe lookups above come at the next flush: allowed for).
           await until('the restarted edge empties its spool', 60_000, async () => (await metric(edge, 'ivtd_fleet_spool_batches')) === 0);
-          row.dropped_batches = (await metric(edge, 'ivtd_fleet_spool_dropped_batches_total')) ?? 0;
+          // Absent from /metrics (-1) fails the check too: a renamed counter must not read as 0.
+          row.dropped_batches = (await metric(edge, 'ivtd_fleet_spool_dropped_batches_total')) ?? -1;
           const [hourly, daily] = await inClickHouse(ch, full.creds.customer);
           row.in_clickhouse = hourly;
           const lost = answeredTotal - hourly;
@@ -259,10 +260,10 @@ export async function runFleetKills(o: FleetKillOptions): Promise<{ rows: FleetK
           allowance = 0;
           oneInterval = 0;
           docBound = 0;
-          droppedTotal += row.dropped_batches;
-          if (row.dropped_batches > 0) {
+          droppedTotal += Math.max(0, row.dropped_batches);
+          if (row.dropped_batches !== 0) {
             row.ok = false;
-            row.problem = `${row.dropped_batches} spool batches dropped as unreadable`;
+            row.problem = row.dropped_batches < 0 ? 'no ivtd_fleet_spool_dropped_batches_total in /metrics' : `${row.dropped_batches} spool batches dropped as unreadable`;
           }
         }
       } catch (e) {
