@@ -5,10 +5,13 @@
 // last flush interval before it (+ `--slack` s, for the flush's own time).
 //   node --import tsx bench/kill.ts [--cycles 20] [--min-load 3] [--max-load 8]
 //        [--flush-interval 2] [--slack 1] [--connections 8] [--seed N] [--ivtd PATH | --checkout DIR]
-import { connect, type Socket } from 'node:net';
+// `--fleet`: the same for a fleet edge and its spool, on a real ClickHouse (bench/kill-fleet.ts;
+// --flush-interval defaults to 1 there; a third of the kills come while ClickHouse is down).
 import { rmSync } from 'node:fs';
 import { numArg, sleep } from './processes.ts';
 import { chooseTarget, startServer, type Server } from './hostile-server.ts';
+import { killLoad } from './kill-load.ts';
+import { runFleetKills } from './kill-fleet.ts';
 
 const CYCLES = numArg('cycles', 20);
 const MIN_LOAD = numArg('min-load', 3);
@@ -18,49 +21,6 @@ const SLACK = numArg('slack', 1);
 const CONNECTIONS = numArg('connections', 8);
 let seed = numArg('seed', (Math.random() * 0x7fffffff) | 0) >>> 0;
 const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 8) / 16777216;
-
-const UA = encodeURIComponent('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36');
-
-/** Keeps `CONNECTIONS` connections making lookups until stopped; the time of every 200. */
-function load(s: Server): { answered: number[]; stop(): void } {
-  const answered: number[] = [];
-  let stopped = false;
-  const socks: Socket[] = [];
-  for (let c = 0; c < CONNECTIONS; c++) {
-    const sock = connect(s.ports.prebid, '127.0.0.1');
-    socks.push(sock);
-    let i = 0;
-    let buf = '';
-    const send = () => {
-      if (stopped || sock.destroyed) return;
-      const q = `p=${s.creds.partner}&k=${s.creds.key}&pub=pub-${i % 7}&node=n${c}&ip=81.2.69.${i % 250}&ua=${UA}&uid=u-${i}&sid=exchange1.example&adt=1&dvt=2`;
-      i++;
-      sock.write(`GET /api/v1/ivt/lookup?${q} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
-    };
-    sock.setEncoding('latin1');
-    sock.on('connect', send);
-    sock.on('data', (d: string) => {
-      buf += d;
-      for (;;) {
-        const end = buf.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        const len = Number(/content-length: *(\d+)/i.exec(buf.slice(0, end))?.[1] ?? 0);
-        if (buf.length < end + 4 + len) return;
-        if (buf.startsWith('HTTP/1.1 200')) answered.push(Date.now());
-        buf = buf.slice(end + 4 + len);
-        send();
-      }
-    });
-    sock.on('error', () => undefined);
-  }
-  return {
-    answered,
-    stop() {
-      stopped = true;
-      for (const x of socks) x.destroy();
-    },
-  };
-}
 
 /** The lookups today's report counts (one total row), or null when the report cannot be read. */
 async function reported(s: Server): Promise<number | null> {
@@ -79,6 +39,19 @@ async function reported(s: Server): Promise<number | null> {
   return null;
 }
 
+/** `--fleet`: an edge of a fleet on a real ClickHouse instead (bench/kill-fleet.ts). */
+async function fleet(): Promise<void> {
+  const target = chooseTarget();
+  const flush = numArg('flush-interval', 1);
+  console.log(JSON.stringify({ bench: 'kill --fleet', target: target.label, cycles: CYCLES, flush_interval_s: flush, seed }));
+  const { summary } = await runFleetKills({
+    target, cycles: CYCLES, minLoad: MIN_LOAD, maxLoad: MAX_LOAD, flush, slack: SLACK, connections: CONNECTIONS, rand,
+    onCycle: (row) => console.log(JSON.stringify(row)),
+  });
+  console.log(JSON.stringify(summary));
+  process.exit(summary.failures === 0 ? 0 : 1);
+}
+
 async function main(): Promise<void> {
   const target = chooseTarget();
   console.log(JSON.stringify({ bench: 'kill', target: target.label, cycles: CYCLES, flush_interval_s: FLUSH, seed }));
@@ -92,7 +65,7 @@ async function main(): Promise<void> {
   let failures = 0;
   try {
     for (let k = 1; k <= CYCLES; k++) {
-      const l = load(s);
+      const l = killLoad(s.ports.prebid, s.creds, CONNECTIONS);
       const ms = (MIN_LOAD + rand() * (MAX_LOAD - MIN_LOAD)) * 1000;
       await sleep(ms);
       const killedAt = Date.now();
@@ -134,4 +107,4 @@ async function main(): Promise<void> {
   process.exit(failures === 0 ? 0 : 1);
 }
 
-await main();
+await (process.argv.includes('--fleet') ? fleet() : main());

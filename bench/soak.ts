@@ -8,12 +8,15 @@
 // Targets: RSS flat after the first five minutes, p99 within 1.5 × its first-five-minute value,
 // 0 errors, reported lookups = answered.
 //   node --import tsx bench/soak.ts [--minutes 30] [--rate N] [--connections 16] [--ivtd PATH | --checkout DIR]
+//        [--minute-seconds 60] (a shorter "minute", for a smoke run only)
 import { connect, type Socket } from 'node:net';
 import { rmSync } from 'node:fs';
 import { numArg, rssMb, sleep, stopProcess } from './processes.ts';
 import { chooseTarget, startServer, type Server } from './hostile-server.ts';
 
 const MINUTES = numArg('minutes', 30);
+/** Seconds in a sampling "minute" (60): shorter only for the smoke run (test/bench/scripts.test.ts). */
+const MINUTE_S = numArg('minute-seconds', 60);
 const CONNECTIONS = numArg('connections', 16);
 const FLUSH = 5;
 const UA = encodeURIComponent('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36');
@@ -163,7 +166,7 @@ async function main(): Promise<void> {
       else sideErrors++;
     }
     if ((await reportTotal()) === null) sideErrors++;
-    await sleep(Math.max(0, 60_000 - (Date.now() - t0)));
+    await sleep(Math.max(0, MINUTE_S * 1000 - (Date.now() - t0)));
     const cur = minute;
     minute = fresh();
     const row = { minute: m, rss_mb: rssMb(s.pid), lookups: cur.lookups, beacons: cur.beacons, p99_ms: p99(cur.latencies), errors: cur.errors, side_errors: sideErrors };

@@ -110,6 +110,24 @@ export function registerFleetMetrics(registry: Registry, f: FleetFigures): void 
     },
   });
   new Counter({
+    name: 'ivtd_fleet_spool_dropped_batches_total',
+    help: 'Spooled rollup batches (lookups and impressions) dropped because their stored text was not rows (a damaged spool); logged at level 50.',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(s().droppedBatches + (f.impWriter?.stats().droppedBatches ?? 0));
+    },
+  });
+  new Counter({
+    name: 'ivtd_fleet_spool_dropped_rows_total',
+    help: 'Rollup rows in the spooled batches dropped as unreadable (lookups and impressions).',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(s().droppedRows + (f.impWriter?.stats().droppedRows ?? 0));
+    },
+  });
+  new Counter({
     name: 'ivtd_fleet_batches_found_on_retry_total',
     help: 'Batch inserts found already in ClickHouse when a retry asked (an acknowledgement was lost; not sent twice).',
     registers: [registry],

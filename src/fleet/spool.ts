@@ -23,6 +23,30 @@ export const MERGE_AFTER_BATCHES = 12;
 /** Rows one merge pass reads at most (bounds its memory). */
 const MERGE_ROWS = 200_000;
 
+/**
+ * The rows of a spooled batch, or null when its text is not a batch's rows. DuckDB's
+ * checksummed WAL drops a transaction torn by a crash whole, so this is a damaged file or
+ * a hand edit, not a kill: such a batch can never be delivered, and is dropped (logged and
+ * counted) rather than blocking every batch behind it.
+ */
+export function spooledRows(json: string): CountRow[] | null {
+  let v: unknown;
+  try {
+    v = JSON.parse(json);
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(v)) return null;
+  const count = (x: unknown) => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0;
+  for (const r of v as unknown[]) {
+    if (typeof r !== 'object' || r === null) return null;
+    const row = r as Record<string, unknown>;
+    if (typeof row.customerId !== 'string' || !count(row.hour) || !count(row.total) || !count(row.givt) || !count(row.sivt)) return null;
+    if (!Array.isArray(row.dims) || !row.dims.every((d) => typeof d === 'string')) return null;
+  }
+  return v as CountRow[];
+}
+
 export interface FleetWriterOptions {
   /** Milliseconds between flushes (config.flushInterval × 1000). */
   flushIntervalMs: number;
@@ -62,6 +86,9 @@ export interface FleetWriterStats {
   batchesMerged: number;
   /** Epoch ms of the last delivery that emptied the spool; null before the first. */
   lastDeliveredAt: number | null;
+  /** Spooled batches (and their rows) dropped because their text was not a batch's rows. */
+  droppedBatches: number;
+  droppedRows: number;
 }
 
 export class FleetWriter {
@@ -88,6 +115,8 @@ export class FleetWriter {
     deliveryFailures: 0,
     batchesMerged: 0,
     lastDeliveredAt: null as number | null,
+    droppedBatches: 0,
+    droppedRows: 0,
   };
   /** Last delivery failure message, logged once per outage rather than every interval. */
   private lastFailure = '';
@@ -228,11 +257,17 @@ export class FleetWriter {
   }
 
   private async deliverEntry(batchId: string): Promise<void> {
-    const r = await this.store.one<{ rows_json: string; attempted: boolean }>(`SELECT rows_json, attempted FROM ${this.spoolTable} WHERE batch_id = $1`, [
-      batchId,
-    ]);
+    const r = await this.store.one<{ rows_json: string; attempted: boolean; row_count: number }>(
+      `SELECT rows_json, attempted, row_count FROM ${this.spoolTable} WHERE batch_id = $1`,
+      [batchId],
+    );
     if (!r) return;
-    const batch: Batch = { batchId, rows: JSON.parse(r.rows_json) as CountRow[] };
+    const rows = spooledRows(r.rows_json);
+    if (rows === null) {
+      await this.drop(batchId, r.row_count, r.rows_json.length, r.attempted);
+      return;
+    }
+    const batch: Batch = { batchId, rows };
     // Recorded before the first INSERT: from then on every attempt asks ClickHouse first.
     if (!r.attempted) await this.store.run(`UPDATE ${this.spoolTable} SET attempted = true WHERE batch_id = $1`, [batchId]);
     let sentHere = false;
@@ -260,6 +295,19 @@ export class FleetWriter {
     this.counters.spoolRows = Math.max(0, this.counters.spoolRows - batch.rows.length);
   }
 
+  /** Removes a batch whose text is not rows (see spooledRows): logged at level 50 and counted. */
+  private async drop(batchId: string, rowCount: number, bytes: number, attempted: boolean): Promise<void> {
+    await this.store.run(`DELETE FROM ${this.spoolTable} WHERE batch_id = $1`, [batchId]);
+    this.counters.droppedBatches++;
+    this.counters.droppedRows += rowCount;
+    this.counters.spoolBatches = Math.max(0, this.counters.spoolBatches - 1);
+    this.counters.spoolRows = Math.max(0, this.counters.spoolRows - rowCount);
+    log.error(
+      { rollups: this.kind.name, batchId, rows: rowCount, bytes, attempted, table: this.spoolTable },
+      'fleet: a spooled batch is unreadable (damaged spool); dropped, its counts are lost',
+    );
+  }
+
   /**
    * Merges batches never attempted into as few as their distinct tuples allow, when more
    * than MERGE_AFTER_BATCHES wait (an outage): one DuckDB transaction, oldest first, at most
@@ -279,11 +327,20 @@ export class FleetWriter {
       rows += w.row_count;
     }
     const merged = new Map<string, CountRow>();
+    // An unreadable batch stays where it is, for deliverEntry to drop (logged and counted).
+    let left = 0;
+    let leftRows = 0;
     const made = await this.store.tx(async (q) => {
       for (const w of take) {
         const r = await q.one<{ rows_json: string }>(`SELECT rows_json FROM ${this.spoolTable} WHERE batch_id = $1 AND NOT attempted`, [w.batch_id]);
         if (!r) throw new Error(`spooled batch ${w.batch_id} changed while merging`);
-        for (const row of JSON.parse(r.rows_json) as CountRow[]) {
+        const batchRows = spooledRows(r.rows_json);
+        if (batchRows === null) {
+          left++;
+          leftRows += w.row_count;
+          continue;
+        }
+        for (const row of batchRows) {
           const key = tupleKey(row.customerId, row.hour, row.dims);
           const m = merged.get(key);
           if (m) {
@@ -307,10 +364,10 @@ export class FleetWriter {
       }
       return batches.length;
     });
-    this.counters.batchesMerged += take.length;
-    this.counters.spoolBatches += made - take.length;
-    this.counters.spoolRows += merged.size - rows;
-    log.info({ rollups: this.kind.name, batches: take.length, rows, into: merged.size }, 'fleet: spooled batches merged while ClickHouse is away');
+    this.counters.batchesMerged += take.length - left;
+    this.counters.spoolBatches += made - (take.length - left);
+    this.counters.spoolRows += merged.size - (rows - leftRows);
+    log.info({ rollups: this.kind.name, batches: take.length - left, rows: rows - leftRows, into: merged.size }, 'fleet: spooled batches merged while ClickHouse is away');
   }
 
   /**
