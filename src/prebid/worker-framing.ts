@@ -137,7 +137,8 @@ export function oversized(res: uWS.HttpResponse, req: uWS.HttpRequest, query: st
   req.forEach(addHeader);
   const size = method.length + 1 + req.getUrl().length + (query.length > 0 ? 1 + query.length : 0) + 11 + 2 + headerBytes;
   if (size <= MAX_REQUEST_BYTES) return false;
-  refuse(res, { status: 413, code: 'payload_too_large', message: `Request is ${size} bytes; the limit for request line plus headers is ${MAX_REQUEST_BYTES}.` });
+  // (`method`: a HEAD's 413 has no body; one sent anyway would be read as the next answer.)
+  refuse(res, { status: 413, code: 'payload_too_large', message: `Request is ${size} bytes; the limit for request line plus headers is ${MAX_REQUEST_BYTES}.` }, false, method);
   record(413, t0);
   return true;
 }

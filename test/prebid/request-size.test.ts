@@ -83,3 +83,19 @@ t.test('48 header lines are answered; 49 are left unanswered', async (t) => {
   const heard = (await rawExchange(port, withLines(49), { waitMs: 2000 })).text;
   t.equal(heard, '', '49 lines: nothing answered within 2 s');
 });
+
+t.test('a HEAD too large gets its 413 without a body, and the connection stays in step', async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.stop());
+  const port = srv.server.ports.prebid;
+  // An answer to HEAD carries no body (RFC 9110 9.3.2): a body sent anyway is read by the
+  // client as the start of the next answer. Every path's size check answers HEAD so.
+  for (const target of ['/health-check', '/api/v1/ivt/lookup?x=1', '/api/v1/ivt/ortb', '/nowhere']) {
+    const big = `HEAD ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: ${'p'.repeat(MAX_REQUEST_BYTES)}\r\n\r\n`;
+    const next = 'GET /health-check HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
+    const { text } = await rawExchange(port, big + next, { waitMs: 3000, until: /HTTP\/1\.1 200 OK\r\n[\s\S]*?\r\n\r\n$/ });
+    const first = text.indexOf('\r\n\r\n') + 4;
+    t.match(text, /^HTTP\/1\.1 413 /, `HEAD ${target}: 413`);
+    t.match(text.slice(first), /^HTTP\/1\.1 200 OK\r\n/, `HEAD ${target}: no body after its head; the next answer follows at once`);
+  }
+});
