@@ -63,8 +63,16 @@ function endHead(res: uWS.HttpResponse, bodyBytes: number, close: boolean): void
  */
 export function endWith(res: uWS.HttpResponse, body: string | Buffer, close: boolean): void {
   if (close || draining) res.end(body, true);
+  else if ((++answersEnded & CHECK_EVERY_MASK) !== 0) res.end(body);
   else if (!res.tryEnd(body, typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength)[0]) holdUnsent(res, body);
 }
+
+// tryEnd() costs about 0.5 µs more than end() (the binding's result array, the body's UTF-8
+// length): 2 % of a lookup. One answer in four takes it, the others end() as before; a
+// connection that never reads is then caught within a few answers (the chance that it gets
+// k more unchecked is 0.75^k), which keeps its memory bounded all the same.
+const CHECK_EVERY_MASK = 3;
+let answersEnded = 0;
 
 /** An answer its socket could not take yet: written from onWritable as it drains (see `unsent`). */
 function holdUnsent(res: uWS.HttpResponse, body: string | Buffer): void {
