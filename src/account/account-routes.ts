@@ -3,6 +3,7 @@
 // returned once, in the rotation response.
 import { OPTIONS } from '../base/config.ts';
 import { HttpError } from '../base/errors.ts';
+import { log } from '../base/log.ts';
 import { readJsonObject, sendJson, type Router } from '../http/router.ts';
 import { listLiveKeys, rotateKey } from '../store/api-keys.ts';
 import { findCustomer } from '../store/customer-ref.ts';
@@ -32,7 +33,7 @@ async function accountKeys(q: Queryable, customerId: string): Promise<AccountKey
 
 export function mountAccountRoutes(
   router: Router,
-  deps: { store: Store; sessions: SessionGuard; defaultGraceSeconds: number; onKeysChanged?: () => void },
+  deps: { store: Store; sessions: SessionGuard; defaultGraceSeconds: number; onKeysChanged?: () => Promise<void> },
 ): void {
   const { store, sessions } = deps;
 
@@ -67,8 +68,10 @@ export function mountAccountRoutes(
       if (e instanceof StoreError && e.code === 'invalid') throw new HttpError('unprocessable', e.message);
       throw e;
     }
-    // The lookup threads learn the new key now, not at the next periodic refresh.
-    deps.onKeysChanged?.();
+    // The lookup threads learn the new key now, not at the next periodic refresh, and the
+    // answer waits for them: a key handed out is a key every lookup thread takes. (Should
+    // that fail, the key is rotated all the same; the 5 s refresh pushes it.)
+    await deps.onKeysChanged?.().catch((e: Error) => log.error({ err: e.message }, 'key rotation: pushing the new key to the lookup threads failed; the 5 s refresh retries'));
     sendJson(ctx.res, 200, { kind: r.kind, key: r.key, previous_expires_at: r.previous_expires_at });
   });
 }

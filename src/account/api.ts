@@ -28,7 +28,8 @@ export interface AccountApiOptions {
   /** Adds routes of other parts to this port; `sessions` authenticates Bearer tokens. */
   mount?: (router: Router, sessions: SessionGuard) => void;
   /** Called after a key rotation so the lookup threads learn the new key at once. */
-  onKeysChanged?: () => void;
+  /** Resolves once the lookup threads have the new keys. */
+  onKeysChanged?: () => Promise<void>;
   /** Customers' compiled policies (null: changes reach the store only, e.g. in tests of the API alone). */
   policies?: PolicyService | null;
   /** Serve HTTPS with this pair (--tls-cert, --tls-key). */

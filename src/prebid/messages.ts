@@ -121,7 +121,8 @@ export const LATENCY_BUCKETS_US = [10, 25, 50, 100, 250, 500, 1000, 2500, 10000]
 
 export type ToWorker =
   | { type: 'data'; id: number; bundle: DataBundle }
-  | { type: 'keys'; keys: LiveKey[]; known: boolean }
+  /** The live key set (push `id`), answered by keys-ok. */
+  | { type: 'keys'; id: number; keys: LiveKey[]; known: boolean }
   /** Customers whose policy changed: the new compiled buffer, or null when it was removed. Answered by policy-ok. */
   | { type: 'policy'; id: number; updates: PolicyUpdate[] }
   | { type: 'stop' }
@@ -140,6 +141,8 @@ export type FromWorker =
   | { type: 'data-failed'; index: number; id: number; message: string }
   /** Policy push `id` is in force on this thread: every lookup it starts from now on applies it. */
   | { type: 'policy-ok'; index: number; id: number }
+  /** Key push `id` is in force on this thread: a lookup it starts from now on takes the new key. */
+  | { type: 'keys-ok'; index: number; id: number }
   | { type: 'gc-done'; index: number; /** V8 heap in use after the collection (bytes). */ heapUsed: number }
   /** Once a second: tuples this thread added to the shared counts, its own rows (shared table full), figures. */
   | { type: 'counts'; index: number; announced: NewTuple[]; rows: CountRow[]; impressions: ImpressionDeltas; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats }

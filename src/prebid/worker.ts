@@ -113,6 +113,7 @@ function onMessage(m: ToWorker): void {
     keys = m.keys;
     setKeysKnown(m.known);
     engine?.keys.replace(keys);
+    post({ type: 'keys-ok', index: init.index, id: m.id });
   } else if (m.type === 'data') takeData(m);
   else if (m.type === 'stop') stop();
 }

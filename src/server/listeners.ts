@@ -86,7 +86,7 @@ export async function openListeners(p: ListenerParts, cleanup: Cleanup): Promise
       mountExplainRoute(router, { store, sessions, engine: () => p.engine });
       mountFeedbackRoutes(router, { store, sessions, lidSecret: p.lidSecret, history: p.engine.sources.history });
     },
-    onKeysChanged: pushes.refreshKeysSoon,
+    onKeysChanged: pushes.refreshKeysNow,
     policies: pushes.policies,
     tls,
   });

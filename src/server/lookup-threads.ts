@@ -109,6 +109,7 @@ export class LookupServer {
   /** Every customer's compiled policy, by customer (what a new thread starts with). */
   private policies = new Map<string, PolicyUpdate>();
   private policyPushes = 0;
+  private keyPushes = 0;
   private data: { bundle: DataBundle; id: number } | null = null;
   private fallback: { app: uWS.TemplatedApp; socket: uWS.us_listen_socket | null } | null = null;
   port = 0;
@@ -332,7 +333,7 @@ export class LookupServer {
       this.takeOver(m.index);
     }
     const key =
-      m.type === 'data-ok' || m.type === 'data-failed' ? `data:${m.id}:${m.index}` : m.type === 'policy-ok' ? `policy:${m.id}:${m.index}` : m.type === 'stopped' ? `stop:${m.index}` : m.type === 'gc-done' ? `gc:${m.index}` : '';
+      m.type === 'data-ok' || m.type === 'data-failed' ? `data:${m.id}:${m.index}` : m.type === 'policy-ok' ? `policy:${m.id}:${m.index}` : m.type === 'keys-ok' ? `keys:${m.id}:${m.index}` : m.type === 'stopped' ? `stop:${m.index}` : m.type === 'gc-done' ? `gc:${m.index}` : '';
     if (key) {
       const p = this.pending.get(key);
       if (p) {
@@ -385,10 +386,16 @@ export class LookupServer {
     return heap;
   }
 
-  pushKeys(keys: LiveKey[], known = true): void {
+  /**
+   * The live key set: every thread swaps it in. Resolves once every running thread has it in
+   * force (a thread that does not answer within POLICY_ACK_MS is not waited for longer), so a
+   * key rotation answered after it is a key every lookup thread takes.
+   */
+  async pushKeys(keys: LiveKey[], known = true): Promise<void> {
     this.keys = keys;
     this.keysKnown = known;
-    for (const s of this.slots) s.worker?.postMessage({ type: 'keys', keys, known } satisfies ToWorker);
+    const id = ++this.keyPushes;
+    await Promise.all(this.slots.map((s) => this.ask(s, { type: 'keys', id, keys, known }, `keys:${id}:${s.index}`, POLICY_ACK_MS)));
   }
 
   /**

@@ -74,14 +74,20 @@ export class Pushes {
     if (fingerprint === this.pushedFingerprint) return;
     this.pushedFingerprint = fingerprint;
     this.pushed = set.keys;
-    this.lookups.pushKeys(set.keys, set.known);
     this.engine?.keys.replace(set.keys);
+    await this.lookups.pushKeys(set.keys, set.known);
   }
 
   /** Fire-and-forget key refresh for hooks (CLI, dashboard rotation, timer); failures are logged. */
   readonly refreshKeysSoon = (): void => {
     this.refreshKeys().catch((e: Error) => log.error({ err: e.message }, 'key refresh failed'));
     this.fleet?.keysChanged();
+  };
+
+  /** The same, awaited: resolves once every lookup thread has the keys (a rotation's answer waits for it). */
+  readonly refreshKeysNow = async (): Promise<void> => {
+    this.fleet?.keysChanged();
+    await this.refreshKeys();
   };
 
   readonly refreshPoliciesSoon = (): void => {

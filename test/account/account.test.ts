@@ -69,6 +69,17 @@ t.test('rotating the pre-bid key: the new key works at once, the old one for the
   t.equal(await lookupBecomes(srv.customer.prebid_key, 401), 401, 'original key refused');
 });
 
+t.test('a rotated pre-bid key is taken by every lookup thread by the time the rotation is answered', async (t) => {
+  // The answer waits for the threads: the key it hands out must work on the very next lookup
+  // (a soak saw a few 401s just after a rotation while the threads were still being told).
+  for (let round = 0; round < 3; round++) {
+    const r = await call(api, 'POST', '/v1/account/keys/rotate', { token, json: { kind: 'prebid', grace_seconds: 3600 } });
+    t.equal(r.status, 200);
+    const statuses = await Promise.all(Array.from({ length: 16 }, () => lookupStatus(r.body.key)));
+    t.same(statuses, Array(16).fill(200), `round ${round}: 16 lookups sent at once with the new key, all 200`);
+  }
+});
+
 t.test('rotating the reporting key; default grace', async (t) => {
   const r = await call(api, 'POST', '/v1/account/keys/rotate', { token, json: { kind: 'reporting' } });
   t.equal(r.status, 200);
