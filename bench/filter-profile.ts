@@ -15,6 +15,7 @@ import { numArg, startIvtd, startProcess, stopProcess, strArg, thisCheckout } fr
 import { Store } from '../src/store/db.ts';
 import { createCustomer } from '../src/store/customers.ts';
 import { createServer, type AddressInfo } from 'node:net';
+import { bodies } from './filter-bodies.ts';
 
 const SECONDS = numArg('seconds', 5);
 const CONNECTIONS = numArg('connections', 32);
@@ -39,15 +40,7 @@ async function freePort(): Promise<number> {
 interface Node { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }
 interface Profile { nodes: Node[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number }
 
-const ua = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36';
-const posts = Array.from({ length: 1000 }, (_, i) => JSON.stringify({
-  id: `req-${i}`, at: 1, tmax: 250, cur: ['USD'],
-  imp: [{ id: '1', tagid: 'slot-top', bidfloor: 0.5, banner: { w: 728, h: 90, pos: 1 } }],
-  site: { id: 's1', domain: 'news.example', page: 'https://news.example/a/1', publisher: { id: 'pub-9' } },
-  device: { ip: `73.162.${(i >> 8) & 255}.${i & 255}`, ua, devicetype: 2, language: 'en', geo: { country: 'USA' } },
-  user: { id: `u-${i}`, buyeruid: `b-${i}` },
-  source: { schain: { ver: '1.0', complete: 1, nodes: [{ asi: 'exchange1.example', sid: '1234', hp: 1 }] } },
-}));
+const posts = bodies(1000);
 
 const up = await startProcess(process.execPath, ['--import', 'tsx', 'bench/bare-upstream.ts', '120'], [/\{"port":(\d+)\}/]);
 const upPort = Number(up.matches[0]![1]);

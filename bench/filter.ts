@@ -18,6 +18,7 @@ import { runClient } from './client.ts';
 import { numArg, startIvtd, startProcess, stopProcess, thisCheckout, type IvtdServer } from './processes.ts';
 import { Store } from '../src/store/db.ts';
 import { createCustomer } from '../src/store/customers.ts';
+import { bodies } from './filter-bodies.ts';
 
 const RATE = numArg('rate', 2000);
 const SECONDS = numArg('seconds', 5);
@@ -27,19 +28,6 @@ const at = process.argv.indexOf('--baseline-checkout');
 const BASELINE = at > 0 ? process.argv[at + 1] : undefined;
 
 /** Clean web bid requests from 1 000 residential addresses and users: each is forwarded. */
-function bodies(n: number): string[] {
-  const ua = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36';
-  return Array.from({ length: n }, (_, i) =>
-    JSON.stringify({
-      id: `req-${i}`, at: 1, tmax: 250, cur: ['USD'],
-      imp: [{ id: '1', tagid: 'slot-top', bidfloor: 0.5, banner: { w: 728, h: 90, pos: 1 } }],
-      site: { id: 's1', domain: 'news.example', page: 'https://news.example/a/1', publisher: { id: 'pub-9' } },
-      device: { ip: `73.162.${(i >> 8) & 255}.${i & 255}`, ua, devicetype: 2, language: 'en', geo: { country: 'USA' } },
-      user: { id: `u-${i}`, buyeruid: `b-${i}` },
-      source: { schain: { ver: '1.0', complete: 1, nodes: [{ asi: 'exchange1.example', sid: '1234', hp: 1 }] } },
-    }),
-  );
-}
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
