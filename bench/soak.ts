@@ -33,7 +33,7 @@ const fresh = (): Minute => ({ lookups: 0, beacons: 0, errors: 0, latencies: [] 
  * Lookups (and beacons for one lid in ten) over `CONNECTIONS` keep-alive connections, each
  * paced to its share of `rate` a second (0: as fast as answered). `key()` is read per request.
  */
-function drive(s: Server, rate: number, key: () => string, m: () => Minute, lids: string[]): { stop(): void; answered200: () => number } {
+function drive(s: Server, rate: number, key: () => string, m: () => Minute, lids: string[]): { stop(): Promise<void>; answered200: () => number } {
   let stopped = false;
   let ok200 = 0;
   const socks: Socket[] = [];
@@ -58,14 +58,23 @@ function drive(s: Server, rate: number, key: () => string, m: () => Minute, lids
       }
       i++;
     };
+    // Paced to a schedule (one request due every 1000 / perConn ms), not to the last answer:
+    // a timer fires a millisecond late at best, and waiting "interval − latency" after each
+    // answer ran the soak at about a third of saturation instead of half. Behind schedule, the
+    // next request goes at once (at most a second's worth caught up).
+    let due = 0;
     const paced = () => {
       if (perConn === 0) return next();
-      const wait = 1000 / perConn - (performance.now() - sentAt);
-      if (wait <= 0) next();
-      else setTimeout(next, wait);
+      const now = performance.now();
+      due = Math.max(due + 1000 / perConn, now - 1000);
+      if (due <= now) next();
+      else setTimeout(next, due - now);
     };
     sock.setEncoding('latin1');
-    sock.on('connect', next);
+    sock.on('connect', () => {
+      due = performance.now();
+      next();
+    });
     sock.on('data', (d: string) => {
       buf += d;
       for (;;) {
@@ -102,8 +111,11 @@ function drive(s: Server, rate: number, key: () => string, m: () => Minute, lids
   }
   return {
     answered200: () => ok200,
-    stop() {
+    // Sends no more, waits for the answers under way (each connection has at most one), then
+    // closes: a lookup answered after its socket closed is counted by ivtd but not here.
+    async stop() {
       stopped = true;
+      await sleep(1000);
       for (const x of socks) x.destroy();
     },
   };
@@ -129,7 +141,7 @@ async function main(): Promise<void> {
   if (rate === 0) {
     const sat = drive(s, 0, () => key, () => minute, []);
     await sleep(10_000);
-    sat.stop();
+    await sat.stop();
     rate = Math.round(minute.lookups / 10 / 2);
   }
   console.log(JSON.stringify({ bench: 'soak', target: target.label, minutes: MINUTES, rate_per_s: rate, connections: CONNECTIONS }));
@@ -141,7 +153,9 @@ async function main(): Promise<void> {
     return ((await r.json()) as { rows: Array<{ total_transactions?: number }> }).rows[0]?.total_transactions ?? 0;
   };
   const before = await reportTotal(); // the saturation phase's lookups, once flushed
-  await sleep((FLUSH + 1) * 1000);
+  // The saturation phase's last lookups (answered as its sockets closed) reach the report within
+  // a thread's counts interval plus a flush: two flushes' wait leaves none to land in the soak's.
+  await sleep((2 * FLUSH + 2) * 1000);
   const base = (await reportTotal()) ?? 0;
 
   minute = fresh();
@@ -173,14 +187,14 @@ async function main(): Promise<void> {
     samples.push(row);
     console.log(JSON.stringify(row));
   }
-  load.stop();
+  await load.stop();
   await sleep((FLUSH + 2) * 1000);
   const reported = ((await reportTotal()) ?? NaN) - base;
   const firstFive = samples.slice(0, Math.min(5, samples.length));
   const p99First = Math.max(...firstFive.map((r) => r.p99_ms as number));
   const rssAt5 = (samples[Math.min(4, samples.length - 1)]!.rss_mb as number);
   const summary = {
-    minutes: MINUTES, rate_per_s: rate, answered_200: load.answered200(), reported_lookups: reported, saturation_phase_reported_first: before,
+    minutes: MINUTES, rate_per_s: rate, rate_achieved_per_s: Math.round(samples.reduce((a, r) => a + (r.lookups as number) + (r.beacons as number), 0) / (samples.length * MINUTE_S)), answered_200: load.answered200(), reported_lookups: reported, saturation_phase_reported_first: before,
     errors: samples.reduce((a, r) => a + (r.errors as number), 0) + sideErrors,
     p99_first_five_ms: p99First, p99_worst_after_ms: Math.max(...samples.slice(5).map((r) => r.p99_ms as number)),
     rss_after_five_mb: rssAt5, rss_end_mb: samples.at(-1)!.rss_mb,
