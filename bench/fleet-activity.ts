@@ -19,20 +19,14 @@ import { ActivityDeltas, FleetActivity, allocateActivityDeltas, allocateFleetAct
 import { History, type HistoryKeys } from '../src/signals/history.ts';
 import { score } from '../src/signals/score.ts';
 import { startClickHouse, type ClickHouseServer } from '../test/helpers/clickhouse.ts';
+import { numArg, strArg } from './processes.ts';
 
-const arg = (name: string, def: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : def;
-};
-const urlArg = (() => {
-  const i = process.argv.indexOf('--clickhouse-url');
-  return i > 0 ? process.argv[i + 1] : undefined;
-})();
-const HOSTS = arg('hosts', 50);
-const RATE = arg('rate', 200);
-const BOT_RATE = arg('bot-rate', 40);
-const SECONDS = arg('seconds', 40);
-const POOL = arg('pool', 20_000);
+const urlArg = strArg('clickhouse-url', '') || undefined;
+const HOSTS = numArg('hosts', 50);
+const RATE = numArg('rate', 200);
+const BOT_RATE = numArg('bot-rate', 40);
+const SECONDS = numArg('seconds', 40);
+const POOL = numArg('pool', 20_000);
 const SEED = 0x5eed;
 
 /** A small deterministic generator (xorshift32). */

@@ -27,19 +27,13 @@ import { createCustomer } from '../src/store/customers.ts';
 import { Store } from '../src/store/db.ts';
 import { startClickHouse, type ClickHouseServer } from '../test/helpers/clickhouse.ts';
 import { lookupLoad } from './lookup-load.ts';
+import { numArg, strArg } from './processes.ts';
 
-const arg = (name: string, def: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : def;
-};
-const urlArg = (() => {
-  const i = process.argv.indexOf('--clickhouse-url');
-  return i > 0 ? process.argv[i + 1] : undefined;
-})();
-const ROWS = arg('rows', 10_000_000);
-const RUNS = arg('runs', 15);
-const RATE = arg('rate', 2000);
-const DURATION = arg('duration', 8);
+const urlArg = strArg('clickhouse-url', '') || undefined;
+const ROWS = numArg('rows', 10_000_000);
+const RUNS = numArg('runs', 15);
+const RATE = numArg('rate', 2000);
+const DURATION = numArg('duration', 8);
 const DAYS = 31;
 const HOURS_PER_TUPLE = 8;
 const DAY_MS = 86_400_000;
