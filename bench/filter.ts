@@ -7,15 +7,17 @@
 //               shared host the steadier figure (/proc/PID/stat, Linux).
 // Rounds alternate straight and filtered; each figure is the median over the rounds.
 //   npm run bench:filter -- [--rate 2000] [--seconds 5] [--rounds 2] [--connections 32]
-//                           [--baseline-checkout DIR]
-// --baseline-checkout: a second filter, from another checkout of ivtd (e.g. an earlier commit,
-// its generated data built), measured in the same rounds (before and after in one run).
+//                           [--ivtd PATH | --checkout DIR] [--baseline-ivtd PATH | --baseline-checkout DIR]
+// --ivtd / --checkout: the build measured (default: this checkout through tsx, or its dist/ivtd
+// beside a baseline binary). --baseline-*: a second filter, from another build (e.g. an earlier
+// commit's binary, or its checkout with its generated data built), measured in the same rounds
+// (before and after in one run).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runClient } from './client.ts';
-import { numArg, startIvtd, startProcess, stopProcess, thisCheckout, type IvtdServer } from './processes.ts';
+import { defaultTarget, numArg, startIvtd, startProcess, stopProcess, targetFromArgs, type IvtdServer, type IvtdTarget } from './processes.ts';
 import { Store } from '../src/store/db.ts';
 import { createCustomer } from '../src/store/customers.ts';
 import { bodies } from './filter-bodies.ts';
@@ -24,8 +26,10 @@ const RATE = numArg('rate', 2000);
 const SECONDS = numArg('seconds', 5);
 const ROUNDS = numArg('rounds', 2);
 const CONNECTIONS = numArg('connections', 32);
-const at = process.argv.indexOf('--baseline-checkout');
-const BASELINE = at > 0 ? process.argv[at + 1] : undefined;
+/** The build measured before (`--baseline-ivtd PATH` or `--baseline-checkout DIR`), in the same rounds. */
+const BASELINE = targetFromArgs(process.argv, 'baseline-');
+/** The build measured (`--ivtd PATH`, `--checkout DIR`); else this checkout (dist/ivtd beside a baseline binary). */
+const TARGET = targetFromArgs(process.argv) ?? defaultTarget(BASELINE);
 
 /** Clean web bid requests from 1 000 residential addresses and users: each is forwarded. */
 
@@ -42,14 +46,14 @@ async function freePort(): Promise<number> {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
 
-/** `ivtd serve` from `root` with one filter in front of the upstream, over a data dir of its own. */
-async function startFilterIvtd(root: string | undefined, upPort: number): Promise<{ ivtd: IvtdServer; port: number; dataDir: string }> {
+/** `ivtd serve` of `target` with one filter in front of the upstream, over a data dir of its own. */
+async function startFilterIvtd(target: IvtdTarget, upPort: number): Promise<{ ivtd: IvtdServer; port: number; dataDir: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'ivtd-bench-filter-'));
   const store = await Store.open(dataDir);
   const c = await createCustomer(store, { name: 'Bench', username: 'bench', password: 'correct horse battery' });
   await store.close();
   const port = await freePort();
-  const ivtd = await startIvtd(root === undefined ? thisCheckout() : thisCheckout(root), {
+  const ivtd = await startIvtd(target, {
     threads: 1,
     existing: { dataDir, partnerId: c.partner_id, key: c.prebid_key },
     args: ['--filter-port', String(port), '--filter-upstream', `http://127.0.0.1:${upPort}/openrtb2/auction`, '--filter-partner', c.partner_id, '--filter-timeout', '1000'],
@@ -73,8 +77,8 @@ function cpuSeconds(pid: number): number {
 async function main(): Promise<void> {
   const up = await startProcess(process.execPath, ['--import', 'tsx', 'bench/bare-upstream.ts', '120'], [/\{"port":(\d+)\}/]);
   const upPort = Number(up.matches[0]![1]);
-  const mine = await startFilterIvtd(undefined, upPort);
-  const base = BASELINE === undefined ? null : await startFilterIvtd(BASELINE, upPort);
+  const mine = await startFilterIvtd(TARGET, upPort);
+  const base = BASELINE === null ? null : await startFilterIvtd(BASELINE, upPort);
   const filterPort = mine.port;
   const paths = ['/openrtb2/auction'];
   const posts = bodies(1000);
@@ -113,6 +117,7 @@ async function main(): Promise<void> {
   }
   const s = rows.straight!, f = rows.filter!, b = rows.baseline!;
   const out = {
+    build: TARGET.label,
     rounds: ROUNDS,
     seconds: SECONDS,
     throughput: { straightRps: median(s.rps), filterRps: median(f.rps), ratio: +(median(f.rps) / median(s.rps)).toFixed(3), goal: '>= 0.5' },
@@ -131,7 +136,7 @@ async function main(): Promise<void> {
     },
     ...(base === null ? {} : {
       baseline: {
-        checkout: BASELINE,
+        build: BASELINE!.label,
         rps: median(b.rps), ratio: +(median(b.rps) / median(s.rps)).toFixed(3),
         p50Ms: median(b.p50), p99Ms: median(b.p99),
         addedP50Ms: +(median(b.p50) - median(s.p50)).toFixed(3), addedP99Ms: +(median(b.p99) - median(s.p99)).toFixed(3),
