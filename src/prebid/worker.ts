@@ -114,6 +114,9 @@ function onMessage(m: ToWorker): void {
     setKeysKnown(m.known);
     engine?.keys.replace(keys);
     post({ type: 'keys-ok', index: init.index, id: m.id });
+  } else if (m.type === 'filter') {
+    filter?.update(m.settings);
+    post({ type: 'filter-ok', index: init.index, id: m.id });
   } else if (m.type === 'data') takeData(m);
   else if (m.type === 'stop') stop();
 }

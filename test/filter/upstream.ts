@@ -19,6 +19,8 @@ export interface Upstream {
   received: Received[];
   /** The header named `name` (case-insensitive) of a received request, joined when repeated. */
   header(r: Received, name: string): string | undefined;
+  /** Connections open to it now (kept-alive ones included). */
+  connections(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -58,6 +60,9 @@ export async function startUpstream(): Promise<Upstream> {
       const values: string[] = [];
       for (let i = 0; i < r.rawHeaders.length; i += 2) if (r.rawHeaders[i]!.toLowerCase() === name.toLowerCase()) values.push(r.rawHeaders[i + 1]!);
       return values.length === 0 ? undefined : values.join(', ');
+    },
+    connections() {
+      return new Promise((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
     },
     async close() {
       for (const res of hanging) res.destroy();
