@@ -117,8 +117,8 @@ export function optionsFilterGiven(o: FilterOptions): boolean {
 export const FILTER_LIVE_FIELDS = ['mode', 'nobid', 'timeoutMs', 'upstream', 'partner', 'maxSockets'] as const;
 
 /** What differs between two settings of one filter, field by field: [before, after]. */
-export function filterDifferences(before: FilterSettings, after: FilterSettings): Partial<Record<keyof FilterSettings, [string | number, string | number]>> {
-  const out: Partial<Record<keyof FilterSettings, [string | number, string | number]>> = {};
+export function filterDifferences(before: FilterSettings, after: FilterSettings): Record<string, [string | number, string | number]> {
+  const out: Record<string, [string | number, string | number]> = {};
   for (const k of ['port', ...FILTER_LIVE_FIELDS] as const) if (before[k] !== after[k]) out[k] = [before[k], after[k]];
   return out;
 }

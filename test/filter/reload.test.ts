@@ -33,6 +33,8 @@ let up2: Upstream;
 let dir: string;
 let file: string;
 let customer: CreatedCustomer;
+/** pbs's settings as the file has them, changed test after test. */
+let pbs: Entry;
 let server: RunningServer;
 let config: Config;
 
@@ -80,7 +82,8 @@ t.before(async () => {
   const store = await Store.open(dir);
   customer = await createCustomer(store, { name: 'Filtered Co', username: 'filtered', password: 'correct horse battery' });
   await store.close();
-  writeFilters([entry('pbs', { mode: 'monitor' })]);
+  pbs = entry('pbs', { mode: 'monitor', timeout: 5000 });
+  writeFilters([pbs]);
   config = resolveConfig(flags(), {});
   server = await startServer(config);
 });
@@ -91,28 +94,27 @@ t.teardown(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-// pbs's settings as the file has them, changed test after test.
-let pbs: Entry;
 
 t.test('settings change in place: the connection stays, a request under way finishes under the old ones', async (t) => {
-  pbs = entry('pbs', { mode: 'monitor' });
   const port = server.lookups.filterPorts.pbs!;
   const conn = await keptAlive(port);
   t.teardown(() => conn.close());
   const monitored = await conn.ask(postRequest('/', SPIDER));
   t.match(monitored, /^HTTP\/1\.1 200/, 'monitor: the spider is forwarded');
   t.ok(monitored.endsWith(BID_RESPONSE), "the upstream's answer");
-  // Under way across the reload: the upstream never answers; its no-bid comes at the old timeout (1.5 s), in the old form (nbr).
+  // Under way across the reload: the upstream never answers; its no-bid comes at the old timeout (5 s), in the old form (nbr).
   const other = await keptAlive(port);
   t.teardown(() => other.close());
   const sentAt = Date.now();
-  const held = other.ask(postRequest('/?behave=hang', UNTIMED));
+  let heldDone = false;
+  const held = other.ask(postRequest('/?behave=hang', UNTIMED)).finally(() => (heldDone = true));
   await until('the upstream holds it', async () => up.received.some((r) => r.url.includes('hang')), 3000);
 
   pbs = { ...pbs, mode: 'block', nobid: '204', timeout: 300 };
   writeFilters([pbs]);
   const out = await reload();
-  t.same(out, { ok: true, errors: [], changed: ['filter pbs: mode monitor → block, nobid nbr → 204, timeoutMs 1500 → 300'], restart: [] });
+  t.same(out, { ok: true, errors: [], changed: ['filter pbs: mode monitor → block, nobid nbr → 204, timeoutMs 5000 → 300'], restart: [] });
+  t.notOk(heldDone, 'the held request still under way when the reload was done');
   t.same(config.filters.map((f) => [f.name, f.mode]), [['fixed', 'block'], ['pbs', 'block']], 'the running config follows');
 
   const blocked = await conn.ask(postRequest('/', SPIDER));
@@ -124,7 +126,7 @@ t.test('settings change in place: the connection stays, a request under way fini
   t.ok(Date.now() - t0 < 1200, `at the new timeout, 300 ms (${Date.now() - t0} ms)`);
   const old = await held;
   t.match(old, /^HTTP\/1\.1 200 OK[^]*X-Ivtd-Nobid: upstream-timeout[^]*"nbr":1\}$/, 'the request under way: no-bid in the old form (nbr)');
-  t.ok(Date.now() - sentAt >= 1400, `at the old timeout, 1.5 s (${Date.now() - sentAt} ms)`);
+  t.ok(Date.now() - sentAt >= 4900, `at the old timeout, 5 s (${Date.now() - sentAt} ms)`);
   t.notOk(conn.closed || other.closed, 'no connection dropped');
 });
 
@@ -152,7 +154,7 @@ t.test("a new upstream: new requests go there, the old one's connections close",
 let dspIndex: number;
 
 t.test('a filter added by a reload listens and filters', async (t) => {
-  writeFilters([pbs, entry('dsp', { nobid: '204' })]);
+  writeFilters([pbs, entry('dsp', { nobid: '204', timeout: 5000 })]);
   const out = await reload();
   const port = server.lookups.filterPorts.dsp;
   t.ok(port !== undefined && port > 0, `listening on ${port}`);
@@ -171,20 +173,22 @@ t.test('a filter removed: the request under way is answered, its port then refus
   const port = server.lookups.filterPorts.dsp!;
   const conn = await keptAlive(port);
   t.teardown(() => conn.close());
-  const slowBefore = up.received.filter((r) => r.url.includes('slow')).length;
-  const inflight = conn.ask(postRequest('/?behave=slow', UNTIMED));
-  await until('the upstream has it', async () => up.received.filter((r) => r.url.includes('slow')).length > slowBefore, 3000);
+  // The upstream answers it after 3 s, within dsp's 5 s.
+  let done = false;
+  const inflight = conn.ask(postRequest('/?behave=wait3000', UNTIMED)).finally(() => (done = true));
+  await until('the upstream has it', async () => up.received.some((r) => r.url.includes('wait3000')), 3000);
   writeFilters([pbs]);
   const out = await reload();
   t.same(out.changed, ['filter dsp: removed']);
-  t.ok(await refused(port), 'its port refuses new connections at once');
+  t.notOk(done, 'still under way when the reload was done');
+  await until('its port refuses new connections', () => refused(port), 1000);
   const answer = await inflight;
   t.match(answer, /^HTTP\/1\.1 200 OK[^]*Connection: close/, 'the request under way: answered, the connection closed after it');
   t.ok(answer.endsWith(BID_RESPONSE));
   await until('the connection closed', async () => conn.closed, 2000);
   t.equal(server.lookups.filterPorts.dsp, undefined);
   t.same(config.filters.map((f) => f.name), ['fixed', 'pbs']);
-  await until('its thread ended', async () => !(await server.metrics.text()).includes(`thread="${dspIndex}"`), 5000);
+  await until('its thread ended', async () => !(await server.metrics.text()).includes(`thread="${dspIndex}"`), 8000);
   t.equal(await metric('ivtd_filter_requests_total', { filter: 'dsp', outcome: 'blocked' }), 1, 'its counts stay');
 });
 
@@ -196,7 +200,7 @@ t.test('same name, another port: the old port closes, the new one serves', async
   const out = await reload();
   t.same(out.changed, [`filter pbs: port 0 → ${port}`]);
   t.equal(server.lookups.filterPorts.pbs, port);
-  t.ok(await refused(old), 'the old port refuses');
+  await until('the old port refuses', () => refused(old), 1000);
   const blocked = await post(port, '/', SPIDER);
   t.same([blocked.status, blocked.nobid], [204, 'blocked'], 'with its settings');
 });
@@ -236,7 +240,7 @@ t.test('a bad reload changes nothing and says why', async (t) => {
   t.equal(out.ok, false);
   t.match(out.errors.join('; '), /hosting-asns\.txt/, 'refused for the data file');
   t.same(server.lookups.filterPorts, ports, 'the filter it started is gone again');
-  t.ok(await refused(extraPort), 'its port closed');
+  await until('its port closed', () => refused(extraPort), 1000);
   t.same(config.filters, filters);
   const still = await post(ports.pbs!, '/', SPIDER);
   t.same([still.status, still.nobid], [204, 'blocked'], 'pbs still blocks');

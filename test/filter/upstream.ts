@@ -1,6 +1,7 @@
 // A bidder for the filter's tests: a node:http server that records every request it gets
 // (method, URL, raw headers, body bytes) and answers a fixed bid response, or, by the
-// query's `behave`, slowly, never, chunked, or by dropping the connection.
+// query's `behave`, slowly (400 ms, or `waitN`: N ms), never, chunked, or by dropping the
+// connection.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -38,6 +39,7 @@ export async function startUpstream(): Promise<Upstream> {
         res.end(BID_RESPONSE);
       };
       if (behave === 'slow') setTimeout(answer, 400);
+      else if (behave !== null && /^wait\d+$/.test(behave)) setTimeout(answer, Number(behave.slice(4)));
       else if (behave === 'hang') hanging.add(res);
       else if (behave === 'drop') req.socket.destroy();
       else if (behave === 'chunked') {
