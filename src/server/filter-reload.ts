@@ -108,7 +108,7 @@ export async function startFilters(plan: FilterPlan, config: Config, store: Stor
         const d = filterDifferences(c.from, c.to);
         const acked = await lookups.updateFilter(c.index, c.to);
         log.info({ filter: c.to.name, before: pick(d, 0), after: pick(d, 1), ...(acked ? {} : { note: 'its thread did not confirm within 2 s (failing or being replaced: its replacement starts with these settings)' }) }, 'filter changed');
-        lines.push(`filter ${c.to.name}: ${Object.entries(d).map(([k, [a, b]]) => `${k} ${a} → ${b}`).join(', ')}`);
+        lines.push(described(c.to.name, d));
       }
       await Promise.all(leaving.map((l) => lookups.retireFilter(l.index, l.f.timeoutMs)));
       for (const l of leaving) {
@@ -133,7 +133,7 @@ export async function startFilters(plan: FilterPlan, config: Config, store: Stor
         if (moved) {
           const d = filterDifferences(moved.from, moved.to);
           log.info({ filter: s.f.name, before: pick(d, 0), after: pick(d, 1), port: s.port }, 'filter changed');
-          lines.push(`filter ${s.f.name}: ${Object.entries(d).map(([k, [a, b]]) => `${k} ${a} → ${b}`).join(', ')}`);
+          lines.push(described(s.f.name, d));
         } else {
           log.info({ filter: s.f.name, ...settings }, 'filter added');
           lines.push(`filter ${s.f.name}: added on port ${s.port}`);
@@ -142,6 +142,11 @@ export async function startFilters(plan: FilterPlan, config: Config, store: Stor
       return lines;
     },
   };
+}
+
+/** `filter pbs: mode monitor → block, timeoutMs 300 → 150`. */
+function described(name: string, d: ReturnType<typeof filterDifferences>): string {
+  return `filter ${name}: ${Object.entries(d).map(([k, [a, b]]) => `${k} ${a} → ${b}`).join(', ')}`;
 }
 
 function pick(d: ReturnType<typeof filterDifferences>, side: 0 | 1): Record<string, string | number> {

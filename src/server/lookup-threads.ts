@@ -445,8 +445,9 @@ export class LookupServer {
   async addFilter(filter: FilterSettings, supervised = false): Promise<{ index: number; port: number }> {
     const slot: Slot = { index: this.slots.length, worker: null, live: false, startedAt: 0, failures: 0, restartTimer: null, warmUpMs: 0, filter };
     this.slots.push(slot);
+    let port: number;
     try {
-      slot.filterPort = await this.launch(slot, filter.port);
+      port = slot.filterPort = await this.launch(slot, filter.port);
     } catch (e) {
       if (!supervised) {
         // Before its exit is seen: a slot without its worker is not restarted.
@@ -466,7 +467,7 @@ export class LookupServer {
       }
       this.noteWarmUp(slot, a);
     }
-    return { index: slot.index, port: slot.filterPort };
+    return { index: slot.index, port };
   }
 
   /**
