@@ -279,6 +279,7 @@ t.test('ivtd serve: SIGHUP turns monitor into block under a kept-alive client; a
       sent++;
       const a = await conn.ask(postRequest('/', SPIDER));
       kinds.push(a.endsWith(BID_RESPONSE) ? 'monitor' : /^HTTP\/1\.1 200 OK[^]*X-Ivtd-Nobid: blocked[^]*"nbr":3\}$/.test(a) ? 'block' : `other: ${a.slice(0, 60)}`);
+      await new Promise((r) => setTimeout(r, 5)); // a steady trickle, not a flood
     }
   })().catch((e: Error) => void (failure = e));
   await until('answers before', async () => kinds.length >= 20, 10_000);
