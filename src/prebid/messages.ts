@@ -127,7 +127,11 @@ export type ToWorker =
   | { type: 'policy'; id: number; updates: PolicyUpdate[] }
   /** A filter's thread: its filter's new settings (same name and port), in force for the requests that come after. Answered by filter-ok. */
   | { type: 'filter'; id: number; settings: FilterSettings }
-  | { type: 'stop' }
+  /**
+   * `retire`: a filter's thread a reload removed, the process going on: once the requests under
+   * way are answered, one more `counts` carries what they added (their upstream times, errors).
+   */
+  | { type: 'stop'; retire?: boolean }
   /** Fault injection (tests of the supervision): the thread fails as an uncaught bug would. */
   | { type: 'crash' }
   /** To a failing thread: another listener holds the port now; close yours and end. */

@@ -502,7 +502,7 @@ export class LookupServer {
     if (worker === null) return;
     if (worker.threadId === -1) return;
     const exited = new Promise<void>((r) => worker.once('exit', () => r()));
-    const a = await this.ask({ ...slot, worker }, { type: 'stop' }, `stop:${index}`, 5000);
+    const a = await this.ask({ ...slot, worker }, { type: 'stop', retire: true }, `stop:${index}`, 5000);
     if (a && a.type === 'stopped') this.opts.onCounts(a.rows, a.stats);
     const late = setTimeout(() => {
       this.opts.onWorkerError?.(index, new Error(`filter ${slot.filter?.name} (thread ${index}) still had requests under way ${drainMs + 5000} ms after it was removed; terminating it`));

@@ -189,6 +189,8 @@ t.test('a filter removed: the request under way is answered, its port then refus
   t.equal(server.lookups.filterPorts.dsp, undefined);
   t.same(config.filters.map((f) => f.name), ['fixed', 'pbs']);
   await until('its thread ended', async () => !(await server.metrics.text()).includes(`thread="${dspIndex}"`), 8000);
+  // Its clean request of the test before, and the one answered after the removal.
+  await until("the upstream's time of the request answered after the removal counted too", async () => (await metric('ivtd_filter_upstream_duration_seconds_count', { filter: 'dsp' })) === 2, 3000);
   t.equal(await metric('ivtd_filter_requests_total', { filter: 'dsp', outcome: 'blocked' }), 1, 'its counts stay');
 });
 

@@ -57,8 +57,8 @@ export interface RunningFilter {
    * connections; the old one's are closed as their answers end.
    */
   update(s: FilterSettings): void;
-  /** Stops listening and closes every connection, the upstream's too. */
-  close(): void;
+  /** Stops listening and closes every connection, the upstream's too; then `onClosed`. */
+  close(onClosed?: () => void): void;
 }
 
 /** One verdict, as the filter acts on it. */
@@ -277,11 +277,12 @@ function listen(host: string, onListening: (port: number) => void, onFailed: (me
  * Stops listening: requests under way get their answers (within their deadline; a connection
  * takes no request after them), then every connection closes.
  */
-function close(): void {
+function close(onClosed?: () => void): void {
   server.close(false);
   setTimeout(() => {
     server.close(true);
     pool.destroy();
+    onClosed?.();
   }, longestTimeoutMs + 50);
 }
 
