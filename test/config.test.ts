@@ -199,4 +199,8 @@ t.test('filters: the --filter-* options make one, the config file\'s `filters` m
   t.throws(() => load({ filters: [{ port: 70000, upstream: 'http://x/', partner }] }), /"port" must be a whole number from 0 to 65535/);
   t.throws(() => load({ filters: [{ name: 'a', port: 9, upstream: 'http://x/', partner }, { name: 'a', port: 10, upstream: 'http://x/', partner }] }), /two filters are named "a"/);
   t.throws(() => load({ filters: [{ name: 'a', port: 9, upstream: 'http://x/', partner }, { name: 'b', port: 9, upstream: 'http://x/', partner }] }), /both listen on port 9/);
+  t.throws(() => load({ filters: [{ name: 'b', port: 9, upstream: 'http://x/', partner }, { name: 'filter', port: 10, upstream: 'http://x/', partner }] }, { filterPort: '9902', filterUpstream: 'http://127.0.0.1:8000/', filterPartner: partner }), {
+    constructor: ConfigError,
+    message: `config file ${file} key filters[1] is named "filter" like the --filter-* options' filter, which the config file cannot change (nor a reload: the options hold for the process's life): give the file's filter another name`,
+  });
 });

@@ -1,6 +1,6 @@
 // What one filter is (docs/filter.md): a listener of its own in front of an OpenRTB endpoint,
 // acting for one customer. Made from the --filter-* options (one filter) and the config
-// file's `filters` array (several); checked here, once, at start.
+// file's `filters` array (several); checked here, at start and on reload.
 import { isUuid } from './uuid.ts';
 
 export const FILTER_MODES = ['block', 'monitor'] as const;
@@ -108,6 +108,21 @@ export interface FilterOptions {
   filterTimeout: number;
 }
 
+/** The --filter-* options make a filter (then it is the first of resolveFilters' list). */
+export function optionsFilterGiven(o: FilterOptions): boolean {
+  return o.filterPort !== undefined && o.filterUpstream !== undefined && o.filterPartner !== undefined;
+}
+
+/** The settings a reload changes in a running filter's thread (its name and port are what it is known by). */
+export const FILTER_LIVE_FIELDS = ['mode', 'nobid', 'timeoutMs', 'upstream', 'partner', 'maxSockets'] as const;
+
+/** What differs between two settings of one filter, field by field: [before, after]. */
+export function filterDifferences(before: FilterSettings, after: FilterSettings): Record<string, [string | number, string | number]> {
+  const out: Record<string, [string | number, string | number]> = {};
+  for (const k of ['port', ...FILTER_LIVE_FIELDS] as const) if (before[k] !== after[k]) out[k] = [before[k], after[k]];
+  return out;
+}
+
 /**
  * Why the --filter-* options make no filter although some are given (`ivtd serve` refuses to
  * start), or undefined. (Checked at serve, not when the config resolves: each option alone is
@@ -125,7 +140,7 @@ export function incompleteFilter(o: FilterOptions): string | undefined {
  */
 export function resolveFilters(o: FilterOptions, fileFilters: unknown, configPath: string | undefined): FilterSettings[] {
   const out: FilterSettings[] = [];
-  if (o.filterPort !== undefined && o.filterUpstream !== undefined && o.filterPartner !== undefined) {
+  if (optionsFilterGiven(o)) {
     out.push(
       filterFrom(
         { name: o.filterName, port: o.filterPort, upstream: o.filterUpstream, partner: o.filterPartner, mode: o.filterMode, nobid: o.filterNobid, timeout: o.filterTimeout },
@@ -138,9 +153,14 @@ export function resolveFilters(o: FilterOptions, fileFilters: unknown, configPat
     if (!Array.isArray(fileFilters)) throw new Error(`${where} must be an array of filters (docs/filter.md)`);
     fileFilters.forEach((f, i) => out.push(filterFrom(f, `${where}[${i}]`)));
   }
+  const fromOptions = optionsFilterGiven(o);
   for (let i = 0; i < out.length; i++) {
     for (let j = i + 1; j < out.length; j++) {
-      if (out[i]!.name === out[j]!.name) throw new Error(`two filters are named "${out[i]!.name}": give each its own name`);
+      if (out[i]!.name === out[j]!.name) {
+        // The options' filter is fixed for the process's life: the file cannot redefine it (on reload neither).
+        if (i === 0 && fromOptions) throw new Error(`config file ${configPath ?? ''} key filters[${j - 1}] is named "${out[i]!.name}" like the --filter-* options' filter, which the config file cannot change (nor a reload: the options hold for the process's life): give the file's filter another name`);
+        throw new Error(`two filters are named "${out[i]!.name}": give each its own name`);
+      }
       if (out[i]!.port !== 0 && out[i]!.port === out[j]!.port) throw new Error(`filters "${out[i]!.name}" and "${out[j]!.name}" both listen on port ${out[i]!.port}: give each its own port`);
     }
   }

@@ -268,6 +268,11 @@ export class ServiceMetrics {
     if (stats.filter) this.recordFilter(stats.filter);
   }
 
+  /** A thread that ended for good (a filter a reload removed): its heap gauge goes. */
+  forgetThread(thread: number): void {
+    this.threadHeaps.delete(thread);
+  }
+
   private recordFilter(f: FilterStats): void {
     const filter = f.name;
     const outcomes: Array<[string, number]> = [['forwarded', f.forwarded], ['blocked', f.blocked], ['would_block', f.wouldBlock], ['upstream_error', f.upstreamErrors], ['upstream_timeout', f.timeouts], ['refused', f.refused]];

@@ -125,7 +125,13 @@ export type ToWorker =
   | { type: 'keys'; id: number; keys: LiveKey[]; known: boolean }
   /** Customers whose policy changed: the new compiled buffer, or null when it was removed. Answered by policy-ok. */
   | { type: 'policy'; id: number; updates: PolicyUpdate[] }
-  | { type: 'stop' }
+  /** A filter's thread: its filter's new settings (same name and port), in force for the requests that come after. Answered by filter-ok. */
+  | { type: 'filter'; id: number; settings: FilterSettings }
+  /**
+   * `retire`: a filter's thread a reload removed, the process going on: once the requests under
+   * way are answered, one more `counts` carries what they added (their upstream times, errors).
+   */
+  | { type: 'stop'; retire?: boolean }
   /** Fault injection (tests of the supervision): the thread fails as an uncaught bug would. */
   | { type: 'crash' }
   /** To a failing thread: another listener holds the port now; close yours and end. */
@@ -143,6 +149,8 @@ export type FromWorker =
   | { type: 'policy-ok'; index: number; id: number }
   /** Key push `id` is in force on this thread: a lookup it starts from now on takes the new key. */
   | { type: 'keys-ok'; index: number; id: number }
+  /** Filter settings push `id` is in force on this filter's thread. */
+  | { type: 'filter-ok'; index: number; id: number }
   | { type: 'gc-done'; index: number; /** V8 heap in use after the collection (bytes). */ heapUsed: number }
   /** Once a second: tuples this thread added to the shared counts, its own rows (shared table full), figures. */
   | { type: 'counts'; index: number; announced: NewTuple[]; rows: CountRow[]; impressions: ImpressionDeltas; botIps: BotIpRow[]; seen: SeenValues | null; stats: LookupStats }

@@ -114,8 +114,11 @@ function onMessage(m: ToWorker): void {
     setKeysKnown(m.known);
     engine?.keys.replace(keys);
     post({ type: 'keys-ok', index: init.index, id: m.id });
+  } else if (m.type === 'filter') {
+    filter?.update(m.settings);
+    post({ type: 'filter-ok', index: init.index, id: m.id });
   } else if (m.type === 'data') takeData(m);
-  else if (m.type === 'stop') stop();
+  else if (m.type === 'stop') stop(m.retire === true);
 }
 
 /** New data: built aside, then swapped in one assignment, so lookups never see half-loaded data. */
@@ -150,12 +153,12 @@ function startEngine(data: LookupData): void {
   policies = new Map();
 }
 
-/** The main thread's stop: stop accepting, close every connection, send the last counts. */
-function stop(): void {
+/** The main thread's stop: stop accepting, close every connection, send the last counts (`retire`: a filter's, once more after its requests under way). */
+function stop(retire = false): void {
   startDraining();
   if (listenSocket) uWS.us_listen_socket_close(listenSocket);
   listenSocket = null;
-  filter?.close();
+  filter?.close(retire ? report : undefined);
   // Requests are answered synchronously, so none is in flight here. Close every kept-
   // alive connection too: a thread that still holds uWS sockets when it ends aborts the
   // whole process. TemplatedApp.close() exists in v20.30 but is missing from its typings.

@@ -58,6 +58,8 @@ export interface LookupServerOptions {
    * listening on its filter's port instead of the pre-bid port (never in the 503 fallback).
    */
   filters?: FilterSettings[];
+  /** A filter's thread a reload removed has ended (its figures, by thread index, are over). */
+  onRetired?: (index: number) => void;
 }
 
 /**
@@ -88,6 +90,8 @@ interface Slot {
   /** A filter's thread: its filter, and the port it listens on (bound once, kept by its replacements). */
   filter?: FilterSettings;
   filterPort?: number;
+  /** A filter a reload removed (or whose start it undid): never restarted; its place in `slots` kept. */
+  retired?: boolean;
 }
 
 /**
@@ -110,6 +114,7 @@ export class LookupServer {
   private policies = new Map<string, PolicyUpdate>();
   private policyPushes = 0;
   private keyPushes = 0;
+  private filterPushes = 0;
   private data: { bundle: DataBundle; id: number } | null = null;
   private fallback: { app: uWS.TemplatedApp; socket: uWS.us_listen_socket | null } | null = null;
   port = 0;
@@ -174,7 +179,7 @@ export class LookupServer {
   /** Each filter's port by its name (0 until it listens). */
   get filterPorts(): Record<string, number> {
     const out: Record<string, number> = {};
-    for (const s of this.slots) if (s.filter !== undefined) out[s.filter.name] = s.filterPort ?? 0;
+    for (const s of this.slots) if (s.filter !== undefined && s.retired !== true) out[s.filter.name] = s.filterPort ?? 0;
     return out;
   }
 
@@ -244,7 +249,7 @@ export class LookupServer {
 
   private async restart(slot: Slot): Promise<void> {
     slot.restartTimer = null;
-    if (!this.listening) return;
+    if (!this.listening || slot.retired) return;
     try {
       await this.launch(slot, slot.filter ? slot.filterPort ?? slot.filter.port : this.port);
       if (this.data) {
@@ -333,7 +338,7 @@ export class LookupServer {
       this.takeOver(m.index);
     }
     const key =
-      m.type === 'data-ok' || m.type === 'data-failed' ? `data:${m.id}:${m.index}` : m.type === 'policy-ok' ? `policy:${m.id}:${m.index}` : m.type === 'keys-ok' ? `keys:${m.id}:${m.index}` : m.type === 'stopped' ? `stop:${m.index}` : m.type === 'gc-done' ? `gc:${m.index}` : '';
+      m.type === 'data-ok' || m.type === 'data-failed' ? `data:${m.id}:${m.index}` : m.type === 'policy-ok' ? `policy:${m.id}:${m.index}` : m.type === 'keys-ok' ? `keys:${m.id}:${m.index}` : m.type === 'filter-ok' ? `filter:${m.id}:${m.index}` : m.type === 'stopped' ? `stop:${m.index}` : m.type === 'gc-done' ? `gc:${m.index}` : '';
     if (key) {
       const p = this.pending.get(key);
       if (p) {
@@ -423,6 +428,90 @@ export class LookupServer {
     if (a.type !== 'data-ok' || a.warmUp === undefined) return;
     slot.warmUpMs = Math.max(1, Math.round(a.warmUp.ms));
     if (a.warmUp.error !== undefined) this.opts.onWarmUpFailed?.(slot.index, a.warmUp.error);
+  }
+
+  // Filters changed by a reload (src/server/filter-reload.ts decides what changes, in which order).
+
+  /** The thread (slot index) running filter `name`, not counting one a reload removed. */
+  filterIndex(name: string): number | undefined {
+    return this.slots.find((s) => s.filter?.name === name && s.retired !== true)?.index;
+  }
+
+  /**
+   * Starts a thread for a new filter, given the keys, policies and data every thread has;
+   * resolves with its slot and bound port once it serves. When it cannot listen: `supervised`,
+   * it is retried as a failed thread is (backoff); else it is given up, and this throws.
+   */
+  async addFilter(filter: FilterSettings, supervised = false): Promise<{ index: number; port: number }> {
+    const slot: Slot = { index: this.slots.length, worker: null, live: false, startedAt: 0, failures: 0, restartTimer: null, warmUpMs: 0, filter };
+    this.slots.push(slot);
+    let port: number;
+    try {
+      port = slot.filterPort = await this.launch(slot, filter.port);
+    } catch (e) {
+      if (!supervised) {
+        // Before its exit is seen: a slot without its worker is not restarted.
+        slot.retired = true;
+        slot.worker = null;
+        slot.live = false;
+        if (slot.restartTimer) clearTimeout(slot.restartTimer);
+        slot.restartTimer = null;
+      }
+      throw e;
+    }
+    if (this.data) {
+      const a = await this.ask(slot, { type: 'data', id: this.data.id, bundle: forThreads(this.data.bundle) }, `data:${this.data.id}:${slot.index}`, 30_000);
+      if (a === null || a.type !== 'data-ok') {
+        if (!supervised) await this.retireFilter(slot.index, 0);
+        throw new Error(`filter ${filter.name}: its thread could not load the data: ${a && a.type === 'data-failed' ? a.message : 'no answer'}`);
+      }
+      this.noteWarmUp(slot, a);
+    }
+    return { index: slot.index, port };
+  }
+
+  /**
+   * A running filter's new settings (same name, same port), in force on its thread when this
+   * resolves true (false: the thread did not answer within POLICY_ACK_MS; its replacement, if
+   * it is being replaced, starts with them).
+   */
+  async updateFilter(index: number, filter: FilterSettings): Promise<boolean> {
+    const slot = this.slots[index];
+    if (!slot || slot.filter === undefined || slot.retired) return false;
+    slot.filter = filter;
+    const id = ++this.filterPushes;
+    const a = await this.ask(slot, { type: 'filter', id, settings: { ...filter, port: slot.filterPort ?? filter.port } }, `filter:${id}:${index}`, POLICY_ACK_MS);
+    return a !== null;
+  }
+
+  /**
+   * Stops a filter's thread for good: it stops listening at once (its port is free when this
+   * resolves), answers the requests under way, then ends; its last counts are delivered. It is
+   * given `drainMs` (its timeout) and 5 s more to end before it is terminated.
+   */
+  async retireFilter(index: number, drainMs: number): Promise<void> {
+    const slot = this.slots[index];
+    if (!slot || slot.filter === undefined || slot.retired) return;
+    slot.retired = true;
+    if (slot.restartTimer) clearTimeout(slot.restartTimer);
+    slot.restartTimer = null;
+    const worker = slot.worker;
+    // Detached first: its exit (or a failure while it drains) is not a thread to replace.
+    slot.worker = null;
+    slot.live = false;
+    if (worker === null) return;
+    if (worker.threadId === -1) return;
+    const exited = new Promise<void>((r) => worker.once('exit', () => r()));
+    const a = await this.ask({ ...slot, worker }, { type: 'stop', retire: true }, `stop:${index}`, 5000);
+    if (a && a.type === 'stopped') this.opts.onCounts(a.rows, a.stats);
+    const late = setTimeout(() => {
+      this.opts.onWorkerError?.(index, new Error(`filter ${slot.filter?.name} (thread ${index}) still had requests under way ${drainMs + 5000} ms after it was removed; terminating it`));
+      void worker.terminate();
+    }, drainMs + 5000);
+    void exited.then(() => {
+      clearTimeout(late);
+      this.opts.onRetired?.(index);
+    });
   }
 
   /** Fault injection for tests: thread `index` fails as an uncaught bug would. */

@@ -62,6 +62,7 @@ export function lookupThreads(
     onRestart: (index, restarts, warmUpMs) => log.warn({ thread: index, restarts, warmUpMs }, 'lookup thread replaced and serving again'),
     onWarmUpFailed: (index, message) => log.warn({ thread: index, err: message }, 'lookup thread warm-up failed (a bug: please report it); the thread serves, its first lookups of each kind slower'),
     onUnavailable: () => metrics.recordUnavailable(),
+    onRetired: (index) => metrics.forgetThread(index),
     versionFloorMs,
     filters: config.filters,
     beacon: {

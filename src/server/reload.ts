@@ -1,11 +1,12 @@
 // The SIGHUP path of `ivtd serve` (and `ivtd reload`): the config read again, the live
-// options and the TLS pair taken, the data files reloaded; all or nothing.
+// options, the TLS pair and the filters taken, the data files reloaded; all or nothing.
 import { diffConfig, type Config } from '../base/config.ts';
 import { planTlsReload, type TlsPair } from '../http/tls.ts';
 import { log } from '../base/log.ts';
 import type { ReloadOutcome } from '../provisioning/operations.ts';
 import type { RunningServer } from './running.ts';
 import { logTlsPair } from './listeners.ts';
+import { planFilters, startFilters, unchanged, type FilterPlan, type StartedFilters } from './filter-reload.ts';
 
 /**
  * SIGHUP: re-reads the config, then the data files with it. All or nothing: a config that
@@ -25,6 +26,14 @@ export async function reloadAll(s: RunningServer, config: Config, reread: (() =>
     }
   }
   const { live, restart } = diffConfig(config, next);
+  // Filters (src/server/filter-reload.ts): the new set checked before anything changes.
+  let filters: FilterPlan;
+  try {
+    filters = planFilters(config, next);
+  } catch (e) {
+    log.error({ err: (e as Error).message }, 'config reload refused: keeping the running config, data and filters');
+    return { ok: false, errors: [(e as Error).message], changed: [], restart: [] };
+  }
   // TLS: the pair is read again (renewed in place?) and checked before anything changes.
   let tlsNext: TlsPair | null;
   try {
@@ -51,6 +60,16 @@ export async function reloadAll(s: RunningServer, config: Config, reread: (() =>
     log.error({ err: (e as Error).message }, 'config reload refused: keeping the running config and data');
     return { ok: false, errors: [(e as Error).message], changed: [], restart: [] };
   }
+  // New filters' threads start (and are stopped again if the data is refused); nothing else changes yet.
+  let started: StartedFilters;
+  try {
+    started = await startFilters(filters, config, s.store, s.lookups);
+  } catch (e) {
+    log.level = level;
+    log.error({ err: (e as Error).message }, 'config reload refused: keeping the running config, data and filters');
+    return { ok: false, errors: [(e as Error).message], changed: [], restart: [] };
+  }
+  candidate.filters = filters.next;
   let result: Awaited<ReturnType<RunningServer['reload']>>;
   try {
     result = await s.reload(candidate);
@@ -58,16 +77,21 @@ export async function reloadAll(s: RunningServer, config: Config, reread: (() =>
     result = { ok: false, errors: [(e as Error).message] };
   }
   if (!result.ok) {
+    await started.undo();
     log.level = level;
-    if (live.length || restart.length) log.error({ errors: result.errors }, 'config reload refused with the data: keeping the running config');
+    if (live.length || restart.length || !unchanged(filters)) log.error({ errors: result.errors }, 'config reload refused with the data: keeping the running config and filters');
     return { ok: false, errors: result.errors, changed: [], restart: [] };
   }
   Object.assign(config, candidate);
+  const filterChanges = await started.finish().catch((e: Error) => {
+    log.error({ err: e.message }, 'filters: the reload was applied, but changing them failed part way (a bug: please report it)');
+    return [`filters: ${e.message}`];
+  });
   if (tlsNext && s.tls) {
     s.tls.use(tlsNext);
     logTlsPair(tlsNext, 'TLS certificate reloaded: new connections use it');
   }
   if (live.length) log.info({ changed: live }, 'config reloaded');
   if (restart.length) log.warn({ changed: restart }, 'config changes that take effect only after a restart');
-  return { ok: true, errors: [], changed: live, restart };
+  return { ok: true, errors: [], changed: [...live, ...filterChanges], restart };
 }

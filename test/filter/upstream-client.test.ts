@@ -1,8 +1,11 @@
 // The filter's upstream client reads an answer whole, whatever its framing: Content-Length,
 // chunked (with extensions and trailers), to the close, none (HEAD, 204, 304), after interim
-// 1xx answers; a garbled one is an error, never half an answer.
+// 1xx answers; a garbled one is an error, never half an answer. A pool's bound changed, and a
+// pool retired, as a reload does.
 import t from 'tap';
-import { parseAnswer } from '../../src/prebid/filter/upstream-client.ts';
+import { parseAnswer, UpstreamPool, type UpstreamAnswer } from '../../src/prebid/filter/upstream-client.ts';
+import { until } from '../helpers/until.ts';
+import { startUpstream } from './upstream.ts';
 
 const b = (s: string) => Buffer.from(s, 'latin1');
 const body = (r: ReturnType<typeof parseAnswer>) => (r === null || r instanceof Error ? r : r.answer.body.toString('latin1'));
@@ -32,4 +35,45 @@ t.test('garbled answers are errors', async (t) => {
   t.type(parseAnswer(b('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok'), false, false), Error, 'two lengths that differ');
   t.type(parseAnswer(b('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n'), false, false), Error, 'a chunk size that is no number');
   t.type(parseAnswer(b('HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel'), false, true), Error, 'cut short by the close');
+});
+
+// A reload's changes to a pool (src/prebid/filter/proxy.ts update): a new bound, and a pool
+// retired for another upstream.
+const request = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`;
+function ask(pool: UpstreamPool, path: string): Promise<UpstreamAnswer> {
+  return new Promise((resolve, reject) => pool.request(request(path), Buffer.alloc(0), false, (err, a) => (err || !a ? reject(err ?? new Error('no answer')) : resolve(a))));
+}
+
+t.test('a raised bound lets queued requests go at once; a lowered one closes connections as their answers end', async (t) => {
+  const up = await startUpstream();
+  t.teardown(() => up.close());
+  const pool = new UpstreamPool('127.0.0.1', up.port, 1, 1 << 20);
+  t.teardown(() => pool.destroy());
+  const waits = () => up.received.filter((r) => r.url.includes('wait')).length;
+  const a = ask(pool, '/?behave=wait400');
+  const b = ask(pool, '/?behave=wait400');
+  await until('the first at the upstream', async () => waits() === 1, 2000);
+  t.equal(waits(), 1, 'one connection: the second waits');
+  pool.setMaxSockets(2);
+  await until('the second goes without waiting for the first', async () => waits() === 2, 300);
+  await Promise.all([a, b]);
+  t.equal(await up.connections(), 2, 'two kept alive');
+  pool.setMaxSockets(1);
+  await ask(pool, '/');
+  await ask(pool, '/');
+  await until('one connection left', async () => (await up.connections()) === 1, 2000);
+});
+
+t.test('a retired pool: idle connections close at once, busy ones once their answers end', async (t) => {
+  const up = await startUpstream();
+  t.teardown(() => up.close());
+  const pool = new UpstreamPool('127.0.0.1', up.port, 4, 1 << 20);
+  await Promise.all([ask(pool, '/'), ask(pool, '/')]);
+  t.equal(await up.connections(), 2);
+  const busy = ask(pool, '/?behave=wait300');
+  await until('at the upstream', async () => up.received.some((r) => r.url.includes('wait300')), 2000);
+  pool.retire();
+  await until('the idle one closed', async () => (await up.connections()) === 1, 2000);
+  t.equal((await busy).status, 200, 'the busy one answered');
+  await until('then closed', async () => (await up.connections()) === 0, 2000);
 });

@@ -1,6 +1,7 @@
 // A bidder for the filter's tests: a node:http server that records every request it gets
 // (method, URL, raw headers, body bytes) and answers a fixed bid response, or, by the
-// query's `behave`, slowly, never, chunked, or by dropping the connection.
+// query's `behave`, slowly (400 ms, or `waitN`: N ms), never, chunked, or by dropping the
+// connection.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -19,6 +20,8 @@ export interface Upstream {
   received: Received[];
   /** The header named `name` (case-insensitive) of a received request, joined when repeated. */
   header(r: Received, name: string): string | undefined;
+  /** Connections open to it now (kept-alive ones included). */
+  connections(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -36,6 +39,7 @@ export async function startUpstream(): Promise<Upstream> {
         res.end(BID_RESPONSE);
       };
       if (behave === 'slow') setTimeout(answer, 400);
+      else if (behave !== null && /^wait\d+$/.test(behave)) setTimeout(answer, Number(behave.slice(4)));
       else if (behave === 'hang') hanging.add(res);
       else if (behave === 'drop') req.socket.destroy();
       else if (behave === 'chunked') {
@@ -58,6 +62,9 @@ export async function startUpstream(): Promise<Upstream> {
       const values: string[] = [];
       for (let i = 0; i < r.rawHeaders.length; i += 2) if (r.rawHeaders[i]!.toLowerCase() === name.toLowerCase()) values.push(r.rawHeaders[i + 1]!);
       return values.length === 0 ? undefined : values.join(', ');
+    },
+    connections() {
+      return new Promise((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
     },
     async close() {
       for (const res of hanging) res.destroy();

@@ -160,6 +160,18 @@ class Conn {
     return this.queue.length === 0 && this.buf.byteLength === 0;
   }
 
+  /**
+   * The server is closing: no request is read after those under way, which are answered (the
+   * last with `Connection: close`), then the connection closes. With none under way, at once.
+   */
+  drain(): void {
+    if (this.queue.length === 0) return void this.sock.destroy();
+    this.ended = true;
+    this.buf = Buffer.alloc(0);
+    clearTimeout(this.slow);
+    this.queue[this.queue.length - 1]!.closeAfter = true;
+  }
+
   private onData(d: Buffer): void {
     this.active = true;
     if (this.ended) return;
@@ -342,7 +354,10 @@ function dechunk(buf: Buffer, at: number, max: number): { body: Buffer; end: num
 
 export interface ClientServer {
   readonly server: Server;
-  /** Stops listening and closes the connections with nothing under way; `all`: every one. */
+  /**
+   * Stops listening; `all`: closes every connection, else each after the requests under way on
+   * it are answered (those with none at once).
+   */
   close(all: boolean): void;
 }
 
@@ -364,7 +379,10 @@ export function createClientServer(o: ClientServerOptions): ClientServer {
     close(all) {
       if (all) clearInterval(sweeper);
       server.close();
-      for (const c of conns) if (all || c.idle) c.sock.destroy();
+      for (const c of conns) {
+        if (all) c.sock.destroy();
+        else c.drain();
+      }
     },
   };
 }

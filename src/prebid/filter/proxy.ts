@@ -51,8 +51,14 @@ export interface RunningFilter {
   readonly port: number;
   /** The figures since the last call (the thread's per-second report). */
   take(): FilterStats;
-  /** Stops listening and closes every connection, the upstream's too. */
-  close(): void;
+  /**
+   * New settings of this filter (same name and port; a reload): requests that come after go by
+   * them, those under way finish under the ones they started with. A new upstream gets its own
+   * connections; the old one's are closed as their answers end.
+   */
+  update(s: FilterSettings): void;
+  /** Stops listening and closes every connection, the upstream's too; then `onClosed`. */
+  close(onClosed?: () => void): void;
 }
 
 /** One verdict, as the filter acts on it. */
@@ -101,6 +107,8 @@ let pool: UpstreamPool;
 let stats: FilterStats;
 let server: ClientServer;
 let listeningPort = 0;
+/** The longest timeout any of its settings gave (how long its close waits for requests under way). */
+let longestTimeoutMs = 0;
 
 function failOpen(why: FailOpenReason): null {
   stats.failOpen[why] = (stats.failOpen[why] ?? 0) + 1;
@@ -141,11 +149,11 @@ function judge(req: ClientRequest, body: Buffer, facts: BidFacts): Verdict | nul
   }
 }
 
-/** A no-bid answered by the filter itself: 204, or 200 {"id","nbr"}. */
-function noBid(res: ClientResponse, nbr: number, id: string, why: string, verdict: Verdict | null): void {
+/** A no-bid answered by the filter itself: 204, or 200 {"id","nbr"} (`c`: the settings the request started under). */
+function noBid(c: FilterSettings, res: ClientResponse, nbr: number, id: string, why: string, verdict: Verdict | null): void {
   const headers: string[] = [NOBID_HEADER, why];
   if (verdict !== null) headers.push(VERDICT_HEADER, verdictValue(verdict));
-  if (cfg.nobid === '204') {
+  if (c.nobid === '204') {
     res.end(204, 'No Content', headers);
   } else {
     const body = '{"id":' + JSON.stringify(id) + ',"nbr":' + nbr + '}';
@@ -201,7 +209,9 @@ function answerHeaders(raw: string[], length: number, hadLength: boolean): strin
 /** Sends a request on to the upstream and its answer back; a no-bid when the upstream fails or runs out of time. */
 function forward(req: ClientRequest, res: ClientResponse, body: Buffer, verdict: Verdict | null, facts: BidFacts): void {
   stats.forwarded++;
-  const budget = facts.tmax > 0 && facts.tmax < cfg.timeoutMs ? facts.tmax : cfg.timeoutMs;
+  // The settings and the upstream it starts with (a reload may change them while it is under way).
+  const c = cfg;
+  const budget = facts.tmax > 0 && facts.tmax < c.timeoutMs ? facts.tmax : c.timeoutMs;
   const head = forwardHead(req, forwardPath(basePath, baseQuery, req.url), body, verdict);
   const sentAt = performance.now();
   let done = false;
@@ -217,7 +227,7 @@ function forward(req: ClientRequest, res: ClientResponse, body: Buffer, verdict:
     if (why === 'upstream-timeout') stats.timeouts++;
     else stats.upstreamErrors++;
     pending?.abort();
-    if (!res.destroyed) noBid(res, NBR_TECHNICAL, facts.id, why, verdict);
+    if (!res.destroyed) noBid(c, res, NBR_TECHNICAL, facts.id, why, verdict);
   };
   const timer = setTimeout(() => fail('upstream-timeout'), budget);
   // The client left: nothing to answer, nothing to wait for.
@@ -240,7 +250,7 @@ function onRequest(req: ClientRequest, body: Buffer, res: ClientResponse): void 
   if (verdict !== null && verdict.nbr >= 0) {
     if (cfg.mode === 'block') {
       stats.blocked++;
-      noBid(res, verdict.nbr, facts.id, 'blocked', verdict);
+      noBid(cfg, res, verdict.nbr, facts.id, 'blocked', verdict);
       return;
     }
     stats.wouldBlock++;
@@ -263,27 +273,50 @@ function listen(host: string, onListening: (port: number) => void, onFailed: (me
   });
 }
 
-/** Stops listening: requests under way get their answers (within their deadline), then every connection closes. */
-function close(): void {
+/**
+ * Stops listening: requests under way get their answers (within their deadline; a connection
+ * takes no request after them), then every connection closes.
+ */
+function close(onClosed?: () => void): void {
   server.close(false);
   setTimeout(() => {
     server.close(true);
     pool.destroy();
-  }, cfg.timeoutMs + 50);
+    onClosed?.();
+  }, longestTimeoutMs + 50);
 }
 
-/** Starts this thread's filter (once per thread). */
-export function startFilter(s: FilterSettings, host: string, lender: FilterHost, onListening: (port: number) => void, onFailed: (message: string) => void): RunningFilter {
-  cfg = s;
-  from = lender;
+/** Where forwarded requests go from now on: the upstream's Host, path prefix and query, and a pool of connections to it. */
+function useUpstream(s: FilterSettings): void {
   const up = new URL(s.upstream);
   const upHost = up.hostname.startsWith('[') ? up.hostname.slice(1, -1) : up.hostname;
   const upPort = up.port === '' ? 80 : Number(up.port);
   upAuthority = up.host;
   basePath = up.pathname === '' ? '/' : up.pathname;
   baseQuery = up.search.startsWith('?') ? up.search.slice(1) : '';
-  engineQuery = 'node=' + encodeURIComponent(s.name);
   pool = new UpstreamPool(upHost, upPort, s.maxSockets, MAX_ANSWER_BYTES);
+}
+
+/** A reload's new settings of this filter (its name and port unchanged). */
+function update(s: FilterSettings): void {
+  const old = cfg;
+  cfg = s;
+  longestTimeoutMs = Math.max(longestTimeoutMs, s.timeoutMs);
+  if (s.upstream !== old.upstream) {
+    // Requests under way keep the old pool (forward() holds its request); its idle connections close now, the others as their answers end.
+    const retired = pool;
+    useUpstream(s);
+    retired.retire();
+  } else if (s.maxSockets !== old.maxSockets) pool.setMaxSockets(s.maxSockets);
+}
+
+/** Starts this thread's filter (once per thread). */
+export function startFilter(s: FilterSettings, host: string, lender: FilterHost, onListening: (port: number) => void, onFailed: (message: string) => void): RunningFilter {
+  cfg = s;
+  longestTimeoutMs = s.timeoutMs;
+  from = lender;
+  useUpstream(s);
+  engineQuery = 'node=' + encodeURIComponent(s.name);
   stats = emptyFilterStats(s.name);
   listen(host, onListening, onFailed);
   return {
@@ -295,6 +328,7 @@ export function startFilter(s: FilterSettings, host: string, lender: FilterHost,
       stats = emptyFilterStats(s.name);
       return out;
     },
+    update,
     close,
   };
 }

@@ -168,13 +168,33 @@ export class UpstreamPool {
   private readonly queue: Job[] = [];
   private open = 0;
   private destroyed = false;
+  /** Takes no new request (a reload named another upstream): each connection closes once its answer ends. */
+  private retired = false;
 
   constructor(
     private readonly host: string,
     private readonly port: number,
-    private readonly maxSockets: number,
+    private maxSockets: number,
     readonly maxAnswerBytes: number,
   ) {}
+
+  /**
+   * No more requests (the filter sends its new ones to another pool): idle connections close
+   * now, the others once their answers end (or are given up); queued requests still go.
+   */
+  retire(): void {
+    this.retired = true;
+    for (const c of this.free.splice(0)) c.sock.destroy();
+  }
+
+  /** A new bound: queued requests take the room a higher one gives; above a lower one, connections close as their answers end. */
+  setMaxSockets(n: number): void {
+    this.maxSockets = n;
+    while (this.queue.length > 0 && this.open < this.maxSockets) {
+      this.open++;
+      new Conn(this, this.host, this.port).send(this.queue.shift()!);
+    }
+  }
 
   /** `head`: the request line and headers, ending with the empty line (latin1). */
   request(head: string, body: Buffer, isHead: boolean, cb: AnswerCallback): PendingRequest {
@@ -201,8 +221,11 @@ export class UpstreamPool {
   }
 
   idle(c: Conn): void {
+    // Over a bound lowered since: closed (its 'close' lets a queued request take the room, in order).
+    if (this.open > this.maxSockets) return void c.sock.destroy();
     const next = this.queue.shift();
     if (next !== undefined) c.send(next);
+    else if (this.retired) c.sock.destroy();
     else this.free.push(c);
   }
 
@@ -210,9 +233,8 @@ export class UpstreamPool {
     this.open--;
     const i = this.free.indexOf(c);
     if (i >= 0) this.free.splice(i, 1);
-    // A queued request takes the room.
-    const next = this.queue.shift();
-    if (next !== undefined) this.enqueue(next);
+    // A queued request takes the room (the first in the queue, when there is room for it).
+    if (this.queue.length > 0 && this.open < this.maxSockets) this.enqueue(this.queue.shift()!);
   }
 
   destroy(): void {
