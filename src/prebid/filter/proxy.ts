@@ -16,7 +16,8 @@ import { BID_REQUEST_SHAPE } from '../ortb/map.ts';
 import { keysOf } from '../../base/shape.ts';
 import type { LookupEngine } from '../pipeline.ts';
 import type { FilterSettings } from '../../base/filter-settings.ts';
-import { UpstreamPool, type PendingRequest } from './upstream-client.ts';
+import { OverCapError, UpstreamPool, type PendingRequest } from './upstream-client.ts';
+import { HeldBytes, REQUEST_STATE_BYTES } from './held-bytes.ts';
 import { createClientServer, type ClientRequest, type ClientResponse, type ClientServer } from './client-http.ts';
 import { emptyFilterStats, UPSTREAM_BUCKETS_US, type FailOpenReason, type FilterStats } from './filter-stats.ts';
 
@@ -30,6 +31,12 @@ export const MAX_FORWARD_BODY_BYTES = 1 << 20;
 export const MAX_ANSWER_BYTES = 8 << 20;
 /** OpenRTB no-bid reason of an answer the upstream could not give in time or at all: 1, technical error. */
 export const NBR_TECHNICAL = 1;
+/**
+ * Client connections a filter keeps open at most (more are closed as they come, counted):
+ * each costs its thread some kilobytes of socket and parser state outside the held-bytes cap
+ * (the budget's FILTER_NATIVE_MB and FILTER_RUNTIME_MB count them).
+ */
+export const MAX_CLIENT_CONNECTIONS = 1024;
 
 /** Hop-by-hop headers (RFC 9110 7.6.1), never passed on; and the ones the filter sets itself. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect']);
@@ -45,6 +52,8 @@ export interface FilterHost {
   engine(): LookupEngine | null;
   /** An error of ivtd's own (the request went on unjudged): the thread reports the last one once a second. */
   noteError(message: string): void;
+  /** The most bytes of requests and answers the filter may hold (the memory budget's filter_held part, a filter's). */
+  heldCapBytes: number;
 }
 
 export interface RunningFilter {
@@ -98,6 +107,8 @@ let baseQuery = '';
 /** The engine's query: the reporting node is the filter's name (no key: the filter acts for its partner). */
 let engineQuery = '';
 let pool: UpstreamPool;
+/** The bytes of requests and answers this filter holds, against its cap (held-bytes.ts). */
+let held: HeldBytes;
 let stats: FilterStats;
 let server: ClientServer;
 let listeningPort = 0;
@@ -200,9 +211,17 @@ function answerHeaders(raw: string[], length: number, hadLength: boolean): strin
 
 /** Sends a request on to the upstream and its answer back; a no-bid when the upstream fails or runs out of time. */
 function forward(req: ClientRequest, res: ClientResponse, body: Buffer, verdict: Verdict | null, facts: BidFacts): void {
-  stats.forwarded++;
   const budget = facts.tmax > 0 && facts.tmax < cfg.timeoutMs ? facts.tmax : cfg.timeoutMs;
   const head = forwardHead(req, forwardPath(basePath, baseQuery, req.url), body, verdict);
+  // The copy sent upstream and the request's state, held until it ends: past the cap, a no-bid at once (never sent).
+  const charge = head.length + body.byteLength + REQUEST_STATE_BYTES;
+  if (!held.tryTake(charge)) {
+    stats.upstreamErrors++;
+    stats.overCap++;
+    noBid(res, NBR_TECHNICAL, facts.id, 'upstream-error', verdict);
+    return;
+  }
+  stats.forwarded++;
   const sentAt = performance.now();
   let done = false;
   let pending: PendingRequest | null = null;
@@ -210,12 +229,14 @@ function forward(req: ClientRequest, res: ClientResponse, body: Buffer, verdict:
     if (done) return false;
     done = true;
     clearTimeout(timer);
+    held.release(charge);
     return true;
   };
-  const fail = (why: 'upstream-error' | 'upstream-timeout') => {
+  const fail = (why: 'upstream-error' | 'upstream-timeout', overCap = false) => {
     if (!finish()) return;
     if (why === 'upstream-timeout') stats.timeouts++;
     else stats.upstreamErrors++;
+    if (overCap) stats.overCap++;
     pending?.abort();
     if (!res.destroyed) noBid(res, NBR_TECHNICAL, facts.id, why, verdict);
   };
@@ -225,7 +246,7 @@ function forward(req: ClientRequest, res: ClientResponse, body: Buffer, verdict:
     if (finish()) pending?.abort();
   });
   pending = pool.request(head, body, req.method === 'HEAD', (err, a) => {
-    if (err !== null || a === null) return fail('upstream-error');
+    if (err !== null || a === null) return fail('upstream-error', err instanceof OverCapError);
     if (!finish()) return;
     noteLatency((performance.now() - sentAt) * 1000);
     if (res.destroyed) return;
@@ -252,6 +273,7 @@ function onRequest(req: ClientRequest, body: Buffer, res: ClientResponse): void 
 function listen(host: string, onListening: (port: number) => void, onFailed: (message: string) => void): void {
   server = createClientServer({
     maxBodyBytes: MAX_FORWARD_BODY_BYTES, maxHeadBytes: 16 * 1024, idleMs: 30_000, requestMs: 10_000, maxInFlight: 64, onRequest,
+    maxConnections: MAX_CLIENT_CONNECTIONS, held, onDropped: () => void stats.droppedConnections++,
     onTooLarge: () => void stats.refused++,
     tooLargeBody: `{"error":"payload_too_large","message":"The request body is over the filter's limit of ${MAX_FORWARD_BODY_BYTES} bytes."}`,
   });
@@ -283,7 +305,8 @@ export function startFilter(s: FilterSettings, host: string, lender: FilterHost,
   basePath = up.pathname === '' ? '/' : up.pathname;
   baseQuery = up.search.startsWith('?') ? up.search.slice(1) : '';
   engineQuery = 'node=' + encodeURIComponent(s.name);
-  pool = new UpstreamPool(upHost, upPort, s.maxSockets, MAX_ANSWER_BYTES);
+  held = new HeldBytes(lender.heldCapBytes);
+  pool = new UpstreamPool(upHost, upPort, s.maxSockets, MAX_ANSWER_BYTES, held);
   stats = emptyFilterStats(s.name);
   listen(host, onListening, onFailed);
   return {
@@ -292,6 +315,8 @@ export function startFilter(s: FilterSettings, host: string, lender: FilterHost,
     },
     take() {
       const out = stats;
+      out.heldBytes = held.held;
+      out.heldPeakBytes = held.takePeak();
       stats = emptyFilterStats(s.name);
       return out;
     },

@@ -1,0 +1,75 @@
+// What a filter's thread holds for the requests and answers under way, against its cap (the
+// memory budget's `filter_held` part, src/memory/budget.ts: FILTER_HELD_MB a filter). Counted:
+// the client connections' unread bytes (a request being read), each request from its last
+// byte read until its answer is written out (its bytes and REQUEST_STATE_BYTES for its
+// state), the request's copy sent upstream, the upstream's answer as it is read (the buffer it
+// grows in), and the answer built for the client until the kernel has taken it.
+//
+// Past the cap: a request is answered no-bid as an upstream error (proxy.ts, counted in
+// `overCap`), an upstream answer that would pass it is abandoned the same way, and the client
+// connections stop reading until the held bytes fall back under RESUME_SHARE of the cap
+// (what a read already returned is counted, so the bytes held may pass the cap by at most one
+// read a connection).
+
+/** What a request's own state costs beside its bytes (its objects, closures and strings in the JS heap), charged while it is under way. */
+export const REQUEST_STATE_BYTES = 2048;
+/** Client connections paused for room read again once the held bytes are back under this share of the cap. */
+const RESUME_SHARE = 0.75;
+
+export class HeldBytes {
+  /** Bytes held now. */
+  held = 0;
+  /** The most held since the last takePeak. */
+  private peak = 0;
+  /** Waiting for the held bytes to fall under the resume mark (client connections paused for room). */
+  private readonly waiting = new Set<() => void>();
+  private readonly resumeAt: number;
+
+  constructor(readonly cap: number) {
+    this.resumeAt = Math.floor(cap * RESUME_SHARE);
+  }
+
+  /** At or past the cap. */
+  get full(): boolean {
+    return this.held >= this.cap;
+  }
+
+  /** Counts `n` bytes if they fit under the cap; false (nothing counted) when they would pass it. */
+  tryTake(n: number): boolean {
+    if (this.held + n > this.cap) return false;
+    this.add(n);
+    return true;
+  }
+
+  /** Counts `n` bytes already in memory, whether or not they fit (a read's bytes, an answer built). */
+  add(n: number): void {
+    this.held += n;
+    if (this.held > this.peak) this.peak = this.held;
+  }
+
+  /** Bytes no longer held; wakes who waits for room once under the resume mark. */
+  release(n: number): void {
+    this.held -= n;
+    if (this.waiting.size > 0 && this.held <= this.resumeAt) {
+      const all = [...this.waiting];
+      this.waiting.clear();
+      for (const f of all) f();
+    }
+  }
+
+  /** `f` runs once when the held bytes fall under the resume mark. */
+  whenRoom(f: () => void): void {
+    this.waiting.add(f);
+  }
+
+  forget(f: () => void): void {
+    this.waiting.delete(f);
+  }
+
+  /** The most held since the last call (the thread's per-second report), then starts again from now. */
+  takePeak(): number {
+    const p = this.peak;
+    this.peak = this.held;
+    return p;
+  }
+}
