@@ -219,7 +219,7 @@ class Conn {
       this.held.whenRoom(this.onRoom);
     }
     // A request left half read is given requestMs from here to be whole (its bytes trickling in do not reset it).
-    if (this.buf.byteLength > 0 && !this.ended && !this.paused) this.slow ??= setTimeout(() => this.sock.destroy(), this.o.requestMs);
+    if (this.buf.byteLength > 0 && !this.ended && !this.paused && !this.drainWait) this.slow ??= setTimeout(() => this.sock.destroy(), this.o.requestMs);
     else if (this.slow !== undefined) {
       clearTimeout(this.slow);
       this.slow = undefined;
@@ -228,7 +228,8 @@ class Conn {
 
   /** Hands over every whole request in the buffer. */
   private parse(): void {
-    while (!this.ended && this.buf.byteLength > 0) {
+    // (A client not reading its answers: no more of its requests are taken until it does.)
+    while (!this.ended && this.buf.byteLength > 0 && !this.drainWait) {
       if (this.queue.length >= this.o.maxInFlight) {
         this.paused = true;
         this.sock.pause();
@@ -376,6 +377,7 @@ class Conn {
   private readonly onDrain = (): void => {
     this.drainWait = false;
     this.readOn();
+    this.parse();
   };
 
   private readonly onRoom = (): void => {

@@ -18,6 +18,7 @@ import type { LookupEngine } from '../pipeline.ts';
 import type { FilterSettings } from '../../base/filter-settings.ts';
 import { OverCapError, UpstreamPool, type PendingRequest } from './upstream-client.ts';
 import { HeldBytes, REQUEST_STATE_BYTES } from './held-bytes.ts';
+import { FILTER_HELD_MB } from '../../memory/budget.ts';
 import { createClientServer, type ClientRequest, type ClientResponse, type ClientServer } from './client-http.ts';
 import { emptyFilterStats, UPSTREAM_BUCKETS_US, type FailOpenReason, type FilterStats } from './filter-stats.ts';
 
@@ -305,7 +306,8 @@ export function startFilter(s: FilterSettings, host: string, lender: FilterHost,
   basePath = up.pathname === '' ? '/' : up.pathname;
   baseQuery = up.search.startsWith('?') ? up.search.slice(1) : '';
   engineQuery = 'node=' + encodeURIComponent(s.name);
-  held = new HeldBytes(lender.heldCapBytes);
+  // (A plan made without filters, as tests' engines have, gives none: the budget's per-filter figure then.)
+  held = new HeldBytes(lender.heldCapBytes > 0 ? lender.heldCapBytes : FILTER_HELD_MB * 1048576);
   pool = new UpstreamPool(upHost, upPort, s.maxSockets, MAX_ANSWER_BYTES, held);
   stats = emptyFilterStats(s.name);
   listen(host, onListening, onFailed);
