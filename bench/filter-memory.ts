@@ -6,7 +6,8 @@
 // process's RSS idle, sampled under the load (max) and its VmHWM, the filter thread's V8 heap
 // (ivtd_lookup_thread_heap_bytes, idle and the most under load), and the answers: whole, no-bid.
 //   node --import tsx bench/filter-memory.ts [--seconds 20] [--connections 128] [--answer-mb 4]
-//        [--piece-ms 20] [--budget 300] [--baseline-checkout DIR]
+//        [--piece-ms 20] [--budget 300] [--baseline-checkout DIR] [--floor]
+// --floor: also this checkout without a filter, idle (what a filter's thread adds to the process).
 import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -156,7 +157,23 @@ async function measure(name: string, root: string | undefined, upPort: number) {
   }
 }
 
+/** `--floor`: this checkout without a filter, idle: its RSS and its lookup thread's heap, beside the filter's process idle. */
+async function withoutFilter() {
+  const ivtd = await startIvtd(thisCheckout(), { threads: 1, args: ['--memory-budget', String(BUDGET)] });
+  try {
+    await sleep(3000);
+    const text = await (await fetch(`http://127.0.0.1:${ivtd.metricsPort}/metrics`)).text();
+    const m = /^ivtd_lookup_thread_heap_bytes\{thread="0",state="used"\} (\S+)$/m.exec(text);
+    const row = { name: 'this checkout, no filter', idleRssMb: +rssMb(ivtd.pid).toFixed(1), lookupHeapIdleMb: m === null ? NaN : +(Number(m[1]) / 1048576).toFixed(1) };
+    console.error(JSON.stringify(row));
+    return row;
+  } finally {
+    await ivtd.stop();
+  }
+}
+
 async function main(): Promise<void> {
+  const floor = process.argv.includes('--floor') ? await withoutFilter() : null;
   const up = await startProcess(process.execPath, ['--import', 'tsx', 'bench/filter-memory.ts', '--upstream', '--answer-mb', String(ANSWER_MB), '--piece-ms', String(PIECE_MS)], [/\{"port":(\d+)\}/]);
   const upPort = Number(up.matches[0]![1]);
   try {
@@ -166,7 +183,7 @@ async function main(): Promise<void> {
     const mine = rows[rows.length - 1]!;
     const base = BASELINE === undefined ? null : rows[0]!;
     console.log(JSON.stringify({
-      seconds: SECONDS, connections: CONNECTIONS, answerMb: ANSWER_MB, pieceMs: PIECE_MS, budgetMb: BUDGET, rows,
+      seconds: SECONDS, connections: CONNECTIONS, answerMb: ANSWER_MB, pieceMs: PIECE_MS, budgetMb: BUDGET, rows, ...(floor === null ? {} : { floor }),
       ...(base === null ? {} : { ratio: { maxRss: +(mine.maxRssMb / base.maxRssMb).toFixed(3), hwm: +(mine.hwmMb / base.hwmMb).toFixed(3), idleRss: +(mine.idleRssMb / base.idleRssMb).toFixed(3) } }),
     }, null, 2));
   } finally {

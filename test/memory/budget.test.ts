@@ -76,7 +76,9 @@ t.test('filters: a thread each, counted in the floors, their held bytes and the 
         t.equal(parts.filter_held, filters === 0 ? undefined : FILTER_HELD_MB * MB * filters, 'the filter_held part: only with filters');
         t.equal(parts.thread_counts, p.threadCountsBytes * (threads + filters));
         const sum = Object.values(parts).reduce((a, b) => a + b, 0);
-        t.ok(sum <= budget * MB, `${budget} MB: the parts (${(sum / MB).toFixed(1)} MB) fit`);
+        // (DuckDB's pool has its floor: at the least budget it goes over its share, as without filters.)
+        const storeOver = Math.max(0, STORE_MIN_MB * MB - Math.floor(rest * SHARES.store));
+        t.ok(sum <= budget * MB + storeOver, `${budget} MB: the parts (${(sum / MB).toFixed(1)} MB) fit (+${(storeOver / MB).toFixed(1)} MB store floor)`);
       }
       // At the least budget, what the floors and the held bytes leave is what it keeps for DuckDB and the tables.
       const p = planMemory(least, threads, filters);
