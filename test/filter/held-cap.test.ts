@@ -16,7 +16,8 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { SHAPES } from '../helpers/ortb-shapes.ts';
 import { until } from '../helpers/until.ts';
 
-const CLEAN = SHAPES['web banner, site and publisher, schain in source']! as Record<string, unknown>;
+/** A clean bid request without its tmax (120 ms): the filter's own timeout (5 s) applies. */
+const CLEAN = { ...(SHAPES['web banner, site and publisher, schain in source']! as Record<string, unknown>), tmax: undefined };
 /** Each answer: 2 MB, written 128 KB at a time every 10 ms (about 160 ms an answer). */
 const ANSWER_BYTES = 2 << 20;
 const PIECE = 128 << 10;
