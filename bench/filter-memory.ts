@@ -6,7 +6,7 @@
 // process's RSS idle, sampled under the load (max) and its VmHWM, the filter thread's V8 heap
 // (ivtd_lookup_thread_heap_bytes, idle and the most under load), and the answers: whole, no-bid.
 //   node --import tsx bench/filter-memory.ts [--seconds 20] [--connections 128] [--answer-mb 4]
-//        [--piece-ms 20] [--budget 300] [--baseline-checkout DIR] [--floor]
+//        [--piece-ms 20] [--budget 300] [--tmax 3000] [--baseline-checkout DIR] [--floor]
 // --floor: also this checkout without a filter, idle (what a filter's thread adds to the process).
 import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -23,6 +23,7 @@ const CONNECTIONS = numArg('connections', 128);
 const ANSWER_MB = numArg('answer-mb', 4);
 const PIECE_MS = numArg('piece-ms', 20);
 const BUDGET = numArg('budget', 300);
+const TMAX = numArg('tmax', 3000);
 const at = process.argv.indexOf('--baseline-checkout');
 const BASELINE = at > 0 ? process.argv[at + 1] : undefined;
 
@@ -92,7 +93,8 @@ async function filterHeap(metricsPort: number): Promise<number> {
 /** CONNECTIONS clients in a closed loop for SECONDS: answers whole (200, the full size), no-bid, other. */
 async function load(port: number): Promise<{ whole: number; nobid: number; other: number }> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
-  const posts = bodies(1000);
+  // The auction's time: long enough for the slow answers (the bodies' own is 250 ms).
+  const posts = bodies(1000).map((b) => JSON.stringify({ ...(JSON.parse(b) as object), tmax: TMAX }));
   const size = Math.round(ANSWER_MB * 1048576);
   const out = { whole: 0, nobid: 0, other: 0 };
   const until = Date.now() + SECONDS * 1000;
