@@ -40,9 +40,11 @@ t.test('large slow answers under many concurrent requests: held within the cap, 
     req.resume();
     req.on('end', () => {
       served++;
-      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': ANSWER_BYTES });
+      // Each answer its own letter (the filter reuses its answers' buffers: none may bleed into another).
+      const fill = 0x61 + (served % 26);
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': ANSWER_BYTES, 'X-Fill': String(fill) });
       let sent = 0;
-      const piece = Buffer.alloc(PIECE, 0x61);
+      const piece = Buffer.alloc(PIECE, fill);
       const more = () => {
         if (res.destroyed) return;
         const n = Math.min(PIECE, ANSWER_BYTES - sent);
@@ -77,10 +79,11 @@ t.test('large slow answers under many concurrent requests: held within the cap, 
   t.equal(await metricValue(s, 'ivtd_memory_budget_bytes', { part: 'filter_held' }), cap, "the budget's filter_held part is the filter's cap");
 
   const body = JSON.stringify(CLEAN);
-  const one = async (): Promise<{ status: number; bytes: number; nobid: string | null; text: string }> => {
+  const one = async (): Promise<{ status: number; bytes: number; nobid: string | null; text: string; intact: boolean }> => {
     const r = await fetch(`http://127.0.0.1:${fport}/`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
     const buf = Buffer.from(await r.arrayBuffer());
-    return { status: r.status, bytes: buf.byteLength, nobid: r.headers.get('x-ivtd-nobid'), text: buf.byteLength < 200 ? buf.toString() : '' };
+    const fill = Number(r.headers.get('x-fill'));
+    return { status: r.status, bytes: buf.byteLength, nobid: r.headers.get('x-ivtd-nobid'), text: buf.byteLength < 200 ? buf.toString() : '', intact: fill > 0 && buf.equals(Buffer.alloc(ANSWER_BYTES, fill)) };
   };
   // The most held, as the filter reports it each second (its peak over the second before), watched through the bursts.
   let peak = 0;
@@ -101,6 +104,7 @@ t.test('large slow answers under many concurrent requests: held within the cap, 
   const refused = answers.filter((a) => a.nobid === 'upstream-error');
   t.equal(whole.length + refused.length, answers.length, 'every request: its whole answer, or a no-bid (never half an answer)');
   t.ok(whole.length >= 8, `answers that fit came through whole (${whole.length})`);
+  t.ok(whole.every((a) => a.intact), 'each with its own bytes');
   t.ok(refused.length > 0, `the cap was hit: ${refused.length} answered no-bid`);
   t.ok(refused.every((a) => a.status === 200 && JSON.parse(a.text).nbr === 1), 'each no-bid: nbr 1 (technical error)');
   t.ok(served >= whole.length, `the upstream served ${served}`);

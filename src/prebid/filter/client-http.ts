@@ -6,7 +6,7 @@
 // comes in a later packet). Here each request, read whole (Content-Length or chunked), is
 // handed over at once, pipelined ones too; answers go back in the order the requests came.
 import { createServer, type Server, type Socket } from 'node:net';
-import { HeldBytes } from './held-bytes.ts';
+import { HeldBytes, type HeldBuffer } from './held-bytes.ts';
 
 export interface ClientRequest {
   method: string;
@@ -23,8 +23,12 @@ export interface ClientRequest {
 export interface ClientResponse {
   /** The client left (or the connection failed): nothing it is answered reaches it. */
   readonly destroyed: boolean;
-  /** The answer: sent when every earlier one on its connection has been. Only the first call counts. */
-  end(status: number, reason: string, headers: string[], body?: Buffer | string): void;
+  /**
+   * The answer: sent when every earlier one on its connection has been. Only the first call
+   * counts. `owner`: the counted buffer `body` is a view of (an upstream answer's copy): a large
+   * body is then written from it, not copied, and the owner released once it is written.
+   */
+  end(status: number, reason: string, headers: string[], body?: Buffer | string, owner?: HeldBuffer | null): void;
   /** `cb` runs if the connection closes before this answer was sent. */
   onClose(cb: () => void): void;
 }
@@ -61,6 +65,8 @@ const CRLF2 = Buffer.from('\r\n\r\n');
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) (\S+) HTTP\/1\.([01])$/;
 const NO_BODY_STATUS = (s: number) => s === 204 || s === 304 || (s >= 100 && s < 200);
+/** A body this large with an owner is written from the owner's buffer after the head, not copied beside it. */
+const UNCOPIED_BODY_BYTES = 64 << 10;
 
 /** A CR or LF in a header's name or value (it would split the answer). */
 function hasCrOrLf(s: string): boolean {
@@ -74,6 +80,9 @@ function hasCrOrLf(s: string): boolean {
 /** One answer's place in its connection's queue. */
 class Slot implements ClientResponse {
   out: Buffer | null = null;
+  /** A large body written after `out` from its owner's buffer (not copied into `out`), and that owner. */
+  body: Buffer | null = null;
+  private owner: HeldBuffer | null = null;
   closeAfter = false;
   private closeCb: (() => void) | null = null;
   /** The request's bytes counted in `held` until its answer is built. */
@@ -101,13 +110,17 @@ class Slot implements ClientResponse {
     const n = this.outBytes;
     this.outBytes = 0;
     if (n > 0) this.held.release(n);
+    const owner = this.owner;
+    this.owner = null;
+    this.body = null;
+    owner?.release();
   };
 
   get destroyed(): boolean {
     return this.conn.sock.destroyed;
   }
 
-  end(status: number, reason: string, headers: string[], body: Buffer | string = ''): void {
+  end(status: number, reason: string, headers: string[], body: Buffer | string = '', owner: HeldBuffer | null = null): void {
     if (this.out !== null || this.gone) return;
     const b = typeof body === 'string' ? Buffer.from(body) : body;
     let head = 'HTTP/1.1 ' + status + ' ' + reason + '\r\n';
@@ -126,11 +139,18 @@ class Slot implements ClientResponse {
     if (this.closeAfter) head += 'Connection: close\r\n';
     head += '\r\n';
     const withBody = b.byteLength > 0 && !this.isHead && !NO_BODY_STATUS(status);
-    // Head and body in one buffer, one write.
-    const out = Buffer.allocUnsafe(head.length + (withBody ? b.byteLength : 0));
-    out.write(head, 0, 'latin1');
-    if (withBody) b.copy(out, head.length);
-    this.holdOut(out);
+    if (withBody && owner !== null && b.byteLength >= UNCOPIED_BODY_BYTES) {
+      // A large answer: its head, then its body from the upstream's copy (counted by its owner until written).
+      this.owner = owner.take();
+      this.body = b;
+      this.holdOut(Buffer.from(head, 'latin1'));
+    } else {
+      // Head and body in one buffer, one write.
+      const out = Buffer.allocUnsafe(head.length + (withBody ? b.byteLength : 0));
+      out.write(head, 0, 'latin1');
+      if (withBody) b.copy(out, head.length);
+      this.holdOut(out);
+    }
     this.closeCb = null;
     this.conn.flush();
   }
@@ -353,7 +373,11 @@ class Conn {
     while (this.queue.length > 0 && this.queue[0]!.out !== null) {
       const slot = this.queue.shift()!;
       // Its bytes stay counted until the kernel has them (the callback also runs when the socket is destroyed first).
-      this.sock.write(slot.out!, slot.written);
+      if (slot.body === null) this.sock.write(slot.out!, slot.written);
+      else {
+        this.sock.write(slot.out!);
+        this.sock.write(slot.body, slot.written);
+      }
       if (slot.closeAfter) {
         this.sock.end();
         for (const later of this.queue.splice(0)) later.closed();

@@ -73,3 +73,74 @@ export class HeldBytes {
     return p;
   }
 }
+
+/** The smallest buffer an answer's copy is given (a size class: see sizeClass). */
+const MIN_CLASS = 64 << 10;
+
+/**
+ * The size of buffer an answer of `n` bytes is copied into: 64 KB, or `n` rounded up to a
+ * quarter of its power of two (at most a quarter more than `n`), so freed buffers fit others.
+ */
+export function sizeClass(n: number): number {
+  if (n <= MIN_CLASS) return MIN_CLASS;
+  const step = 2 ** Math.floor(Math.log2(n)) / 4;
+  return Math.ceil(n / step) * step;
+}
+
+/**
+ * The buffers the upstream's answers are copied into, given back once the answer is written
+ * (or dropped) and taken again by the next one: a large answer's buffer then never waits for
+ * the garbage collector (V8 collects a dead Buffer's memory only at its next collection, which
+ * external memory triggers after some 64 MB, twice the cap). Keeps at most `maxFree` bytes of
+ * free buffers; what is in use is counted in HeldBytes by whoever took it.
+ */
+export class BufferPool {
+  private readonly free = new Map<number, Buffer[]>();
+  private freeBytes = 0;
+
+  constructor(private readonly maxFree: number) {}
+
+  /** A buffer of sizeClass(n) bytes (its contents are whatever they were). */
+  take(n: number): Buffer {
+    const size = sizeClass(n);
+    const list = this.free.get(size);
+    const b = list?.pop();
+    if (b !== undefined) {
+      this.freeBytes -= size;
+      return b;
+    }
+    return Buffer.allocUnsafeSlow(size);
+  }
+
+  /** A buffer `take` gave, no longer in use by anyone (kept while there is room, else left to the collector). */
+  give(b: Buffer): void {
+    if (this.freeBytes + b.byteLength > this.maxFree) return;
+    let list = this.free.get(b.byteLength);
+    if (list === undefined) this.free.set(b.byteLength, (list = []));
+    list.push(b);
+    this.freeBytes += b.byteLength;
+  }
+}
+
+/**
+ * An answer's copy handed from the upstream client to the client side: counted in HeldBytes
+ * until `release`, then given back to its pool. Whoever takes it (`take`) releases it once the
+ * kernel has its bytes; one not taken is released by the upstream client after the hand-over.
+ */
+export class HeldBuffer {
+  taken = false;
+  private released = false;
+  constructor(readonly buf: Buffer, private readonly held: HeldBytes, private readonly pool: BufferPool) {}
+
+  take(): this {
+    this.taken = true;
+    return this;
+  }
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.held.release(this.buf.byteLength);
+    this.pool.give(this.buf);
+  }
+}

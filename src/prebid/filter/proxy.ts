@@ -251,7 +251,7 @@ function forward(req: ClientRequest, res: ClientResponse, body: Buffer, verdict:
     if (!finish()) return;
     noteLatency((performance.now() - sentAt) * 1000);
     if (res.destroyed) return;
-    res.end(a.status, a.reason, answerHeaders(a.rawHeaders, a.body.byteLength, a.hadLength), a.body);
+    res.end(a.status, a.reason, answerHeaders(a.rawHeaders, a.body.byteLength, a.hadLength), a.body, a.hold ?? null);
   });
 }
 

@@ -3,7 +3,7 @@
 // or until the close). Node's http client measured 3 900 req/s here against a bare uWS endpoint
 // where this simple form did 31 000: the filter's own hop is most of its cost.
 import { connect, type Socket } from 'node:net';
-import { HeldBytes } from './held-bytes.ts';
+import { BufferPool, HeldBuffer, HeldBytes, sizeClass } from './held-bytes.ts';
 
 export interface UpstreamAnswer {
   status: number;
@@ -13,6 +13,12 @@ export interface UpstreamAnswer {
   body: Buffer;
   /** The answer had a Content-Length (not chunked, not read to the close). */
   hadLength: boolean;
+  /**
+   * The copy the answer was read into (its body may be a view of it), counted in the pool's held
+   * bytes: whoever writes the body takes it (HeldBuffer.take) and releases it once written;
+   * otherwise it is released when the answer callback returns. Null: the answer fit one read.
+   */
+  hold?: HeldBuffer | null;
 }
 
 export type AnswerCallback = (err: Error | null, answer: UpstreamAnswer | null) => void;
@@ -136,23 +142,38 @@ class Conn {
     const had = this.buf === null ? 0 : this.buf.byteLength;
     const sofar = this.buf === null ? READ_BUFFER.subarray(0, need) : this.buf.subarray(0, this.len);
     const framed = this.job !== null && this.job.isHead ? -1 : framedLength(sofar);
-    const limit = this.pool.maxAnswerBytes + 65536;
-    const size = framed >= need && framed <= limit ? framed : Math.max(need, Math.min(limit, Math.max(FIRST_COPY_BYTES, had * 2)));
+    const limit = this.pool.maxAnswerBytes;
+    const want = framed >= need && framed <= limit ? framed : Math.max(need, Math.min(limit, Math.max(FIRST_COPY_BYTES, had * 2)));
+    const size = sizeClass(want);
     if (!this.pool.held.tryTake(size - had)) {
       this.fail(new OverCapError("answer over the filter's held-bytes cap"));
       return false;
     }
-    const next = Buffer.allocUnsafe(size);
-    if (this.buf !== null) this.buf.copy(next, 0, 0, this.len);
+    const next = this.pool.buffers.take(size);
+    if (this.buf !== null) {
+      this.buf.copy(next, 0, 0, this.len);
+      this.pool.buffers.give(this.buf);
+    }
     this.buf = next;
     return true;
   }
 
-  /** The answer's copy is dropped: its bytes are no longer held. */
+  /** The answer's copy is dropped: its bytes are no longer held, its buffer goes back to the pool. */
   private dropAnswer(): void {
-    if (this.buf !== null) this.pool.held.release(this.buf.byteLength);
+    if (this.buf !== null) {
+      this.pool.held.release(this.buf.byteLength);
+      this.pool.buffers.give(this.buf);
+    }
     this.buf = null;
     this.len = 0;
+  }
+
+  /** Hands an answer over with the copy it was read into (`copy`, no longer this connection's: see UpstreamAnswer.hold). */
+  private handOver(job: Job, answer: UpstreamAnswer, copy: Buffer | null): void {
+    const hold = copy === null ? null : new HeldBuffer(copy, this.pool.held, this.pool.buffers);
+    answer.hold = hold;
+    job.finish(null, answer);
+    if (hold !== null && !hold.taken) hold.release();
   }
 
   private onClose(): void {
@@ -165,8 +186,10 @@ class Conn {
     if (this.got > 0 && this.buf !== null) {
       const a = parseAnswer(this.buf.subarray(0, this.len), job.isHead, true);
       if (a !== null && !(a instanceof Error)) {
-        job.finish(null, a.answer);
-        return this.dropAnswer();
+        const copy = this.buf;
+        this.buf = null;
+        this.len = 0;
+        return this.handOver(job, a.answer, copy);
       }
     }
     this.dropAnswer();
@@ -191,14 +214,13 @@ class Conn {
     const job = this.job!;
     this.job = null;
     this.reused = true;
-    // The answer's copy (its body may be a view of it) stays counted until the answer is handed over.
+    // The answer's copy (its body may be a view of it) goes with the answer; the connection takes the next request.
     const copy = this.buf;
     this.buf = null;
     this.len = 0;
     if (close) this.sock.destroy();
     else this.pool.idle(this);
-    job.finish(null, answer);
-    if (copy !== null) this.pool.held.release(copy.byteLength);
+    this.handOver(job, answer, copy);
   }
 }
 
@@ -250,7 +272,12 @@ export class UpstreamPool {
     readonly maxAnswerBytes: number,
     /** Where the answers' copies are counted, against the filter's cap (none: not counted). */
     readonly held: HeldBytes = new HeldBytes(Number.POSITIVE_INFINITY),
-  ) {}
+  ) {
+    // Freed answer buffers kept for reuse: a quarter of the cap at most.
+    this.buffers = new BufferPool(Number.isFinite(held.cap) ? Math.floor(held.cap / 4) : 0);
+  }
+  /** The answers' copies, reused (held-bytes.ts). */
+  readonly buffers: BufferPool;
 
   /** `head`: the request line and headers, ending with the empty line (latin1). */
   request(head: string, body: Buffer, isHead: boolean, cb: AnswerCallback): PendingRequest {
