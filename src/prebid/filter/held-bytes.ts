@@ -90,9 +90,9 @@ export function sizeClass(n: number): number {
 /**
  * The buffers the upstream's answers are copied into, given back once the answer is written
  * (or dropped) and taken again by the next one: a large answer's buffer then never waits for
- * the garbage collector (V8 collects a dead Buffer's memory only at its next collection, which
- * external memory triggers after some 64 MB, twice the cap). Keeps at most `maxFree` bytes of
- * free buffers; what is in use is counted in HeldBytes by whoever took it.
+ * the garbage collector (a dead Buffer's memory is freed only when V8 next collects its
+ * object, which can be many large answers later). Keeps at most `maxFree` bytes of free
+ * buffers; what is in use is counted in HeldBytes by whoever took it.
  */
 export class BufferPool {
   private readonly free = new Map<number, Buffer[]>();
