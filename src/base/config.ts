@@ -15,7 +15,7 @@ import { LOG_LEVELS } from './log.ts';
 import { parseWholeNumber } from './whole-number.ts';
 import { withoutBom } from './text.ts';
 import { DOCUMENT_LIMITS, jsonFault, type JsonValue } from './bounded-json.ts';
-import { minimumBudgetMb, NATIVE_MAIN_MB, NATIVE_THREAD_MB, RUNTIME_MAIN_MB, RUNTIME_THREAD_MB, STORE_MIN_MB, TABLES_MIN_MB } from '../memory/budget.ts';
+import { FILTER_HELD_MB, FILTER_NATIVE_MB, FILTER_RUNTIME_MB, minimumBudgetMb, NATIVE_MAIN_MB, NATIVE_THREAD_MB, RUNTIME_MAIN_MB, RUNTIME_THREAD_MB, STORE_MIN_MB, TABLES_MIN_MB } from '../memory/budget.ts';
 import { checkFilterName, checkPartner, checkUpstream, FILTER_DEFAULTS, FILTER_MODES, FILTER_NOBIDS, FILTER_TIMEOUT_MAX_MS, resolveFilters, type FilterOptions, type FilterSettings } from './filter-settings.ts';
 
 /** `duration`: `90s`, `30m`, `6h`, `1d` (a bare number is seconds) or `off`; held as seconds, 0 = off. */
@@ -129,6 +129,12 @@ export interface Config extends FilterOptions {
   metricsPort: number;
   threads: number;
   memoryBudget: number;
+  /**
+   * No option gave --memory-budget: it is the default, risen to the least the threads and
+   * filters take (checkBudget). A reload then does not count a change of it (the filters it
+   * rose with may differ; the plan made at start stays).
+   */
+  memoryBudgetDefault?: boolean;
   config: string | undefined;
   mmdbCountry: string | undefined;
   mmdbAsn: string | undefined;
@@ -326,26 +332,30 @@ export function resolveConfig(
   checkFleet(out.role as string, out.clickhouseUrl as string | undefined);
   checkPorts(out as unknown as Config);
   checkBudget(out as unknown as Config, given.memoryBudget ?? null);
+  out.memoryBudgetDefault = given.memoryBudget === undefined;
   return out as unknown as Config;
 }
 
 /**
  * The budget must hold what the process takes before any traffic, which grows with --threads
- * (minimumBudgetMb): the default rises to it, a budget given lower is refused (the process
- * outgrew it: with --threads 8 and 256 MB it peaked at 500 MB under bench:flood, past the
- * budget + 150).
+ * and with the filters (minimumBudgetMb): the default rises to it, a budget given lower is
+ * refused (the process outgrew it: with --threads 8 and 256 MB it peaked at 500 MB under
+ * bench:flood, past the budget + 150).
  */
 function checkBudget(c: Config, from: string | null): void {
-  const need = minimumBudgetMb(c.threads);
+  const filters = c.filters.length;
+  const need = minimumBudgetMb(c.threads, filters);
   if (c.memoryBudget >= need) return;
   if (from === null) {
     c.memoryBudget = need;
     return;
   }
+  const withFilters = filters === 0 ? '' : ` and ${filters} filter${filters === 1 ? '' : 's'}`;
+  const perFilter = filters === 0 ? '' : `, per filter ${FILTER_RUNTIME_MB + FILTER_NATIVE_MB + FILTER_HELD_MB} (its thread's V8 heap ${FILTER_RUNTIME_MB}, C heap ${FILTER_NATIVE_MB}, requests and answers held ${FILTER_HELD_MB})`;
   throw new ConfigError(
-    `${from}: memory-budget ${c.memoryBudget} MB is less than ivtd takes with --threads ${c.threads} before any traffic: ` +
+    `${from}: memory-budget ${c.memoryBudget} MB is less than ivtd takes with --threads ${c.threads}${withFilters} before any traffic: ` +
       `${need} MB (V8 heaps ${RUNTIME_MAIN_MB} + ${RUNTIME_THREAD_MB} per lookup thread, C heaps ${NATIVE_MAIN_MB} + ${NATIVE_THREAD_MB} per lookup thread, ` +
-      `DuckDB's pool ${STORE_MIN_MB}, the smallest tables ${TABLES_MIN_MB}). Give --memory-budget ${need} or more, or fewer --threads.`,
+      `DuckDB's pool ${STORE_MIN_MB}, the smallest tables ${TABLES_MIN_MB}${perFilter}). Give --memory-budget ${need} or more, or fewer --threads${filters === 0 ? '' : ' or filters'}.`,
   );
 }
 

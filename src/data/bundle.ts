@@ -141,7 +141,7 @@ function loadAdsTxt(dataDir: string, sellers: DataFile[], warnings: string[], ma
   return { compiled: built.compiled, stats: built.stats, source: join(dataDir, ADS_TXT_DIR) };
 }
 
-export function loadBundle(cfg: Pick<Config, 'dataDir' | 'mmdbCountry' | 'mmdbAsn' | 'mmdbAnonymousIp'> & Partial<Pick<Config, 'memoryBudget' | 'threads'>>): DataBundle {
+export function loadBundle(cfg: Pick<Config, 'dataDir' | 'mmdbCountry' | 'mmdbAsn' | 'mmdbAnonymousIp'> & Partial<Pick<Config, 'memoryBudget' | 'threads' | 'filters'>>): DataBundle {
   const dd = cfg.dataDir;
   // A flag names a file; otherwise a MaxMind download in the data dir (ivtd data update) is used.
   const asnMmdb = optional(dd, 'asn.mmdb', cfg.mmdbAsn);
@@ -176,7 +176,7 @@ export function loadBundle(cfg: Pick<Config, 'dataDir' | 'mmdbCountry' | 'mmdbAs
     ipRanges,
     bots: loadBots(dd, overrides, warnings),
     // Capped by the memory budget's share (of what the heaps' floor leaves, so the threads count).
-    adsTxt: loadAdsTxt(dd, sellerFiles, warnings, planMemory(cfg.memoryBudget ?? OPTIONS.memoryBudget.default, cfg.threads ?? OPTIONS.threads.default).adsTxtRecords),
+    adsTxt: loadAdsTxt(dd, sellerFiles, warnings, planMemory(cfg.memoryBudget ?? OPTIONS.memoryBudget.default, cfg.threads ?? OPTIONS.threads.default, cfg.filters?.length ?? 0).adsTxtRecords),
     warnings,
     loadedAt: new Date().toISOString(),
   };

@@ -61,16 +61,34 @@ export const RUNTIME_THREAD_MB = 24;
 const RUNTIME_MAX_SHARE = 0.4;
 
 /**
- * MB of the budget kept for the V8 heaps' floor (see RUNTIME_MAIN_MB): all of it in any budget
- * a served process can have (minimumBudgetMb), capped only below that (tests' small engines).
+ * A filter's thread (docs/filter.md) is a lookup thread listening with its filter: the same
+ * engine, data views and UA parser, its own per-thread caches and counts (a share of
+ * `threadCounts` and `threadCaches` each, divided among lookup and filter threads), and the
+ * filter's own modules and per-connection and per-request JavaScript state beside them. Its
+ * floors, measured with `ivtd serve` and a filter idle and under bench:filter's load:
+ * FILTER_RUNTIME_MB of V8 heap, FILTER_NATIVE_MB of C heap (its sockets' buffers, libuv's and
+ * Node's state per connection). Each filter also holds at most FILTER_HELD_MB of request and
+ * answer bytes (src/prebid/filter/held-bytes.ts: its upstream's answers are held whole until
+ * they end); past it a request is answered no-bid as an upstream error and counted.
  */
-export function runtimeMb(budgetMb: number, threads: number): number {
-  return floorMb(RUNTIME_MAIN_MB + RUNTIME_THREAD_MB * threads, budgetMb, threads, RUNTIME_MAX_SHARE);
+export const FILTER_RUNTIME_MB = 32;
+export const FILTER_NATIVE_MB = 16;
+export const FILTER_HELD_MB = 32;
+/** Below the least budget (tests' engines only) the filters' held bytes get at most this share of the budget. */
+const FILTER_HELD_MAX_SHARE = 0.1;
+
+/**
+ * MB of the budget kept for the V8 heaps' floor (see RUNTIME_MAIN_MB, FILTER_RUNTIME_MB): all of
+ * it in any budget a served process can have (minimumBudgetMb), capped only below that (tests'
+ * small engines).
+ */
+export function runtimeMb(budgetMb: number, threads: number, filters = 0): number {
+  return floorMb(RUNTIME_MAIN_MB + RUNTIME_THREAD_MB * threads + FILTER_RUNTIME_MB * filters, budgetMb, threads, filters, RUNTIME_MAX_SHARE);
 }
 
 /** A heap's floor: whole from the least budget up (minimumBudgetMb), else at most `maxShare` of the budget. */
-function floorMb(floor: number, budgetMb: number, threads: number, maxShare: number): number {
-  return budgetMb >= minimumBudgetMb(threads) ? floor : Math.min(floor, Math.floor(budgetMb * maxShare));
+function floorMb(floor: number, budgetMb: number, threads: number, filters: number, maxShare: number): number {
+  return budgetMb >= minimumBudgetMb(threads, filters) ? floor : Math.min(floor, Math.floor(budgetMb * maxShare));
 }
 
 /**
@@ -86,9 +104,15 @@ export const NATIVE_MAIN_MB = 24;
 export const NATIVE_THREAD_MB = 12;
 const NATIVE_MAX_SHARE = 0.2;
 
-/** MB of the budget kept for the C heaps' floor (see NATIVE_MAIN_MB): capped as runtimeMb's. */
-export function nativeMb(budgetMb: number, threads: number): number {
-  return floorMb(NATIVE_MAIN_MB + NATIVE_THREAD_MB * threads, budgetMb, threads, NATIVE_MAX_SHARE);
+/** MB of the budget kept for the C heaps' floor (see NATIVE_MAIN_MB, FILTER_NATIVE_MB): capped as runtimeMb's. */
+export function nativeMb(budgetMb: number, threads: number, filters = 0): number {
+  return floorMb(NATIVE_MAIN_MB + NATIVE_THREAD_MB * threads + FILTER_NATIVE_MB * filters, budgetMb, threads, filters, NATIVE_MAX_SHARE);
+}
+
+/** MB each filter may hold of requests and answers (FILTER_HELD_MB; capped below the least budget as the floors are). */
+export function filterHeldMb(budgetMb: number, threads: number, filters: number): number {
+  if (filters === 0) return 0;
+  return budgetMb >= minimumBudgetMb(threads, filters) ? FILTER_HELD_MB : Math.max(1, Math.min(FILTER_HELD_MB, Math.floor((budgetMb * FILTER_HELD_MAX_SHARE) / filters)));
 }
 
 export const MIN_BUDGET_MB = 32;
@@ -98,23 +122,32 @@ export const STORE_MIN_MB = 48;
 export const TABLES_MIN_MB = 48;
 
 /**
- * The smallest --memory-budget a process with `threads` lookup threads can keep: the V8 heaps'
- * and the C heaps' floors in full (what the process takes before any traffic), DuckDB's pool
- * and room for the tables; 184 MB + 36 per lookup thread (256 with two). planMemory takes any
- * budget (tests' small engines), capping the floors below this one, but a process given less
- * outgrows it by what the caps leave out, so the configuration refuses it (src/base/config.ts).
+ * The smallest --memory-budget a process with `threads` lookup threads and `filters` filters
+ * can keep: the V8 heaps' and the C heaps' floors in full (what the process takes before any
+ * traffic), the filters' held bytes, DuckDB's pool and room for the tables; 184 MB + 36 per
+ * lookup thread (256 with two) + 80 per filter (FILTER_RUNTIME_MB + FILTER_NATIVE_MB +
+ * FILTER_HELD_MB). planMemory takes any budget (tests' small engines), capping the floors
+ * below this one, but a process given less outgrows it by what the caps leave out, so the
+ * configuration refuses it (src/base/config.ts).
  */
-export function minimumBudgetMb(threads: number): number {
-  return RUNTIME_MAIN_MB + RUNTIME_THREAD_MB * threads + NATIVE_MAIN_MB + NATIVE_THREAD_MB * threads + STORE_MIN_MB + TABLES_MIN_MB;
+export function minimumBudgetMb(threads: number, filters = 0): number {
+  return (
+    RUNTIME_MAIN_MB + RUNTIME_THREAD_MB * threads + NATIVE_MAIN_MB + NATIVE_THREAD_MB * threads + STORE_MIN_MB + TABLES_MIN_MB +
+    (FILTER_RUNTIME_MB + FILTER_NATIVE_MB + FILTER_HELD_MB) * filters
+  );
 }
 
 export interface MemoryPlan {
   budgetMb: number;
   threads: number;
-  /** The V8 heaps' floor (runtimeMb), off the top: the shares divide the rest. */
+  /** Filters (docs/filter.md): a thread each, counted beside the lookup threads. */
+  filters: number;
+  /** The V8 heaps' floor (runtimeMb: the filters' threads' too), off the top: the shares divide the rest. */
   runtimeBytes: number;
   /** The C heaps' floor (nativeMb), off the top like runtimeBytes. */
   nativeBytes: number;
+  /** Each filter's cap on the request and answer bytes it holds (filterHeldMb; 0 without filters), off the top too. */
+  filterHeldBytes: number;
   historyBytes: number;
   /** The lids seen by the beacon (replay detection), shared. */
   impSeenBytes: number;
@@ -123,7 +156,7 @@ export interface MemoryPlan {
   uaCacheBytes: number;
   ipCacheBytes: number;
   sharedCountsBytes: number;
-  /** Per lookup thread. */
+  /** Per lookup thread (and per filter thread: the share is divided among both). */
   threadCountsBytes: number;
   pendingCountsBytes: number;
   /** DuckDB's memory_limit (at least STORE_MIN_MB: less fails large commits). */
@@ -150,46 +183,52 @@ const KEY_MEMO_ENTRY_BYTES = 1024;
 /** A lookup thread's UA memos take at least this much (a few hundred UAs). */
 const UA_MEMO_MIN_BYTES = 64 << 10;
 
-export function planMemory(budgetMb: number, threads: number): MemoryPlan {
-  const runtime = runtimeMb(budgetMb, threads);
-  const native = nativeMb(budgetMb, threads);
-  // The shares divide what the heaps' floors leave.
-  const bytes = (budgetMb - runtime - native) * MB;
+export function planMemory(budgetMb: number, threads: number, filters = 0): MemoryPlan {
+  const runtime = runtimeMb(budgetMb, threads, filters);
+  const native = nativeMb(budgetMb, threads, filters);
+  const held = filterHeldMb(budgetMb, threads, filters);
+  // The shares divide what the heaps' floors (and the filters' held bytes) leave.
+  const bytes = (budgetMb - runtime - native - held * filters) * MB;
+  // Each filter's thread has the per-thread parts of a lookup thread: the shares are divided among both.
+  const perThread = threads + filters;
   return {
     budgetMb,
     threads,
+    filters,
     runtimeBytes: runtime * MB,
     nativeBytes: native * MB,
+    filterHeldBytes: held * MB,
     historyBytes: Math.floor(bytes * SHARES.history),
     impSeenBytes: Math.floor((bytes * SHARES.impressions * 2) / 3),
     impCountsBytes: Math.floor((bytes * SHARES.impressions) / 3),
     uaCacheBytes: Math.floor(bytes * SHARES.uaCache),
     ipCacheBytes: Math.floor(bytes * SHARES.ipCache),
     sharedCountsBytes: Math.floor(bytes * SHARES.sharedCounts),
-    threadCountsBytes: Math.floor((bytes * SHARES.threadCounts) / threads),
+    threadCountsBytes: Math.floor((bytes * SHARES.threadCounts) / perThread),
     pendingCountsBytes: Math.floor(bytes * SHARES.pendingCounts),
     storeBytes: Math.max(STORE_MIN_MB * MB, Math.floor(bytes * SHARES.store)),
     policyBytes: Math.floor(bytes * SHARES.policy),
-    keyMemoEntries: Math.max(64, Math.floor((bytes * SHARES.threadCaches) / 2 / threads / KEY_MEMO_ENTRY_BYTES)),
-    uaMemoBytes: Math.max(UA_MEMO_MIN_BYTES, Math.floor((bytes * SHARES.threadCaches) / 2 / threads)),
+    keyMemoEntries: Math.max(64, Math.floor((bytes * SHARES.threadCaches) / 2 / perThread / KEY_MEMO_ENTRY_BYTES)),
+    uaMemoBytes: Math.max(UA_MEMO_MIN_BYTES, Math.floor((bytes * SHARES.threadCaches) / 2 / perThread)),
     adsTxtRecords: Math.floor((bytes * SHARES.adsTxt) / ADS_TXT_RECORD_BYTES),
   };
 }
 
 /**
  * The parts of the plan in bytes, by name: /metrics' `ivtd_memory_budget_bytes{part}`, and
- * (in MB) the startup log's line.
+ * (in MB) the startup log's line. `filter_held` (all filters' caps together) only with filters.
  */
 export function planParts(plan: MemoryPlan): Record<string, number> {
   return {
     runtime: plan.runtimeBytes,
     native: plan.nativeBytes,
+    ...(plan.filters > 0 ? { filter_held: plan.filterHeldBytes * plan.filters } : {}),
     history: plan.historyBytes,
     impressions: plan.impSeenBytes + plan.impCountsBytes,
     ua_cache: plan.uaCacheBytes,
     ip_cache: plan.ipCacheBytes,
     shared_counts: plan.sharedCountsBytes,
-    thread_counts: plan.threadCountsBytes * plan.threads,
+    thread_counts: plan.threadCountsBytes * (plan.threads + plan.filters),
     pending_counts: plan.pendingCountsBytes,
     store: plan.storeBytes,
     policy: plan.policyBytes,
@@ -202,8 +241,9 @@ export function describePlan(
   capacity: { ips: number; uids: number; ifas: number; uas: number; ipVerdicts: number; tupleSlots: number; tuplesPerCustomerHour: number },
 ): Record<string, unknown> {
   const mb = (b: number) => Math.round((b / MB) * 10) / 10;
-  // leastMb: the least budget these --threads allow (the default rises to it).
-  const out: Record<string, unknown> = { budgetMb: plan.budgetMb, leastMb: minimumBudgetMb(plan.threads) };
+  // leastMb: the least budget these --threads (and filters) allow (the default rises to it).
+  const out: Record<string, unknown> = { budgetMb: plan.budgetMb, leastMb: minimumBudgetMb(plan.threads, plan.filters) };
+  if (plan.filters > 0) out['filters'] = plan.filters;
   for (const [part, bytes] of Object.entries(planParts(plan))) out[`${part.replace(/_(.)/g, (_, c: string) => c.toUpperCase())}Mb`] = mb(bytes);
   out['keyMemoEntriesPerThread'] = plan.keyMemoEntries;
   out['uaMemoKbPerThread'] = Math.round(plan.uaMemoBytes / 1024);

@@ -88,6 +88,9 @@ export class ServiceMetrics {
   private readonly filterRequests: Counter<'filter' | 'outcome'>;
   private readonly filterFailOpen: Counter<'filter' | 'reason'>;
   private readonly filterLatency = new Map<string, { buckets: number[]; sumUs: number }>();
+  /** Filters' refusals for memory (`request`: over the held-bytes cap; `connection`: over their connection limit), and their held bytes (now, peak of the last second). */
+  private readonly filterOverCap: Counter<'filter' | 'what'>;
+  private readonly filterHeld = new Map<string, [number, number]>();
 
   constructor(private readonly sources: MetricsSources) {
     const r = this.registry;
@@ -144,6 +147,13 @@ export class ServiceMetrics {
     );
     this.filterRequests = new Counter({ name: 'ivtd_filter_requests_total', help: 'Requests through each filter (docs/filter.md) by outcome: forwarded, blocked (no-bid for the verdict), would_block (monitor mode: forwarded, counted), upstream_error and upstream_timeout (answered no-bid), refused (body over the limit, 413).', labelNames: ['filter', 'outcome'], registers: [r] });
     this.filterFailOpen = new Counter({ name: 'ivtd_filter_fail_open_total', help: 'Requests a filter sent on without a verdict (fail open), by reason: not_ready, unknown_partner, media_type, unparseable, refused (the ortb lookup refused it), internal.', labelNames: ['filter', 'reason'], registers: [r] });
+    this.filterOverCap = new Counter({ name: 'ivtd_filter_over_cap_total', help: "Refused for memory by each filter: what=request (answered no-bid as an upstream error: holding it or its upstream's answer would pass the filter's held-bytes cap, the memory budget's filter_held part), what=connection (closed as it came: the filter had its most client connections open).", labelNames: ['filter', 'what'], registers: [r] });
+    register(r, 'ivtd_filter_held_bytes', "Bytes of requests and upstream answers each filter holds (state=now at its last report, state=peak over the second before it), against its cap (ivtd_memory_budget_bytes{part=\"filter_held\"} / filters).", 'gauge', () =>
+      [...this.filterHeld].flatMap(([filter, [now, peak]]) => [
+        { value: now, labels: { filter, state: 'now' } },
+        { value: peak, labels: { filter, state: 'peak' } },
+      ]),
+    );
     const upstreamBounds = UPSTREAM_BUCKETS_US.map((us) => us / 1e6);
     register(r, 'ivtd_filter_upstream_duration_seconds', 'Time from a filter sending a request to the upstream to its whole answer.', 'histogram', () =>
       [...this.filterLatency].flatMap(([filter, h]) => bucketSamples('ivtd_filter_upstream_duration_seconds', upstreamBounds, h.buckets, h.sumUs / 1e6).map((x) => ({ ...x, labels: { ...x.labels, filter } }))),
@@ -279,6 +289,9 @@ export class ServiceMetrics {
     // Every outcome appears from the first report on, at 0 when none happened (rate() needs the series).
     for (const [outcome, n] of outcomes) this.filterRequests.inc({ filter, outcome }, n);
     for (const reason in f.failOpen) this.filterFailOpen.inc({ filter, reason }, f.failOpen[reason]!);
+    this.filterOverCap.inc({ filter, what: 'request' }, f.overCap);
+    this.filterOverCap.inc({ filter, what: 'connection' }, f.droppedConnections);
+    this.filterHeld.set(filter, [f.heldBytes, f.heldPeakBytes]);
     let h = this.filterLatency.get(filter);
     if (h === undefined) this.filterLatency.set(filter, (h = { buckets: new Array<number>(UPSTREAM_BUCKETS_US.length + 1).fill(0), sumUs: 0 }));
     for (let i = 0; i < h.buckets.length; i++) h.buckets[i]! += f.upstreamLatency[i] ?? 0;

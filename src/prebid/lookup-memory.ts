@@ -43,6 +43,8 @@ export interface LookupMemory {
   readonly keyMemoEntries: number;
   /** This thread's UA memos, in bytes (the scanner's and the UA cache's, half each). */
   readonly uaMemoBytes: number;
+  /** A filter's cap on the request and answer bytes it holds (src/prebid/filter/held-bytes.ts; 0 without filters). */
+  readonly filterHeldBytes: number;
 }
 
 /**
@@ -80,5 +82,6 @@ export function allocateLookupMemory(plan: MemoryPlan, opts: { seed?: number; ep
     threadCountsBytes: plan.threadCountsBytes,
     keyMemoEntries: plan.keyMemoEntries,
     uaMemoBytes: plan.uaMemoBytes,
+    filterHeldBytes: plan.filterHeldBytes,
   };
 }

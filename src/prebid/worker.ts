@@ -58,7 +58,7 @@ export function runLookupWorker(workerInit: LookupWorkerInit, workerPort: Messag
   process.on('unhandledRejection', fatal);
   port.on('message', onMessage);
   if (init.filter !== undefined) {
-    filter = startFilter(init.filter, init.host, { engine: () => (unavailable() === null ? engine : null), noteError: (m) => noteError(new Error(m)) },
+    filter = startFilter(init.filter, init.host, { engine: () => (unavailable() === null ? engine : null), noteError: (m) => noteError(new Error(m)), heldCapBytes: init.memory.filterHeldBytes },
       (listening) => post({ type: 'listening', index: init.index, port: listening }),
       (message) => {
         post({ type: 'listen-failed', index: init.index, message });

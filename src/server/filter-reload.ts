@@ -76,6 +76,13 @@ export interface StartedFilters {
  */
 export async function startFilters(plan: FilterPlan, config: Config, store: Store, lookups: LookupServer): Promise<StartedFilters> {
   const starting = [...plan.add, ...plan.move.map((m) => m.to)];
+  const planned = lookups.plannedFilters;
+  if (plan.next.length > planned) {
+    throw new ConfigError(
+      `${plan.next.length} filters asked, but the memory budget was planned at start for ${planned} (each filter's thread, heaps and held bytes are part of --memory-budget: docs/memory.md): ` +
+        `restart ivtd to run more (its least budget rises with the filters), or remove some`,
+    );
+  }
   await checkPartners([...starting, ...plan.change.filter((c) => c.from.partner !== c.to.partner).map((c) => c.to)], config, store);
   // The threads of the filters running now, found before any new one shares a name with them.
   const indexOf = (name: string): number => {

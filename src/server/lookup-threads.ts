@@ -58,6 +58,11 @@ export interface LookupServerOptions {
    * listening on its filter's port instead of the pre-bid port (never in the 503 fallback).
    */
   filters?: FilterSettings[];
+  /**
+   * How many filters the memory plan was made for (src/memory/budget.ts: each one's floors and
+   * held bytes): a reload may run at most this many (default: `filters`' count).
+   */
+  plannedFilters?: number;
   /** A filter's thread a reload removed has ended (its figures, by thread index, are over). */
   onRetired?: (index: number) => void;
 }
@@ -174,6 +179,11 @@ export class LookupServer {
   /** Each lookup thread's warm-up before its first lookup, whole ms (0: not warmed yet). */
   get warmUpMs(): number[] {
     return this.slots.filter((s) => s.filter === undefined).map((s) => s.warmUpMs);
+  }
+
+  /** How many filters the memory plan holds (plannedFilters, else the filters started with). */
+  get plannedFilters(): number {
+    return this.opts.plannedFilters ?? this.opts.filters?.length ?? 0;
   }
 
   /** Each filter's port by its name (0 until it listens). */

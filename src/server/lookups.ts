@@ -65,6 +65,7 @@ export function lookupThreads(
     onRetired: (index) => metrics.forgetThread(index),
     versionFloorMs,
     filters: config.filters,
+    plannedFilters: memory.plan.filters,
     beacon: {
       lidSecret,
       impTtlMs: config.impTtl * 1000,

@@ -44,7 +44,7 @@ export interface ServerMemory {
  * tuples' hash seed (tupleSeedFor the lid secret: the same in every run on this data dir).
  */
 export function planServerMemory(config: Config, opts: { tupleSeed?: number } = {}): ServerMemory {
-  const plan = planMemory(config.memoryBudget, config.threads);
+  const plan = planMemory(config.memoryBudget, config.threads, config.filters.length);
   const lookup = allocateLookupMemory(plan, { fleet: Boolean(config.clickhouseUrl), ...(opts.tupleSeed === undefined ? {} : { tupleSeed: opts.tupleSeed }) });
   const tuples = new TupleDictionary();
   const sharedCounts = new SharedCounts(lookup.counts);

@@ -25,6 +25,8 @@ export async function reloadAll(s: RunningServer, config: Config, reread: (() =>
       return { ok: false, errors: [(e as Error).message], changed: [], restart: [] };
     }
   }
+  // A default budget risen to another count of filters is no change the operator made (the plan stays as made at start).
+  if (next.memoryBudgetDefault === true && config.memoryBudgetDefault === true) next = { ...next, memoryBudget: config.memoryBudget };
   const { live, restart } = diffConfig(config, next);
   // Filters (src/server/filter-reload.ts): the new set checked before anything changes.
   let filters: FilterPlan;

@@ -2,11 +2,12 @@
 // pipelined requests answered in order whatever order their answers are ready in, bodies by
 // length or chunked and split anywhere, the refusals (400, 413, 431) in their place and the
 // connection closed after them, Connection: close and HTTP/1.0, 100-continue, HEAD and 204
-// answers without a body, and a client that leaves.
+// answers without a body, a client that leaves, and the bytes held counted (and given back).
 import t from 'tap';
 import { connect, type AddressInfo } from 'node:net';
 import { createClientServer, type ClientRequest, type ClientResponse } from '../../src/prebid/filter/client-http.ts';
 import { rawExchange } from '../helpers/raw-http.ts';
+import { HeldBytes } from '../../src/prebid/filter/held-bytes.ts';
 
 interface Seen {
   req: ClientRequest;
@@ -192,4 +193,78 @@ t.test('idle connections: closed after idleMs of silence, never while an answer 
   const holding = await closeAfter('GET /hold HTTP/1.1\r\nHost: x\r\n\r\n', 3000);
   t.match(holding.text, /late$/, 'the held answer arrived');
   t.ok(holding.ms >= 600 + 190, `closed ${holding.ms} ms after the request, idleMs after its answer`);
+});
+
+t.test('held bytes: counted while read, under way and unsent; a client that does not read is read no further; all given back', async (t) => {
+  const ledger = new HeldBytes(1 << 20);
+  const big = Buffer.alloc(256 << 10, 0x62);
+  let requests = 0;
+  const hold: ClientResponse[] = [];
+  const s2 = createClientServer({
+    maxBodyBytes: 4096, maxHeadBytes: 1024, idleMs: 60_000, requestMs: 5000, maxInFlight: 64, tooLargeBody: '{}', held: ledger,
+    onTooLarge: () => undefined,
+    onRequest(req: ClientRequest, _body: Buffer, res: ClientResponse) {
+      requests++;
+      if (req.url === '/hold') hold.push(res);
+      else res.end(200, 'OK', [], big);
+    },
+  });
+  await new Promise<void>((ok) => s2.server.listen(0, '127.0.0.1', () => ok()));
+  t.teardown(() => s2.close(true));
+  const p2 = (s2.server.address() as AddressInfo).port;
+  const open = () => new Promise<ReturnType<typeof connect>>((ok) => {
+    const sock = connect(p2, '127.0.0.1', () => ok(sock));
+    sock.on('error', () => undefined);
+  });
+  const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  // A request under way: its bytes are held until its answer is built, then the answer's until written.
+  const a = await open();
+  const req = 'POST /hold HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n' + 'x'.repeat(100);
+  a.write(req);
+  await wait(100);
+  t.equal(ledger.held, req.length, 'the request under way: its bytes');
+  a.write('POST /hold HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nxx');
+  await wait(100);
+  t.equal(ledger.held, req.length + 'POST /hold HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nxx'.length, 'and the half-read one');
+  a.destroy();
+  await wait(100);
+  t.equal(ledger.held, 0, 'the client left: nothing held');
+
+  // A client that pipelines 200 requests for 256 KB answers and never reads them.
+  requests = 0;
+  const b = await open();
+  b.pause();
+  let pipelined = '';
+  for (let i = 0; i < 200; i++) pipelined += 'GET /big HTTP/1.1\r\nHost: x\r\n\r\n';
+  b.write(pipelined);
+  await wait(500);
+  t.ok(requests < 200, `read no further once its answers were not read (${requests} of 200 taken)`);
+  t.ok(ledger.held <= 64 * (big.byteLength + 100), `held ${(ledger.held / 1048576).toFixed(1)} MB`);
+  // It reads: every answer comes, and nothing stays held.
+  let got = 0;
+  b.on('data', (d: Buffer) => (got += d.byteLength));
+  b.resume();
+  for (let i = 0; i < 200 && got < 200 * big.byteLength; i++) await wait(50);
+  t.equal(requests, 200, 'every request taken once the client read');
+  t.ok(got >= 200 * big.byteLength, 'and every answer arrived');
+  t.equal(ledger.held, 0, 'nothing held once all is written');
+  b.destroy();
+
+  // At the cap: a connection stops reading until there is room.
+  const c = await open();
+  ledger.add(1 << 20); // (something else holds the whole cap)
+  c.write('GET /hold HTTP/1.1\r\nHost: x\r\n\r\n');
+  await wait(100);
+  const before = requests;
+  c.write('GET /hold HTTP/1.1\r\nHost: x\r\n\r\n');
+  await wait(100);
+  t.equal(requests, before, 'at the cap: not read');
+  ledger.release(1 << 20);
+  await wait(100);
+  t.equal(requests, before + 1, 'room again: read');
+  for (const r of hold.splice(0)) r.end(204, 'No Content', []);
+  c.destroy();
+  await wait(100);
+  t.equal(ledger.held, 0, 'all given back');
 });

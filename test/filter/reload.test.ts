@@ -83,7 +83,9 @@ t.before(async () => {
   customer = await createCustomer(store, { name: 'Filtered Co', username: 'filtered', password: 'correct horse battery' });
   await store.close();
   pbs = entry('pbs', { mode: 'monitor', timeout: 5000 });
-  writeFilters([pbs]);
+  // Three filters at start (the flags' "fixed", pbs and spare): the memory plan holds three, so a
+  // reload may run three at most; the first reload removes spare, the one adding dsp brings it back to three.
+  writeFilters([pbs, entry('spare')]);
   config = resolveConfig(flags(), {});
   server = await startServer(config);
 });
@@ -113,7 +115,7 @@ t.test('settings change in place: the connection stays, a request under way fini
   pbs = { ...pbs, mode: 'block', nobid: '204', timeout: 300 };
   writeFilters([pbs]);
   const out = await reload();
-  t.same(out, { ok: true, errors: [], changed: ['filter pbs: mode monitor → block, nobid nbr → 204, timeoutMs 5000 → 300'], restart: [] });
+  t.same(out, { ok: true, errors: [], changed: ['filter pbs: mode monitor → block, nobid nbr → 204, timeoutMs 5000 → 300', 'filter spare: removed'], restart: [] });
   t.notOk(heldDone, 'the held request still under way when the reload was done');
   t.same(config.filters.map((f) => [f.name, f.mode]), [['fixed', 'block'], ['pbs', 'block']], 'the running config follows');
 
@@ -166,6 +168,14 @@ t.test('a filter added by a reload listens and filters', async (t) => {
   await until('counted under its name', async () => (await metric('ivtd_filter_requests_total', { filter: 'dsp', outcome: 'blocked' })) === 1);
   t.same(config.filters.map((f) => f.name), ['fixed', 'pbs', 'dsp']);
   dspIndex = server.lookups.filterIndex('dsp')!;
+  // A fourth: past what the memory budget was planned for at start, refused whole.
+  writeFilters([pbs, entry('dsp', { nobid: '204', timeout: 5000 }), entry('more')]);
+  const over = await reload();
+  t.equal(over.ok, false, 'a fourth filter: refused');
+  t.match(over.errors[0], /4 filters asked, but the memory budget was planned at start for 3 .*restart ivtd to run more/);
+  t.same(config.filters.map((f) => f.name), ['fixed', 'pbs', 'dsp'], 'the three keep running');
+  t.equal(server.lookups.filterPorts.more, undefined);
+  writeFilters([pbs, entry('dsp', { nobid: '204', timeout: 5000 })]);
   await until('its thread reports its heap', async () => (await server.metrics.text()).includes(`thread="${dspIndex}"`));
 });
 
@@ -223,7 +233,8 @@ t.test('a bad reload changes nothing and says why', async (t) => {
     ['a name twice', [monitorAgain, entry('pbs')], /two filters are named "pbs"/],
     ['a port twice', [monitorAgain, entry('x', { port: p2 }), entry('y', { port: p2 })], new RegExp(`filters "x" and "y" both listen on port ${p2}`)],
     ["the options' filter's name", [monitorAgain, entry('fixed')], /is named "fixed" like the --filter-\* options' filter, which the config file cannot change/],
-    ['a port in use', [monitorAgain, entry('extra', { port: extraPort }), entry('busy', { port: taken })], new RegExp(`filter busy: port ${taken} on 127.0.0.1 is in use`)],
+    // (pbs left out: three filters at most, as planned at start)
+    ['a port in use', [entry('extra', { port: extraPort }), entry('busy', { port: taken })], new RegExp(`filter busy: port ${taken} on 127.0.0.1 is in use`)],
   ];
   for (const [what, list, why] of cases) {
     writeFilters(list);

@@ -2,6 +2,7 @@
 // off the top, the shares dividing the rest, and the parts adding up to the budget.
 import t from 'tap';
 import { MIN_BUDGET_MB, minimumBudgetMb, NATIVE_MAIN_MB, NATIVE_THREAD_MB, RUNTIME_MAIN_MB, RUNTIME_THREAD_MB, SHARES, STORE_MIN_MB, nativeMb, planMemory, planParts, runtimeMb } from '../../src/memory/budget.ts';
+import { describePlan, FILTER_HELD_MB, FILTER_NATIVE_MB, FILTER_RUNTIME_MB } from '../../src/memory/budget.ts';
 
 const MB = 1 << 20;
 
@@ -50,4 +51,47 @@ t.test('the heaps floor comes off the top, and the parts fit the budget', async 
   }
   t.equal(planMemory(1024, 2).runtimeBytes, 112 * MB, 'a larger budget: the whole floor');
   t.equal(planMemory(128, 2).nativeBytes, 25 * MB, 'a small budget: the 20 % cap');
+});
+
+t.test('filters: a thread each, counted in the floors, their held bytes and the per-thread shares', async (t) => {
+  const perFilter = FILTER_RUNTIME_MB + FILTER_NATIVE_MB + FILTER_HELD_MB;
+  for (const threads of [1, 2, 4]) {
+    t.same(planMemory(256, threads, 0), planMemory(256, threads), `${threads} threads, no filters: the plan as before`);
+    t.equal(minimumBudgetMb(threads, 0), minimumBudgetMb(threads), 'no filters: the least as before');
+    for (const filters of [0, 1, 3]) {
+      const least = minimumBudgetMb(threads, filters);
+      t.equal(least, 184 + 36 * threads + perFilter * filters, `${threads} threads, ${filters} filters: the least budget ${least} MB`);
+      for (const budget of [least, least + 100, 4096]) {
+        const p = planMemory(budget, threads, filters);
+        const runtime = RUNTIME_MAIN_MB + RUNTIME_THREAD_MB * threads + FILTER_RUNTIME_MB * filters;
+        const native = NATIVE_MAIN_MB + NATIVE_THREAD_MB * threads + FILTER_NATIVE_MB * filters;
+        t.equal(p.runtimeBytes, runtime * MB, `${budget} MB: each filter's thread's V8 heap in the runtime floor`);
+        t.equal(p.nativeBytes, native * MB, "and its C heap in the native floor");
+        t.equal(p.filterHeldBytes, filters === 0 ? 0 : FILTER_HELD_MB * MB, "each filter's held-bytes cap");
+        const rest = (budget - runtime - native - FILTER_HELD_MB * filters) * MB;
+        t.equal(p.historyBytes, Math.floor(rest * SHARES.history), 'the shares divide what the floors and the held bytes leave');
+        t.equal(p.threadCountsBytes, Math.floor((rest * SHARES.threadCounts) / (threads + filters)), 'per-thread counts: divided among lookup and filter threads');
+        t.equal(p.uaMemoBytes, Math.max(64 << 10, Math.floor((rest * SHARES.threadCaches) / 2 / (threads + filters))), 'per-thread memos too');
+        const parts = planParts(p);
+        t.equal(parts.filter_held, filters === 0 ? undefined : FILTER_HELD_MB * MB * filters, 'the filter_held part: only with filters');
+        t.equal(parts.thread_counts, p.threadCountsBytes * (threads + filters));
+        const sum = Object.values(parts).reduce((a, b) => a + b, 0);
+        // (DuckDB's pool has its floor: at the least budget it goes over its share, as without filters.)
+        const storeOver = Math.max(0, STORE_MIN_MB * MB - Math.floor(rest * SHARES.store));
+        t.ok(sum <= budget * MB + storeOver, `${budget} MB: the parts (${(sum / MB).toFixed(1)} MB) fit (+${(storeOver / MB).toFixed(1)} MB store floor)`);
+      }
+      // At the least budget, what the floors and the held bytes leave is what it keeps for DuckDB and the tables.
+      const p = planMemory(least, threads, filters);
+      t.equal(least * MB - p.runtimeBytes - p.nativeBytes - p.filterHeldBytes * filters, (STORE_MIN_MB + 48) * MB, 'the least: 96 MB left for DuckDB and the tables');
+      // Below it (tests' engines only): the floors capped, the held bytes too, the parts within the budget.
+      const small = planMemory(128, threads, filters);
+      t.ok(small.runtimeBytes <= 128 * 0.4 * MB && small.nativeBytes <= 128 * 0.2 * MB && small.filterHeldBytes * filters <= 128 * 0.1 * MB, '128 MB: capped');
+    }
+  }
+  // The default budget rises with the filters as with --threads: 256 with two threads, then 80 a filter.
+  t.equal(minimumBudgetMb(2, 1), 336);
+  t.equal(minimumBudgetMb(2, 3), 496);
+  const line = describePlan(planMemory(336, 2, 1), { ips: 0, uids: 0, ifas: 0, uas: 0, ipVerdicts: 0, tupleSlots: 0, tuplesPerCustomerHour: 0 });
+  t.match(line, { budgetMb: 336, leastMb: 336, filters: 1, filterHeldMb: FILTER_HELD_MB, runtimeMb: 64 + 48 + FILTER_RUNTIME_MB, nativeMb: 24 + 24 + FILTER_NATIVE_MB }, 'the startup line shows the filters');
+  t.notOk('filters' in describePlan(planMemory(256, 2), { ips: 0, uids: 0, ifas: 0, uas: 0, ipVerdicts: 0, tupleSlots: 0, tuplesPerCustomerHour: 0 }), 'and nothing of them without');
 });

@@ -6,6 +6,7 @@
 // comes in a later packet). Here each request, read whole (Content-Length or chunked), is
 // handed over at once, pipelined ones too; answers go back in the order the requests came.
 import { createServer, type Server, type Socket } from 'node:net';
+import { HeldBytes, type HeldBuffer } from './held-bytes.ts';
 
 export interface ClientRequest {
   method: string;
@@ -22,8 +23,12 @@ export interface ClientRequest {
 export interface ClientResponse {
   /** The client left (or the connection failed): nothing it is answered reaches it. */
   readonly destroyed: boolean;
-  /** The answer: sent when every earlier one on its connection has been. Only the first call counts. */
-  end(status: number, reason: string, headers: string[], body?: Buffer | string): void;
+  /**
+   * The answer: sent when every earlier one on its connection has been. Only the first call
+   * counts. `owner`: the counted buffer `body` is a view of (an upstream answer's copy): a large
+   * body is then written from it, not copied, and the owner released once it is written.
+   */
+  end(status: number, reason: string, headers: string[], body?: Buffer | string, owner?: HeldBuffer | null): void;
   /** `cb` runs if the connection closes before this answer was sent. */
   onClose(cb: () => void): void;
 }
@@ -39,6 +44,16 @@ export interface ClientServerOptions {
   requestMs: number;
   /** Requests under way on one connection before it is read no further (until answers go). */
   maxInFlight: number;
+  /** Client connections at most (more are closed as they come, onDropped told). */
+  maxConnections?: number;
+  /**
+   * Where the bytes held are counted (held-bytes.ts): the unread bytes of each connection,
+   * each request's bytes until its answer is built, each answer's until the kernel took it.
+   * At or past its cap the connections stop reading until there is room. None: not counted.
+   */
+  held?: HeldBytes;
+  /** A connection closed as it came: maxConnections were open. */
+  onDropped?(): void;
   onRequest(req: ClientRequest, body: Buffer, res: ClientResponse): void;
   /** A request refused for its body's size (its 413 already queued). */
   onTooLarge(): void;
@@ -50,6 +65,8 @@ const CRLF2 = Buffer.from('\r\n\r\n');
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) (\S+) HTTP\/1\.([01])$/;
 const NO_BODY_STATUS = (s: number) => s === 204 || s === 304 || (s >= 100 && s < 200);
+/** A body this large with an owner is written from the owner's buffer after the head, not copied beside it. */
+const UNCOPIED_BODY_BYTES = 64 << 10;
 
 /** A CR or LF in a header's name or value (it would split the answer). */
 function hasCrOrLf(s: string): boolean {
@@ -63,19 +80,48 @@ function hasCrOrLf(s: string): boolean {
 /** One answer's place in its connection's queue. */
 class Slot implements ClientResponse {
   out: Buffer | null = null;
+  /** A large body written after `out` from its owner's buffer (not copied into `out`), and that owner. */
+  body: Buffer | null = null;
+  private owner: HeldBuffer | null = null;
   closeAfter = false;
   private closeCb: (() => void) | null = null;
+  /** The request's bytes counted in `held` until its answer is built. */
+  reqBytes = 0;
+  /** The answer's bytes counted in `held` until the kernel took them (or the connection closed). */
+  private outBytes = 0;
+  /** Its connection closed before it was written: an answer given now goes nowhere (and is not counted). */
+  private gone = false;
 
-  constructor(private readonly conn: Conn, readonly isHead: boolean, closeAfter: boolean) {
+  constructor(private readonly conn: Conn, readonly isHead: boolean, closeAfter: boolean, private readonly held: HeldBytes) {
     this.closeAfter = closeAfter;
   }
+
+  /** The request is answered: its bytes go, the answer's are counted instead. */
+  private holdOut(out: Buffer): void {
+    this.held.release(this.reqBytes);
+    this.reqBytes = 0;
+    this.outBytes = out.byteLength;
+    this.held.add(this.outBytes);
+    this.out = out;
+  }
+
+  /** The answer's bytes are the kernel's now (the socket's write callback), or will never be sent. */
+  readonly written = (): void => {
+    const n = this.outBytes;
+    this.outBytes = 0;
+    if (n > 0) this.held.release(n);
+    const owner = this.owner;
+    this.owner = null;
+    this.body = null;
+    owner?.release();
+  };
 
   get destroyed(): boolean {
     return this.conn.sock.destroyed;
   }
 
-  end(status: number, reason: string, headers: string[], body: Buffer | string = ''): void {
-    if (this.out !== null) return;
+  end(status: number, reason: string, headers: string[], body: Buffer | string = '', owner: HeldBuffer | null = null): void {
+    if (this.out !== null || this.gone) return;
     const b = typeof body === 'string' ? Buffer.from(body) : body;
     let head = 'HTTP/1.1 ' + status + ' ' + reason + '\r\n';
     let hasLength = false;
@@ -93,18 +139,25 @@ class Slot implements ClientResponse {
     if (this.closeAfter) head += 'Connection: close\r\n';
     head += '\r\n';
     const withBody = b.byteLength > 0 && !this.isHead && !NO_BODY_STATUS(status);
-    // Head and body in one buffer, one write.
-    const out = Buffer.allocUnsafe(head.length + (withBody ? b.byteLength : 0));
-    out.write(head, 0, 'latin1');
-    if (withBody) b.copy(out, head.length);
-    this.out = out;
+    if (withBody && owner !== null && b.byteLength >= UNCOPIED_BODY_BYTES) {
+      // A large answer: its head, then its body from the upstream's copy (counted by its owner until written).
+      this.owner = owner.take();
+      this.body = b;
+      this.holdOut(Buffer.from(head, 'latin1'));
+    } else {
+      // Head and body in one buffer, one write.
+      const out = Buffer.allocUnsafe(head.length + (withBody ? b.byteLength : 0));
+      out.write(head, 0, 'latin1');
+      if (withBody) b.copy(out, head.length);
+      this.holdOut(out);
+    }
     this.closeCb = null;
     this.conn.flush();
   }
 
   /** A prepared answer (the connection's own refusals). */
   raw(bytes: string): void {
-    this.out = Buffer.from(bytes, 'latin1');
+    this.holdOut(Buffer.from(bytes, 'latin1'));
     this.conn.flush();
   }
 
@@ -112,7 +165,12 @@ class Slot implements ClientResponse {
     if (this.out === null) this.closeCb = cb;
   }
 
+  /** The connection closed before this answer was written: nothing of it is held any more. */
   closed(): void {
+    this.gone = true;
+    this.held.release(this.reqBytes);
+    this.reqBytes = 0;
+    this.written();
     const cb = this.closeCb;
     this.closeCb = null;
     cb?.();
@@ -126,10 +184,17 @@ function refusal(status: number, reason: string, body = ''): string {
 /** One client connection: its unread bytes, and its answers in request order. */
 class Conn {
   private buf: Buffer = Buffer.alloc(0);
+  /** Bytes of `buf` counted in `held`. */
+  private reading = 0;
   private readonly queue: Slot[] = [];
   /** No more requests are read (a refusal, Connection: close, HTTP/1.0). */
   private ended = false;
+  /** Not read: maxInFlight requests under way (parse stops too). */
   private paused = false;
+  /** Not read: the held bytes are at the cap (held.whenRoom resumes it). */
+  private roomWait = false;
+  /** Not read: the client is not reading its answers (the socket's buffer is past its mark; 'drain' resumes it). */
+  private drainWait = false;
   /** A 100 Continue was sent for the request being read. */
   private continued = false;
   private readonly remoteAddress: string;
@@ -140,7 +205,7 @@ class Conn {
   /** Idle sweeps in a row that found it silent. */
   silentSweeps = 0;
 
-  constructor(readonly sock: Socket, private readonly o: ClientServerOptions, private readonly conns: Set<Conn>) {
+  constructor(readonly sock: Socket, private readonly o: ClientServerOptions, private readonly conns: Set<Conn>, private readonly held: HeldBytes) {
     this.remoteAddress = sock.remoteAddress ?? '';
     sock.setNoDelay(true);
     sock.on('data', (d: Buffer) => this.onData(d));
@@ -176,9 +241,17 @@ class Conn {
     this.active = true;
     if (this.ended) return;
     this.buf = this.buf.byteLength === 0 ? d : Buffer.concat([this.buf, d]);
+    this.held.add(d.byteLength);
+    this.reading = this.buf.byteLength;
     this.parse();
+    // At the cap: read no more (what was read is counted) until there is room.
+    if (this.held.full && !this.roomWait && !this.sock.destroyed) {
+      this.roomWait = true;
+      this.sock.pause();
+      this.held.whenRoom(this.onRoom);
+    }
     // A request left half read is given requestMs from here to be whole (its bytes trickling in do not reset it).
-    if (this.buf.byteLength > 0 && !this.ended && !this.paused) this.slow ??= setTimeout(() => this.sock.destroy(), this.o.requestMs);
+    if (this.buf.byteLength > 0 && !this.ended && !this.paused && !this.drainWait) this.slow ??= setTimeout(() => this.sock.destroy(), this.o.requestMs);
     else if (this.slow !== undefined) {
       clearTimeout(this.slow);
       this.slow = undefined;
@@ -187,7 +260,8 @@ class Conn {
 
   /** Hands over every whole request in the buffer. */
   private parse(): void {
-    while (!this.ended && this.buf.byteLength > 0) {
+    // (A client not reading its answers: no more of its requests are taken until it does.)
+    while (!this.ended && this.buf.byteLength > 0 && !this.drainWait) {
       if (this.queue.length >= this.o.maxInFlight) {
         this.paused = true;
         this.sock.pause();
@@ -260,7 +334,10 @@ class Conn {
     const conn = headers.connection?.toLowerCase() ?? '';
     const close = m[3] === '0' ? !/\bkeep-alive\b/.test(conn) : /\bclose\b/.test(conn);
     const method = m[1]!;
-    const slot = new Slot(this, method === 'HEAD', close);
+    const slot = new Slot(this, method === 'HEAD', close, this.held);
+    // The request's bytes are its slot's now (counted until its answer is built).
+    slot.reqBytes = this.reading - this.buf.byteLength;
+    this.reading = this.buf.byteLength;
     this.queue.push(slot);
     if (close) this.ended = true;
     this.continued = false;
@@ -280,8 +357,8 @@ class Conn {
 
   private refuse(status: number, reason: string, body = ''): true {
     this.ended = true;
-    this.buf = Buffer.alloc(0);
-    const slot = new Slot(this, false, true);
+    this.dropUnread();
+    const slot = new Slot(this, false, true, this.held);
     this.queue.push(slot);
     slot.raw(refusal(status, reason, body));
     return true;
@@ -290,6 +367,12 @@ class Conn {
   private tooLarge(): true {
     this.o.onTooLarge();
     return this.refuse(413, 'Payload Too Large', this.o.tooLargeBody);
+  }
+
+  private dropUnread(): void {
+    this.held.release(this.reading);
+    this.reading = 0;
+    this.buf = Buffer.alloc(0);
   }
 
   /** Writes the answers that are ready, in order. */
@@ -301,25 +384,54 @@ class Conn {
     if (cork) this.sock.cork();
     while (this.queue.length > 0 && this.queue[0]!.out !== null) {
       const slot = this.queue.shift()!;
+      // Its bytes stay counted until the kernel has them (the callback also runs when the socket is destroyed first).
+      if (slot.body === null) this.sock.write(slot.out!, slot.written);
+      else {
+        this.sock.write(slot.out!);
+        this.sock.write(slot.body, slot.written);
+      }
       if (slot.closeAfter) {
-        this.sock.end(slot.out!);
-        this.queue.length = 0;
+        this.sock.end();
+        for (const later of this.queue.splice(0)) later.closed();
         break;
       }
-      this.sock.write(slot.out!);
     }
     if (cork && !this.sock.destroyed) this.sock.uncork();
+    // A client that does not read its answers is read no further until it does.
+    if (!this.drainWait && this.sock.writableNeedDrain && !this.sock.destroyed) {
+      this.drainWait = true;
+      this.sock.pause();
+      this.sock.once('drain', this.onDrain);
+    }
     if (this.paused && this.queue.length < this.o.maxInFlight) {
       this.paused = false;
-      this.sock.resume();
+      this.readOn();
       this.parse();
     }
+  }
+
+  private readonly onDrain = (): void => {
+    this.drainWait = false;
+    this.readOn();
+    this.parse();
+  };
+
+  private readonly onRoom = (): void => {
+    this.roomWait = false;
+    this.readOn();
+  };
+
+  /** Reads again unless something still holds it. */
+  private readOn(): void {
+    if (!this.paused && !this.roomWait && !this.drainWait && !this.sock.destroyed) this.sock.resume();
   }
 
   private onClose(): void {
     clearTimeout(this.slow);
     this.conns.delete(this);
     this.ended = true;
+    this.held.forget(this.onRoom);
+    this.dropUnread();
     const left = this.queue.splice(0);
     for (const slot of left) slot.closed();
   }
@@ -363,9 +475,14 @@ export interface ClientServer {
 
 export function createClientServer(o: ClientServerOptions): ClientServer {
   const conns = new Set<Conn>();
+  const held = o.held ?? new HeldBytes(Number.POSITIVE_INFINITY);
   const server = createServer({ noDelay: true }, (sock) => {
-    conns.add(new Conn(sock, o, conns));
+    conns.add(new Conn(sock, o, conns, held));
   });
+  if (o.maxConnections !== undefined) {
+    server.maxConnections = o.maxConnections;
+    server.on('drop', () => o.onDropped?.());
+  }
   // Idle connections are closed by one sweep a quarter of idleMs apart (after idleMs to 1.25 ×
   // idleMs of silence), not by a socket timeout each: Node refreshes a socket's timer on every
   // read and every write, which cost the filter more than the sweep does.

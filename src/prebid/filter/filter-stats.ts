@@ -25,6 +25,13 @@ export interface FilterStats {
   timeouts: number;
   /** Requests the filter refused itself (a body over its limit: 413). */
   refused: number;
+  /** Of upstreamErrors: requests answered no-bid because holding them (or their answer) would pass the filter's held-bytes cap. */
+  overCap: number;
+  /** Client connections closed as they came: MAX_CLIENT_CONNECTIONS were open. */
+  droppedConnections: number;
+  /** Bytes of requests and answers held at the report, and the most held since the last one (held-bytes.ts). */
+  heldBytes: number;
+  heldPeakBytes: number;
   /** Upstream answer times: counts per UPSTREAM_BUCKETS_US bucket, and their sum. */
   upstreamLatency: number[];
   upstreamLatencySumUs: number;
@@ -32,7 +39,7 @@ export interface FilterStats {
 
 export function emptyFilterStats(name: string): FilterStats {
   return {
-    name, forwarded: 0, blocked: 0, wouldBlock: 0, failOpen: {}, upstreamErrors: 0, timeouts: 0, refused: 0,
+    name, forwarded: 0, blocked: 0, wouldBlock: 0, failOpen: {}, upstreamErrors: 0, timeouts: 0, refused: 0, overCap: 0, droppedConnections: 0, heldBytes: 0, heldPeakBytes: 0,
     upstreamLatency: new Array<number>(UPSTREAM_BUCKETS_US.length + 1).fill(0), upstreamLatencySumUs: 0,
   };
 }

@@ -16,7 +16,9 @@ import { BID_REQUEST_SHAPE } from '../ortb/map.ts';
 import { keysOf } from '../../base/shape.ts';
 import type { LookupEngine } from '../pipeline.ts';
 import type { FilterSettings } from '../../base/filter-settings.ts';
-import { UpstreamPool, type PendingRequest } from './upstream-client.ts';
+import { OverCapError, UpstreamPool, type PendingRequest } from './upstream-client.ts';
+import { HeldBytes, REQUEST_STATE_BYTES } from './held-bytes.ts';
+import { FILTER_HELD_MB } from '../../memory/budget.ts';
 import { createClientServer, type ClientRequest, type ClientResponse, type ClientServer } from './client-http.ts';
 import { emptyFilterStats, UPSTREAM_BUCKETS_US, type FailOpenReason, type FilterStats } from './filter-stats.ts';
 
@@ -30,6 +32,12 @@ export const MAX_FORWARD_BODY_BYTES = 1 << 20;
 export const MAX_ANSWER_BYTES = 8 << 20;
 /** OpenRTB no-bid reason of an answer the upstream could not give in time or at all: 1, technical error. */
 export const NBR_TECHNICAL = 1;
+/**
+ * Client connections a filter keeps open at most (more are closed as they come, counted):
+ * each costs its thread some kilobytes of socket and parser state outside the held-bytes cap
+ * (the budget's FILTER_NATIVE_MB and FILTER_RUNTIME_MB count them).
+ */
+export const MAX_CLIENT_CONNECTIONS = 1024;
 
 /** Hop-by-hop headers (RFC 9110 7.6.1), never passed on; and the ones the filter sets itself. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect']);
@@ -45,6 +53,8 @@ export interface FilterHost {
   engine(): LookupEngine | null;
   /** An error of ivtd's own (the request went on unjudged): the thread reports the last one once a second. */
   noteError(message: string): void;
+  /** The most bytes of requests and answers the filter may hold (the memory budget's filter_held part, a filter's). */
+  heldCapBytes: number;
 }
 
 export interface RunningFilter {
@@ -104,6 +114,8 @@ let baseQuery = '';
 /** The engine's query: the reporting node is the filter's name (no key: the filter acts for its partner). */
 let engineQuery = '';
 let pool: UpstreamPool;
+/** The bytes of requests and answers this filter holds, against its cap (held-bytes.ts). */
+let held: HeldBytes;
 let stats: FilterStats;
 let server: ClientServer;
 let listeningPort = 0;
@@ -208,11 +220,19 @@ function answerHeaders(raw: string[], length: number, hadLength: boolean): strin
 
 /** Sends a request on to the upstream and its answer back; a no-bid when the upstream fails or runs out of time. */
 function forward(req: ClientRequest, res: ClientResponse, body: Buffer, verdict: Verdict | null, facts: BidFacts): void {
-  stats.forwarded++;
   // The settings and the upstream it starts with (a reload may change them while it is under way).
   const c = cfg;
   const budget = facts.tmax > 0 && facts.tmax < c.timeoutMs ? facts.tmax : c.timeoutMs;
   const head = forwardHead(req, forwardPath(basePath, baseQuery, req.url), body, verdict);
+  // The copy sent upstream and the request's state, held until it ends: past the cap, a no-bid at once (never sent).
+  const charge = head.length + body.byteLength + REQUEST_STATE_BYTES;
+  if (!held.tryTake(charge)) {
+    stats.upstreamErrors++;
+    stats.overCap++;
+    noBid(c, res, NBR_TECHNICAL, facts.id, 'upstream-error', verdict);
+    return;
+  }
+  stats.forwarded++;
   const sentAt = performance.now();
   let done = false;
   let pending: PendingRequest | null = null;
@@ -220,12 +240,14 @@ function forward(req: ClientRequest, res: ClientResponse, body: Buffer, verdict:
     if (done) return false;
     done = true;
     clearTimeout(timer);
+    held.release(charge);
     return true;
   };
-  const fail = (why: 'upstream-error' | 'upstream-timeout') => {
+  const fail = (why: 'upstream-error' | 'upstream-timeout', overCap = false) => {
     if (!finish()) return;
     if (why === 'upstream-timeout') stats.timeouts++;
     else stats.upstreamErrors++;
+    if (overCap) stats.overCap++;
     pending?.abort();
     if (!res.destroyed) noBid(c, res, NBR_TECHNICAL, facts.id, why, verdict);
   };
@@ -235,11 +257,11 @@ function forward(req: ClientRequest, res: ClientResponse, body: Buffer, verdict:
     if (finish()) pending?.abort();
   });
   pending = pool.request(head, body, req.method === 'HEAD', (err, a) => {
-    if (err !== null || a === null) return fail('upstream-error');
+    if (err !== null || a === null) return fail('upstream-error', err instanceof OverCapError);
     if (!finish()) return;
     noteLatency((performance.now() - sentAt) * 1000);
     if (res.destroyed) return;
-    res.end(a.status, a.reason, answerHeaders(a.rawHeaders, a.body.byteLength, a.hadLength), a.body);
+    res.end(a.status, a.reason, answerHeaders(a.rawHeaders, a.body.byteLength, a.hadLength), a.body, a.hold ?? null);
   });
 }
 
@@ -262,6 +284,7 @@ function onRequest(req: ClientRequest, body: Buffer, res: ClientResponse): void 
 function listen(host: string, onListening: (port: number) => void, onFailed: (message: string) => void): void {
   server = createClientServer({
     maxBodyBytes: MAX_FORWARD_BODY_BYTES, maxHeadBytes: 16 * 1024, idleMs: 30_000, requestMs: 10_000, maxInFlight: 64, onRequest,
+    maxConnections: MAX_CLIENT_CONNECTIONS, held, onDropped: () => void stats.droppedConnections++,
     onTooLarge: () => void stats.refused++,
     tooLargeBody: `{"error":"payload_too_large","message":"The request body is over the filter's limit of ${MAX_FORWARD_BODY_BYTES} bytes."}`,
   });
@@ -294,7 +317,7 @@ function useUpstream(s: FilterSettings): void {
   upAuthority = up.host;
   basePath = up.pathname === '' ? '/' : up.pathname;
   baseQuery = up.search.startsWith('?') ? up.search.slice(1) : '';
-  pool = new UpstreamPool(upHost, upPort, s.maxSockets, MAX_ANSWER_BYTES);
+  pool = new UpstreamPool(upHost, upPort, s.maxSockets, MAX_ANSWER_BYTES, held);
 }
 
 /** A reload's new settings of this filter (its name and port unchanged). */
@@ -315,6 +338,8 @@ export function startFilter(s: FilterSettings, host: string, lender: FilterHost,
   cfg = s;
   longestTimeoutMs = s.timeoutMs;
   from = lender;
+  // (A plan made without filters, as tests' engines have, gives none: the budget's per-filter figure then.)
+  held = new HeldBytes(lender.heldCapBytes > 0 ? lender.heldCapBytes : FILTER_HELD_MB * 1048576);
   useUpstream(s);
   engineQuery = 'node=' + encodeURIComponent(s.name);
   stats = emptyFilterStats(s.name);
@@ -325,6 +350,8 @@ export function startFilter(s: FilterSettings, host: string, lender: FilterHost,
     },
     take() {
       const out = stats;
+      out.heldBytes = held.held;
+      out.heldPeakBytes = held.takePeak();
       stats = emptyFilterStats(s.name);
       return out;
     },

@@ -3,6 +3,7 @@
 // or until the close). Node's http client measured 3 900 req/s here against a bare uWS endpoint
 // where this simple form did 31 000: the filter's own hop is most of its cost.
 import { connect, type Socket } from 'node:net';
+import { BufferPool, HeldBuffer, HeldBytes, sizeClass } from './held-bytes.ts';
 
 export interface UpstreamAnswer {
   status: number;
@@ -12,6 +13,12 @@ export interface UpstreamAnswer {
   body: Buffer;
   /** The answer had a Content-Length (not chunked, not read to the close). */
   hadLength: boolean;
+  /**
+   * The copy the answer was read into (its body may be a view of it), counted in the pool's held
+   * bytes: whoever writes the body takes it (HeldBuffer.take) and releases it once written;
+   * otherwise it is released when the answer callback returns. Null: the answer fit one read.
+   */
+  hold?: HeldBuffer | null;
 }
 
 export type AnswerCallback = (err: Error | null, answer: UpstreamAnswer | null) => void;
@@ -23,6 +30,9 @@ export interface PendingRequest {
 
 class UpstreamError extends Error {}
 
+/** An answer abandoned because holding it would pass the filter's cap on held bytes (held-bytes.ts). */
+export class OverCapError extends UpstreamError {}
+
 const CRLF2 = Buffer.from('\r\n\r\n');
 const STATUS_LINE = /^HTTP\/1\.[01] (\d{3})(?: (.*))?$/;
 
@@ -33,6 +43,22 @@ const STATUS_LINE = /^HTTP\/1\.[01] (\d{3})(?: (.*))?$/;
  */
 const READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
 
+/** The first copy of an answer that one read did not hold whole: at least this many bytes (it doubles as it fills). */
+const FIRST_COPY_BYTES = 16 * 1024;
+
+/**
+ * The length of the whole answer at the start of `buf` when its head says it (a final answer
+ * with a Content-Length and not chunked), else -1: the size to copy the rest into at once.
+ */
+function framedLength(buf: Buffer): number {
+  const end = buf.indexOf(CRLF2);
+  if (end < 0) return -1;
+  const head = buf.toString('latin1', 0, end);
+  if (!/^HTTP\/1\.[01] [2-5]/.test(head) || /\r\ntransfer-encoding:/i.test(head)) return -1;
+  const m = /\r\ncontent-length:[ \t]*(\d{1,10})[ \t]*(?:\r\n|$)/i.exec(head);
+  return m === null ? -1 : end + 4 + Number(m[1]);
+}
+
 /** One connection and the answer it is reading. */
 class Conn {
   readonly sock: Socket;
@@ -40,8 +66,12 @@ class Conn {
   job: Job | null = null;
   /** Answered at least one request (a failure before any byte of the next may be retried). */
   reused = false;
-  /** The answer's bytes so far when one read did not hold it whole (a copy: READ_BUFFER is reused). */
+  /**
+   * The answer's bytes so far when one read did not hold it whole (a copy: READ_BUFFER is
+   * reused), in its first `len` bytes; its whole size is counted in the pool's held bytes.
+   */
   private buf: Buffer | null = null;
+  private len = 0;
   /** Bytes of the answer received so far (any). */
   private got = 0;
   closed = false;
@@ -55,7 +85,7 @@ class Conn {
   send(job: Job): void {
     this.job = job;
     job.conn = this;
-    this.buf = null;
+    this.dropAnswer();
     this.got = 0;
     // The request in one buffer, one write (a head and a body corked go out by writev, which costs more).
     this.sock.write(job.bytes());
@@ -74,10 +104,22 @@ class Conn {
       return false;
     }
     const fresh = this.buf === null;
-    const buf = fresh ? into.subarray(0, n) : Buffer.concat([this.buf!, into.subarray(0, n)]);
+    let buf: Buffer;
+    if (fresh) buf = into.subarray(0, n);
+    else {
+      if (this.len + n > this.buf!.byteLength && !this.grow(this.len + n)) return false;
+      into.copy(this.buf!, this.len, 0, n);
+      this.len += n;
+      buf = this.buf!.subarray(0, this.len);
+    }
     const a = parseAnswer(buf, job.isHead, false);
     if (a === null) {
-      this.buf = fresh ? Buffer.from(buf) : buf;
+      if (fresh) {
+        // Kept: copied out of the shared read buffer, into room for the whole answer when its head says how much.
+        if (!this.grow(n)) return false;
+        into.copy(this.buf!, 0, 0, n);
+        this.len = n;
+      }
       return true;
     }
     if (a instanceof Error) {
@@ -86,22 +128,71 @@ class Conn {
     }
     // A body that is a view of the shared read buffer is copied before it leaves.
     if (fresh && a.answer.body.buffer === READ_BUFFER.buffer) a.answer.body = Buffer.from(a.answer.body);
-    this.buf = null;
     this.done(a.answer, a.close);
     return true;
+  }
+
+  /**
+   * Room for at least `need` bytes of the answer, its size counted in the pool's held bytes:
+   * the whole answer's when its head gives its length, else twice what it had (at least
+   * FIRST_COPY_BYTES). False when the held bytes would pass their cap: the answer is abandoned
+   * (OverCapError, its connection closed).
+   */
+  private grow(need: number): boolean {
+    const had = this.buf === null ? 0 : this.buf.byteLength;
+    const sofar = this.buf === null ? READ_BUFFER.subarray(0, need) : this.buf.subarray(0, this.len);
+    const framed = this.job !== null && this.job.isHead ? -1 : framedLength(sofar);
+    const limit = this.pool.maxAnswerBytes;
+    const want = framed >= need && framed <= limit ? framed : Math.max(need, Math.min(limit, Math.max(FIRST_COPY_BYTES, had * 2)));
+    const size = sizeClass(want);
+    if (!this.pool.held.tryTake(size - had)) {
+      this.fail(new OverCapError("answer over the filter's held-bytes cap"));
+      return false;
+    }
+    const next = this.pool.buffers.take(size);
+    if (this.buf !== null) {
+      this.buf.copy(next, 0, 0, this.len);
+      this.pool.buffers.give(this.buf);
+    }
+    this.buf = next;
+    return true;
+  }
+
+  /** The answer's copy is dropped: its bytes are no longer held, its buffer goes back to the pool. */
+  private dropAnswer(): void {
+    if (this.buf !== null) {
+      this.pool.held.release(this.buf.byteLength);
+      this.pool.buffers.give(this.buf);
+    }
+    this.buf = null;
+    this.len = 0;
+  }
+
+  /** Hands an answer over with the copy it was read into (`copy`, no longer this connection's: see UpstreamAnswer.hold). */
+  private handOver(job: Job, answer: UpstreamAnswer, copy: Buffer | null): void {
+    const hold = copy === null ? null : new HeldBuffer(copy, this.pool.held, this.pool.buffers);
+    answer.hold = hold;
+    job.finish(null, answer);
+    if (hold !== null && !hold.taken) hold.release();
   }
 
   private onClose(): void {
     this.closed = true;
     const job = this.job;
     this.pool.dropped(this);
-    if (job === null) return;
+    if (job === null) return this.dropAnswer();
     this.job = null;
-    // An answer read to the close ends here.
+    // An answer read to the close ends here (its copy counted until the answer is handed over).
     if (this.got > 0 && this.buf !== null) {
-      const a = parseAnswer(this.buf, job.isHead, true);
-      if (a !== null && !(a instanceof Error)) return job.finish(null, a.answer);
+      const a = parseAnswer(this.buf.subarray(0, this.len), job.isHead, true);
+      if (a !== null && !(a instanceof Error)) {
+        const copy = this.buf;
+        this.buf = null;
+        this.len = 0;
+        return this.handOver(job, a.answer, copy);
+      }
     }
+    this.dropAnswer();
     if (this.got === 0 && this.reused && !job.retried) {
       // A kept-alive connection the upstream closed as the request went out: once more on a new one.
       job.retried = true;
@@ -114,6 +205,7 @@ class Conn {
   private fail(e: Error): void {
     const job = this.job;
     this.job = null;
+    this.dropAnswer();
     this.sock.destroy();
     job?.finish(e, null);
   }
@@ -122,9 +214,13 @@ class Conn {
     const job = this.job!;
     this.job = null;
     this.reused = true;
+    // The answer's copy (its body may be a view of it) goes with the answer; the connection takes the next request.
+    const copy = this.buf;
+    this.buf = null;
+    this.len = 0;
     if (close) this.sock.destroy();
     else this.pool.idle(this);
-    job.finish(null, answer);
+    this.handOver(job, answer, copy);
   }
 }
 
@@ -176,7 +272,14 @@ export class UpstreamPool {
     private readonly port: number,
     private maxSockets: number,
     readonly maxAnswerBytes: number,
-  ) {}
+    /** Where the answers' copies are counted, against the filter's cap (none: not counted). */
+    readonly held: HeldBytes = new HeldBytes(Number.POSITIVE_INFINITY),
+  ) {
+    // Freed answer buffers kept for reuse: a quarter of the cap at most.
+    this.buffers = new BufferPool(Number.isFinite(held.cap) ? Math.floor(held.cap / 4) : 0);
+  }
+  /** The answers' copies, reused (held-bytes.ts). */
+  readonly buffers: BufferPool;
 
   /**
    * No more requests (the filter sends its new ones to another pool): idle connections close
