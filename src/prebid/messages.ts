@@ -151,7 +151,13 @@ export type ToWorker =
    * notified, and the monotonic ms (a Float64 at 8), as soon as the port is let go.
    */
   | { type: 'handover'; signal?: SharedArrayBuffer }
-  /** To a filter thread started with deferListen: the main thread has let go of the port; listen now. */
+  /**
+   * To a filter thread started with deferListen, its data loaded: say `waiting`, then wait on
+   * `signal` (an Int32 at 0, set to 1 and notified the moment the main thread has let go of the
+   * port) and listen at once.
+   */
+  | { type: 'take-port'; signal: SharedArrayBuffer }
+  /** To a filter thread started with deferListen: the main thread has let go of the port; listen now (if it stopped waiting). */
   | { type: 'listen' }
   /** Tests and benchmarks: run a full garbage collection now, then answer gc-done. */
   | { type: 'gc' };
@@ -161,6 +167,8 @@ export type FromWorker =
   | { type: 'listening'; index: number; port: number; at?: number }
   /** A filter thread started with deferListen is up, not listening. */
   | { type: 'booted'; index: number }
+  /** A filter thread told to take its port waits for the main thread to let go. */
+  | { type: 'waiting'; index: number }
   /** A failing filter thread let go of its port at `at` (monotonic ms). */
   | { type: 'released'; index: number; at: number }
   | { type: 'listen-failed'; index: number; message: string }

@@ -28,6 +28,8 @@ export { MAX_REQUEST_BYTES } from './worker-framing.ts';
 
 /** How long a failing thread keeps its port for the main thread's 503 listener to open. */
 const HANDOVER_WAIT_MS = 1000;
+/** How long a filter's replacement waits, blocked, for the main thread to let go of its port. */
+const TAKE_PORT_WAIT_MS = 2000;
 /** How long a listener that stops accepting still answers the connections it accepted. */
 export const LINGER_MS = 100;
 
@@ -93,6 +95,16 @@ function onMessage(m: ToWorker): void {
   if (m.type === 'handover') {
     if (m.signal !== undefined) handoverSignal = m.signal;
     if (dying) closeAfterFatal();
+    return;
+  }
+  if (m.type === 'take-port') {
+    // Ready (its data loaded): it says so and waits, blocked, to be woken the moment the main
+    // thread has let go of the port, then listens at once; `listen` follows if it stopped waiting.
+    if (dying) return;
+    post({ type: 'waiting', index: init.index });
+    const flag = new Int32Array(m.signal, 0, 1);
+    Atomics.wait(flag, 0, 0, TAKE_PORT_WAIT_MS);
+    if (Atomics.load(flag, 0) === 1) filter?.listen();
     return;
   }
   if (m.type === 'listen') {
@@ -208,7 +220,6 @@ function closeAfterFatal(): void {
   try {
     if (listenSocket) uWS.us_listen_socket_close(listenSocket);
     listenSocket = null;
-    filter?.close();
   } finally {
     // Requests already on accepted connections are answered before those close.
     setTimeout(exitAfterLinger, LINGER_MS);

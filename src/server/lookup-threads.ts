@@ -364,14 +364,18 @@ export class LookupServer {
   }
 
   /**
-   * A filter's replacement has booted and loaded its data: the main thread lets go of the port
-   * and tells it to listen (it listens as the message arrives); its accepted connections are
-   * answered and closed. If the thread cannot listen, the main thread takes the port back.
+   * A filter's replacement has booted and loaded its data: told to take its port, it says it
+   * waits (blocked on a shared signal); the main thread lets go of the port and wakes it, and it
+   * listens at once. The main thread's accepted connections are answered and closed. If the
+   * thread cannot listen, the main thread takes the port back.
    */
   private async handBack(slot: Slot): Promise<void> {
     const fb = slot.fallback!;
     const worker = slot.worker;
     if (worker === null) throw new Error(`filter thread ${slot.index} ended before it took its port back`);
+    const signal = new SharedArrayBuffer(4);
+    const waiting = await this.ask(slot, { type: 'take-port', signal }, `waiting:${slot.index}`, FILTER_GIVE_WAIT_MS);
+    if (waiting === null || slot.worker !== worker) throw new Error(`filter thread ${slot.index} did not ask for its port`);
     const key = `listen:${slot.index}`;
     const asked = new Promise<FromWorker | null>((resolve) => {
       const timer = setTimeout(() => {
@@ -387,6 +391,9 @@ export class LookupServer {
       this.pending.set(key, entry);
     });
     const letGoAt = fb.yieldPort();
+    const flag = new Int32Array(signal, 0, 1);
+    Atomics.store(flag, 0, 1);
+    Atomics.notify(flag, 0);
     worker.postMessage({ type: 'listen' } satisfies ToWorker);
     const m = await asked;
     if (m !== null && m.type === 'listening') {
@@ -469,7 +476,7 @@ export class LookupServer {
       this.takeOver(m.index);
     } else if (m.type === 'released' && slot.failing === worker && this.listening) this.takeFilterPort(slot, m.at, 'take');
     const key =
-      m.type === 'data-ok' || m.type === 'data-failed' ? `data:${m.id}:${m.index}` : m.type === 'policy-ok' ? `policy:${m.id}:${m.index}` : m.type === 'keys-ok' ? `keys:${m.id}:${m.index}` : m.type === 'stopped' ? `stop:${m.index}` : m.type === 'gc-done' ? `gc:${m.index}` : m.type === 'listening' || m.type === 'listen-failed' ? `listen:${m.index}` : '';
+      m.type === 'data-ok' || m.type === 'data-failed' ? `data:${m.id}:${m.index}` : m.type === 'policy-ok' ? `policy:${m.id}:${m.index}` : m.type === 'keys-ok' ? `keys:${m.id}:${m.index}` : m.type === 'stopped' ? `stop:${m.index}` : m.type === 'gc-done' ? `gc:${m.index}` : m.type === 'listening' || m.type === 'listen-failed' ? `listen:${m.index}` : m.type === 'waiting' ? `waiting:${m.index}` : '';
     if (key) {
       const p = this.pending.get(key);
       if (p) {

@@ -11,6 +11,7 @@
 // requests answered in order, which uWebSockets.js cannot do for answers given after the
 // handler returns) and a small HTTP/1.1 client (upstream-client.ts), its connections to the
 // upstream kept alive and bounded (maxSockets).
+import { createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES } from '../ortb/body.ts';
 import { BID_REQUEST_SHAPE } from '../ortb/map.ts';
@@ -46,7 +47,7 @@ const SET_HERE = new Set(['host', 'content-length', 'x-forwarded-for', VERDICT_H
 
 const BID = keysOf(BID_REQUEST_SHAPE);
 
-/** What the lookup thread lends its filter. */
+/** What a filter's host lends it: its lookup thread, or the main thread (no engine) while that thread is replaced. */
 export interface FilterHost {
   /** The engine while this thread serves lookups (data loaded, keys known, not draining), else null. */
   engine(): LookupEngine | null;
@@ -337,6 +338,13 @@ export function startFilter(s: FilterSettings, host: string, lender: FilterHost,
     });
   };
   if (!deferred) listen();
+  // A replacement takes its port in a gap where connections are refused: the code a listen
+  // runs is run once before, on a port of the kernel's choosing.
+  else {
+    const warm = createServer();
+    warm.once('error', () => undefined);
+    warm.listen({ host, port: 0 }, () => warm.close());
+  }
   return {
     get port() {
       return listeningPort;
