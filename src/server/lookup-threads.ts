@@ -604,7 +604,8 @@ export class LookupServer {
       });
       if (w.threadId === -1) r();
     }));
-    const answers = await Promise.all(running.map((s) => this.ask(s, { type: 'stop' }, `stop:${s.index}`, timeoutMs)));
+    // (A thread ending meanwhile, a failing filter's thread letting its connections go, never answers.)
+    const answers = await Promise.all(running.map((s, i) => Promise.race([this.ask(s, { type: 'stop' }, `stop:${s.index}`, timeoutMs), exits[i]!.then(() => null)])));
     for (const a of answers) if (a && a.type === 'stopped') this.opts.onCounts(a.rows, a.stats);
     await Promise.all(
       exits.map((exited, i) => {
