@@ -39,6 +39,11 @@ export interface LookupWorkerInit {
   beacon?: BeaconSettings;
   /** A filter's thread (src/filter/): it listens on the filter's port instead of the pre-bid port. */
   filter?: FilterSettings;
+  /**
+   * A filter thread replacing one whose port the main thread holds meanwhile: it says `booted`
+   * instead of listening, and listens when told (`listen`), once its data is loaded.
+   */
+  deferListen?: boolean;
 }
 
 /** What a lookup thread needs for lookup ids and impression beacons. */
@@ -119,6 +124,15 @@ export interface LookupStats {
 /** Upper bounds (µs) of the lookup latency histogram buckets; a last bucket is +Inf. */
 export const LATENCY_BUCKETS_US = [10, 25, 50, 100, 250, 500, 1000, 2500, 10000];
 
+/** Stats of thread `thread` with nothing counted yet. */
+export function emptyLookupStats(thread: number): LookupStats {
+  return {
+    thread, byStatus: {}, byBand: {}, latency: new Array<number>(LATENCY_BUCKETS_US.length + 1).fill(0), latencySumUs: 0, overflowed: 0,
+    uaHits: 0, uaMisses: 0, ipHits: 0, ipMisses: 0, contended: 0, lastError: '', heapUsed: 0, heapTotal: 0,
+    beacons: {}, seenEvictedLive: 0, heldUnsent: 0,
+  };
+}
+
 export type ToWorker =
   | { type: 'data'; id: number; bundle: DataBundle }
   /** The live key set (push `id`), answered by keys-ok. */
@@ -132,15 +146,37 @@ export type ToWorker =
    * way are answered, one more `counts` carries what they added (their upstream times, errors).
    */
   | { type: 'stop'; retire?: boolean }
-  /** Fault injection (tests of the supervision): the thread fails as an uncaught bug would. */
-  | { type: 'crash' }
-  /** To a failing thread: another listener holds the port now; close yours and end. */
-  | { type: 'handover' }
+  /**
+   * Fault injection (tests of the supervision): the thread fails as an uncaught bug would;
+   * `exit` (a filter's thread only: it holds no uWS socket): it ends at once, without a word.
+   */
+  | { type: 'crash'; exit?: boolean }
+  /**
+   * To a failing thread: another listener holds the port now (or, for a filter's thread, is
+   * ready to take it); close yours and end. `signal` (a filter's): an Int32 at 0 set to 1 and
+   * notified, and the monotonic ms (a Float64 at 8), as soon as the port is let go.
+   */
+  | { type: 'handover'; signal?: SharedArrayBuffer }
+  /**
+   * To a filter thread started with deferListen, its data loaded: say `waiting`, then wait on
+   * `signal` (an Int32 at 0, set to 1 and notified the moment the main thread has let go of the
+   * port) and listen at once.
+   */
+  | { type: 'take-port'; signal: SharedArrayBuffer }
+  /** To a filter thread started with deferListen: the main thread has let go of the port; listen now (if it stopped waiting). */
+  | { type: 'listen' }
   /** Tests and benchmarks: run a full garbage collection now, then answer gc-done. */
   | { type: 'gc' };
 
 export type FromWorker =
-  | { type: 'listening'; index: number; port: number }
+  /** `at`: a filter's thread, the monotonic ms (src/prebid/filter/proxy.ts monotonicMs) it started listening. */
+  | { type: 'listening'; index: number; port: number; at?: number }
+  /** A filter thread started with deferListen is up, not listening. */
+  | { type: 'booted'; index: number }
+  /** A filter thread told to take its port waits for the main thread to let go. */
+  | { type: 'waiting'; index: number }
+  /** A failing filter thread let go of its port at `at` (monotonic ms). */
+  | { type: 'released'; index: number; at: number }
   | { type: 'listen-failed'; index: number; message: string }
   /** `warmUp`: on a thread's first data, its warm-up (src/prebid/warm-up.ts) before it took a lookup. */
   | { type: 'data-ok'; index: number; id: number; warmUp?: WarmUp }

@@ -9,7 +9,7 @@ import type { CountRow } from '../counts/tuple.ts';
 import type { NewTuple } from '../counts/tuple-dictionary.ts';
 import type { BotIpRow } from './bot-ip-tracker.ts';
 import type { LookupEngine } from './pipeline.ts';
-import { LATENCY_BUCKETS_US, type ImpressionDeltas, type LookupStats, type SeenValues } from './messages.ts';
+import { emptyLookupStats, LATENCY_BUCKETS_US, type ImpressionDeltas, type LookupStats, type SeenValues } from './messages.ts';
 import { beacon, engine } from './worker-state.ts';
 import type { FilterStats } from './filter/filter-stats.ts';
 
@@ -23,13 +23,7 @@ export interface Flushed {
   stats: LookupStats;
 }
 
-function emptyStats(thread: number): LookupStats {
-  return {
-    thread, byStatus: {}, byBand: {}, latency: new Array(LATENCY_BUCKETS_US.length + 1).fill(0), latencySumUs: 0, overflowed: 0,
-    uaHits: 0, uaMisses: 0, ipHits: 0, ipMisses: 0, contended: 0, lastError: '', heapUsed: 0, heapTotal: 0,
-    beacons: {}, seenEvictedLive: 0, heldUnsent: 0,
-  };
-}
+const emptyStats = emptyLookupStats;
 
 /** Cumulative counters of an engine whose per-interval deltas go into the stats. */
 function cumulative(e: LookupEngine | null): number[] {

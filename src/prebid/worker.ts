@@ -20,7 +20,7 @@ import { BeaconJudge } from './beacon.ts';
 import type { FromWorker, LookupWorkerInit, ToWorker } from './messages.ts';
 import { engine, serveWith, setBeacon, setKeysKnown, startDraining, unavailable } from './worker-state.ts';
 import { flush, noteError, startStats, statsOfFilter } from './worker-stats.ts';
-import { startFilter, type RunningFilter } from './filter/proxy.ts';
+import { monotonicMs, RETIRE_GRACE_MS, startFilter, type RunningFilter } from './filter/proxy.ts';
 import { addRoutes } from './worker-routes.ts';
 
 export { LOOKUP_PATH, ORTB_PATH, HEALTH_PATH } from './worker-routes.ts';
@@ -28,6 +28,8 @@ export { MAX_REQUEST_BYTES } from './worker-framing.ts';
 
 /** How long a failing thread keeps its port for the main thread's 503 listener to open. */
 const HANDOVER_WAIT_MS = 1000;
+/** How long a filter's replacement waits, blocked, for the main thread to let go of its port. */
+const TAKE_PORT_WAIT_MS = 2000;
 /** How long a listener that stops accepting still answers the connections it accepted. */
 export const LINGER_MS = 100;
 
@@ -59,13 +61,14 @@ export function runLookupWorker(workerInit: LookupWorkerInit, workerPort: Messag
   port.on('message', onMessage);
   if (init.filter !== undefined) {
     filter = startFilter(init.filter, init.host, { engine: () => (unavailable() === null ? engine : null), noteError: (m) => noteError(new Error(m)), heldCapBytes: init.memory.filterHeldBytes },
-      (listening) => post({ type: 'listening', index: init.index, port: listening }),
+      (listening) => post({ type: 'listening', index: init.index, port: listening, at: monotonicMs() }),
       (message) => {
         post({ type: 'listen-failed', index: init.index, message });
         clearInterval(timer);
-      });
+      }, init.deferListen === true);
     const running = filter;
     statsOfFilter(() => running.take());
+    if (init.deferListen === true) post({ type: 'booted', index: init.index });
   } else app.listen(init.host, init.port, onListen);
 }
 
@@ -90,7 +93,22 @@ function onListen(ls: uWS.us_listen_socket | false): void {
 
 function onMessage(m: ToWorker): void {
   if (m.type === 'handover') {
+    if (m.signal !== undefined) handoverSignal = m.signal;
     if (dying) closeAfterFatal();
+    return;
+  }
+  if (m.type === 'take-port') {
+    // Ready (its data loaded): it says so and waits, blocked, to be woken the moment the main
+    // thread has let go of the port, then listens at once; `listen` follows if it stopped waiting.
+    if (dying) return;
+    post({ type: 'waiting', index: init.index });
+    const flag = new Int32Array(m.signal, 0, 1);
+    Atomics.wait(flag, 0, 0, TAKE_PORT_WAIT_MS);
+    if (Atomics.load(flag, 0) === 1) filter?.listen();
+    return;
+  }
+  if (m.type === 'listen') {
+    if (!dying) filter?.listen();
     return;
   }
   if (m.type === 'gc') {
@@ -99,6 +117,8 @@ function onMessage(m: ToWorker): void {
     return;
   }
   if (m.type === 'crash') {
+    // A thread that ends at once, without a word (a filter's: no uWS socket to abort the process).
+    if (m.exit === true && filter !== null) process.exit(3);
     // Fault injection for the supervision test: fail the way a bug would, outside a request.
     setImmediate(() => {
       throw new Error('crash requested by the main thread');
@@ -193,17 +213,46 @@ function fatal(err: unknown): void {
 }
 
 let closed = false;
+/** A filter's thread: where to say at once that it let go of its port (the main thread waits on it). */
+let handoverSignal: SharedArrayBuffer | null = null;
 /** After fatal(): stop accepting, answer what was accepted for LINGER_MS, then end the thread. */
 function closeAfterFatal(): void {
   if (closed) return;
   closed = true;
+  if (filter !== null) return releaseFilter(filter, init.filter?.timeoutMs ?? 0);
   try {
     if (listenSocket) uWS.us_listen_socket_close(listenSocket);
     listenSocket = null;
-    filter?.close();
   } finally {
     // Requests already on accepted connections are answered before those close.
     setTimeout(exitAfterLinger, LINGER_MS);
+  }
+}
+
+/**
+ * A failing filter's thread lets go of its port for the main thread's fail-open listener, says
+ * so at once, answers the connections it accepted (each closed after its next answer), and ends.
+ */
+function releaseFilter(f: RunningFilter, timeoutMs: number): void {
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    exitAfterLinger();
+  };
+  // (Taken before the listener closes: the gap the main thread measures from it is never less than the true one.)
+  const at = monotonicMs();
+  try {
+    f.release(RETIRE_GRACE_MS, end);
+  } finally {
+    if (handoverSignal !== null) {
+      const flag = new Int32Array(handoverSignal, 0, 1);
+      new Float64Array(handoverSignal, 8, 1)[0] = at;
+      Atomics.store(flag, 0, 1);
+      Atomics.notify(flag, 0);
+    }
+    post({ type: 'released', index: init.index, at });
+    setTimeout(end, RETIRE_GRACE_MS + timeoutMs + 500);
   }
 }
 

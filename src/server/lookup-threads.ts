@@ -8,6 +8,11 @@
 // that answers 503 to everything, so /health-check says what is true. A thread that runs
 // out of its heap limit cannot close its sockets first: Node then ends the whole process,
 // and the service manager restarts it (the systemd unit has Restart=on-failure).
+//
+// A filter's thread (src/prebid/filter/) listens with node:net, which in Node 20 cannot share a
+// port: while it is being replaced the main thread holds its port and sends every request on
+// unjudged (src/server/filter-fallback.ts). The failing thread lets go only once the main
+// thread waits to take the port; the replacement loads its data before it asks for the port back.
 import uWS from 'uWebSockets.js';
 import { createServer, type AddressInfo } from 'node:net';
 import type { Worker } from 'node:worker_threads';
@@ -22,6 +27,9 @@ import type { BeaconSettings, FromWorker, ImpressionDeltas, LookupMemory, Lookup
 import { HEALTH_PATH, LINGER_MS } from '../prebid/worker.ts';
 import { startWorker } from '../runtime/worker-entry.ts';
 import type { FilterSettings } from '../base/filter-settings.ts';
+import { emptyLookupStats } from '../prebid/messages.ts';
+import { monotonicMs } from '../prebid/filter/proxy.ts';
+import { FilterFallback } from './filter-fallback.ts';
 
 export interface LookupServerOptions {
   host: string;
@@ -65,6 +73,19 @@ export interface LookupServerOptions {
   plannedFilters?: number;
   /** A filter's thread a reload removed has ended (its figures, by thread index, are over). */
   onRetired?: (index: number) => void;
+  /**
+   * A filter's port changed hands: `take`, the main thread listened `ms` after the failing thread
+   * let go; `give`, the replacement listened `ms` after the main thread let go; `exit`, the main
+   * thread listened `ms` after it learnt that the thread had ended without a word.
+   */
+  onFilterHandover?: (filter: string, phase: FilterHandover['phase'], ms: number) => void;
+}
+
+/** One hand-over of a filter's port (see onFilterHandover). */
+export interface FilterHandover {
+  filter: string;
+  phase: 'take' | 'give' | 'exit';
+  ms: number;
 }
 
 /**
@@ -79,6 +100,13 @@ const STABLE_MS = 60_000;
 /** How long a policy push waits for a thread to say the policy is in force. */
 const POLICY_ACK_MS = 2_000;
 const RESTART_DELAY = { min: 250, max: 30_000 };
+/**
+ * How long the main thread blocks waiting for a failing filter thread to let go of its port:
+ * woken the moment it does, it binds at once, where a message would wait for its event loop.
+ */
+const FILTER_TAKE_WAIT_MS = 50;
+/** How long a replacement filter thread has to take its port back once the main thread let go. */
+const FILTER_GIVE_WAIT_MS = 10_000;
 const NO_THREAD: ErrorAnswer = { status: 503, code: 'unavailable', message: 'No lookup thread is running; a new one is starting. Retry in a moment or on another instance.' };
 
 interface Slot {
@@ -97,6 +125,10 @@ interface Slot {
   filterPort?: number;
   /** A filter a reload removed (or whose start it undid): never restarted; its place in `slots` kept. */
   retired?: boolean;
+  /** A filter's: the main thread's listener for its port while the thread is being replaced. */
+  fallback?: FilterFallback;
+  /** A filter's: the thread that failed and is letting go of the port (until the main thread has it). */
+  failing?: Worker | null;
 }
 
 /**
@@ -126,6 +158,11 @@ export class LookupServer {
   listening = false;
   /** Threads started to replace failed ones, since start. */
   restarts = 0;
+  /** The last hand-overs of filters' ports (at most 100), for tests and the log. */
+  readonly filterHandovers: FilterHandover[] = [];
+  private fallbackTimer: NodeJS.Timeout | null = null;
+  /** Failing filter threads already replaced, still answering the connections they had accepted. */
+  private readonly leaving = new Set<Worker>();
 
   constructor(private readonly opts: LookupServerOptions) {}
 
@@ -155,6 +192,7 @@ export class LookupServer {
         const slot: Slot = { index: this.opts.threads + i, worker: null, live: false, startedAt: 0, failures: 0, restartTimer: null, warmUpMs: 0, filter };
         this.slots.push(slot);
         slot.filterPort = await this.launch(slot, filter.port);
+        this.holdFallback(slot);
       }
     } catch (e) {
       await this.stop().catch(() => undefined);
@@ -193,7 +231,8 @@ export class LookupServer {
     return out;
   }
 
-  private launch(slot: Slot, port: number): Promise<number> {
+  /** `deferred`: a filter's replacement, which says `booted` and listens when told (handBack). */
+  private launch(slot: Slot, port: number, deferred = false): Promise<number> {
     const init: LookupWorkerInit = {
       index: slot.index,
       host: this.opts.host,
@@ -208,9 +247,11 @@ export class LookupServer {
       versionFloorMs: this.opts.versionFloorMs ?? 0,
       ...(this.opts.beacon ? { beacon: this.opts.beacon } : {}),
       ...(slot.filter ? { filter: { ...slot.filter, port } } : {}),
+      ...(deferred ? { deferListen: true } : {}),
     };
     // The same way from a checkout and inside the binary (src/runtime/worker-entry.ts).
     const worker = startWorker('lookup', init, { resourceLimits: lookupHeapLimits(this.opts.memory) });
+    if (slot.worker !== null) this.leaving.add(slot.worker);
     slot.worker = worker;
     slot.startedAt = Date.now();
     return new Promise((resolve, reject) => {
@@ -219,7 +260,8 @@ export class LookupServer {
           slot.live = true;
           if (slot.filter === undefined) this.closeFallback();
           resolve(m.port);
-        } else if (m.type === 'listen-failed') {
+        } else if (m.type === 'booted') resolve(port);
+        else if (m.type === 'listen-failed') {
           // It holds no socket: ending it is safe, and a replacement is then scheduled.
           void worker.terminate();
           reject(new ListenError(`lookup thread ${slot.index}: ${m.message}`));
@@ -227,12 +269,13 @@ export class LookupServer {
         worker.off('message', onFirst);
       };
       worker.on('message', onFirst);
-      worker.on('message', (m: FromWorker) => this.onMessage(m));
+      worker.on('message', (m: FromWorker) => this.onMessage(m, slot, worker));
       worker.once('error', (e) => {
         reject(e);
         this.opts.onWorkerError?.(slot.index, e);
       });
       worker.once('exit', (code) => {
+        this.leaving.delete(worker);
         reject(new Error(`lookup thread ${slot.index} exited with code ${code} before listening`));
         this.onExit(slot, worker, code);
       });
@@ -240,16 +283,21 @@ export class LookupServer {
   }
 
   private onExit(slot: Slot, worker: Worker, code: number): void {
+    const exitedAt = monotonicMs();
+    // A failing filter thread that ended before the main thread took its port: the port is free now.
+    if (slot.failing === worker && this.listening) this.takeFilterPort(slot, exitedAt, 'exit');
     if (slot.worker !== worker) return;
     slot.worker = null;
     slot.live = false;
     if (!this.listening) return; // stopping, or still starting (start() fails instead)
     this.opts.onWorkerError?.(slot.index, new Error(`lookup thread ${slot.index} ended (exit code ${code}); starting a new one`));
-    if (this.liveThreads === 0 && slot.filter === undefined) this.openFallback();
+    if (slot.filter !== undefined) this.takeFilterPort(slot, exitedAt, 'exit');
+    else if (this.liveThreads === 0) this.openFallback();
     this.scheduleRestart(slot);
   }
 
   private scheduleRestart(slot: Slot): void {
+    if (slot.restartTimer !== null) return; // already (a filter's: when the main thread took its port)
     const { min, max } = this.opts.restartDelayMs ?? RESTART_DELAY;
     if (Date.now() - slot.startedAt > STABLE_MS) slot.failures = 0;
     const delay = Math.min(max, min * 2 ** slot.failures);
@@ -260,17 +308,22 @@ export class LookupServer {
   private async restart(slot: Slot): Promise<void> {
     slot.restartTimer = null;
     if (!this.listening || slot.retired) return;
+    // A filter's replacement boots and loads its data while the main thread holds its port.
+    const deferred = slot.fallback !== undefined;
     try {
-      await this.launch(slot, slot.filter ? slot.filterPort ?? slot.filter.port : this.port);
+      await this.launch(slot, slot.filter ? slot.filterPort ?? slot.filter.port : this.port, deferred);
       if (this.data) {
         const a = await this.ask(slot, { type: 'data', id: this.data.id, bundle: forThreads(this.data.bundle) }, `data:${this.data.id}:${slot.index}`, 30_000);
         if (a === null || a.type !== 'data-ok') throw new Error(`lookup thread ${slot.index} could not load the data again: ${a && a.type === 'data-failed' ? a.message : 'no answer'}`);
         this.noteWarmUp(slot, a);
       }
+      if (deferred) await this.handBack(slot);
       this.restarts++;
       this.opts.onRestart?.(slot.index, this.restarts, slot.warmUpMs);
     } catch (e) {
       this.opts.onWorkerError?.(slot.index, e as Error);
+      // A filter's replacement that is up but not listening is of no use: ended, its exit schedules the next.
+      if (deferred && slot.worker !== null && !slot.live) void slot.worker.terminate();
       // A thread that started and failed again has its own exit handler; one that never
       // started needs the next attempt scheduled here.
       if (slot.worker === null && this.listening && slot.restartTimer === null) this.scheduleRestart(slot);
@@ -286,10 +339,95 @@ export class LookupServer {
     const slot = this.slots[index];
     const worker = slot?.worker;
     if (!slot || !worker) return;
+    if (slot.fallback !== undefined && this.listening) return this.filterFailing(slot, worker);
     const letGo = () => worker.postMessage({ type: 'handover' } satisfies ToWorker);
     const othersLive = this.slots.some((s) => s !== slot && s.live && s.filter === undefined);
     if (othersLive || !this.listening || slot.filter !== undefined) letGo();
     else this.openFallback(letGo);
+  }
+
+  /**
+   * A filter's thread is failing: its fail-open listener is made ready, the thread is told to
+   * let go, and the main thread waits (blocking, at most FILTER_TAKE_WAIT_MS) to be woken the
+   * moment it has, then binds at once. Node 20's net cannot share the port (no SO_REUSEPORT):
+   * between the two, connections are refused; the gap is measured (filterHandovers).
+   */
+  private filterFailing(slot: Slot, worker: Worker): void {
+    slot.failing = worker;
+    slot.fallback!.prepare();
+    const signal = new SharedArrayBuffer(16);
+    const flag = new Int32Array(signal, 0, 1);
+    worker.postMessage({ type: 'handover', signal } satisfies ToWorker);
+    Atomics.wait(flag, 0, 0, FILTER_TAKE_WAIT_MS);
+    // Not yet: its `released` message, or its exit, hands the port over instead.
+    if (Atomics.load(flag, 0) === 1) this.takeFilterPort(slot, new Float64Array(signal, 8, 1)[0]!, 'take');
+  }
+
+  /** The main thread takes a filter's port (let go at `since`, monotonic ms), and a replacement is scheduled. */
+  private takeFilterPort(slot: Slot, since: number, phase: FilterHandover['phase']): void {
+    const fb = slot.fallback;
+    if (fb === undefined) return;
+    slot.failing = null;
+    slot.live = false;
+    fb.listen((at) => this.noteHandover(slot, phase, at - since));
+    this.scheduleRestart(slot);
+  }
+
+  /**
+   * A filter's replacement has booted and loaded its data: told to take its port, it says it
+   * waits (blocked on a shared signal); the main thread lets go of the port and wakes it, and it
+   * listens at once. The main thread's accepted connections are answered and closed. If the
+   * thread cannot listen, the main thread takes the port back.
+   */
+  private async handBack(slot: Slot): Promise<void> {
+    const fb = slot.fallback!;
+    const worker = slot.worker;
+    if (worker === null) throw new Error(`filter thread ${slot.index} ended before it took its port back`);
+    const signal = new SharedArrayBuffer(4);
+    const waiting = await this.ask(slot, { type: 'take-port', signal }, `waiting:${slot.index}`, FILTER_GIVE_WAIT_MS);
+    if (waiting === null || slot.worker !== worker) throw new Error(`filter thread ${slot.index} did not ask for its port`);
+    const key = `listen:${slot.index}`;
+    const asked = new Promise<FromWorker | null>((resolve) => {
+      const timer = setTimeout(() => {
+        if (this.pending.get(key) === entry) this.pending.delete(key);
+        resolve(null);
+      }, FILTER_GIVE_WAIT_MS);
+      const entry = {
+        resolve: (v: FromWorker) => {
+          clearTimeout(timer);
+          resolve(v);
+        },
+      };
+      this.pending.set(key, entry);
+    });
+    const letGoAt = fb.yieldPort();
+    const flag = new Int32Array(signal, 0, 1);
+    Atomics.store(flag, 0, 1);
+    Atomics.notify(flag, 0);
+    worker.postMessage({ type: 'listen' } satisfies ToWorker);
+    const m = await asked;
+    if (m !== null && m.type === 'listening') {
+      slot.live = true;
+      if (m.at !== undefined) this.noteHandover(slot, 'give', m.at - letGoAt);
+      return;
+    }
+    if (this.listening) fb.listen();
+    throw new Error(`filter thread ${slot.index} could not take its port back: ${m !== null && m.type === 'listen-failed' ? m.message : 'no answer'}`);
+  }
+
+  private noteHandover(slot: Slot, phase: FilterHandover['phase'], ms: number): void {
+    const filter = slot.filter?.name ?? '';
+    this.filterHandovers.push({ filter, phase, ms });
+    if (this.filterHandovers.length > 100) this.filterHandovers.shift();
+    this.opts.onFilterHandover?.(filter, phase, ms);
+  }
+
+  /** What the main thread's fail-open listeners counted since the last call, as their threads' stats. */
+  private reportFallbacks(): void {
+    for (const s of this.slots) {
+      const f = s.fallback?.take();
+      if (f) this.opts.onCounts([], { ...emptyLookupStats(s.index), filter: f });
+    }
   }
 
   /** While no thread is alive, the main thread keeps the port and answers 503. */
@@ -334,7 +472,7 @@ export class LookupServer {
     setTimeout(() => (fb.app as unknown as { close(): void }).close(), LINGER_MS);
   }
 
-  private onMessage(m: FromWorker): void {
+  private onMessage(m: FromWorker, slot: Slot, worker: Worker): void {
     if (m.type === 'counts' || m.type === 'stopped') {
       this.opts.onTuples?.(m.announced);
       const imp = m.impressions;
@@ -346,9 +484,9 @@ export class LookupServer {
     else if (m.type === 'fatal') {
       this.opts.onWorkerError?.(m.index, new Error(`lookup thread ${m.index} failed: ${m.message}`));
       this.takeOver(m.index);
-    }
+    } else if (m.type === 'released' && slot.failing === worker && this.listening) this.takeFilterPort(slot, m.at, 'take');
     const key =
-      m.type === 'data-ok' || m.type === 'data-failed' ? `data:${m.id}:${m.index}` : m.type === 'policy-ok' ? `policy:${m.id}:${m.index}` : m.type === 'keys-ok' ? `keys:${m.id}:${m.index}` : m.type === 'filter-ok' ? `filter:${m.id}:${m.index}` : m.type === 'stopped' ? `stop:${m.index}` : m.type === 'gc-done' ? `gc:${m.index}` : '';
+      m.type === 'data-ok' || m.type === 'data-failed' ? `data:${m.id}:${m.index}` : m.type === 'policy-ok' ? `policy:${m.id}:${m.index}` : m.type === 'keys-ok' ? `keys:${m.id}:${m.index}` : m.type === 'filter-ok' ? `filter:${m.id}:${m.index}` : m.type === 'stopped' ? `stop:${m.index}` : m.type === 'gc-done' ? `gc:${m.index}` : m.type === 'listening' || m.type === 'listen-failed' ? `listen:${m.index}` : m.type === 'waiting' ? `waiting:${m.index}` : '';
     if (key) {
       const p = this.pending.get(key);
       if (p) {
@@ -458,6 +596,7 @@ export class LookupServer {
     let port: number;
     try {
       port = slot.filterPort = await this.launch(slot, filter.port);
+      this.holdFallback(slot);
     } catch (e) {
       if (!supervised) {
         // Before its exit is seen: a slot without its worker is not restarted.
@@ -489,6 +628,7 @@ export class LookupServer {
     const slot = this.slots[index];
     if (!slot || slot.filter === undefined || slot.retired) return false;
     slot.filter = filter;
+    slot.fallback?.update(filter);
     const id = ++this.filterPushes;
     const a = await this.ask(slot, { type: 'filter', id, settings: { ...filter, port: slot.filterPort ?? filter.port } }, `filter:${id}:${index}`, POLICY_ACK_MS);
     return a !== null;
@@ -505,6 +645,11 @@ export class LookupServer {
     slot.retired = true;
     if (slot.restartTimer) clearTimeout(slot.restartTimer);
     slot.restartTimer = null;
+    // Its fail-open listener (holding the port if the thread is being replaced) goes with it.
+    const fallback = slot.fallback;
+    delete slot.fallback;
+    slot.failing = null;
+    if (fallback !== undefined) await fallback.close();
     const worker = slot.worker;
     // Detached first: its exit (or a failure while it drains) is not a thread to replace.
     slot.worker = null;
@@ -524,9 +669,26 @@ export class LookupServer {
     });
   }
 
-  /** Fault injection for tests: thread `index` fails as an uncaught bug would. */
-  crashThread(index: number): void {
-    this.slots[index]?.worker?.postMessage({ type: 'crash' } satisfies ToWorker);
+  /**
+   * A filter's fail-open listener for its port while its thread is replaced (made ready, not
+   * listening), and the timer that reports what those listeners count as their threads report.
+   */
+  private holdFallback(slot: Slot): void {
+    slot.fallback = new FilterFallback({ ...slot.filter!, port: slot.filterPort! }, this.opts.host, this.opts.memory.filterHeldBytes, (message) => this.opts.onWorkerError?.(slot.index, new Error(message)));
+    if (this.fallbackTimer === null) {
+      this.fallbackTimer = setInterval(() => this.reportFallbacks(), this.opts.countsIntervalMs ?? 1000);
+      this.fallbackTimer.unref();
+    }
+  }
+
+  /**
+   * Fault injection for tests: thread `index` fails as an uncaught bug would; `exit`: a filter's
+   * thread ends at once without a word (a lookup thread cannot: its uWS sockets would abort the process).
+   */
+  crashThread(index: number, exit = false): void {
+    const slot = this.slots[index];
+    if (exit && slot?.filter === undefined) throw new Error('only a filter\'s thread can be ended without a word');
+    slot?.worker?.postMessage({ type: 'crash', ...(exit ? { exit } : {}) } satisfies ToWorker);
   }
 
   /**
@@ -537,13 +699,26 @@ export class LookupServer {
   async stop(timeoutMs = 5000, exitWaitMs = 5000): Promise<void> {
     this.listening = false;
     this.closeFallback();
+    // Filters' fail-open listeners: their requests under way answered, then closed.
+    const fallbacks = this.slots.flatMap((s) => (s.fallback ? [s.fallback.close()] : []));
+    if (this.fallbackTimer !== null) clearInterval(this.fallbackTimer);
     for (const s of this.slots) if (s.restartTimer) clearTimeout(s.restartTimer);
     const running = this.slots.filter((s): s is Slot & { worker: Worker } => s.worker !== null);
     const exits = running.map((s) => new Promise<void>((r) => {
       if (s.worker.threadId === -1) r();
       else s.worker.once('exit', () => r());
     }));
-    const answers = await Promise.all(running.map((s) => this.ask(s, { type: 'stop' }, `stop:${s.index}`, timeoutMs)));
+    // Replaced filter threads still closing their connections end by themselves (bounded); not waited past exitWaitMs.
+    const leaving = [...this.leaving].map((w) => new Promise<void>((r) => {
+      const timer = setTimeout(() => void w.terminate().finally(r), exitWaitMs);
+      w.once('exit', () => {
+        clearTimeout(timer);
+        r();
+      });
+      if (w.threadId === -1) r();
+    }));
+    // (A thread ending meanwhile, a failing filter's thread letting its connections go, never answers.)
+    const answers = await Promise.all(running.map((s, i) => Promise.race([this.ask(s, { type: 'stop' }, `stop:${s.index}`, timeoutMs), exits[i]!.then(() => null)])));
     for (const a of answers) if (a && a.type === 'stopped') this.opts.onCounts(a.rows, a.stats);
     await Promise.all(
       exits.map((exited, i) => {
@@ -559,6 +734,8 @@ export class LookupServer {
         return Promise.race([exited, late]).finally(() => clearTimeout(timer));
       }),
     );
+    await Promise.all([...fallbacks, ...leaving]);
+    this.reportFallbacks();
     this.slots = [];
   }
 }

@@ -60,6 +60,7 @@ export function lookupThreads(
     },
     onWorkerError: (index, err) => log.error({ thread: index, err: err.message }, 'lookup thread failed'),
     onRestart: (index, restarts, warmUpMs) => log.warn({ thread: index, restarts, warmUpMs }, 'lookup thread replaced and serving again'),
+    onFilterHandover: (filter, phase, ms) => log.info({ filter, phase, ms: Math.round(ms * 1000) / 1000 }, phase === 'give' ? "filter's new thread took its port back" : "filter's thread is being replaced: the main thread holds its port, sending requests on unjudged"),
     onWarmUpFailed: (index, message) => log.warn({ thread: index, err: message }, 'lookup thread warm-up failed (a bug: please report it); the thread serves, its first lookups of each kind slower'),
     onUnavailable: () => metrics.recordUnavailable(),
     onRetired: (index) => metrics.forgetThread(index),

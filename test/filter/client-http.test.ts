@@ -2,7 +2,8 @@
 // pipelined requests answered in order whatever order their answers are ready in, bodies by
 // length or chunked and split anywhere, the refusals (400, 413, 431) in their place and the
 // connection closed after them, Connection: close and HTTP/1.0, 100-continue, HEAD and 204
-// answers without a body, a client that leaves, and the bytes held counted (and given back).
+// answers without a body, a client that leaves, the bytes held counted (and given back), and a
+// listener that retires its connections.
 import t from 'tap';
 import { connect, type AddressInfo } from 'node:net';
 import { createClientServer, type ClientRequest, type ClientResponse } from '../../src/prebid/filter/client-http.ts';
@@ -267,4 +268,52 @@ t.test('held bytes: counted while read, under way and unsent; a client that does
   c.destroy();
   await wait(100);
   t.equal(ledger.held, 0, 'all given back');
+});
+
+t.test('retire: the listener lets go; each connection is closed after its next answer, a silent one after the grace', async (t) => {
+  const own = createClientServer({
+    maxBodyBytes: 100, maxHeadBytes: 300, idleMs: 30_000, requestMs: 3000, maxInFlight: 4, tooLargeBody: '{}',
+    onTooLarge: () => undefined,
+    onRequest(req: ClientRequest, _body: Buffer, res: ClientResponse) {
+      const delay = Number(new URL(req.url, 'http://x').searchParams.get('delay') ?? 0);
+      setTimeout(() => res.end(200, 'OK', [], 'ok ' + req.url), delay);
+    },
+  });
+  await new Promise<void>((ok) => own.server.listen(0, '127.0.0.1', () => ok()));
+  t.teardown(() => own.close(true));
+  const p = (own.server.address() as AddressInfo).port;
+  /** A kept-alive connection: what came back, and whether it closed. */
+  const client = async (first: string) => {
+    const c = { text: '', closed: false, sock: connect(p, '127.0.0.1') };
+    c.sock.on('data', (d) => (c.text += d.toString()));
+    c.sock.on('error', () => undefined);
+    c.sock.on('close', () => (c.closed = true));
+    await new Promise<void>((ok) => c.sock.once('connect', () => ok()));
+    c.sock.write(first);
+    return c;
+  };
+  const wait = async (what: string, ok: () => boolean) => {
+    for (let i = 0; i < 300 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
+    t.ok(ok(), what);
+  };
+  const busy = await client('GET /busy?delay=150 HTTP/1.1\r\nHost: x\r\n\r\n');
+  const again = await client('GET /one HTTP/1.1\r\nHost: x\r\n\r\n');
+  const silent = await client('GET /one HTTP/1.1\r\nHost: x\r\n\r\n');
+  await wait('the idle ones answered', () => again.text.includes('ok /one') && silent.text.includes('ok /one'));
+  t.equal(own.connections, 3);
+  let done = false;
+  const t0 = Date.now();
+  own.retire(400, () => (done = true));
+  const refused = await new Promise<string>((r) => connect(p, '127.0.0.1').once('connect', () => r('connected')).once('error', (e: NodeJS.ErrnoException) => r(e.code ?? '')));
+  t.equal(refused, 'ECONNREFUSED', 'it stopped listening at once');
+  again.sock.write('GET /two HTTP/1.1\r\nHost: x\r\n\r\n');
+  await wait('a kept-alive connection: its next request answered, then closed', () => again.closed);
+  t.match(again.text, /ok \/one[\s\S]*HTTP\/1\.1 200 OK\r\n[^]*Connection: close\r\n\r\nok \/two$/, '…with Connection: close');
+  await wait('the request under way: answered, then closed', () => busy.closed);
+  t.match(busy.text, /Connection: close\r\n\r\nok \/busy\?delay=150$/, '…with Connection: close');
+  t.notOk(silent.closed, 'a silent one kept for the grace');
+  await wait('then closed', () => silent.closed && done);
+  t.ok(Date.now() - t0 >= 390, `after the grace (${Date.now() - t0} ms)`);
+  t.equal((silent.text.match(/HTTP\/1\.1/g) ?? []).length, 1, 'with no second answer');
+  t.equal(own.connections, 0, 'every connection closed, then onDone');
 });

@@ -204,6 +204,8 @@ class Conn {
   active = true;
   /** Idle sweeps in a row that found it silent. */
   silentSweeps = 0;
+  /** Its listener let go of the port: its next answer closes it (see retire). */
+  private retiring = false;
 
   constructor(readonly sock: Socket, private readonly o: ClientServerOptions, private readonly conns: Set<Conn>, private readonly held: HeldBytes) {
     this.remoteAddress = sock.remoteAddress ?? '';
@@ -232,9 +234,25 @@ class Conn {
   drain(): void {
     if (this.queue.length === 0) return void this.sock.destroy();
     this.ended = true;
-    this.buf = Buffer.alloc(0);
+    this.dropUnread();
     clearTimeout(this.slow);
     this.queue[this.queue.length - 1]!.closeAfter = true;
+  }
+
+  /**
+   * Its listener let go of the port: the last request under way is answered with
+   * `Connection: close` and the connection ends after it; one with nothing under way gets
+   * the same on its next request (closed by the caller if none comes). Requests are never
+   * cut off: only bytes after an answer that says close are left unread, as HTTP allows.
+   */
+  retire(): void {
+    if (this.retiring || this.sock.destroyed) return;
+    this.retiring = true;
+    const last = this.queue[this.queue.length - 1];
+    if (last !== undefined && last.out === null && !this.ended) {
+      last.closeAfter = true;
+      this.ended = true;
+    }
   }
 
   private onData(d: Buffer): void {
@@ -332,7 +350,7 @@ class Conn {
     }
     this.buf = end === buf.byteLength ? Buffer.alloc(0) : buf.subarray(end);
     const conn = headers.connection?.toLowerCase() ?? '';
-    const close = m[3] === '0' ? !/\bkeep-alive\b/.test(conn) : /\bclose\b/.test(conn);
+    const close = this.retiring || (m[3] === '0' ? !/\bkeep-alive\b/.test(conn) : /\bclose\b/.test(conn));
     const method = m[1]!;
     const slot = new Slot(this, method === 'HEAD', close, this.held);
     // The request's bytes are its slot's now (counted until its answer is built).
@@ -471,6 +489,14 @@ export interface ClientServer {
    * it are answered (those with none at once).
    */
   close(all: boolean): void;
+  /**
+   * Stops listening (another listener takes the port) and retires every connection: each is
+   * closed after its next answer (Conn.retire); those that ask nothing within `graceMs` are
+   * closed then. `onDone` once every connection is closed.
+   */
+  retire(graceMs: number, onDone: () => void): void;
+  /** Connections open now. */
+  readonly connections: number;
 }
 
 export function createClientServer(o: ClientServerOptions): ClientServer {
@@ -491,6 +517,15 @@ export function createClientServer(o: ClientServerOptions): ClientServer {
     for (const c of conns) c.sweep(SWEEPS);
   }, Math.max(1, Math.floor(o.idleMs / SWEEPS)));
   sweeper.unref();
+  let retired: (() => void) | null = null;
+  const checkRetired = () => {
+    if (retired !== null && conns.size === 0) {
+      const done = retired;
+      retired = null;
+      clearInterval(sweeper);
+      done();
+    }
+  };
   return {
     server,
     close(all) {
@@ -500,6 +535,26 @@ export function createClientServer(o: ClientServerOptions): ClientServer {
         if (all) c.sock.destroy();
         else c.drain();
       }
+    },
+    retire(graceMs, onDone) {
+      server.close();
+      retired = onDone;
+      for (const c of conns) {
+        c.retire();
+        c.sock.once('close', checkRetired);
+      }
+      checkRetired();
+      // Past the grace, a connection with nothing under way is closed; one still answering
+      // closes after its answer (or, its last answer sent before it was retired, is looked at again).
+      const late = () => {
+        if (retired === null) return;
+        for (const c of conns) if (c.idle) c.sock.destroy();
+        if (conns.size > 0) setTimeout(late, Math.max(10, graceMs / 4)).unref();
+      };
+      setTimeout(late, graceMs).unref();
+    },
+    get connections() {
+      return conns.size;
     },
   };
 }

@@ -6,10 +6,12 @@
 //
 // It runs on a thread of its own (a lookup thread whose listener is this one instead of the
 // pre-bid port's: src/prebid/worker.ts), so waiting on an upstream never delays a lookup on
-// 9898. A small HTTP/1.1 server of its own on the client side (client-http.ts: pipelined
+// 9898; while that thread is being replaced, the main thread holds the port with the same
+// code and no engine, sending every request on as is (src/server/filter-fallback.ts). A small HTTP/1.1 server of its own on the client side (client-http.ts: pipelined
 // requests answered in order, which uWebSockets.js cannot do for answers given after the
 // handler returns) and a small HTTP/1.1 client (upstream-client.ts), its connections to the
 // upstream kept alive and bounded (maxSockets).
+import { createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { bidRequestFrom, checkBodyHeaders, ORTB_MAX_BODY_BYTES } from '../ortb/body.ts';
 import { BID_REQUEST_SHAPE } from '../ortb/map.ts';
@@ -33,6 +35,12 @@ export const MAX_ANSWER_BYTES = 8 << 20;
 /** OpenRTB no-bid reason of an answer the upstream could not give in time or at all: 1, technical error. */
 export const NBR_TECHNICAL = 1;
 /**
+ * When a listener lets go of the filter's port (a thread failing, or the main thread's fail-open
+ * listener as the replacement takes it), how long its kept-alive connections with nothing under
+ * way are kept for one more request (answered with `Connection: close`) before they are closed.
+ */
+export const RETIRE_GRACE_MS = 1000;
+/**
  * Client connections a filter keeps open at most (more are closed as they come, counted):
  * each costs its thread some kilobytes of socket and parser state outside the held-bytes cap
  * (the budget's FILTER_NATIVE_MB and FILTER_RUNTIME_MB count them).
@@ -47,7 +55,7 @@ const SET_HERE = new Set(['host', 'content-length', 'x-forwarded-for', VERDICT_H
 
 const BID = keysOf(BID_REQUEST_SHAPE);
 
-/** What the lookup thread lends its filter. */
+/** What a filter's host lends it: its lookup thread, or the main thread (no engine) while that thread is replaced. */
 export interface FilterHost {
   /** The engine while this thread serves lookups (data loaded, keys known, not draining), else null. */
   engine(): LookupEngine | null;
@@ -61,6 +69,13 @@ export interface RunningFilter {
   readonly port: number;
   /** The figures since the last call (the thread's per-second report). */
   take(): FilterStats;
+  /** Listens now (a deferred start: see startFilter). */
+  listen(): void;
+  /**
+   * Stops listening at once (another listener takes the port); the connections it accepted
+   * are answered and closed (client-http.ts retire), then `onDone`.
+   */
+  release(graceMs: number, onDone: () => void): void;
   /**
    * New settings of this filter (same name and port; a reload): requests that come after go by
    * them, those under way finish under the ones they started with. A new upstream gets its own
@@ -104,107 +119,6 @@ export function verdictValue(v: Verdict): string {
   return 'band=' + v.band + '; score=' + v.score + (v.lid === '' ? '' : '; lid=' + v.lid) + (v.nbr >= 0 ? '; nbr=' + v.nbr : '');
 }
 
-/** The one filter this thread runs (a filter's thread runs one: startFilter sets these once). */
-let cfg: FilterSettings;
-let from: FilterHost;
-/** The upstream's Host header, its URL's path (a prefix of forwarded paths) and query. */
-let upAuthority = '';
-let basePath = '/';
-let baseQuery = '';
-/** The engine's query: the reporting node is the filter's name (no key: the filter acts for its partner). */
-let engineQuery = '';
-let pool: UpstreamPool;
-/** The bytes of requests and answers this filter holds, against its cap (held-bytes.ts). */
-let held: HeldBytes;
-let stats: FilterStats;
-let server: ClientServer;
-let listeningPort = 0;
-/** The longest timeout any of its settings gave (how long its close waits for requests under way). */
-let longestTimeoutMs = 0;
-
-function failOpen(why: FailOpenReason): null {
-  stats.failOpen[why] = (stats.failOpen[why] ?? 0) + 1;
-  return null;
-}
-
-function noteLatency(us: number): void {
-  let b = 0;
-  while (b < UPSTREAM_BUCKETS_US.length && us > UPSTREAM_BUCKETS_US[b]!) b++;
-  stats.upstreamLatency[b]!++;
-  stats.upstreamLatencySumUs += us;
-}
-
-/** The verdict of a POST body, or null to send it on unjudged (fail open; counted why). `facts` filled when the body parsed. */
-function judge(req: ClientRequest, body: Buffer, facts: BidFacts): Verdict | null {
-  const e = from.engine();
-  if (e === null) return failOpen('not_ready');
-  const enc = { gzip: false };
-  if (checkBodyHeaders(req.headers['content-type'] ?? '', req.headers['content-encoding'] ?? '', enc) !== null) return failOpen('media_type');
-  if (body.byteLength > ORTB_MAX_BODY_BYTES) return failOpen('unparseable');
-  const now = Date.now();
-  const customer = e.keys.customerOf(cfg.partner, now);
-  if (customer === null) return failOpen('unknown_partner');
-  const parsed = bidRequestFrom(body, enc.gzip);
-  if (!parsed.ok) return failOpen('unparseable');
-  const id = parsed.bid.at[BID.id];
-  facts.id = typeof id === 'string' ? id : '';
-  const tmax = parsed.bid.at[BID.tmax];
-  facts.tmax = typeof tmax === 'number' && Number.isInteger(tmax) && tmax > 0 ? tmax : 0;
-  try {
-    const out = e.lookupOrtb(engineQuery, parsed.bid, now, customer, true);
-    if (out.status !== 200) return failOpen('refused');
-    const v = e.lastOrtb;
-    return { band: v.band, score: v.score, nbr: v.nbr, lid: v.lid };
-  } catch (err) {
-    from.noteError((err as Error).message);
-    return failOpen('internal');
-  }
-}
-
-/** A no-bid answered by the filter itself: 204, or 200 {"id","nbr"} (`c`: the settings the request started under). */
-function noBid(c: FilterSettings, res: ClientResponse, nbr: number, id: string, why: string, verdict: Verdict | null): void {
-  const headers: string[] = [NOBID_HEADER, why];
-  if (verdict !== null) headers.push(VERDICT_HEADER, verdictValue(verdict));
-  if (c.nobid === '204') {
-    res.end(204, 'No Content', headers);
-  } else {
-    const body = '{"id":' + JSON.stringify(id) + ',"nbr":' + nbr + '}';
-    headers.push('Content-Type', 'application/json', 'Content-Length', String(Buffer.byteLength(body)));
-    res.end(200, 'OK', headers, body);
-  }
-}
-
-/**
- * The request's head to send on (request line, headers, the empty line): end-to-end headers
- * as received, Host the upstream's, X-Forwarded-For extended, the verdict added. Built as one
- * string (latin1, as the head was read).
- */
-function forwardHead(req: ClientRequest, path: string, body: Buffer, verdict: Verdict | null): string {
-  const raw = req.rawHeaders;
-  // Headers the Connection header names are hop-by-hop too.
-  const conn = req.headers.connection;
-  const named = conn === undefined || conn === 'keep-alive' || conn === 'close' ? null : new Set(conn.split(',').map((x) => x.trim().toLowerCase()));
-  let head = req.method + ' ' + path + ' HTTP/1.1\r\nHost: ' + upAuthority + '\r\n';
-  let xff = '';
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!;
-    const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || (named !== null && named.has(lower))) continue;
-    if (SET_HERE.has(lower)) {
-      if (lower === 'x-forwarded-for') xff = xff === '' ? raw[i + 1]! : xff + ', ' + raw[i + 1]!;
-      continue;
-    }
-    head += name + ': ' + raw[i + 1]! + '\r\n';
-  }
-  let peer = req.remoteAddress;
-  if (peer.startsWith('::ffff:')) peer = peer.slice(7);
-  head += 'X-Forwarded-For: ' + (xff === '' ? peer : xff + ', ' + peer) + '\r\n';
-  // A body's length as sent (a chunked one re-framed); none for a request that had none.
-  if (body.byteLength > 0 || req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) head += 'Content-Length: ' + body.byteLength + '\r\n';
-  if (verdict !== null) head += VERDICT_HEADER + ': ' + verdictValue(verdict) + '\r\n';
-  return head + '\r\n';
-}
-
 /** The upstream's answer's headers to return: all but the hop-by-hop ones, and its length as received. */
 function answerHeaders(raw: string[], length: number, hadLength: boolean): string[] {
   const out: string[] = [];
@@ -218,144 +132,298 @@ function answerHeaders(raw: string[], length: number, hadLength: boolean): strin
   return out;
 }
 
-/** Sends a request on to the upstream and its answer back; a no-bid when the upstream fails or runs out of time. */
-function forward(req: ClientRequest, res: ClientResponse, body: Buffer, verdict: Verdict | null, facts: BidFacts): void {
-  // The settings and the upstream it starts with (a reload may change them while it is under way).
-  const c = cfg;
-  const budget = facts.tmax > 0 && facts.tmax < c.timeoutMs ? facts.tmax : c.timeoutMs;
-  const head = forwardHead(req, forwardPath(basePath, baseQuery, req.url), body, verdict);
-  // The copy sent upstream and the request's state, held until it ends: past the cap, a no-bid at once (never sent).
-  const charge = head.length + body.byteLength + REQUEST_STATE_BYTES;
-  if (!held.tryTake(charge)) {
-    stats.upstreamErrors++;
-    stats.overCap++;
-    noBid(c, res, NBR_TECHNICAL, facts.id, 'upstream-error', verdict);
-    return;
-  }
-  stats.forwarded++;
-  const sentAt = performance.now();
-  let done = false;
-  let pending: PendingRequest | null = null;
-  const finish = (): boolean => {
-    if (done) return false;
-    done = true;
-    clearTimeout(timer);
-    held.release(charge);
-    return true;
-  };
-  const fail = (why: 'upstream-error' | 'upstream-timeout', overCap = false) => {
-    if (!finish()) return;
-    if (why === 'upstream-timeout') stats.timeouts++;
-    else stats.upstreamErrors++;
-    if (overCap) stats.overCap++;
-    pending?.abort();
-    if (!res.destroyed) noBid(c, res, NBR_TECHNICAL, facts.id, why, verdict);
-  };
-  const timer = setTimeout(() => fail('upstream-timeout'), budget);
-  // The client left: nothing to answer, nothing to wait for.
-  res.onClose(() => {
-    if (finish()) pending?.abort();
-  });
-  pending = pool.request(head, body, req.method === 'HEAD', (err, a) => {
-    if (err !== null || a === null) return fail('upstream-error', err instanceof OverCapError);
-    if (!finish()) return;
-    noteLatency((performance.now() - sentAt) * 1000);
-    if (res.destroyed) return;
-    res.end(a.status, a.reason, answerHeaders(a.rawHeaders, a.body.byteLength, a.hadLength), a.body, a.hold ?? null);
-  });
-}
+/**
+ * One filter: its settings, its upstream pool and its figures; its requests judged with the
+ * engine its host lends (none on the main thread's fail-open listener: every request goes on
+ * unjudged, `not_ready`). A lookup thread runs one; the main thread one per filter whose thread
+ * is being replaced (src/server/filter-fallback.ts).
+ */
+export class Filter {
+  /** The upstream's Host header, its URL's path (a prefix of forwarded paths) and query. */
+  private upAuthority = '';
+  private basePath = '/';
+  private baseQuery = '';
+  /** The engine's query: the reporting node is the filter's name (no key: the filter acts for its partner). */
+  private readonly engineQuery: string;
+  private pool!: UpstreamPool;
+  /** The bytes of requests and answers this filter holds, against its cap (held-bytes.ts). */
+  readonly held: HeldBytes;
+  private stats: FilterStats;
+  /** The longest timeout any of its settings gave (how long its close waits for requests under way). */
+  longestTimeoutMs: number;
 
-/** A request whose body is whole: judged (a POST), then answered no-bid or sent on. */
-function onRequest(req: ClientRequest, body: Buffer, res: ClientResponse): void {
-  const facts: BidFacts = { id: '', tmax: 0 };
-  const verdict = req.method === 'POST' ? judge(req, body, facts) : null;
-  if (verdict !== null && verdict.nbr >= 0) {
-    if (cfg.mode === 'block') {
-      stats.blocked++;
-      noBid(cfg, res, verdict.nbr, facts.id, 'blocked', verdict);
+  constructor(private cfg: FilterSettings, private readonly from: FilterHost) {
+    // (A plan made without filters, as tests' engines have, gives none: the budget's per-filter figure then.)
+    this.held = new HeldBytes(from.heldCapBytes > 0 ? from.heldCapBytes : FILTER_HELD_MB * 1048576);
+    this.longestTimeoutMs = cfg.timeoutMs;
+    this.engineQuery = 'node=' + encodeURIComponent(cfg.name);
+    this.useUpstream(cfg);
+    this.stats = emptyFilterStats(cfg.name);
+  }
+
+  /** Where forwarded requests go from now on: the upstream's Host, path prefix and query, and a pool of connections to it. */
+  private useUpstream(s: FilterSettings): void {
+    const up = new URL(s.upstream);
+    const upHost = up.hostname.startsWith('[') ? up.hostname.slice(1, -1) : up.hostname;
+    const upPort = up.port === '' ? 80 : Number(up.port);
+    this.upAuthority = up.host;
+    this.basePath = up.pathname === '' ? '/' : up.pathname;
+    this.baseQuery = up.search.startsWith('?') ? up.search.slice(1) : '';
+    this.pool = new UpstreamPool(upHost, upPort, s.maxSockets, MAX_ANSWER_BYTES, this.held);
+  }
+
+  /** A reload's new settings of this filter (its name and port unchanged). */
+  update(s: FilterSettings): void {
+    const old = this.cfg;
+    this.cfg = s;
+    this.longestTimeoutMs = Math.max(this.longestTimeoutMs, s.timeoutMs);
+    if (s.upstream !== old.upstream) {
+      // Requests under way keep the old pool (forward() holds its request); its idle connections close now, the others as their answers end.
+      const retired = this.pool;
+      this.useUpstream(s);
+      retired.retire();
+    } else if (s.maxSockets !== old.maxSockets) this.pool.setMaxSockets(s.maxSockets);
+  }
+
+  /** A listener of this filter's (not listening yet): its requests judged and sent on here. */
+  server(): ClientServer {
+    return createClientServer({
+      maxBodyBytes: MAX_FORWARD_BODY_BYTES, maxHeadBytes: 16 * 1024, idleMs: 30_000, requestMs: 10_000, maxInFlight: 64,
+      onRequest: (req, body, res) => this.onRequest(req, body, res),
+      maxConnections: MAX_CLIENT_CONNECTIONS, held: this.held, onDropped: () => void this.stats.droppedConnections++,
+      onTooLarge: () => void this.stats.refused++,
+      tooLargeBody: `{"error":"payload_too_large","message":"The request body is over the filter's limit of ${MAX_FORWARD_BODY_BYTES} bytes."}`,
+    });
+  }
+
+  /** The figures since the last call. */
+  take(): FilterStats {
+    const out = this.stats;
+    out.heldBytes = this.held.held;
+    out.heldPeakBytes = this.held.takePeak();
+    this.stats = emptyFilterStats(this.cfg.name);
+    return out;
+  }
+
+  /** Anything counted since the last take(). */
+  get counted(): boolean {
+    const s = this.stats;
+    return s.forwarded + s.blocked + s.refused + s.upstreamErrors + s.timeouts > 0 || Object.keys(s.failOpen).length > 0;
+  }
+
+  /** Closes the upstream's connections (requests still queued for one get their no-bid). */
+  destroy(): void {
+    this.pool.destroy();
+  }
+
+  private failOpen(why: FailOpenReason): null {
+    const f = this.stats.failOpen;
+    f[why] = (f[why] ?? 0) + 1;
+    return null;
+  }
+
+  private noteLatency(us: number): void {
+    let b = 0;
+    while (b < UPSTREAM_BUCKETS_US.length && us > UPSTREAM_BUCKETS_US[b]!) b++;
+    this.stats.upstreamLatency[b]!++;
+    this.stats.upstreamLatencySumUs += us;
+  }
+
+  /** The verdict of a POST body, or null to send it on unjudged (fail open; counted why). `facts` filled when the body parsed. */
+  private judge(req: ClientRequest, body: Buffer, facts: BidFacts): Verdict | null {
+    const e = this.from.engine();
+    if (e === null) return this.failOpen('not_ready');
+    const enc = { gzip: false };
+    if (checkBodyHeaders(req.headers['content-type'] ?? '', req.headers['content-encoding'] ?? '', enc) !== null) return this.failOpen('media_type');
+    if (body.byteLength > ORTB_MAX_BODY_BYTES) return this.failOpen('unparseable');
+    const now = Date.now();
+    const customer = e.keys.customerOf(this.cfg.partner, now);
+    if (customer === null) return this.failOpen('unknown_partner');
+    const parsed = bidRequestFrom(body, enc.gzip);
+    if (!parsed.ok) return this.failOpen('unparseable');
+    const id = parsed.bid.at[BID.id];
+    facts.id = typeof id === 'string' ? id : '';
+    const tmax = parsed.bid.at[BID.tmax];
+    facts.tmax = typeof tmax === 'number' && Number.isInteger(tmax) && tmax > 0 ? tmax : 0;
+    try {
+      const out = e.lookupOrtb(this.engineQuery, parsed.bid, now, customer, true);
+      if (out.status !== 200) return this.failOpen('refused');
+      const v = e.lastOrtb;
+      return { band: v.band, score: v.score, nbr: v.nbr, lid: v.lid };
+    } catch (err) {
+      this.from.noteError((err as Error).message);
+      return this.failOpen('internal');
+    }
+  }
+
+  /** A no-bid answered by the filter itself: 204, or 200 {"id","nbr"} (`c`: the settings the request started under). */
+  private noBid(c: FilterSettings, res: ClientResponse, nbr: number, id: string, why: string, verdict: Verdict | null): void {
+    const headers: string[] = [NOBID_HEADER, why];
+    if (verdict !== null) headers.push(VERDICT_HEADER, verdictValue(verdict));
+    if (c.nobid === '204') {
+      res.end(204, 'No Content', headers);
+    } else {
+      const body = '{"id":' + JSON.stringify(id) + ',"nbr":' + nbr + '}';
+      headers.push('Content-Type', 'application/json', 'Content-Length', String(Buffer.byteLength(body)));
+      res.end(200, 'OK', headers, body);
+    }
+  }
+
+  /**
+   * The request's head to send on (request line, headers, the empty line): end-to-end headers
+   * as received, Host the upstream's, X-Forwarded-For extended, the verdict added. Built as one
+   * string (latin1, as the head was read).
+   */
+  private forwardHead(req: ClientRequest, path: string, body: Buffer, verdict: Verdict | null): string {
+    const raw = req.rawHeaders;
+    // Headers the Connection header names are hop-by-hop too.
+    const conn = req.headers.connection;
+    const named = conn === undefined || conn === 'keep-alive' || conn === 'close' ? null : new Set(conn.split(',').map((x) => x.trim().toLowerCase()));
+    let head = req.method + ' ' + path + ' HTTP/1.1\r\nHost: ' + this.upAuthority + '\r\n';
+    let xff = '';
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i]!;
+      const lower = name.toLowerCase();
+      if (HOP_BY_HOP.has(lower) || (named !== null && named.has(lower))) continue;
+      if (SET_HERE.has(lower)) {
+        if (lower === 'x-forwarded-for') xff = xff === '' ? raw[i + 1]! : xff + ', ' + raw[i + 1]!;
+        continue;
+      }
+      head += name + ': ' + raw[i + 1]! + '\r\n';
+    }
+    let peer = req.remoteAddress;
+    if (peer.startsWith('::ffff:')) peer = peer.slice(7);
+    head += 'X-Forwarded-For: ' + (xff === '' ? peer : xff + ', ' + peer) + '\r\n';
+    // A body's length as sent (a chunked one re-framed); none for a request that had none.
+    if (body.byteLength > 0 || req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) head += 'Content-Length: ' + body.byteLength + '\r\n';
+    if (verdict !== null) head += VERDICT_HEADER + ': ' + verdictValue(verdict) + '\r\n';
+    return head + '\r\n';
+  }
+
+  /** Sends a request on to the upstream and its answer back; a no-bid when the upstream fails or runs out of time. */
+  private forward(req: ClientRequest, res: ClientResponse, body: Buffer, verdict: Verdict | null, facts: BidFacts): void {
+    // The settings and the upstream it starts with (a reload may change them while it is under way).
+    const c = this.cfg;
+    const budget = facts.tmax > 0 && facts.tmax < c.timeoutMs ? facts.tmax : c.timeoutMs;
+    const head = this.forwardHead(req, forwardPath(this.basePath, this.baseQuery, req.url), body, verdict);
+    // The copy sent upstream and the request's state, held until it ends: past the cap, a no-bid at once (never sent).
+    const charge = head.length + body.byteLength + REQUEST_STATE_BYTES;
+    const held = this.held;
+    if (!held.tryTake(charge)) {
+      this.stats.upstreamErrors++;
+      this.stats.overCap++;
+      this.noBid(c, res, NBR_TECHNICAL, facts.id, 'upstream-error', verdict);
       return;
     }
-    stats.wouldBlock++;
+    this.stats.forwarded++;
+    const sentAt = performance.now();
+    let done = false;
+    let pending: PendingRequest | null = null;
+    const finish = (): boolean => {
+      if (done) return false;
+      done = true;
+      clearTimeout(timer);
+      held.release(charge);
+      return true;
+    };
+    const fail = (why: 'upstream-error' | 'upstream-timeout', overCap = false) => {
+      if (!finish()) return;
+      if (why === 'upstream-timeout') this.stats.timeouts++;
+      else this.stats.upstreamErrors++;
+      if (overCap) this.stats.overCap++;
+      pending?.abort();
+      if (!res.destroyed) this.noBid(c, res, NBR_TECHNICAL, facts.id, why, verdict);
+    };
+    const timer = setTimeout(() => fail('upstream-timeout'), budget);
+    // The client left: nothing to answer, nothing to wait for.
+    res.onClose(() => {
+      if (finish()) pending?.abort();
+    });
+    pending = this.pool.request(head, body, req.method === 'HEAD', (err, a) => {
+      if (err !== null || a === null) return fail('upstream-error', err instanceof OverCapError);
+      if (!finish()) return;
+      this.noteLatency((performance.now() - sentAt) * 1000);
+      if (res.destroyed) return;
+      res.end(a.status, a.reason, answerHeaders(a.rawHeaders, a.body.byteLength, a.hadLength), a.body, a.hold ?? null);
+    });
   }
-  forward(req, res, body, verdict, facts);
+
+  /** A request whose body is whole: judged (a POST), then answered no-bid or sent on. */
+  private onRequest(req: ClientRequest, body: Buffer, res: ClientResponse): void {
+    const facts: BidFacts = { id: '', tmax: 0 };
+    const verdict = req.method === 'POST' ? this.judge(req, body, facts) : null;
+    if (verdict !== null && verdict.nbr >= 0) {
+      if (this.cfg.mode === 'block') {
+        this.stats.blocked++;
+        this.noBid(this.cfg, res, verdict.nbr, facts.id, 'blocked', verdict);
+        return;
+      }
+      this.stats.wouldBlock++;
+    }
+    this.forward(req, res, body, verdict, facts);
+  }
 }
 
-/** The filter's listener on host:cfg.port: onListening with the port it got, or onFailed saying why not. */
-function listen(host: string, onListening: (port: number) => void, onFailed: (message: string) => void): void {
-  server = createClientServer({
-    maxBodyBytes: MAX_FORWARD_BODY_BYTES, maxHeadBytes: 16 * 1024, idleMs: 30_000, requestMs: 10_000, maxInFlight: 64, onRequest,
-    maxConnections: MAX_CLIENT_CONNECTIONS, held, onDropped: () => void stats.droppedConnections++,
-    onTooLarge: () => void stats.refused++,
-    tooLargeBody: `{"error":"payload_too_large","message":"The request body is over the filter's limit of ${MAX_FORWARD_BODY_BYTES} bytes."}`,
-  });
-  const srv = server.server;
-  srv.once('error', (e: NodeJS.ErrnoException) => onFailed(`filter ${cfg.name}: cannot listen on ${host}:${cfg.port}: ${e.code === 'EADDRINUSE' ? 'the port is in use' : e.message} (--filter-port, or the filter's "port")`));
-  srv.listen({ host, port: cfg.port }, () => {
-    listeningPort = (srv.address() as { port: number }).port;
-    onListening(listeningPort);
-  });
+/** Why a filter cannot listen on host:port, as said to the operator. */
+export function listenFailure(s: FilterSettings, host: string, port: number, e: NodeJS.ErrnoException): string {
+  return `filter ${s.name}: cannot listen on ${host}:${port}: ${e.code === 'EADDRINUSE' ? 'the port is in use' : e.message} (--filter-port, or the filter's "port")`;
+}
+
+/** The milliseconds of the process's monotonic clock (the same on every thread: hand-over gaps are measured across threads with it). */
+export function monotonicMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
 }
 
 /**
- * Stops listening: requests under way get their answers (within their deadline; a connection
- * takes no request after them), then every connection closes.
+ * Starts this thread's filter (once per thread). `deferred`: it does not listen until told to
+ * (listen()): a replacement thread takes its port from the main thread once its data is loaded.
  */
-function close(onClosed?: () => void): void {
-  server.close(false);
-  setTimeout(() => {
-    server.close(true);
-    pool.destroy();
-    onClosed?.();
-  }, longestTimeoutMs + 50);
-}
-
-/** Where forwarded requests go from now on: the upstream's Host, path prefix and query, and a pool of connections to it. */
-function useUpstream(s: FilterSettings): void {
-  const up = new URL(s.upstream);
-  const upHost = up.hostname.startsWith('[') ? up.hostname.slice(1, -1) : up.hostname;
-  const upPort = up.port === '' ? 80 : Number(up.port);
-  upAuthority = up.host;
-  basePath = up.pathname === '' ? '/' : up.pathname;
-  baseQuery = up.search.startsWith('?') ? up.search.slice(1) : '';
-  pool = new UpstreamPool(upHost, upPort, s.maxSockets, MAX_ANSWER_BYTES, held);
-}
-
-/** A reload's new settings of this filter (its name and port unchanged). */
-function update(s: FilterSettings): void {
-  const old = cfg;
-  cfg = s;
-  longestTimeoutMs = Math.max(longestTimeoutMs, s.timeoutMs);
-  if (s.upstream !== old.upstream) {
-    // Requests under way keep the old pool (forward() holds its request); its idle connections close now, the others as their answers end.
-    const retired = pool;
-    useUpstream(s);
-    retired.retire();
-  } else if (s.maxSockets !== old.maxSockets) pool.setMaxSockets(s.maxSockets);
-}
-
-/** Starts this thread's filter (once per thread). */
-export function startFilter(s: FilterSettings, host: string, lender: FilterHost, onListening: (port: number) => void, onFailed: (message: string) => void): RunningFilter {
-  cfg = s;
-  longestTimeoutMs = s.timeoutMs;
-  from = lender;
-  // (A plan made without filters, as tests' engines have, gives none: the budget's per-filter figure then.)
-  held = new HeldBytes(lender.heldCapBytes > 0 ? lender.heldCapBytes : FILTER_HELD_MB * 1048576);
-  useUpstream(s);
-  engineQuery = 'node=' + encodeURIComponent(s.name);
-  stats = emptyFilterStats(s.name);
-  listen(host, onListening, onFailed);
+export function startFilter(s: FilterSettings, host: string, lender: FilterHost, onListening: (port: number) => void, onFailed: (message: string) => void, deferred = false): RunningFilter {
+  const filter = new Filter(s, lender);
+  const server = filter.server();
+  const srv = server.server;
+  let listeningPort = 0;
+  let asked = false;
+  const listen = (): void => {
+    if (asked) return;
+    asked = true;
+    srv.once('error', (e: NodeJS.ErrnoException) => onFailed(listenFailure(s, host, s.port, e)));
+    srv.listen({ host, port: s.port }, () => {
+      listeningPort = (srv.address() as { port: number }).port;
+      onListening(listeningPort);
+    });
+  };
+  if (!deferred) listen();
+  // A replacement takes its port in a gap where connections are refused: the code a listen
+  // runs is run once before, on a port of the kernel's choosing.
+  else {
+    const warm = createServer();
+    warm.once('error', () => undefined);
+    warm.listen({ host, port: 0 }, () => warm.close());
+  }
   return {
     get port() {
       return listeningPort;
     },
-    take() {
-      const out = stats;
-      out.heldBytes = held.held;
-      out.heldPeakBytes = held.takePeak();
-      stats = emptyFilterStats(s.name);
-      return out;
+    take: () => filter.take(),
+    listen,
+    release(graceMs, onDone) {
+      server.retire(graceMs, () => {
+        // Requests still waiting for an upstream connection get their no-bid.
+        filter.destroy();
+        onDone();
+      });
     },
-    update,
-    close,
+    update: (next) => filter.update(next),
+    close(onClosed) {
+      // Requests under way get their answers (within their deadline; a connection takes no
+      // request after them), then every connection closes.
+      server.close(false);
+      setTimeout(() => {
+        server.close(true);
+        filter.destroy();
+        onClosed?.();
+      }, filter.longestTimeoutMs + 50);
+    },
   };
 }
