@@ -5,7 +5,8 @@
 // each: Node 20 cannot share a port), every request is answered exactly once,
 // each arrives at the upstream once and byte for byte, those of the gap without a verdict and
 // counted as fail-open `not_ready` in /metrics. Then a shutdown while the main thread holds the
-// port closes everything.
+// port closes everything; a reload's new upstream reaches the main thread's listener, and a filter
+// removed while that listener holds its port lets the port go.
 import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -341,4 +342,39 @@ t.test('a shutdown while the main thread holds a filter\'s port closes everythin
     c.once('error', (e: NodeJS.ErrnoException) => r(e.code ?? 'error'));
   });
   t.equal(refused, 'ECONNREFUSED', 'the port is let go');
+});
+
+t.test("a reload's settings reach the main thread's listener; a filter removed while it holds the port lets the port go", async (t) => {
+  const up2 = await startUpstream();
+  t.teardown(() => up2.close());
+  const memory = allocateLookupMemory(planMemory(32, 1));
+  const settings: FilterSettings = { name: 'moved', port: 0, upstream: up.url, partner: customer.partner_id, mode: 'block', nobid: '204', timeoutMs: 300, maxSockets: 4 };
+  const lookups = new LookupServer({
+    host: '127.0.0.1', port: 0, threads: 1, memory, onCounts: () => undefined,
+    onWorkerError: (i, e) => t.comment(`thread ${i}: ${e.message}`),
+    filters: [settings],
+    restartDelayMs: { min: 60_000, max: 60_000 },
+  });
+  t.teardown(() => lookups.stop());
+  await lookups.start([]);
+  const port = lookups.filterPorts.moved!;
+  const index = lookups.filterIndex('moved')!;
+  t.ok(await lookups.updateFilter(index, { ...settings, upstream: up2.url }), 'the thread took the new upstream');
+  lookups.crashThread(index);
+  await until('the main thread holds the port', async () => lookups.filterHandovers.some((h) => h.phase === 'take'));
+  const before = up.received.length;
+  const r = await fetch(`http://127.0.0.1:${port}/openrtb2/auction`, { method: 'POST', body: JSON.stringify({ ...CLEAN, id: 'after-reload' }), headers: { 'content-type': 'application/json' } });
+  t.equal(await r.text(), BID_RESPONSE, 'answered by the main thread');
+  t.ok(up2.received.some((q) => q.body.toString().includes('"after-reload"')), "sent to the reload's upstream");
+  t.equal(up.received.length, before, 'not to the old one');
+  await lookups.retireFilter(index, 300);
+  const refused = await new Promise<string>((resolve) => {
+    const c = connect(port, '127.0.0.1');
+    c.once('connect', () => {
+      c.destroy();
+      resolve('connected');
+    });
+    c.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
+  });
+  t.equal(refused, 'ECONNREFUSED', 'removed: its port is let go, though its thread was being replaced');
 });
