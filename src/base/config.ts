@@ -83,7 +83,7 @@ export const OPTIONS = {
   metricsHost: { flag: 'metrics-host', kind: 'string', default: '127.0.0.1', help: 'Bind address of GET /metrics (Prometheus); loopback unless set, whatever --host is.', check: checkHost },
   metricsPort: { flag: 'metrics-port', kind: 'int', default: METRICS_PORT, help: 'GET /metrics port (every role; nothing else is served there).', min: 0, max: 65535 },
   threads: { flag: 'threads', kind: 'int', default: 1, help: 'Lookup worker threads sharing the pre-bid port.', min: 1, max: 64 },
-  memoryBudget: { flag: 'memory-budget', kind: 'int', default: 256, help: 'MB that the JS heaps, lookup history, verdict caches, reporting counts and DuckDB\'s buffer pool take together, whatever the traffic (split in docs/memory.md); at least 184 + 36 per lookup thread, the default rising to that with --threads 3 and up.', min: 32, max: 1048576 },
+  memoryBudget: { flag: 'memory-budget', kind: 'int', default: 256, help: 'MB that the JS heaps, lookup history, verdict caches, reporting counts and DuckDB\'s buffer pool take together, whatever the traffic (split in docs/memory.md); at least 184 + 36 per lookup thread + 80 per filter, the default rising to that with --threads 3 and up or with filters.', min: 32, max: 1048576 },
   config: { flag: 'config', kind: 'path', default: undefined, help: 'JSON config file (keys are the camelCase option names).' },
   mmdbCountry: { flag: 'mmdb-country', kind: 'path', default: undefined, help: 'MaxMind GeoIP2/GeoLite2-Country (or compatible) MMDB instead of the embedded country db.' },
   mmdbAsn: { flag: 'mmdb-asn', kind: 'path', default: undefined, help: 'MaxMind GeoIP2/GeoLite2-ASN MMDB instead of the embedded ASN range table.' },
