@@ -12,11 +12,12 @@ import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { numArg, peakRssMb, rssMb, sleep, startIvtd, startProcess, stopProcess, thisCheckout, type IvtdServer } from './processes.ts';
 import { Store } from '../src/store/db.ts';
 import { createCustomer } from '../src/store/customers.ts';
 import { bodies } from './filter-bodies.ts';
+import { freePort } from '../test/helpers/ports.ts';
 
 const SECONDS = numArg('seconds', 20);
 const CONNECTIONS = numArg('connections', 128);
@@ -54,16 +55,6 @@ function serveUpstream(): void {
   process.on('SIGTERM', () => process.exit(0));
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 async function startFilterIvtd(root: string | undefined, upPort: number): Promise<{ ivtd: IvtdServer; port: number; dataDir: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'ivtd-bench-filter-memory-'));

@@ -13,7 +13,6 @@
 // commit's binary, or its checkout with its generated data built), measured in the same rounds
 // (before and after in one run).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runClient } from './client.ts';
@@ -21,6 +20,7 @@ import { defaultTarget, numArg, startIvtd, startProcess, stopProcess, targetFrom
 import { Store } from '../src/store/db.ts';
 import { createCustomer } from '../src/store/customers.ts';
 import { bodies } from './filter-bodies.ts';
+import { freePort } from '../test/helpers/ports.ts';
 
 const RATE = numArg('rate', 2000);
 const SECONDS = numArg('seconds', 5);
@@ -33,16 +33,6 @@ const TARGET = targetFromArgs(process.argv) ?? defaultTarget(BASELINE);
 
 /** Clean web bid requests from 1 000 residential addresses and users: each is forwarded. */
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
 

@@ -33,6 +33,7 @@ const SMALLEST: Record<string, string[]> = {
   'bench/login.ts': ['--baseline-checkout', '.', '--rounds', '1', '--logins', '2'],
   'bench/fleet-activity.ts': ['--hosts', '2', '--rate', '20', '--bot-rate', '5', '--seconds', '3', '--pool', '200'],
   'bench/filter.ts': ['--rate', '200', '--seconds', '1', '--rounds', '1', '--connections', '2'],
+  'bench/filter-memory.ts': ['--seconds', '2', '--connections', '4', '--answer-mb', '1'],
   'bench/properties.ts': ['--scale', '1', '--seed', '5858'],
   'bench/fuzz.ts': ['--seconds', '5', '--connections', '4', '--threads', '1', '--seed', '5858'],
   'bench/hostile.ts': ['--phases', 'slow,idle,unread,emfile', '--slow', '3', '--slow-wait', '1', '--idle', '20', '--unread-seconds', '1', '--fd-limit', '64'],

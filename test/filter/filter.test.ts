@@ -20,6 +20,7 @@ import { rawExchange } from '../helpers/raw-http.ts';
 import { freePort } from '../helpers/ports.ts';
 import { until } from '../helpers/until.ts';
 import { BID_RESPONSE, startUpstream, type Upstream } from './upstream.ts';
+import { metricValue } from './metric-value.ts';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'ortb');
 /** Every third-party bid request the tests hold: the ortb fixtures and the client shapes. */
@@ -57,15 +58,6 @@ function verdictOf(header: string | null | undefined): Record<string, string> {
   return out;
 }
 
-async function metricValue(s: TestServer, name: string, labels: Record<string, string>): Promise<number> {
-  const text = await (await fetch(`${s.metrics}/metrics`)).text();
-  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(name + '{')) continue;
-    if (want.every((w) => line.includes(w))) return Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return 0;
-}
 
 // One server with five filters (a thread each) in front of one upstream, and a plain server
 // that answers the ortb route for comparison.

@@ -15,6 +15,7 @@ import { FILTER_HELD_MB, minimumBudgetMb } from '../../src/memory/budget.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { SHAPES } from '../helpers/ortb-shapes.ts';
 import { until } from '../helpers/until.ts';
+import { metricValue } from './metric-value.ts';
 
 /** A clean bid request without its tmax (120 ms): the filter's own timeout (5 s) applies. */
 const CLEAN = { ...(SHAPES['web banner, site and publisher, schain in source']! as Record<string, unknown>), tmax: undefined };
@@ -23,15 +24,6 @@ const ANSWER_BYTES = 2 << 20;
 const PIECE = 128 << 10;
 const CONCURRENT = 64;
 
-async function metricValue(s: TestServer, name: string, labels: Record<string, string>): Promise<number> {
-  const text = await (await fetch(`${s.metrics}/metrics`)).text();
-  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(name + '{')) continue;
-    if (want.every((w) => line.includes(w))) return Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return 0;
-}
 
 t.test('large slow answers under many concurrent requests: held within the cap, the rest no-bid, counted; the process serves on', async (t) => {
   // The upstream: every answer 2 MB, slowly.
