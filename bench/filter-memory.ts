@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { numArg, peakRssMb, rssMb, sleep, startIvtd, startProcess, stopProcess, thisCheckout, type IvtdServer } from './processes.ts';
+import { numArg, strArg, peakRssMb, rssMb, sleep, startIvtd, startProcess, stopProcess, thisCheckout, type IvtdServer } from './processes.ts';
 import { Store } from '../src/store/db.ts';
 import { createCustomer } from '../src/store/customers.ts';
 import { bodies } from './filter-bodies.ts';
@@ -25,8 +25,7 @@ const ANSWER_MB = numArg('answer-mb', 4);
 const PIECE_MS = numArg('piece-ms', 20);
 const BUDGET = numArg('budget', 300);
 const TMAX = numArg('tmax', 3000);
-const at = process.argv.indexOf('--baseline-checkout');
-const BASELINE = at > 0 ? process.argv[at + 1] : undefined;
+const BASELINE = strArg('baseline-checkout', '') || undefined;
 
 /** The upstream, as a process of its own (`--upstream`): every answer ANSWER_MB MB, 256 KB a piece every PIECE_MS. */
 function serveUpstream(): void {

@@ -23,8 +23,6 @@ export interface Flushed {
   stats: LookupStats;
 }
 
-const emptyStats = emptyLookupStats;
-
 /** Cumulative counters of an engine whose per-interval deltas go into the stats. */
 function cumulative(e: LookupEngine | null): number[] {
   if (e === null) return [0, 0, 0, 0, 0, 0];
@@ -33,7 +31,7 @@ function cumulative(e: LookupEngine | null): number[] {
 }
 
 let thread = 0;
-let stats = emptyStats(0);
+let stats = emptyLookupStats(0);
 // The most frequent counts of the stats, in plain numbers until the next report (flush):
 // a lookup's band and a 200 went into objects keyed by their text and number, a keyed
 // load and store V8 could not specialise (megamorphic: about 0.1 µs a lookup in the profile).
@@ -61,7 +59,7 @@ export function statsOfFilter(take: () => FilterStats): void {
 /** The stats of thread `index` start (once, as the thread starts). */
 export function startStats(index: number): void {
   thread = index;
-  stats = emptyStats(index);
+  stats = emptyLookupStats(index);
 }
 
 export function countBand(band: Band | ''): void {
@@ -113,7 +111,7 @@ export function flush(): Flushed {
   const heap = getHeapStatistics();
   s.heapUsed = heap.used_heap_size;
   s.heapTotal = heap.total_heap_size;
-  stats = emptyStats(thread);
+  stats = emptyLookupStats(thread);
   const { announced, rows } = engine?.counts.take() ?? { announced: [], rows: [] };
   const impressions = beacon?.take() ?? { announced: [], rows: [] };
   return { announced, rows, impressions, botIps: engine?.botIps?.take() ?? [], seen: engine?.takeSeen() ?? null, stats: s };

@@ -386,26 +386,12 @@ export class LookupServer {
     const signal = new SharedArrayBuffer(4);
     const waiting = await this.ask(slot, { type: 'take-port', signal }, `waiting:${slot.index}`, FILTER_GIVE_WAIT_MS);
     if (waiting === null || slot.worker !== worker) throw new Error(`filter thread ${slot.index} did not ask for its port`);
-    const key = `listen:${slot.index}`;
-    const asked = new Promise<FromWorker | null>((resolve) => {
-      const timer = setTimeout(() => {
-        if (this.pending.get(key) === entry) this.pending.delete(key);
-        resolve(null);
-      }, FILTER_GIVE_WAIT_MS);
-      const entry = {
-        resolve: (v: FromWorker) => {
-          clearTimeout(timer);
-          resolve(v);
-        },
-      };
-      this.pending.set(key, entry);
-    });
     const letGoAt = fb.yieldPort();
     const flag = new Int32Array(signal, 0, 1);
     Atomics.store(flag, 0, 1);
     Atomics.notify(flag, 0);
-    worker.postMessage({ type: 'listen' } satisfies ToWorker);
-    const m = await asked;
+    // (Its `listening` is read by the event loop, after ask() has registered for it.)
+    const m = await this.ask(slot, { type: 'listen' }, `listen:${slot.index}`, FILTER_GIVE_WAIT_MS);
     if (m !== null && m.type === 'listening') {
       slot.live = true;
       if (m.at !== undefined) this.noteHandover(slot, 'give', m.at - letGoAt);

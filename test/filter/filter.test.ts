@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { gzipSync } from 'node:zlib';
-import { connect } from 'node:net';
 import { Store } from '../../src/store/db.ts';
 import { createCustomer, type CreatedCustomer } from '../../src/store/customers.ts';
 import type { FilterSettings } from '../../src/base/filter-settings.ts';
@@ -21,6 +20,7 @@ import { freePort } from '../helpers/ports.ts';
 import { until } from '../helpers/until.ts';
 import { BID_RESPONSE, startUpstream, type Upstream } from './upstream.ts';
 import { metricValue } from './metric-value.ts';
+import { keptAlive } from './kept-alive.ts';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'ortb');
 /** Every third-party bid request the tests hold: the ortb fixtures and the client shapes. */
@@ -260,35 +260,6 @@ t.test('a hanging upstream never delays lookups on the pre-bid port; every reque
   // The filter still serves after.
   t.equal((await post(port.watch!, '/', JSON.stringify(CLEAN))).text, BID_RESPONSE);
 });
-
-/** One kept-alive connection asking one request at a time (its answers have a Content-Length). */
-async function keptAlive(p: number): Promise<{ ask(req: string): Promise<string>; close(): void }> {
-  const sock = connect(p, '127.0.0.1');
-  sock.setNoDelay(true);
-  await new Promise<void>((r, j) => sock.once('connect', r).once('error', j));
-  let buf = '';
-  let waiting: ((a: string) => void) | null = null;
-  sock.setEncoding('latin1');
-  sock.on('data', (d: string) => {
-    buf += d;
-    const head = buf.indexOf('\r\n\r\n');
-    if (head < 0 || waiting === null) return;
-    const len = Number(/content-length: *(\d+)/i.exec(buf.slice(0, head))?.[1] ?? 0);
-    if (buf.length < head + 4 + len) return;
-    const a = buf.slice(0, head + 4 + len);
-    buf = buf.slice(head + 4 + len);
-    const w = waiting;
-    waiting = null;
-    w(a);
-  });
-  return {
-    ask: (req) => new Promise((r) => {
-      waiting = r;
-      sock.write(req, 'latin1');
-    }),
-    close: () => sock.destroy(),
-  };
-}
 
 t.test('filtered requests are transactions in reports, node = the filter\'s name', async (t) => {
   // Counts reach the writer once a second.
