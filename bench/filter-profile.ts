@@ -64,11 +64,11 @@ await ivtd.stop();
 await stopProcess(up.child);
 rmSync(dataDir, { recursive: true, force: true });
 console.log(`${a.rps} req/s (${a.rps * SECONDS} requests)${'p50Ms' in a ? ` p50 ${a.p50Ms} ms` : ''}${PERF ? `; perf data in ${PERF_OUT}` : ''}`);
-// The filter thread's profile: the one whose samples include proxy.ts's onRequest.
+// The filter thread's profile: the one whose samples include proxy.ts's judge (the request handler is in another file since the filter's own HTTP server).
 for (const f of readdirSync(profDir)) {
   const p = JSON.parse(readFileSync(join(profDir, f), 'utf8')) as Profile;
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
-  if (!p.nodes.some((n) => n.callFrame.functionName === 'onRequest' && n.callFrame.url.includes('lookup'))) continue;
+  if (!p.nodes.some((n) => n.callFrame.functionName === 'judge' && n.callFrame.url.includes('proxy'))) continue;
   const self = new Map<number, number>();
   for (let i = 0; i < p.samples.length; i++) self.set(p.samples[i]!, (self.get(p.samples[i]!) ?? 0) + (p.timeDeltas[i] ?? 0));
   const byFn = new Map<string, number>();
