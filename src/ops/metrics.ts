@@ -74,6 +74,8 @@ export class ServiceMetrics {
   private readonly cacheLookups: Counter<'cache' | 'result'>;
   /** Latest V8 heap of each lookup thread (used, reserved). */
   private readonly threadHeaps = new Map<number, [number, number]>();
+  /** Each lookup thread's busy share over its last report, and the filter it runs ('' for the pre-bid port's). */
+  private readonly threadBusy = new Map<number, [number, string]>();
   private readonly lockTimeouts: Counter;
   private readonly beacons: Counter<'outcome'>;
   private readonly seenEvictedLive: Counter;
@@ -109,6 +111,9 @@ export class ServiceMetrics {
         { value: used, labels: { thread: String(thread), state: 'used' } },
         { value: total, labels: { thread: String(thread), state: 'reserved' } },
       ]),
+    );
+    register(r, 'ivtd_lookup_thread_busy_ratio', "Share of the last second each lookup thread's event loop spent working rather than waiting (0-1): near 1, that thread is the bottleneck (more --threads, or for a filter's thread, labelled filter, more filters: docs/filter.md, Sizing).", 'gauge', () =>
+      [...this.threadBusy].map(([thread, [busy, filter]]): Sample => ({ value: busy, labels: filter === '' ? { thread: String(thread) } : { thread: String(thread), filter } })),
     );
     register(r, 'ivtd_clock_behind_seconds', 'How far the system clock reads earlier than the build or its newest embedded data (0 when it does not): fix the clock (NTP); UA version checks hold at the build date meanwhile.', 'gauge', () => [
       { value: Math.max(0, ((sources.knownCurrentMs ?? 0) - Date.now()) / 1000) },
@@ -274,13 +279,17 @@ export class ServiceMetrics {
     for (const outcome in stats.beacons) this.beacons.inc({ outcome }, stats.beacons[outcome]!);
     if (stats.seenEvictedLive > 0) this.seenEvictedLive.inc(stats.seenEvictedLive);
     if (stats.heldUnsent > 0) this.heldUnsent.inc(stats.heldUnsent);
-    if (stats.heapTotal > 0) this.threadHeaps.set(stats.thread, [stats.heapUsed, stats.heapTotal]);
+    if (stats.heapTotal > 0) {
+      this.threadHeaps.set(stats.thread, [stats.heapUsed, stats.heapTotal]);
+      this.threadBusy.set(stats.thread, [stats.busy, stats.filter?.name ?? '']);
+    }
     if (stats.filter) this.recordFilter(stats.filter);
   }
 
   /** A thread that ended for good (a filter a reload removed): its heap gauge goes. */
   forgetThread(thread: number): void {
     this.threadHeaps.delete(thread);
+    this.threadBusy.delete(thread);
   }
 
   private recordFilter(f: FilterStats): void {

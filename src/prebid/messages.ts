@@ -111,6 +111,8 @@ export interface LookupStats {
   /** This thread's V8 heap at the end of the interval: used and reserved bytes. */
   heapUsed: number;
   heapTotal: number;
+  /** Share of the interval this thread's event loop spent working, not waiting (0–1; Node's event loop utilisation): near 1, the thread is the bottleneck. */
+  busy: number;
   /** Impression beacons by outcome: an IMP_STATUSES value, `refused` (400/405), `unavailable` (503), `internal` (500). */
   beacons: Record<string, number>;
   /** Seen lids still on time given up for room (a replay of one would pass as a first sight). */
@@ -128,7 +130,7 @@ export const LATENCY_BUCKETS_US = [10, 25, 50, 100, 250, 500, 1000, 2500, 10000]
 export function emptyLookupStats(thread: number): LookupStats {
   return {
     thread, byStatus: {}, byBand: {}, latency: new Array<number>(LATENCY_BUCKETS_US.length + 1).fill(0), latencySumUs: 0, overflowed: 0,
-    uaHits: 0, uaMisses: 0, ipHits: 0, ipMisses: 0, contended: 0, lastError: '', heapUsed: 0, heapTotal: 0,
+    uaHits: 0, uaMisses: 0, ipHits: 0, ipMisses: 0, contended: 0, lastError: '', heapUsed: 0, heapTotal: 0, busy: 0,
     beacons: {}, seenEvictedLive: 0, heldUnsent: 0,
   };
 }

@@ -38,6 +38,8 @@ let stats = emptyLookupStats(0);
 let answered200 = 0;
 let bandLow = 0, bandMedium = 0, bandHigh = 0;
 let lastError = '';
+/** The event loop's utilisation at the last report (the next one is the delta since). */
+let lastElu = performance.eventLoopUtilization();
 let reported = cumulative(null);
 let reportedEvicted = 0;
 /** A filter thread's own figures (src/prebid/filter/proxy.ts), taken with the stats. */
@@ -111,6 +113,9 @@ export function flush(): Flushed {
   const heap = getHeapStatistics();
   s.heapUsed = heap.used_heap_size;
   s.heapTotal = heap.total_heap_size;
+  const elu = performance.eventLoopUtilization();
+  s.busy = performance.eventLoopUtilization(elu, lastElu).utilization;
+  lastElu = elu;
   stats = emptyLookupStats(thread);
   const { announced, rows } = engine?.counts.take() ?? { announced: [], rows: [] };
   const impressions = beacon?.take() ?? { announced: [], rows: [] };

@@ -183,6 +183,19 @@ t.test("the upstream's failures: no-bid within the time, counted", async (t) => 
   t.ok((await metricValue(s, 'ivtd_filter_upstream_duration_seconds_count', { filter: 'roomy' })) >= 1, 'upstream latency measured');
 });
 
+t.test("each filter's thread says how busy it is (docs/filter.md, Sizing)", async (t) => {
+  // Work for the pbs filter's thread: its busy share of the next report is above 0.
+  await until('busy share reported', async () => {
+    await Promise.all(Array.from({ length: 50 }, () => post(port.pbs!, '/', JSON.stringify(CLEAN))));
+    return (await metricValue(s, 'ivtd_lookup_thread_busy_ratio', { filter: 'pbs' })) > 0;
+  });
+  const text = await (await fetch(`${s.metrics}/metrics`)).text();
+  const series = [...text.matchAll(/^ivtd_lookup_thread_busy_ratio\{([^}]*)\} (\S+)$/gm)].map((m) => ({ labels: m[1]!, value: Number(m[2]) }));
+  for (const name of Object.keys(port)) t.equal(series.filter((x) => x.labels.includes(`filter="${name}"`)).length, 1, `one series for filter ${name}`);
+  t.ok(series.some((x) => !x.labels.includes('filter=')), "the pre-bid port's lookup thread has one without a filter label");
+  t.ok(series.every((x) => x.value >= 0 && x.value <= 1), `each a share of the second: ${series.map((x) => x.value).join(', ')}`);
+});
+
 t.test('fail open: what ivtd cannot judge is sent on as is', async (t) => {
   for (const [what, body, type] of [['not JSON', 'hello', 'application/json'], ['another media type', JSON.stringify(CLEAN), 'text/plain'], ['a JSON array', '[1,2]', 'application/json']] as const) {
     const got = await post(port.pbs!, '/', body, { 'content-type': type });

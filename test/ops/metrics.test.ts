@@ -7,7 +7,8 @@ import { statSync, utimesSync, writeFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { resolveConfig } from '../../src/base/config.ts';
-import { LATENCY_BUCKETS_US, type LookupStats } from '../../src/prebid/messages.ts';
+import { emptyLookupStats, LATENCY_BUCKETS_US, type LookupStats } from '../../src/prebid/messages.ts';
+import { emptyFilterStats } from '../../src/prebid/filter/filter-stats.ts';
 import { ServiceMetrics } from '../../src/ops/metrics.ts';
 import { loadBundle } from '../../src/data/bundle.ts';
 import { startTestServer } from '../helpers/server.ts';
@@ -60,6 +61,7 @@ t.test('ServiceMetrics turns per-thread deltas into cumulative Prometheus series
     lastError: '',
     heapUsed: 0,
     heapTotal: 0,
+    busy: 0,
     beacons: { valid: 2, replay: 1, refused: 1 },
     seenEvictedLive: 1,
     heldUnsent: 2,
@@ -100,6 +102,22 @@ t.test('ServiceMetrics turns per-thread deltas into cumulative Prometheus series
   t.equal(value(s, 'ivtd_lookup_threads'), 3);
   t.equal(value(s, 'ivtd_prebid_keys_loaded'), 7);
   t.same(pick(s, 'ivtd_reporting_flush_lag_seconds'), [], 'no reporting source: no reporting series');
+});
+
+t.test("each lookup thread's busy share: a filter's thread labelled with its filter, gone with its thread", async (t) => {
+  const bundle = loadBundle({ dataDir: '/nonexistent', mmdbCountry: undefined, mmdbAsn: undefined, mmdbAnonymousIp: undefined });
+  const m = new ServiceMetrics({ threads: 1, bundle: () => bundle, keysLoaded: () => 0 });
+  const report = (thread: number, busy: number, filter?: string): LookupStats => ({
+    ...emptyLookupStats(thread), heapUsed: 1, heapTotal: 2, busy, ...(filter === undefined ? {} : { filter: emptyFilterStats(filter) }),
+  });
+  m.recordLookups(report(0, 0.25));
+  m.recordLookups(report(1, 0.9, 'pbs-eu'));
+  m.recordLookups(report(0, 0.5));
+  let s = parse(await m.text());
+  t.same(pick(s, 'ivtd_lookup_thread_busy_ratio').map((x) => [x.labels, x.value]), [[{ thread: '0' }, 0.5], [{ thread: '1', filter: 'pbs-eu' }, 0.9]], 'the last report of each thread');
+  m.forgetThread(1);
+  s = parse(await m.text());
+  t.same(pick(s, 'ivtd_lookup_thread_busy_ratio').map((x) => x.labels.thread), ['0'], "a removed filter's thread has no series left");
 });
 
 t.test('flush lag follows the writer', async (t) => {
