@@ -10,7 +10,7 @@ import { log } from '../base/log.ts';
 import { LATENCY_BUCKETS_US, type LookupStats } from '../prebid/messages.ts';
 import type { FlushStats } from '../reporting/service.ts';
 import { versionInfo } from './version.ts';
-import { UPSTREAM_BUCKETS_US, type FilterStats } from '../prebid/filter/filter-stats.ts';
+import { FAIL_OPEN_REASONS, UPSTREAM_BUCKETS_US, type FilterStats } from '../prebid/filter/filter-stats.ts';
 
 export const METRICS_PATH = '/metrics';
 
@@ -297,7 +297,7 @@ export class ServiceMetrics {
     const outcomes: Array<[string, number]> = [['forwarded', f.forwarded], ['blocked', f.blocked], ['would_block', f.wouldBlock], ['upstream_error', f.upstreamErrors], ['upstream_timeout', f.timeouts], ['refused', f.refused]];
     // Every outcome appears from the first report on, at 0 when none happened (rate() needs the series).
     for (const [outcome, n] of outcomes) this.filterRequests.inc({ filter, outcome }, n);
-    for (const reason in f.failOpen) this.filterFailOpen.inc({ filter, reason }, f.failOpen[reason]!);
+    for (const reason of FAIL_OPEN_REASONS) this.filterFailOpen.inc({ filter, reason }, f.failOpen[reason] ?? 0);
     this.filterOverCap.inc({ filter, what: 'request' }, f.overCap);
     this.filterOverCap.inc({ filter, what: 'connection' }, f.droppedConnections);
     this.filterHeld.set(filter, [f.heldBytes, f.heldPeakBytes]);

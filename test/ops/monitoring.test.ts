@@ -13,6 +13,10 @@ import { FakeWeb } from '../helpers/fake-web.ts';
 import { startTestServer, testConfig } from '../helpers/server.ts';
 import { until } from '../helpers/until.ts';
 import { fixtureQuery } from '../reporting/client.ts';
+import { Store } from '../../src/store/db.ts';
+import { createCustomer } from '../../src/store/customers.ts';
+import type { FilterSettings } from '../../src/base/filter-settings.ts';
+import { freePort } from '../helpers/ports.ts';
 
 const OPS = join(import.meta.dirname, '..', '..', 'ops');
 const RULES = join(OPS, 'prometheus-alerts.yml');
@@ -47,7 +51,7 @@ t.test('the dashboard: every panel queries through the datasource variable, the 
   t.match(all, /sum by \(band\) \(rate\(ivtd_lookups_total/, 'lookups/s by band');
   t.match(all, /histogram_quantile\(0\.99, sum by \(le\) \(rate\(ivtd_lookup_duration_seconds_bucket/, 'latency quantiles from the histogram');
   t.match(all, /sum by \(category\) \(rate\(ivtd_transactions_total\{[^}]*class=~"givt\|sivt"/, 'IVT rate by category');
-  for (const m of ['ivtd_data_source_age_seconds', 'ivtd_data_source_failures', 'ivtd_memory_budget_bytes', 'ivtd_fleet_delivery_lag_seconds', 'ivtd_fleet_key_pull_age_seconds']) t.ok(queried(all).has(m), m);
+  for (const m of ['ivtd_data_source_age_seconds', 'ivtd_data_source_failures', 'ivtd_memory_budget_bytes', 'ivtd_fleet_delivery_lag_seconds', 'ivtd_fleet_key_pull_age_seconds', 'ivtd_filter_requests_total', 'ivtd_lookup_thread_busy_ratio']) t.ok(queried(all).has(m), m);
 });
 
 const promtool = spawnSync('promtool', ['--version']).status === 0;
@@ -91,8 +95,13 @@ t.test('every metric the dashboard and the alert rules read is on a real server\
       adsTxt: { domains: ['news.example'], rate: 100 },
     }),
   );
+  // A filter (in front of a port nothing listens on: its series appear with its first report).
+  const store = await Store.open(dir);
+  const filtered = await createCustomer(store, { name: 'Filtered Co', username: 'filtered', password: 'correct horse battery' });
+  await store.close();
+  const filter: FilterSettings = { name: 'pbs', port: 0, upstream: `http://127.0.0.1:${await freePort()}/openrtb2/auction`, partner: filtered.partner_id, mode: 'block', nobid: 'nbr', timeoutMs: 300, maxSockets: 4 };
   const url = ch.url('monitoring');
-  const full = await startTestServer({ clickhouseUrl: url, flushInterval: 1 }, dir, { dataConnect: web.connect });
+  const full = await startTestServer({ clickhouseUrl: url, flushInterval: 1, filters: [filter] }, dir, { dataConnect: web.connect });
   const edgeDir = mkdtempSync(join(tmpdir(), 'ivtd-monitoring-edge-'));
   const edge = await startServer(testConfig(edgeDir, { role: 'edge', clickhouseUrl: url, flushInterval: 1 }));
   t.teardown(async () => {
@@ -115,6 +124,7 @@ t.test('every metric the dashboard and the alert rules read is on a real server\
   t.match(text, /ivtd_transactions_total\{category="none",class="valid"\} 1/, 'the valid lookup');
   t.match(text, /ivtd_transactions_total\{category="declared_crawler",class="givt"\} 1/, 'the crawler: GIVT');
   const edgeMetrics = `http://127.0.0.1:${edge.ports.metrics}`;
+  await until("the filter's first report", async () => /^ivtd_lookup_thread_busy_ratio\{[^}]*filter="pbs"/m.test((text = await scrape(full.metrics))), 15_000);
   let edgeText = '';
   await until('the edge pulled its keys', async () => /^ivtd_fleet_key_pull_age_seconds \d/m.test((edgeText = await scrape(edgeMetrics))), 15_000);
 
