@@ -61,13 +61,13 @@ const promSkip = promtool || process.env.CI ? false : 'promtool is not installed
 t.test('the alert rules: promtool check rules, and each rule\'s unit test', { skip: promSkip }, async (t) => {
   const check = spawnSync('promtool', ['check', 'rules', RULES], { encoding: 'utf8' });
   t.equal(check.status, 0, check.stdout + check.stderr);
-  t.match(check.stdout, /SUCCESS: 7 rules found/);
+  t.match(check.stdout, /SUCCESS: 9 rules found/);
   const test = spawnSync('promtool', ['test', 'rules', RULE_TESTS], { encoding: 'utf8' });
   t.equal(test.status, 0, test.stdout + test.stderr);
   const rules = readFileSync(RULES, 'utf8');
   const tests = readFileSync(RULE_TESTS, 'utf8');
   const alerts = [...rules.matchAll(/- alert: (\w+)/g)].map((m) => m[1]!);
-  for (const a of ['IvtdLookupsFailing', 'IvtdDataSourceStale', 'IvtdFleetSpoolGrowing', 'IvtdClickHouseUnreachable', 'IvtdMemoryAtBudget']) t.ok(alerts.includes(a), `rule ${a}`);
+  for (const a of ['IvtdLookupsFailing', 'IvtdDataSourceStale', 'IvtdFleetSpoolGrowing', 'IvtdClickHouseUnreachable', 'IvtdMemoryAtBudget', 'IvtdFilterUpstreamFailing', 'IvtdFilterSaturated']) t.ok(alerts.includes(a), `rule ${a}`);
   for (const a of alerts) t.match(tests, new RegExp(`alertname: ${a}\\n\\s+exp_alerts:\\n\\s+- exp_labels`), `${a} has a unit test in which it fires`);
   // The tests can fail: a rule whose threshold moved is caught.
   const dir = mkdtempSync(join(tmpdir(), 'ivtd-rules-'));
