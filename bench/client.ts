@@ -16,6 +16,8 @@ export interface ClientRequest {
   connections: number;
   /** POST these bodies (JSON, in turn) to the paths instead of GETs. */
   bodies?: string[];
+  /** The POSTs' Content-Type (default application/json). */
+  contentType?: string;
 }
 
 export interface AutocannonResult {
@@ -37,7 +39,7 @@ async function runAutocannon(req: ClientRequest): Promise<AutocannonResult> {
     ...(req.rate > 0 ? { overallRate: req.rate } : {}),
     duration: req.seconds,
     requests: req.bodies
-      ? req.bodies.map((body, i) => ({ method: 'POST' as const, path: req.paths[i % req.paths.length]!, body, headers: { 'content-type': 'application/json' } }))
+      ? req.bodies.map((body, i) => ({ method: 'POST' as const, path: req.paths[i % req.paths.length]!, body, headers: { 'content-type': req.contentType ?? 'application/json' } }))
       : req.paths.map((path) => ({ method: 'GET' as const, path })),
   });
   const cpu = process.cpuUsage(cpu0);

@@ -8,7 +8,9 @@
 //   floors      the same client through a byte pipe instead of the filter: one in Node
 //               (bench/byte-pipe.ts: node:net, no HTTP, no verdict) and one in C
 //               (bench/byte-pipe.c, compiled with `cc` when there is one): what one extra hop
-//               costs on this host and this runtime before a filter does anything.
+//               costs on this host and this runtime before a filter does anything; and the
+//               filter itself sent the same bodies as text/plain ("filter-unjudged"): sent on
+//               as is, no verdict (a media_type fail-open), so its cost less the verdict's.
 // Rounds alternate straight, the floors and filtered; each figure is the median over the rounds.
 //   npm run bench:filter -- [--rate 2000] [--seconds 5] [--rounds 2] [--connections 32] [--no-floors]
 //                           [--ivtd PATH | --checkout DIR] [--baseline-ivtd PATH | --baseline-checkout DIR]
@@ -93,22 +95,25 @@ async function main(): Promise<void> {
   const paths = ['/openrtb2/auction'];
   const posts = bodies(1000);
   const rows: Record<string, Row> = {};
-  for (const name of ['straight', 'filter', 'baseline', ...pipes.map((p) => p.name)]) rows[name] = { rps: [], p50: [], p99: [], cpuUs: [], pacedCpuUs: [] };
+  // The filter without its verdict: the same requests as text/plain, which it sends on as is (with the floors).
+  const unjudged: Array<{ name: string; port: number }> = FLOORS ? [{ name: 'filter-unjudged', port: filterPort }] : [];
+  for (const name of ['straight', 'filter', 'baseline', ...pipes.map((p) => p.name), ...unjudged.map((u) => u.name)]) rows[name] = { rps: [], p50: [], p99: [], cpuUs: [], pacedCpuUs: [] };
   // The process whose CPU a run is charged to: the upstream straight, else the filter's ivtd or the pipe's (the upstream's own is the same either way).
-  const pidOf = (name: string) => (name === 'straight' ? up.child.pid! : name === 'filter' ? mine.ivtd.pid : name === 'baseline' ? base!.ivtd.pid : pipes.find((p) => p.name === name)!.child.pid!);
+  const pidOf = (name: string) => (name === 'straight' ? up.child.pid! : name === 'filter' || name === 'filter-unjudged' ? mine.ivtd.pid : name === 'baseline' ? base!.ivtd.pid : pipes.find((p) => p.name === name)!.child.pid!);
   try {
     // Warm-up: the filter's code, the engine's caches, the connections.
     await runClient({ kind: 'autocannon', port: filterPort, paths, bodies: posts, rate: 0, seconds: 2, connections: CONNECTIONS });
     if (base !== null) await runClient({ kind: 'autocannon', port: base.port, paths, bodies: posts, rate: 0, seconds: 2, connections: CONNECTIONS });
     for (let r = 0; r < ROUNDS; r++) {
       const filters: Array<readonly [string, number]> = base === null ? [['filter', filterPort]] : r % 2 === 0 ? [['baseline', base.port], ['filter', filterPort]] : [['filter', filterPort], ['baseline', base.port]];
-      for (const [name, port] of [['straight', upPort] as const, ...pipes.map((p) => [p.name, p.port] as const), ...filters]) {
+      for (const [name, port] of [['straight', upPort] as const, ...pipes.map((p) => [p.name, p.port] as const), ...unjudged.map((u) => [u.name, u.port] as const), ...filters]) {
+        const contentType = name === 'filter-unjudged' ? 'text/plain' : undefined;
         const cpu0 = cpuSeconds(pidOf(name));
-        const a = await runClient({ kind: 'autocannon', port, paths, bodies: posts, rate: 0, seconds: SECONDS, connections: CONNECTIONS });
+        const a = await runClient({ kind: 'autocannon', port, paths, bodies: posts, rate: 0, seconds: SECONDS, connections: CONNECTIONS, contentType });
         const cpuUs = Math.round(((cpuSeconds(pidOf(name)) - cpu0) * 1e6) / (a.rps * SECONDS));
         if (a.non2xx > 0) throw new Error(`${name}: ${a.non2xx} answers were not 2xx`);
         const cpu1 = cpuSeconds(pidOf(name));
-        const p = await runClient({ kind: 'paced', port, paths, bodies: posts, rate: RATE, seconds: SECONDS, connections: 16 });
+        const p = await runClient({ kind: 'paced', port, paths, bodies: posts, rate: RATE, seconds: SECONDS, connections: 16, contentType });
         const pacedCpuUs = Math.round(((cpuSeconds(pidOf(name)) - cpu1) * 1e6) / p.completed);
         rows[name]!.rps.push(a.rps);
         rows[name]!.p50.push(p.p50Ms);
@@ -147,9 +152,9 @@ async function main(): Promise<void> {
       addedP99Ms: +(median(f.p99) - median(s.p99)).toFixed(3),
       goal: 'added p50 <= 0.15 ms, p99 <= 1 ms',
     },
-    // One extra hop and nothing else, in the same rounds: the least any filter could add here.
-    ...(pipes.length === 0 ? {} : {
-      floors: Object.fromEntries(pipes.map((p) => {
+    // One extra hop and nothing else, in the same rounds: the least any filter could add here; and the filter less its verdict.
+    ...(pipes.length + unjudged.length === 0 ? {} : {
+      floors: Object.fromEntries([...pipes, ...unjudged].map((p) => {
         const r = rows[p.name]!;
         return [p.name, {
           rps: median(r.rps), ratio: +(median(r.rps) / median(s.rps)).toFixed(3),

@@ -41,7 +41,7 @@ function percentile(sorted: Float64Array, q: number): number {
 const ms = (x: number) => +x.toFixed(3);
 
 /** `bodies`: POST these (JSON, in turn) to the paths instead of GETs. */
-export async function paced(opts: { port: number; paths: string[]; rate: number; seconds: number; connections: number; bodies?: string[] }): Promise<PacedResult> {
+export async function paced(opts: { port: number; paths: string[]; rate: number; seconds: number; connections: number; bodies?: string[]; contentType?: string }): Promise<PacedResult> {
   const { port, paths, rate, seconds, connections } = opts;
   const intervalMs = (1000 * connections) / rate;
   const latencies: number[] = [];
@@ -67,7 +67,7 @@ export async function paced(opts: { port: number; paths: string[]; rate: number;
           timedFrom = from;
           const b = opts.bodies?.[i % opts.bodies.length];
           if (b === undefined) sock.write(`GET ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
-          else sock.write(`POST ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(b)}\r\n\r\n${b}`);
+          else sock.write(`POST ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: ${opts.contentType ?? 'application/json'}\r\nContent-Length: ${Buffer.byteLength(b)}\r\n\r\n${b}`);
           inFlight = true;
           sent++;
         };
