@@ -85,6 +85,9 @@ export interface LookupServerOptions {
 export interface FilterHandover {
   filter: string;
   phase: 'take' | 'give' | 'exit';
+  /** The gap: from just before one listener closed (or the thread's exit was heard of) to just after the other listened, monotonic ms (proxy.ts monotonicMs, one clock for every thread). */
+  from: number;
+  to: number;
   ms: number;
 }
 
@@ -369,7 +372,7 @@ export class LookupServer {
     if (fb === undefined) return;
     slot.failing = null;
     slot.live = false;
-    fb.listen((at) => this.noteHandover(slot, phase, at - since));
+    fb.listen((at) => this.noteHandover(slot, phase, since, at));
     this.scheduleRestart(slot);
   }
 
@@ -394,16 +397,17 @@ export class LookupServer {
     const m = await this.ask(slot, { type: 'listen' }, `listen:${slot.index}`, FILTER_GIVE_WAIT_MS);
     if (m !== null && m.type === 'listening') {
       slot.live = true;
-      if (m.at !== undefined) this.noteHandover(slot, 'give', m.at - letGoAt);
+      if (m.at !== undefined) this.noteHandover(slot, 'give', letGoAt, m.at);
       return;
     }
     if (this.listening) fb.listen();
     throw new Error(`filter thread ${slot.index} could not take its port back: ${m !== null && m.type === 'listen-failed' ? m.message : 'no answer'}`);
   }
 
-  private noteHandover(slot: Slot, phase: FilterHandover['phase'], ms: number): void {
+  private noteHandover(slot: Slot, phase: FilterHandover['phase'], from: number, to: number): void {
     const filter = slot.filter?.name ?? '';
-    this.filterHandovers.push({ filter, phase, ms });
+    const ms = to - from;
+    this.filterHandovers.push({ filter, phase, from, to, ms });
     if (this.filterHandovers.length > 100) this.filterHandovers.shift();
     this.opts.onFilterHandover?.(filter, phase, ms);
   }
