@@ -72,10 +72,8 @@ export class ServiceMetrics {
   private readonly bands: Counter<'band'>;
   private readonly overflowed: Counter;
   private readonly cacheLookups: Counter<'cache' | 'result'>;
-  /** Latest V8 heap of each lookup thread (used, reserved). */
-  private readonly threadHeaps = new Map<number, [number, number]>();
-  /** Each lookup thread's busy share over its last report, and the filter it runs ('' for the pre-bid port's). */
-  private readonly threadBusy = new Map<number, [number, string]>();
+  /** Each lookup thread's last report: its V8 heap (used, reserved), its busy share, the filter it runs ('' for the pre-bid port's). */
+  private readonly threadReports = new Map<number, { heapUsed: number; heapTotal: number; busy: number; filter: string }>();
   private readonly lockTimeouts: Counter;
   private readonly beacons: Counter<'outcome'>;
   private readonly seenEvictedLive: Counter;
@@ -107,13 +105,13 @@ export class ServiceMetrics {
     this.heldUnsent = new Counter({ name: 'ivtd_answers_held_unsent_total', help: 'Pre-bid answers held because their connection still had unsent answers (a client not reading them); a connection that sends again while one is held is closed.', registers: [r] });
     this.lockTimeouts = new Counter({ name: 'ivtd_shared_lock_timeouts_total', help: 'Shared-table updates that went ahead after waiting the spin limit for a bucket lock (should stay near 0).', registers: [r] });
     register(r, 'ivtd_lookup_thread_heap_bytes', 'V8 heap of each lookup thread (state used or reserved), reported once a second.', 'gauge', () =>
-      [...this.threadHeaps].flatMap(([thread, [used, total]]) => [
+      [...this.threadReports].flatMap(([thread, { heapUsed: used, heapTotal: total }]) => [
         { value: used, labels: { thread: String(thread), state: 'used' } },
         { value: total, labels: { thread: String(thread), state: 'reserved' } },
       ]),
     );
     register(r, 'ivtd_lookup_thread_busy_ratio', "Share of the last second each lookup thread's event loop spent working rather than waiting (0-1): near 1, that thread is the bottleneck (more --threads, or for a filter's thread, labelled filter, more filters: docs/filter.md, Sizing).", 'gauge', () =>
-      [...this.threadBusy].map(([thread, [busy, filter]]): Sample => ({ value: busy, labels: filter === '' ? { thread: String(thread) } : { thread: String(thread), filter } })),
+      [...this.threadReports].map(([thread, { busy, filter }]): Sample => ({ value: busy, labels: filter === '' ? { thread: String(thread) } : { thread: String(thread), filter } })),
     );
     register(r, 'ivtd_clock_behind_seconds', 'How far the system clock reads earlier than the build or its newest embedded data (0 when it does not): fix the clock (NTP); UA version checks hold at the build date meanwhile.', 'gauge', () => [
       { value: Math.max(0, ((sources.knownCurrentMs ?? 0) - Date.now()) / 1000) },
@@ -279,17 +277,13 @@ export class ServiceMetrics {
     for (const outcome in stats.beacons) this.beacons.inc({ outcome }, stats.beacons[outcome]!);
     if (stats.seenEvictedLive > 0) this.seenEvictedLive.inc(stats.seenEvictedLive);
     if (stats.heldUnsent > 0) this.heldUnsent.inc(stats.heldUnsent);
-    if (stats.heapTotal > 0) {
-      this.threadHeaps.set(stats.thread, [stats.heapUsed, stats.heapTotal]);
-      this.threadBusy.set(stats.thread, [stats.busy, stats.filter?.name ?? '']);
-    }
+    if (stats.heapTotal > 0) this.threadReports.set(stats.thread, { heapUsed: stats.heapUsed, heapTotal: stats.heapTotal, busy: stats.busy, filter: stats.filter?.name ?? '' });
     if (stats.filter) this.recordFilter(stats.filter);
   }
 
   /** A thread that ended for good (a filter a reload removed): its heap gauge goes. */
   forgetThread(thread: number): void {
-    this.threadHeaps.delete(thread);
-    this.threadBusy.delete(thread);
+    this.threadReports.delete(thread);
   }
 
   private recordFilter(f: FilterStats): void {

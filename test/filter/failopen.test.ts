@@ -83,6 +83,18 @@ function check(tally: Tally, seq: string, got: Answer[]): void {
   else tally.wrong.push(`${seq}: ${a[0]} ${a[2].slice(0, 60)}`);
 }
 
+/** What a connection attempt to `port` meets: 'connected' (then closed), or its error's code. */
+function connectOutcome(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const c = connect(port, '127.0.0.1');
+    c.once('connect', () => {
+      c.destroy();
+      resolve('connected');
+    });
+    c.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
+  });
+}
+
 /** A connection attempt of `phase`, begun at `t0`, refused. */
 function refusal(tally: Tally, phase: Phase, t0: number): void {
   tally.refused[phase]++;
@@ -349,15 +361,7 @@ t.test('a shutdown while the main thread holds a filter\'s port closes everythin
   t.ok(Date.now() - t0 < 5000, `stopped (${Date.now() - t0} ms)`);
   await closed;
   t.pass('its connection closed');
-  const refused = await new Promise<string>((r) => {
-    const c = connect(port, '127.0.0.1');
-    c.once('connect', () => {
-      c.destroy();
-      r('connected');
-    });
-    c.once('error', (e: NodeJS.ErrnoException) => r(e.code ?? 'error'));
-  });
-  t.equal(refused, 'ECONNREFUSED', 'the port is let go');
+  t.equal(await connectOutcome(port), 'ECONNREFUSED', 'the port is let go');
 });
 
 t.test("a reload's settings reach the main thread's listener; a filter removed while it holds the port lets the port go", async (t) => {
@@ -384,13 +388,5 @@ t.test("a reload's settings reach the main thread's listener; a filter removed w
   t.ok(up2.received.some((q) => q.body.toString().includes('"after-reload"')), "sent to the reload's upstream");
   t.equal(up.received.length, before, 'not to the old one');
   await lookups.retireFilter(index, 300);
-  const refused = await new Promise<string>((resolve) => {
-    const c = connect(port, '127.0.0.1');
-    c.once('connect', () => {
-      c.destroy();
-      resolve('connected');
-    });
-    c.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
-  });
-  t.equal(refused, 'ECONNREFUSED', 'removed: its port is let go, though its thread was being replaced');
+  t.equal(await connectOutcome(port), 'ECONNREFUSED', 'removed: its port is let go, though its thread was being replaced');
 });
